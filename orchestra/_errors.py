@@ -1,0 +1,106 @@
+"""One base exception and families that say whose fault a failure is.
+
+* ``UserError`` — the caller misused orchestra (bad role declaration, bad CLI
+  argument, unknown run id). Fix the code or the command.
+* ``StoreError`` — the database file is unusable (not SQLite, corrupt, newer
+  schema) or a write was refused (payload too large, lease lost).
+* ``ModelBehaviorError`` — the model misbehaved (invalid JSON, unknown tool,
+  wrong arguments) past its retry budget.
+* ``ModelAPIError`` — the model provider failed (HTTP error, unreachable, auth).
+* ``UsageLimitExceeded`` — a token/cost/turn cap stopped the task.
+* ``DeterminismError`` — replay asked for a different step than the journal holds.
+* ``ModelRetry`` — a control signal a tool raises to make the model fix its call.
+"""
+
+from __future__ import annotations
+
+
+class OrchestraError(Exception):
+    """Base class of every error orchestra raises on purpose."""
+
+
+class UserError(OrchestraError):
+    """The caller misused orchestra; the message says what to change."""
+
+
+class RoleDefinitionError(UserError):
+    """A role declaration is invalid; raised when the class is defined."""
+
+    def __init__(self, role: str, field: str, problem: str) -> None:
+        self.role = role
+        self.field = field
+        super().__init__(f"role {role!r}: {field}: {problem}")
+
+
+class StoreError(OrchestraError):
+    """The blackboard refused an operation or its file is unusable."""
+
+
+class NotAStoreError(StoreError):
+    """The file is not an SQLite database, is corrupt, or is not an orchestra store."""
+
+
+class SchemaVersionError(StoreError):
+    """The database was written by a newer orchestra (or needs a migration in verify mode)."""
+
+
+class PayloadTooLargeError(StoreError):
+    """A payload is over the store's configured size limit; nothing was written."""
+
+
+class LeaseLostError(StoreError):
+    """This worker no longer holds the task's lease; its write was refused."""
+
+
+class NotFoundError(UserError):
+    """A run, task or approval id does not exist."""
+
+
+class ModelBehaviorError(OrchestraError):
+    """The model produced output orchestra cannot use, past its retry budget."""
+
+
+class ModelAPIError(OrchestraError):
+    """The model provider failed; ``retryable`` says whether retrying can help."""
+
+    def __init__(self, message: str, *, model: str = "", retryable: bool = False,
+                 status: int | None = None) -> None:
+        self.model = model
+        self.retryable = retryable
+        self.status = status
+        super().__init__(message)
+
+
+class UsageLimitExceeded(OrchestraError):
+    """A cap on tokens, cost or turns was reached; raise the cap and resume."""
+
+
+class DeterminismError(OrchestraError):
+    """Replay asked for a different step than the journal recorded."""
+
+    def __init__(self, task_id: str, step: int, recorded: str, requested: str) -> None:
+        self.task_id = task_id
+        self.step = step
+        self.recorded = recorded
+        self.requested = requested
+        super().__init__(
+            f"task {task_id} step {step}: the journal recorded {recorded!r} but replay "
+            f"asked for {requested!r}. The role's code or inputs changed since this task "
+            "ran; restore them, or start a new run."
+        )
+
+
+class ToolTimeoutError(OrchestraError):
+    """A tool ran past its timeout."""
+
+
+class ModelRetry(OrchestraError):  # noqa: N818 - a control signal, named for what it asks
+    """Raised by a tool to tell the model what to fix; it is fed back as the tool result."""
+
+
+class TaskFailedError(OrchestraError):
+    """A task ended failed; ``task_id`` names it and the message says why."""
+
+    def __init__(self, task_id: str, message: str) -> None:
+        self.task_id = task_id
+        super().__init__(message)

@@ -1,0 +1,185 @@
+"""The blackboard protocol: the only way agents, the runtime and the coordinator
+touch durable state.
+
+Every method that changes state commits the change, the rows it creates and the
+event that reports it in one transaction, or nothing at all. Writes that belong
+to a step or a task's end (messages, notes, plans, handoffs, compaction records)
+travel in a :class:`Writes` bundle so that they commit atomically with the
+journal row: on replay a completed step's writes are never applied twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Collection, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from orchestra._types import (
+    JSON,
+    AgentInfo,
+    Approval,
+    CompactionRecord,
+    Event,
+    Handoff,
+    Message,
+    Note,
+    Plan,
+    Run,
+    RunStatus,
+    Step,
+    StepKind,
+    Task,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class NewTask:
+    """A task to create. ``key`` (unique per run) makes creation idempotent."""
+
+    role: str
+    input: JSON
+    max_attempts: int = 3
+    key: str | None = None
+    parent_id: str | None = None
+    cause: str | None = None
+    not_before: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class NewHandoff:
+    """A posting to a role; committing it creates the receiving task."""
+
+    to_role: str
+    payload: JSON
+    note: str = ""
+    max_attempts: int = 3
+    key: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NewNote:
+    body: str
+    tags: tuple[str, ...] = ()
+
+
+@dataclass(slots=True)
+class Writes:
+    """Board writes that commit together with a step or a task's end.
+
+    ``messages`` and ``compactions`` belong to the writing agent; ``plans``,
+    ``handoffs`` and ``notes`` are authored by it. ``events`` are extra
+    ``(kind, data)`` pairs for the event log.
+    """
+
+    messages: list[Message] = field(default_factory=list)
+    compactions: list[CompactionRecord] = field(default_factory=list)
+    plans: list[JSON] = field(default_factory=list)
+    handoffs: list[NewHandoff] = field(default_factory=list)
+    notes: list[NewNote] = field(default_factory=list)
+    tasks: list[NewTask] = field(default_factory=list)
+    events: list[tuple[str, JSON]] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.messages or self.compactions or self.plans or self.handoffs
+                    or self.notes or self.tasks or self.events)
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """Who is writing for a task: the claimant and the attempt it claimed (fencing)."""
+
+    owner: str
+    attempt: int
+
+
+@dataclass(frozen=True, slots=True)
+class StepResult:
+    """The outcome of one journaled step, committed by ``complete_step``."""
+
+    task_id: str
+    retry: int
+    step: int
+    kind: StepKind
+    name: str
+    input_digest: str
+    output: JSON = None
+    error: str | None = None
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost: float = 0.0
+
+
+class Blackboard(Protocol):
+    """Durable store of runs. ``SQLiteBlackboard`` is the implementation."""
+
+    # -- lifecycle -----------------------------------------------------------
+    async def close(self) -> None: ...
+
+    # -- runs ----------------------------------------------------------------
+    async def create_run(self, pipeline: str, input: JSON, *, run_id: str | None = None,
+                         tasks: Sequence[NewTask] = ()) -> Run: ...
+    async def get_run(self, run_id: str) -> Run: ...
+    async def list_runs(self, *, active_only: bool = False, limit: int = 100) -> list[Run]: ...
+    async def set_run_status(self, run_id: str, status: RunStatus, *, error: str | None = None,
+                             only_from: Collection[RunStatus] | None = None) -> Run: ...
+    async def delete_run(self, run_id: str) -> None: ...
+
+    # -- tasks and leases ----------------------------------------------------
+    async def add_tasks(self, run_id: str, tasks: Sequence[NewTask]) -> list[Task]: ...
+    async def get_task(self, task_id: str) -> Task: ...
+    async def list_tasks(self, run_id: str, *, status: str | None = None,
+                         role: str | None = None) -> list[Task]: ...
+    async def claim_task(self, owner: str, *, run_id: str | None = None,
+                         roles: Collection[str] | None = None,
+                         lease_seconds: float = 30.0) -> Task | None: ...
+    async def heartbeat(self, task_id: str, lease: Lease, lease_seconds: float) -> bool: ...
+    async def release_leases(self, run_id: str | None = None, *,
+                             owners: Collection[str] = ()) -> list[Task]: ...
+    async def complete_task(self, task_id: str, lease: Lease, result: JSON, *,
+                            agent_id: str, writes: Writes | None = None,
+                            step: StepResult | None = None) -> Task: ...
+    async def fail_task(self, task_id: str, lease: Lease, error: str, *,
+                        retry_at: float | None = None, agent_id: str | None = None,
+                        writes: Writes | None = None) -> Task: ...
+
+    # -- step journal --------------------------------------------------------
+    async def get_steps(self, task_id: str, retry: int) -> list[Step]: ...
+    async def start_step(self, task_id: str, retry: int, step: int, kind: StepKind,
+                         name: str, input_digest: str, lease: Lease) -> None: ...
+    async def complete_step(self, result: StepResult, lease: Lease, *, agent_id: str,
+                            writes: Writes | None = None) -> None: ...
+
+    # -- agents' messages ----------------------------------------------------
+    async def get_messages(self, agent_id: str, *, after_seq: int = 0,
+                           limit: int | None = None) -> list[Message]: ...
+    async def search_messages(self, agent_id: str, text: str, *,
+                              limit: int = 10) -> list[Message]: ...
+    async def get_compactions(self, agent_id: str) -> list[CompactionRecord]: ...
+    async def agent_infos(self, run_id: str) -> list[AgentInfo]: ...
+
+    # -- board ---------------------------------------------------------------
+    async def post_plan(self, run_id: str, author: str, body: JSON) -> Plan: ...
+    async def post_handoff(self, run_id: str, from_agent: str, handoff: NewHandoff) -> Handoff: ...
+    async def post_note(self, run_id: str, author: str, note: NewNote) -> Note: ...
+    async def get_plans(self, run_id: str) -> list[Plan]: ...
+    async def latest_plan(self, run_id: str) -> Plan | None: ...
+    async def get_handoffs(self, run_id: str, *, to_role: str | None = None,
+                           from_agent: str | None = None) -> list[Handoff]: ...
+    async def search_notes(self, run_id: str | None = None, *, text: str | None = None,
+                           author: str | None = None, tag: str | None = None,
+                           limit: int = 50) -> list[Note]: ...
+
+    # -- approvals -----------------------------------------------------------
+    async def request_approval(self, task_id: str, lease: Lease, *, retry: int, step: int,
+                               tool: str, arguments: JSON) -> Approval: ...
+    async def find_approval(self, task_id: str, retry: int, step: int) -> Approval | None: ...
+    async def list_approvals(self, run_id: str, *, status: str | None = None) -> list[Approval]: ...
+    async def decide_approval(self, approval_id: str, *, approved: bool, by: str,
+                              reason: str | None = None) -> Approval: ...
+
+    # -- events --------------------------------------------------------------
+    async def append_event(self, run_id: str, kind: str, data: JSON) -> Event: ...
+    async def events(self, run_id: str, *, starting_after: int = 0,
+                     limit: int = 500) -> list[Event]: ...
+    def follow(self, run_id: str, *, starting_after: int = 0,
+               poll_interval: float = 0.2) -> AsyncIterator[Event]: ...

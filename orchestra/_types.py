@@ -1,0 +1,212 @@
+"""Frozen records shared by every layer.
+
+These are what the blackboard returns and what the runtime and coordinator pass
+around. They are plain dataclasses (cheap to build on the hot path); pydantic is
+used only at the boundary where data comes from a model or a user.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+JSON = Any
+"""A value that round-trips through ``json.dumps`` / ``json.loads``."""
+
+RunStatus = Literal["pending", "running", "waiting", "completed", "failed", "cancelled"]
+TaskStatus = Literal["pending", "running", "waiting", "completed", "failed", "cancelled"]
+StepKind = Literal["model", "tool", "compaction"]
+StepStatus = Literal["started", "completed", "failed"]
+ApprovalStatus = Literal["pending", "approved", "denied"]
+MessageRole = Literal["system", "user", "assistant", "tool"]
+Durability = Literal["normal", "full"]
+
+TERMINAL_RUN_STATUSES: frozenset[str] = frozenset({"completed", "failed", "cancelled"})
+TERMINAL_TASK_STATUSES: frozenset[str] = frozenset({"completed", "failed", "cancelled"})
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """One execution of a pipeline."""
+
+    id: str
+    pipeline: str
+    input: JSON
+    status: RunStatus
+    created_at: float
+    updated_at: float
+    error: str | None = None
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost: float = 0.0
+    steps: int = 0
+    last_seq: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    """A unit of work for one role inside a run.
+
+    ``attempt`` counts claims and doubles as the lease fencing token: a worker's
+    writes carry the attempt it claimed, so a worker whose lease expired cannot
+    write over the next claimant. ``retries`` counts failed attempts that were
+    retried; the step journal is keyed per retry so a retry starts fresh while a
+    resume after a crash replays.
+    """
+
+    id: str
+    run_id: str
+    role: str
+    input: JSON
+    status: TaskStatus
+    attempt: int = 0
+    retries: int = 0
+    max_attempts: int = 3
+    lease_owner: str | None = None
+    lease_expires_at: float | None = None
+    not_before: float = 0.0
+    result: JSON = None
+    error: str | None = None
+    parent_id: str | None = None
+    cause: str | None = None
+    key: str | None = None
+    created_at: float = 0.0
+    updated_at: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """A versioned structured plan; the highest version supersedes the rest."""
+
+    run_id: str
+    version: int
+    author: str
+    body: JSON
+    created_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class Handoff:
+    """A posting from one agent to a role; committing it created ``task_id``."""
+
+    id: str
+    run_id: str
+    from_agent: str
+    to_role: str
+    payload: JSON
+    note: str
+    task_id: str
+    created_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class Note:
+    """Shared knowledge any agent can write and full-text search."""
+
+    id: int
+    run_id: str
+    author: str
+    body: str
+    tags: tuple[str, ...] = ()
+    created_at: float = 0.0
+    rank: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallRecord:
+    """A tool call as the model wrote it; ``arguments`` is the raw JSON text."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One entry in an agent's append-only history (``seq`` is per agent)."""
+
+    role: MessageRole
+    content: str
+    tool_calls: tuple[ToolCallRecord, ...] = ()
+    tool_call_id: str | None = None
+    name: str | None = None
+    agent_id: str = ""
+    seq: int = 0
+    task_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionRecord:
+    """Says that ``summary`` replaces messages ``first_seq..last_seq`` in the model's view."""
+
+    agent_id: str
+    first_seq: int
+    last_seq: int
+    summary: str
+    task_id: str | None = None
+    step: int | None = None
+    id: int = 0
+    created_at: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One journaled model call, tool call or compaction inside a task."""
+
+    task_id: str
+    retry: int
+    step: int
+    kind: StepKind
+    name: str
+    input_digest: str
+    status: StepStatus
+    output: JSON = None
+    error: str | None = None
+    attempts: int = 1
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost: float = 0.0
+    started_at: float = 0.0
+    finished_at: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Approval:
+    """A pending or decided human decision on one tool call."""
+
+    id: str
+    run_id: str
+    task_id: str
+    step: int
+    tool: str
+    arguments: JSON
+    status: ApprovalStatus
+    decided_by: str | None = None
+    reason: str | None = None
+    created_at: float = 0.0
+    decided_at: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """An entry in a run's append-only event log; ``seq`` is gap-free per run."""
+
+    run_id: str
+    seq: int
+    kind: str
+    data: JSON
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
+class AgentInfo:
+    """Per-agent totals and restart point, derived from the journal."""
+
+    agent_id: str
+    role: str
+    messages: int
+    steps_completed: int
+    steps_reissued: int
+    tokens_in: int
+    tokens_out: int
+    restart_point: dict[str, Any] | None = field(default=None)

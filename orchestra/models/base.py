@@ -1,0 +1,97 @@
+"""The model interface: one async method, requests and responses as frozen data.
+
+Adapters (OpenAI-compatible, Anthropic, GGUF) and the test doubles implement
+:class:`Model`. The runtime never sees a provider SDK.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from orchestra._types import Message, ToolCallRecord
+
+ToolCall = ToolCallRecord
+"""A tool call as the model wrote it: id, name and the raw JSON argument text."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSchema:
+    """A tool as offered to the model: its name, description and JSON schema."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class OutputSchema:
+    """The structured final answer the role expects (a JSON schema of its pydantic model)."""
+
+    name: str
+    json_schema: dict[str, Any]
+    description: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ModelSettings:
+    """Per-call settings; ``None`` means the provider's default."""
+
+    temperature: float | None = None
+    max_tokens: int | None = None
+    timeout: float | None = None
+    """Seconds before one HTTP request is abandoned (adapters retry it when it helps)."""
+    seed: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Tokens and (when the provider reports prices) cost of one call."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost: float = 0.0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(self.input_tokens + other.input_tokens,
+                     self.output_tokens + other.output_tokens, self.cost + other.cost)
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRequest:
+    """Everything a model needs for one call.
+
+    ``messages`` starts with the system prompt. ``output`` is set when the role
+    wants a structured answer: the model should reply with JSON text matching it
+    (adapters may use the provider's native JSON-schema mode) or call a tool.
+    """
+
+    messages: tuple[Message, ...]
+    tools: tuple[ToolSchema, ...] = ()
+    output: OutputSchema | None = None
+    settings: ModelSettings = field(default_factory=ModelSettings)
+
+
+FinishReason = Literal["stop", "tool_calls", "length", "content_filter", "error"]
+
+
+@dataclass(frozen=True, slots=True)
+class ModelResponse:
+    """What a model answered: text and/or tool calls, with token usage."""
+
+    text: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: Usage = field(default_factory=Usage)
+    finish_reason: FinishReason = "stop"
+    model: str = ""
+
+
+@runtime_checkable
+class Model(Protocol):
+    """One async method. ``name`` identifies the model in logs and errors."""
+
+    name: str
+
+    async def request(self, request: ModelRequest) -> ModelResponse:
+        """Send one request and return the reply; raise ``ModelAPIError`` on failure."""
+        ...
