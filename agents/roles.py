@@ -1,0 +1,153 @@
+"""The stock roles: architect, coder, reviewer — built only on orchestra's public API.
+
+They share a :class:`~agents.workspace.Workspace`: every file tool is confined
+to it, and the reviewer's verdict is checked against a real pytest run, so a
+model that approves failing code is told so and must revise its review.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from agents.testrunner import TestReport, run_pytest
+from agents.workspace import Workspace
+from orchestra import ModelRetry, Role, SlidingWindow, ToolContext, tool
+
+
+class ModuleSpec(BaseModel):
+    """One module of the plan."""
+
+    path: str = Field(description="module file, e.g. textkit/wrap.py")
+    purpose: str
+    public_api: list[str] = Field(description="signatures of the public functions")
+    test_path: str = Field(description="its pytest file, e.g. tests/test_wrap.py")
+
+
+class Decision(BaseModel):
+    decision: str
+    reason: str
+
+
+class ProjectPlan(BaseModel):
+    """The architect's plan: modules to build and the decisions behind them."""
+
+    modules: list[ModuleSpec] = Field(min_length=1)
+    decisions: list[Decision] = Field(default_factory=list)
+
+
+class CodeResult(BaseModel):
+    """What the coder did for one module."""
+
+    module: str = Field(description="the module path")
+    files: list[str] = Field(description="files written or changed")
+    summary: str
+
+
+class Review(BaseModel):
+    """The reviewer's verdict on one module."""
+
+    module: str
+    approved: bool
+    comments: list[str] = Field(
+        default_factory=list, description="concrete change requests when not approved"
+    )
+
+
+_TIMING = re.compile(r"\s+in \d+(?:\.\d+)?s\b")
+
+
+class WorkspaceRole(Role):
+    """Roles that read and write a workspace."""
+
+    recall = True
+
+    def __init__(self, workspace: Workspace) -> None:
+        self.workspace = workspace
+
+    @tool
+    async def list_files(self, ctx: ToolContext, path: str = ".") -> list[str]:
+        """List files under a directory of the workspace (recursive)."""
+        return await self.workspace.list_files(path)
+
+    @tool
+    async def read_file(self, ctx: ToolContext, path: str) -> str:
+        """Read a text file of the workspace."""
+        return await self.workspace.read_file(path)
+
+    async def tests(self, target: str | None, timeout: float = 60.0) -> dict[str, Any]:
+        report: TestReport = await run_pytest(self.workspace.root, target, timeout=timeout)
+        # timings vary run to run; the model gets a stable view (replays stay exact)
+        output = _TIMING.sub("", report.output).replace(str(self.workspace.root), ".")
+        return {
+            "passed": report.passed,
+            "tests_passed": report.tests_passed,
+            "tests_failed": report.tests_failed,
+            "tests_errors": report.tests_errors,
+            "timed_out": report.timed_out,
+            "output": output,
+        }
+
+
+class Architect(WorkspaceRole):
+    """You are the architect of a small Python project. Read the spec you are given (and
+    the workspace, if it has files), then reply with the plan as a JSON object: the
+    modules to build (path, purpose, public_api, test_path) and your key decisions with
+    their reasons. Keep modules small and independent; one test file per module."""
+
+    name = "architect"
+    output = ProjectPlan
+    concurrency = 1
+
+
+class Coder(WorkspaceRole):
+    """You are a careful Python developer. You implement exactly one module of a plan and
+    its pytest tests, writing the files with write_file. If you get review comments,
+    revise the code to address every one. When the files are written, reply with a JSON
+    object: module, files, summary."""
+
+    name = "coder"
+    output = CodeResult
+    compaction = SlidingWindow(last=24)
+    concurrency = 1
+
+    @tool
+    async def write_file(self, ctx: ToolContext, path: str, content: str) -> dict[str, Any]:
+        """Create or replace a text file in the workspace."""
+        return await self.workspace.write_file(path, content)
+
+    @tool
+    async def run_tests(self, ctx: ToolContext, path: str) -> dict[str, Any]:
+        """Run pytest on a test file or directory of the workspace."""
+        return await self.tests(path)
+
+
+class Reviewer(WorkspaceRole):
+    """You review one module: run its tests with run_tests, read the code, and decide.
+    Approve only if the tests pass and the code meets the spec. Otherwise request
+    changes with concrete comments (what fails, where, how to fix). Reply with a JSON
+    object: module, approved, comments."""
+
+    name = "reviewer"
+    output = Review
+    compaction = SlidingWindow(last=12)
+    concurrency = 1
+
+    @tool
+    async def run_tests(self, ctx: ToolContext, path: str) -> dict[str, Any]:
+        """Run pytest on a test file or directory of the workspace."""
+        return await self.tests(path)
+
+    async def check_output(self, ctx: ToolContext, output: Any) -> None:
+        """An approval must be backed by a real passing test run."""
+        if isinstance(output, Review) and output.approved:
+            test_path = (ctx.task_input or {}).get("module", {}).get("test_path")
+            result = await self.tests(test_path if isinstance(test_path, str) else None)
+            if not result["passed"]:
+                raise ModelRetry(
+                    "You approved, but the tests fail:\n"
+                    + str(result["output"])[-1500:]
+                    + "\nRequest changes instead, with concrete comments."
+                )

@@ -1,0 +1,259 @@
+"""File access confined to one workspace directory.
+
+Agents read and write files on a model's say-so, so every path is treated as
+untrusted: it must be relative, must not climb out with ``..``, and its real path
+(after following every symlink, in the file itself or any parent directory) must
+stay inside the root. The methods are async and push the blocking file I/O to a
+worker thread so a slow disk never stalls the event loop that runs the other agents.
+
+The guard is aimed at a model that asks for the wrong path, not at a local attacker
+racing to swap directories for symlinks between the check and the open.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import stat
+import tempfile
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+__all__ = ["DEFAULT_MAX_FILE_BYTES", "DEFAULT_MAX_LIST_ENTRIES", "Workspace", "WorkspaceError"]
+
+DEFAULT_MAX_FILE_BYTES = 256 * 1024
+DEFAULT_MAX_LIST_ENTRIES = 2000
+
+# Directories that hold tool caches or VCS data, never files an agent should edit.
+_SKIPPED_DIRS = frozenset({"__pycache__", ".pytest_cache", ".git", "node_modules"})
+
+
+class WorkspaceError(ValueError):
+    """A path or file was refused; the message names the path and what to do instead."""
+
+
+class Workspace:
+    """A directory an agent may read and write, and nothing outside it."""
+
+    def __init__(
+        self,
+        root: Path | str,
+        *,
+        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+        max_list_entries: int = DEFAULT_MAX_LIST_ENTRIES,
+    ) -> None:
+        real_root = Path(os.path.realpath(root))
+        if not real_root.is_dir():
+            raise WorkspaceError(
+                f"workspace root {str(root)!r} is not a directory; create it before use"
+            )
+        if max_file_bytes < 1 or max_list_entries < 1:
+            raise WorkspaceError(
+                f"limits must be positive, got max_file_bytes={max_file_bytes}, "
+                f"max_list_entries={max_list_entries}"
+            )
+        self.root = real_root
+        """The workspace directory, with symlinks already resolved."""
+        self.max_file_bytes = max_file_bytes
+        """Largest file, in bytes, that ``read_file`` returns or ``write_file`` accepts."""
+        self.max_list_entries = max_list_entries
+        """Most paths ``list_files`` returns before asking for a narrower directory."""
+
+    def __repr__(self) -> str:
+        return f"Workspace({str(self.root)!r})"
+
+    # -- path confinement ---------------------------------------------------------
+
+    def resolve(self, rel: str) -> Path:
+        """Return the real path of ``rel`` inside the root, or raise ``WorkspaceError``.
+
+        The path need not exist (writes create it); whatever part of it does exist
+        is resolved through symlinks before the containment check.
+        """
+        pure = self._parse(rel)
+        real = Path(os.path.realpath(self.root.joinpath(*pure.parts)))
+        if real != self.root and not real.is_relative_to(self.root):
+            raise WorkspaceError(
+                f"path {rel!r} resolves (through a symlink) to {str(real)!r}, outside the "
+                f"workspace; use a path to a real file inside the workspace"
+            )
+        return real
+
+    def _parse(self, rel: str) -> PurePosixPath:
+        """Reject path strings that are unsafe before touching the file system."""
+        if not isinstance(rel, str):
+            raise WorkspaceError(f"path must be a string, got {type(rel).__name__}")
+        if not rel.strip():
+            raise WorkspaceError("path is empty; give a path relative to the workspace root")
+        if "\x00" in rel:
+            raise WorkspaceError(f"path {rel!r} contains a NUL byte; remove it")
+        pure = PurePosixPath(rel)
+        if pure.is_absolute():
+            raise WorkspaceError(
+                f"path {rel!r} is absolute; give a path relative to the workspace root"
+            )
+        if ".." in pure.parts:
+            raise WorkspaceError(
+                f"path {rel!r} contains '..'; give a path that stays inside the workspace"
+            )
+        return pure
+
+    # -- public operations ----------------------------------------------------------
+
+    async def list_files(self, rel: str = ".") -> list[str]:
+        """Every file under ``rel``, recursively, as sorted root-relative POSIX paths.
+
+        Cache and hidden directories are skipped, as are symlinks that lead outside.
+        """
+        return await asyncio.to_thread(self._list_files_sync, rel)
+
+    async def read_file(self, rel: str) -> str:
+        """The UTF-8 text of a file, refusing files over the size limit and binaries."""
+        return await asyncio.to_thread(self._read_file_sync, rel)
+
+    async def write_file(self, rel: str, content: str) -> dict[str, Any]:
+        """Atomically replace (or create) a file; returns its path, size and SHA-256.
+
+        Readers see either the old file or the new one, never a half-written one.
+        """
+        return await asyncio.to_thread(self._write_file_sync, rel, content)
+
+    async def delete_file(self, rel: str) -> None:
+        """Remove one file (not a directory); a symlink is removed, not its target."""
+        await asyncio.to_thread(self._delete_file_sync, rel)
+
+    # -- blocking implementations, run in a worker thread ------------------------
+
+    def _list_files_sync(self, rel: str) -> list[str]:
+        start = self.resolve(rel)
+        if not start.exists():
+            raise WorkspaceError(f"directory {rel!r} does not exist; list '.' to see the files")
+        if not start.is_dir():
+            raise WorkspaceError(f"{rel!r} is a file, not a directory; read it with read_file")
+        found: list[str] = []
+        for dirpath, dirnames, filenames in os.walk(start):
+            # Pruning in place stops os.walk from descending; symlinked directories
+            # are never descended because followlinks defaults to False.
+            dirnames[:] = [d for d in dirnames if d not in _SKIPPED_DIRS and not d.startswith(".")]
+            for name in filenames:
+                path = Path(dirpath, name)
+                if path.is_symlink() and not self._inside(path):
+                    continue
+                found.append(path.relative_to(self.root).as_posix())
+                if len(found) > self.max_list_entries:
+                    raise WorkspaceError(
+                        f"{rel!r} holds more than {self.max_list_entries} files; "
+                        f"list a subdirectory instead"
+                    )
+        return sorted(found)
+
+    def _inside(self, path: Path) -> bool:
+        real = Path(os.path.realpath(path))
+        return real.is_relative_to(self.root)
+
+    def _read_file_sync(self, rel: str) -> str:
+        real = self.resolve(rel)
+        try:
+            # O_NOFOLLOW: if the name became a symlink after resolve(), refuse to open it.
+            # O_NONBLOCK: opening a FIFO must not hang waiting for a writer.
+            fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except FileNotFoundError:
+            raise WorkspaceError(
+                f"file {rel!r} does not exist; call list_files to see what is there"
+            ) from None
+        except IsADirectoryError:
+            raise WorkspaceError(f"{rel!r} is a directory; call list_files on it") from None
+        except OSError as exc:
+            raise WorkspaceError(f"cannot open {rel!r}: {exc.strerror}") from None
+        try:
+            info = os.fstat(fd)
+            if stat.S_ISDIR(info.st_mode):
+                raise WorkspaceError(f"{rel!r} is a directory; call list_files on it")
+            if not stat.S_ISREG(info.st_mode):
+                raise WorkspaceError(f"{rel!r} is not a regular file; only files can be read")
+            # Read one byte past the limit so a file that grew since fstat is still caught.
+            data = _read_up_to(fd, self.max_file_bytes + 1)
+        finally:
+            os.close(fd)
+        if len(data) > self.max_file_bytes:
+            raise WorkspaceError(
+                f"file {rel!r} is {max(info.st_size, len(data))} bytes, over the "
+                f"{self.max_file_bytes}-byte read limit; read a smaller file"
+            )
+        if b"\x00" in data:
+            raise WorkspaceError(f"file {rel!r} is binary (contains NUL bytes); only text is read")
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise WorkspaceError(
+                f"file {rel!r} is not UTF-8 text (invalid byte at offset {exc.start}); "
+                f"it is probably binary, so it cannot be read as text"
+            ) from None
+
+    def _write_file_sync(self, rel: str, content: str) -> dict[str, Any]:
+        if not isinstance(content, str):
+            raise WorkspaceError(
+                f"content for {rel!r} must be a string, got {type(content).__name__}"
+            )
+        data = content.encode("utf-8")
+        if len(data) > self.max_file_bytes:
+            raise WorkspaceError(
+                f"content for {rel!r} is {len(data)} bytes, over the {self.max_file_bytes}-byte "
+                f"write limit; split it into smaller files"
+            )
+        real = self.resolve(rel)
+        if real == self.root or real.is_dir():
+            raise WorkspaceError(f"{rel!r} is a directory; give a file path to write")
+        try:
+            real.parent.mkdir(parents=True, exist_ok=True)
+        except (FileExistsError, NotADirectoryError):
+            raise WorkspaceError(
+                f"cannot create {rel!r}: a parent path is a file, not a directory"
+            ) from None
+        # Re-check after mkdir: a parent that appeared meanwhile may be a symlink.
+        if self.resolve(rel) != real:
+            raise WorkspaceError(f"path {rel!r} changed while it was being written; retry")
+        fd, tmp_name = tempfile.mkstemp(dir=real.parent, prefix=f".{real.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.chmod(tmp_name, 0o644)  # mkstemp creates 0600; match an ordinary new file
+            os.replace(tmp_name, real)
+        except BaseException:
+            Path(tmp_name).unlink(missing_ok=True)
+            raise
+        return {
+            "path": self._parse(rel).as_posix(),
+            "bytes": len(data),
+            "sha256": hashlib.sha256(data).hexdigest(),
+        }
+
+    def _delete_file_sync(self, rel: str) -> None:
+        self.resolve(rel)  # refuses escapes, including symlinks that point outside
+        pure = self._parse(rel)
+        # Unlink the name itself: resolve the parent only, so a symlink is removed
+        # rather than the file it points at.
+        parent = Path(os.path.realpath(self.root.joinpath(*pure.parts[:-1])))
+        target = parent / pure.name
+        if not parent.is_relative_to(self.root) or target == self.root:
+            raise WorkspaceError(f"path {rel!r} is not a file inside the workspace")
+        if target.is_dir() and not target.is_symlink():
+            raise WorkspaceError(f"{rel!r} is a directory; only files can be deleted")
+        try:
+            target.unlink()
+        except FileNotFoundError:
+            raise WorkspaceError(
+                f"file {rel!r} does not exist; call list_files to see what is there"
+            ) from None
+
+
+def _read_up_to(fd: int, limit: int) -> bytes:
+    chunks: list[bytes] = []
+    remaining = limit
+    while remaining > 0 and (chunk := os.read(fd, min(remaining, 1 << 16))):
+        chunks.append(chunk)
+        remaining -= len(chunk)
+    return b"".join(chunks)

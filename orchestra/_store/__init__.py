@@ -1,0 +1,23 @@
+"""The blackboard: the storage protocol and its SQLite implementation."""
+
+from orchestra._store.protocol import (
+    Blackboard,
+    Lease,
+    NewHandoff,
+    NewNote,
+    NewTask,
+    StepResult,
+    Writes,
+)
+from orchestra._store.sqlite import SQLiteBlackboard
+
+__all__ = [
+    "Blackboard",
+    "Lease",
+    "NewHandoff",
+    "NewNote",
+    "NewTask",
+    "SQLiteBlackboard",
+    "StepResult",
+    "Writes",
+]

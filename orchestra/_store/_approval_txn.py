@@ -1,0 +1,86 @@
+"""Approvals: a tool call waiting for a human decision, durable across restarts.
+
+Requesting parks the task (``waiting``, lease cleared) so no worker holds it
+while a human thinks; deciding puts it back in the queue, where the runtime
+replays up to the step and finds the decision.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from orchestra._errors import NotFoundError, UserError
+from orchestra._store import _rows
+from orchestra._store._codec import Encoder, new_id
+from orchestra._store._event_txn import append_event
+from orchestra._store._task_txn import check_lease
+from orchestra._store.protocol import Lease
+from orchestra._types import JSON, Approval
+
+_BY_STEP = (
+    f"SELECT {_rows.APPROVAL_COLS} FROM approvals WHERE task_id = ? AND retry = ? AND step = ?"
+)
+_BY_ID = f"SELECT {_rows.APPROVAL_COLS} FROM approvals WHERE id = ?"
+_INSERT = (
+    "INSERT INTO approvals (id, run_id, task_id, retry, step, tool, arguments, status, created_at) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?)"
+)
+_PARK_TASK = (
+    "UPDATE tasks SET status = 'waiting', lease_owner = NULL, lease_expires_at = NULL, "
+    "updated_at = ? WHERE id = ?"
+)
+_DECIDE = f"""
+UPDATE approvals SET status = ?, decided_by = ?, reason = ?, decided_at = ?
+WHERE id = ? RETURNING {_rows.APPROVAL_COLS}"""
+_UNPARK_TASK = (
+    "UPDATE tasks SET status = 'pending', updated_at = ? WHERE id = ? AND status = 'waiting' "
+    "RETURNING role"
+)
+
+
+def request_approval(conn: sqlite3.Connection, enc: Encoder, task_id: str, lease: Lease, *,
+                     retry: int, step: int, tool: str, arguments: JSON, now: float) -> Approval:
+    """Create (or find) the approval for this step and park the task while it is pending."""
+    info = check_lease(conn, task_id, lease)
+    row = conn.execute(_BY_STEP, (task_id, retry, step)).fetchone()
+    if row is None:
+        args = enc.json(arguments, f"arguments of tool {tool!r} awaiting approval")
+        approval_id = new_id()
+        conn.execute(_INSERT, (approval_id, info.run_id, task_id, retry, step, tool, args, now))
+        append_event(conn, enc, info.run_id, "approval.requested",
+                     {"approval": approval_id, "task": task_id, "step": step, "tool": tool}, now)
+        approval = Approval(approval_id, info.run_id, task_id, step, tool, arguments, "pending",
+                            created_at=now)
+    else:
+        approval = _rows.approval(row)
+        if approval.status != "pending":
+            return approval  # already decided: the caller proceeds, the task stays running
+    conn.execute(_PARK_TASK, (now, task_id))
+    append_event(conn, enc, info.run_id, "task.waiting",
+                 {"task": task_id, "role": info.role, "approval": approval.id}, now)
+    return approval
+
+
+def decide_approval(conn: sqlite3.Connection, enc: Encoder, approval_id: str, *, approved: bool,
+                    by: str, reason: str | None, now: float) -> Approval:
+    row = conn.execute(_BY_ID, (approval_id,)).fetchone()
+    if row is None:
+        raise NotFoundError(f"approval {approval_id!r} does not exist")
+    current = _rows.approval(row)
+    if current.status != "pending":
+        raise UserError(
+            f"approval {approval_id} was already {current.status} by {current.decided_by!r}; "
+            "a decision cannot be changed"
+        )
+    status = "approved" if approved else "denied"
+    reason_text = enc.optional_text(reason, f"reason for approval {approval_id}")
+    approval = _rows.approval(conn.execute(_DECIDE, (status, by, reason_text, now,
+                                                     approval_id)).fetchone())
+    append_event(conn, enc, approval.run_id, "approval.decided",
+                 {"approval": approval_id, "task": approval.task_id, "approved": approved,
+                  "by": by}, now)
+    unparked = conn.execute(_UNPARK_TASK, (now, approval.task_id)).fetchone()
+    if unparked is not None:
+        append_event(conn, enc, approval.run_id, "task.requeued",
+                     {"task": approval.task_id, "role": unparked[0], "reason": "approval"}, now)
+    return approval

@@ -1,0 +1,169 @@
+"""Board writes: messages, compactions, plans, handoffs, notes, and ``Writes`` bundles.
+
+These compose into the transaction of whatever carries them (a step, a task's
+end, or a direct ``post_*`` call), so a handoff and the task it creates, or a step
+and the messages it produced, commit together or not at all.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+
+from orchestra._errors import UserError
+from orchestra._store import _rows
+from orchestra._store._codec import Encoder, new_id
+from orchestra._store._event_txn import append_event, require_run
+from orchestra._store._task_txn import insert_task
+from orchestra._store.protocol import NewHandoff, NewNote, NewTask, Writes
+from orchestra._types import JSON, CompactionRecord, Handoff, Message, Note, Plan
+
+_INSERT_AGENT = "INSERT OR IGNORE INTO agents (id, run_id, role, created_at) VALUES (?, ?, ?, ?)"
+_LAST_MESSAGE_SEQ = "SELECT COALESCE(MAX(seq), 0) FROM messages WHERE agent_id = ?"
+_INSERT_MESSAGE = (
+    "INSERT INTO messages (agent_id, seq, task_id, role, content, tool_calls, tool_call_id, "
+    "name, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_INSERT_COMPACTION = (
+    "INSERT INTO compactions (agent_id, first_seq, last_seq, summary, task_id, step, created_at) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id"
+)
+_NEXT_PLAN_VERSION = "SELECT COALESCE(MAX(version), 0) + 1 FROM plans WHERE run_id = ?"
+_INSERT_PLAN = (
+    "INSERT INTO plans (run_id, version, author, body, created_at) VALUES (?, ?, ?, ?, ?)"
+)
+_HANDOFF_OF_TASK = f"SELECT {_rows.HANDOFF_COLS} FROM handoffs WHERE task_id = ?"
+_INSERT_HANDOFF = (
+    "INSERT INTO handoffs (id, run_id, from_agent, to_role, payload, note, task_id, created_at) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_INSERT_NOTE = (
+    "INSERT INTO notes (run_id, author, tags, body, created_at) VALUES (?, ?, ?, ?, ?) RETURNING id"
+)
+_MESSAGE_ROLES = frozenset({"system", "user", "assistant", "tool"})
+
+
+def role_of(agent_id: str, run_id: str) -> str:
+    """Agent ids are ``f"{run_id}/{role}"``; anything else is its own role name."""
+    prefix = run_id + "/"
+    return agent_id[len(prefix):] if agent_id.startswith(prefix) else agent_id.rsplit("/", 1)[-1]
+
+
+def register_agent(conn: sqlite3.Connection, run_id: str, agent_id: str, now: float) -> None:
+    """Create the agent's row on its first write (agents are implicit in the API)."""
+    if not agent_id:
+        raise UserError("agent_id must be a non-empty string")
+    conn.execute(_INSERT_AGENT, (agent_id, run_id, role_of(agent_id, run_id), now))
+
+
+def append_messages(conn: sqlite3.Connection, enc: Encoder, agent_id: str, task_id: str | None,
+                    messages: Sequence[Message], now: float) -> None:
+    """Append to the agent's history; the store assigns ``seq`` (max + 1) and ``task_id``."""
+    if not messages:
+        return
+    seq = conn.execute(_LAST_MESSAGE_SEQ, (agent_id,)).fetchone()[0]
+    rows = []
+    for m in messages:
+        seq += 1
+        if m.role not in _MESSAGE_ROLES:
+            raise UserError(f"message role must be one of {sorted(_MESSAGE_ROLES)}, got {m.role!r}")
+        field = f"message {seq} of {agent_id}"
+        calls = None
+        if m.tool_calls:
+            calls = enc.json([{"id": c.id, "name": c.name, "arguments": c.arguments}
+                              for c in m.tool_calls], field + " tool_calls")
+        rows.append((agent_id, seq, task_id, m.role, enc.text(m.content, field + " content"),
+                     calls, m.tool_call_id, m.name, now))
+    conn.executemany(_INSERT_MESSAGE, rows)
+
+
+def record_compaction(conn: sqlite3.Connection, enc: Encoder, agent_id: str,
+                      task_id: str | None, record: CompactionRecord, now: float) -> int:
+    if record.first_seq > record.last_seq:
+        raise UserError(f"compaction of {agent_id}: first_seq {record.first_seq} > "
+                        f"last_seq {record.last_seq}")
+    summary = enc.text(record.summary, f"compaction summary of {agent_id}")
+    row = conn.execute(_INSERT_COMPACTION, (
+        agent_id, record.first_seq, record.last_seq, summary,
+        record.task_id if record.task_id is not None else task_id, record.step, now)).fetchone()
+    return int(row[0])
+
+
+def post_plan(conn: sqlite3.Connection, enc: Encoder, run_id: str, author: str, body: JSON,
+              now: float) -> Plan:
+    """A new plan version supersedes the previous ones."""
+    text = enc.json(body, f"plan body from {author!r}")
+    version = conn.execute(_NEXT_PLAN_VERSION, (run_id,)).fetchone()[0]
+    append_event(conn, enc, run_id, "plan.posted", {"version": version, "author": author}, now)
+    conn.execute(_INSERT_PLAN, (run_id, version, author, text, now))
+    return Plan(run_id, version, author, body, now)
+
+
+def post_handoff(conn: sqlite3.Connection, enc: Encoder, run_id: str, from_agent: str,
+                 handoff: NewHandoff, now: float, *, parent_id: str | None = None) -> Handoff:
+    """Record a handoff and create its receiving task in the same transaction.
+
+    With a ``key`` that already names a task of the run, nothing is written and the
+    handoff that created that task is returned.
+    """
+    handoff_id = new_id()
+    task = insert_task(conn, enc, run_id, NewTask(
+        role=handoff.to_role, input=handoff.payload, max_attempts=handoff.max_attempts,
+        key=handoff.key, cause=f"handoff:{handoff_id}"), now, parent_id=parent_id)
+    if task.cause != f"handoff:{handoff_id}":  # the key matched an existing task
+        row = conn.execute(_HANDOFF_OF_TASK, (task.id,)).fetchone()
+        if row is None:
+            raise UserError(f"handoff key {handoff.key!r} names task {task.id}, which was not "
+                            "created by a handoff; use a different key")
+        return _rows.handoff(row)
+    payload = enc.json(handoff.payload, f"handoff payload to {handoff.to_role!r}")
+    note = enc.text(handoff.note, f"handoff note to {handoff.to_role!r}")
+    conn.execute(_INSERT_HANDOFF, (handoff_id, run_id, from_agent, handoff.to_role, payload,
+                                   note, task.id, now))
+    append_event(conn, enc, run_id, "handoff.posted",
+                 {"handoff": handoff_id, "from": from_agent, "to_role": handoff.to_role,
+                  "task": task.id}, now)
+    return Handoff(handoff_id, run_id, from_agent, handoff.to_role, handoff.payload,
+                   handoff.note, task.id, now)
+
+
+def post_note(conn: sqlite3.Connection, enc: Encoder, run_id: str, author: str, note: NewNote,
+              now: float) -> Note:
+    require_run(conn, run_id)
+    tags = tuple(note.tags)
+    if not all(isinstance(t, str) for t in tags):
+        raise UserError(f"note tags must be strings, got {tags!r}")
+    body = enc.text(note.body, f"note body from {author!r}")
+    tags_text = enc.json(list(tags), f"note tags from {author!r}")
+    row = conn.execute(_INSERT_NOTE, (run_id, author, tags_text, body, now)).fetchone()
+    note_id = int(row[0])
+    append_event(conn, enc, run_id, "note.posted",
+                 {"note": note_id, "author": author, "tags": list(tags)}, now)
+    return Note(note_id, run_id, author, body, tags, now)
+
+
+def apply_writes(conn: sqlite3.Connection, enc: Encoder, run_id: str, agent_id: str | None,
+                 task_id: str | None, writes: Writes | None, now: float) -> None:
+    """Apply a ``Writes`` bundle authored by ``agent_id`` while working on ``task_id``.
+
+    Tasks it creates (directly or through handoffs) get ``parent_id = task_id``.
+    """
+    if not writes:
+        return
+    if agent_id is None:
+        raise UserError("writes need the agent_id that authored them")
+    register_agent(conn, run_id, agent_id, now)
+    append_messages(conn, enc, agent_id, task_id, writes.messages, now)
+    for record in writes.compactions:
+        record_compaction(conn, enc, agent_id, task_id, record, now)
+    for body in writes.plans:
+        post_plan(conn, enc, run_id, agent_id, body, now)
+    for handoff in writes.handoffs:
+        post_handoff(conn, enc, run_id, agent_id, handoff, now, parent_id=task_id)
+    for new_note in writes.notes:
+        post_note(conn, enc, run_id, agent_id, new_note, now)
+    cause = None if task_id is None else f"task:{task_id}"
+    for new_task in writes.tasks:
+        insert_task(conn, enc, run_id, new_task, now, parent_id=task_id, cause=cause)
+    for kind, data in writes.events:
+        append_event(conn, enc, run_id, kind, data, now)

@@ -1,0 +1,66 @@
+"""Encoding values for the store: compact JSON, the payload size limit, new ids."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+from orchestra._errors import PayloadTooLargeError, UserError
+from orchestra._types import JSON
+
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def new_id(length: int = 16) -> str:
+    """A random hex id (``uuid4``); runs use 12 characters, everything else 16."""
+    return uuid.uuid4().hex[:length]
+
+
+def short(text: str | None, limit: int = 200) -> str | None:
+    """Keep event data small: errors are quoted in events only up to ``limit`` characters."""
+    if text is None or len(text) <= limit:
+        return text
+    return text[: limit - 1] + "…"
+
+
+class Encoder:
+    """Serializes payloads and refuses any over ``max_payload_bytes`` (encoded size).
+
+    ``field`` names what is being written so the error says which payload was too big.
+    """
+
+    __slots__ = ("limit",)
+
+    def __init__(self, limit: int) -> None:
+        if limit <= 0:
+            raise UserError(f"max_payload_bytes must be positive, got {limit}")
+        self.limit = limit
+
+    def json(self, value: JSON, field: str) -> str:
+        try:
+            text = _ENCODER.encode(value)
+        except (TypeError, ValueError) as exc:
+            raise UserError(f"{field} is not JSON-serializable: {exc}") from exc
+        self.check(text, field)
+        return text
+
+    def text(self, value: str, field: str) -> str:
+        if not isinstance(value, str):
+            raise UserError(f"{field} must be a str, got {type(value).__name__}")
+        self.check(value, field)
+        return value
+
+    def optional_text(self, value: str | None, field: str) -> str | None:
+        return None if value is None else self.text(value, field)
+
+    def check(self, text: str, field: str) -> None:
+        # A str of n characters encodes to at most 4n UTF-8 bytes: skip encoding small ones.
+        if len(text) * 4 <= self.limit:
+            return
+        size = len(text.encode("utf-8", "surrogatepass"))
+        if size > self.limit:
+            raise PayloadTooLargeError(
+                f"{field} is {size} bytes, over the store's limit of {self.limit} bytes "
+                "(max_payload_bytes); nothing was written. Store large artifacts in files "
+                "and pass their paths, or raise the limit."
+            )

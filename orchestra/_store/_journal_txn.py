@@ -1,0 +1,143 @@
+"""Writes a worker makes under its lease: the step journal and the task's end.
+
+A step's journal row, the board writes it produced, the run's totals and its
+event commit together, so on replay a completed step is found with exactly its
+effects, and an interrupted one is found with none of them.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from orchestra._errors import StoreError, UserError
+from orchestra._store import _rows
+from orchestra._store._board_txn import apply_writes, register_agent
+from orchestra._store._codec import Encoder, short
+from orchestra._store._event_txn import append_event, append_step_event
+from orchestra._store._task_txn import LeaseInfo, check_lease
+from orchestra._store.protocol import Lease, StepResult, Writes
+from orchestra._types import JSON, StepKind, Task
+
+_START_STEP = """
+INSERT INTO steps (task_id, retry, step, kind, name, input_digest, status, attempts, started_at)
+VALUES (?, ?, ?, ?, ?, ?, 'started', 1, ?)
+ON CONFLICT (task_id, retry, step) DO UPDATE SET
+    attempts = attempts + 1, status = 'started', kind = excluded.kind, name = excluded.name,
+    input_digest = excluded.input_digest, started_at = excluded.started_at,
+    output = NULL, error = NULL, finished_at = NULL
+WHERE status != 'completed'
+RETURNING attempts"""
+_COMPLETE_STEP = """
+INSERT INTO steps (task_id, retry, step, kind, name, input_digest, status, output, error,
+    attempts, tokens_in, tokens_out, cost, started_at, finished_at)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 1, ?10, ?11, ?12, ?13, ?13)
+ON CONFLICT (task_id, retry, step) DO UPDATE SET
+    kind = excluded.kind, name = excluded.name, input_digest = excluded.input_digest,
+    status = excluded.status, output = excluded.output, error = excluded.error,
+    tokens_in = excluded.tokens_in, tokens_out = excluded.tokens_out, cost = excluded.cost,
+    finished_at = excluded.finished_at
+WHERE status != 'completed'
+RETURNING attempts"""
+_FINISH_TASK = f"""
+UPDATE tasks SET status = ?, result = ?, error = ?, lease_owner = NULL, lease_expires_at = NULL,
+    updated_at = ?
+WHERE id = ? RETURNING {_rows.TASK_COLS}"""
+_RETRY_TASK = f"""
+UPDATE tasks SET status = 'pending', retries = retries + 1, not_before = ?, error = ?,
+    lease_owner = NULL, lease_expires_at = NULL, updated_at = ?
+WHERE id = ? RETURNING {_rows.TASK_COLS}"""
+
+
+_KINDS = frozenset({"model", "tool", "compaction"})
+
+
+def _check_kind(kind: str) -> None:
+    if kind not in _KINDS:
+        raise UserError(f"step kind must be one of {sorted(_KINDS)}, got {kind!r}")
+
+
+def start_step(conn: sqlite3.Connection, enc: Encoder, task_id: str, retry: int, step: int,
+               kind: StepKind, name: str, input_digest: str, lease: Lease, now: float) -> None:
+    """Journal that a step is about to run; a restarted step counts one more attempt.
+
+    A step already completed is left alone: the runtime replays it instead.
+    """
+    _check_kind(kind)
+    info = check_lease(conn, task_id, lease)
+    row = conn.execute(_START_STEP, (task_id, retry, step, kind, name, input_digest,
+                                     now)).fetchone()
+    if row is not None:
+        append_event(conn, enc, info.run_id, "step.started",
+                     {"task": task_id, "step": step, "kind": kind, "name": name,
+                      "attempt": row[0]}, now)
+
+
+def complete_step(conn: sqlite3.Connection, enc: Encoder, result: StepResult, lease: Lease,
+                  agent_id: str, writes: Writes | None, now: float,
+                  info: LeaseInfo | None = None) -> None:
+    """Record a step's output (or error), apply its writes and add it to the run's totals."""
+    _check_kind(result.kind)
+    if info is None:
+        info = check_lease(conn, result.task_id, lease)
+    status = "completed" if result.error is None else "failed"
+    field = f"step {result.step} of task {result.task_id}"
+    output = None if result.output is None else enc.json(result.output, field + " output")
+    error = enc.optional_text(result.error, field + " error")
+    row = conn.execute(_COMPLETE_STEP, (
+        result.task_id, result.retry, result.step, result.kind, result.name, result.input_digest,
+        status, output, error, result.tokens_in, result.tokens_out, result.cost, now)).fetchone()
+    if row is None:
+        raise StoreError(
+            f"task {result.task_id} retry {result.retry} step {result.step} "
+            f"({result.name}) is already completed; its writes were not applied again. "
+            "Replay its recorded output instead of completing it twice."
+        )
+    if writes:
+        apply_writes(conn, enc, info.run_id, agent_id, result.task_id, writes, now)
+    else:
+        register_agent(conn, info.run_id, agent_id, now)  # its journal counts in agent_infos
+    append_step_event(conn, enc, info.run_id, f"step.{status}",
+                      {"task": result.task_id, "step": result.step, "kind": result.kind,
+                       "name": result.name, "tokens_in": result.tokens_in,
+                       "tokens_out": result.tokens_out}, now,
+                      tokens_in=result.tokens_in, tokens_out=result.tokens_out,
+                      cost=result.cost)
+
+
+def complete_task(conn: sqlite3.Connection, enc: Encoder, task_id: str, lease: Lease,
+                  result: JSON, agent_id: str, writes: Writes | None, step: StepResult | None,
+                  now: float) -> Task:
+    """End a task successfully: its last step, its writes, its result and its event."""
+    info = check_lease(conn, task_id, lease)
+    if step is not None:
+        if step.task_id != task_id:
+            raise UserError(f"complete_task({task_id!r}) got a step of task {step.task_id!r}")
+        complete_step(conn, enc, step, lease, agent_id, None, now, info)
+    apply_writes(conn, enc, info.run_id, agent_id, task_id, writes, now)
+    result_text = enc.json(result, f"result of task {task_id}")
+    task = _rows.task(conn.execute(_FINISH_TASK, ("completed", result_text, None, now,
+                                                  task_id)).fetchone())
+    append_event(conn, enc, info.run_id, "task.completed",
+                 {"task": task_id, "role": info.role}, now)
+    return task
+
+
+def fail_task(conn: sqlite3.Connection, enc: Encoder, task_id: str, lease: Lease, error: str,
+              retry_at: float | None, agent_id: str | None, writes: Writes | None,
+              now: float) -> Task:
+    """Requeue the task for a later retry if its budget allows, else fail it for good."""
+    info = check_lease(conn, task_id, lease)
+    apply_writes(conn, enc, info.run_id, agent_id, task_id, writes, now)
+    error_text = enc.text(error, f"error of task {task_id}")
+    if retry_at is not None and info.retries + 1 < info.max_attempts:
+        task = _rows.task(conn.execute(_RETRY_TASK, (retry_at, error_text, now,
+                                                     task_id)).fetchone())
+        append_event(conn, enc, info.run_id, "task.retrying",
+                     {"task": task_id, "role": info.role, "retries": task.retries,
+                      "not_before": retry_at, "error": short(error)}, now)
+        return task
+    task = _rows.task(conn.execute(_FINISH_TASK, ("failed", None, error_text, now,
+                                                  task_id)).fetchone())
+    append_event(conn, enc, info.run_id, "task.failed",
+                 {"task": task_id, "role": info.role, "error": short(error)}, now)
+    return task

@@ -1,0 +1,122 @@
+"""Reads of runs, tasks, the step journal, approvals and events.
+
+Each function runs on the reader connection's thread in one hop. An empty result
+for a run or task that does not exist raises ``NotFoundError`` instead of
+looking like "nothing yet".
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from orchestra._errors import NotFoundError
+from orchestra._store import _rows
+from orchestra._types import Approval, Event, Run, Step, Task
+
+_RUN = f"SELECT {_rows.RUN_COLS} FROM runs WHERE id = ?"
+_RUNS = f"SELECT {_rows.RUN_COLS} FROM runs ORDER BY created_at DESC LIMIT ?"
+_ACTIVE_RUNS = (
+    f"SELECT {_rows.RUN_COLS} FROM runs WHERE status IN ('pending', 'running', 'waiting') "
+    "ORDER BY created_at DESC LIMIT ?"
+)
+_RUN_EXISTS = "SELECT 1 FROM runs WHERE id = ?"
+_TASK = f"SELECT {_rows.TASK_COLS} FROM tasks WHERE id = ?"
+_TASK_EXISTS = "SELECT 1 FROM tasks WHERE id = ?"
+_TASKS = f"""
+SELECT {_rows.TASK_COLS} FROM tasks
+WHERE run_id = ?1 AND (?2 IS NULL OR status = ?2) AND (?3 IS NULL OR role = ?3)
+ORDER BY created_at, rowid"""
+_TASK_COUNTS = "SELECT status, COUNT(*) FROM tasks WHERE run_id = ? GROUP BY status"
+_STEPS = f"SELECT {_rows.STEP_COLS} FROM steps WHERE task_id = ? AND retry = ? ORDER BY step"
+_STEP_COUNTS = """
+SELECT COALESCE(SUM(s.status = 'completed'), 0), COALESCE(SUM(s.status = 'failed'), 0),
+       COALESCE(SUM(s.status = 'started'), 0), COALESCE(SUM(s.attempts - 1), 0)
+FROM steps s JOIN tasks t ON t.id = s.task_id WHERE t.run_id = ?"""
+_APPROVAL_BY_STEP = (
+    f"SELECT {_rows.APPROVAL_COLS} FROM approvals WHERE task_id = ? AND retry = ? AND step = ?"
+)
+_APPROVAL = f"SELECT {_rows.APPROVAL_COLS} FROM approvals WHERE id = ?"
+_APPROVALS = f"""
+SELECT {_rows.APPROVAL_COLS} FROM approvals
+WHERE run_id = ?1 AND (?2 IS NULL OR status = ?2) ORDER BY created_at, rowid"""
+_EVENTS = f"SELECT {_rows.EVENT_COLS} FROM events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?"
+
+
+def require_run(conn: sqlite3.Connection, run_id: str) -> None:
+    if conn.execute(_RUN_EXISTS, (run_id,)).fetchone() is None:
+        raise NotFoundError(f"run {run_id!r} does not exist")
+
+
+def get_run(conn: sqlite3.Connection, run_id: str) -> Run:
+    row = conn.execute(_RUN, (run_id,)).fetchone()
+    if row is None:
+        raise NotFoundError(f"run {run_id!r} does not exist")
+    return _rows.run(row)
+
+
+def list_runs(conn: sqlite3.Connection, active_only: bool, limit: int) -> list[Run]:
+    rows = conn.execute(_ACTIVE_RUNS if active_only else _RUNS, (limit,)).fetchall()
+    return [_rows.run(r) for r in rows]
+
+
+def get_task(conn: sqlite3.Connection, task_id: str) -> Task:
+    row = conn.execute(_TASK, (task_id,)).fetchone()
+    if row is None:
+        raise NotFoundError(f"task {task_id!r} does not exist")
+    return _rows.task(row)
+
+
+def list_tasks(conn: sqlite3.Connection, run_id: str, status: str | None,
+               role: str | None) -> list[Task]:
+    rows = conn.execute(_TASKS, (run_id, status, role)).fetchall()
+    if not rows:
+        require_run(conn, run_id)
+    return _rows.many_tasks(rows)
+
+
+def task_counts(conn: sqlite3.Connection, run_id: str) -> dict[str, int]:
+    counts = {status: n for status, n in conn.execute(_TASK_COUNTS, (run_id,)).fetchall()}
+    if not counts:
+        require_run(conn, run_id)
+    return counts
+
+
+def get_steps(conn: sqlite3.Connection, task_id: str, retry: int) -> list[Step]:
+    rows = conn.execute(_STEPS, (task_id, retry)).fetchall()
+    if not rows and conn.execute(_TASK_EXISTS, (task_id,)).fetchone() is None:
+        raise NotFoundError(f"task {task_id!r} does not exist")
+    return [_rows.step(r) for r in rows]
+
+
+def step_counts(conn: sqlite3.Connection, run_id: str) -> dict[str, int]:
+    """``reissued`` sums ``attempts - 1``: how many times a step was started again."""
+    require_run(conn, run_id)
+    completed, failed, started, reissued = conn.execute(_STEP_COUNTS, (run_id,)).fetchone()
+    return {"completed": completed, "failed": failed, "started": started, "reissued": reissued}
+
+
+def find_approval(conn: sqlite3.Connection, task_id: str, retry: int,
+                  step: int) -> Approval | None:
+    row = conn.execute(_APPROVAL_BY_STEP, (task_id, retry, step)).fetchone()
+    return None if row is None else _rows.approval(row)
+
+
+def get_approval(conn: sqlite3.Connection, approval_id: str) -> Approval:
+    row = conn.execute(_APPROVAL, (approval_id,)).fetchone()
+    if row is None:
+        raise NotFoundError(f"approval {approval_id!r} does not exist")
+    return _rows.approval(row)
+
+
+def list_approvals(conn: sqlite3.Connection, run_id: str, status: str | None) -> list[Approval]:
+    rows = conn.execute(_APPROVALS, (run_id, status)).fetchall()
+    if not rows:
+        require_run(conn, run_id)
+    return [_rows.approval(r) for r in rows]
+
+
+def events(conn: sqlite3.Connection, run_id: str, starting_after: int, limit: int) -> list[Event]:
+    rows = conn.execute(_EVENTS, (run_id, starting_after, limit)).fetchall()
+    if not rows:
+        require_run(conn, run_id)
+    return [_rows.event(r) for r in rows]

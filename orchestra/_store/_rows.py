@@ -1,0 +1,155 @@
+"""Rows to frozen records, with the column lists the SQL selects.
+
+A row that does not parse raises ``StoreError`` naming its table and key. Skipping
+it would silently lose data (an agent's history with a hole in it), so never do.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection
+from typing import Any, cast
+
+from orchestra._errors import StoreError
+from orchestra._types import (
+    JSON,
+    Approval,
+    CompactionRecord,
+    Event,
+    Handoff,
+    Message,
+    Note,
+    Plan,
+    Run,
+    Step,
+    Task,
+    ToolCallRecord,
+)
+
+Row = tuple[Any, ...]
+
+RUN_COLS = ("id, pipeline, input, status, created_at, updated_at, error, tokens_in, "
+            "tokens_out, cost, steps, last_seq")
+TASK_COLS = ('id, run_id, role, input, status, attempt, retries, max_attempts, lease_owner, '
+             'lease_expires_at, not_before, result, error, parent_id, cause, "key", '
+             "created_at, updated_at")
+TASK_COLS_T = ", ".join("t." + c.strip() for c in TASK_COLS.split(","))
+PLAN_COLS = "run_id, version, author, body, created_at"
+HANDOFF_COLS = "id, run_id, from_agent, to_role, payload, note, task_id, created_at"
+NOTE_COLS = "id, run_id, author, body, tags, created_at"
+NOTE_COLS_N = ", ".join("n." + c.strip() for c in NOTE_COLS.split(","))
+MESSAGE_COLS = "role, content, tool_calls, tool_call_id, name, agent_id, seq, task_id"
+COMPACTION_COLS = "agent_id, first_seq, last_seq, summary, task_id, step, id, created_at"
+STEP_COLS = ("task_id, retry, step, kind, name, input_digest, status, output, error, attempts, "
+             "tokens_in, tokens_out, cost, started_at, finished_at")
+APPROVAL_COLS = ("id, run_id, task_id, step, tool, arguments, status, decided_by, reason, "
+                 "created_at, decided_at")
+EVENT_COLS = "run_id, seq, kind, data, at"
+
+_RUN_STATUSES = frozenset({"pending", "running", "waiting", "completed", "failed", "cancelled"})
+_STEP_STATUSES = frozenset({"started", "completed", "failed"})
+_STEP_KINDS = frozenset({"model", "tool", "compaction"})
+_APPROVAL_STATUSES = frozenset({"pending", "approved", "denied"})
+_MESSAGE_ROLES = frozenset({"system", "user", "assistant", "tool"})
+
+
+def bad_row(table: str, key: object, problem: str) -> StoreError:
+    return StoreError(
+        f"{table} row {key!r} is unreadable: {problem}. The file was changed outside "
+        "orchestra or is damaged; repair or delete that row"
+    )
+
+
+def _json(table: str, key: object, column: str, text: Any) -> JSON:
+    if text is None:
+        return None
+    if not isinstance(text, str):
+        raise bad_row(table, key, f"column {column} holds {type(text).__name__}, not JSON text")
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise bad_row(table, key, f"column {column} holds invalid JSON ({exc})") from exc
+
+
+def _enum(table: str, key: object, column: str, value: Any, allowed: Collection[str]) -> Any:
+    if value not in allowed:
+        raise bad_row(table, key, f"column {column} is {value!r}, not one of {sorted(allowed)}")
+    return value
+
+
+def run(row: Row) -> Run:
+    key = row[0]
+    return Run(key, row[1], _json("runs", key, "input", row[2]),
+               _enum("runs", key, "status", row[3], _RUN_STATUSES), *row[4:])
+
+
+def task(row: Row) -> Task:
+    # float(): RETURNING hands back a REAL column holding 0.0 as the int 0.
+    key = row[0]
+    return Task(key, row[1], row[2], _json("tasks", key, "input", row[3]),
+                _enum("tasks", key, "status", row[4], _RUN_STATUSES), row[5], row[6], row[7],
+                row[8], row[9], float(row[10]), _json("tasks", key, "result", row[11]), row[12],
+                row[13], row[14], row[15], row[16], row[17])
+
+
+def plan(row: Row) -> Plan:
+    return Plan(row[0], row[1], row[2], _json("plans", (row[0], row[1]), "body", row[3]), row[4])
+
+
+def handoff(row: Row) -> Handoff:
+    return Handoff(row[0], row[1], row[2], row[3], _json("handoffs", row[0], "payload", row[4]),
+                   row[5], row[6], row[7])
+
+
+def note(row: Row, rank: float | None = None) -> Note:
+    key = row[0]
+    tags = _json("notes", key, "tags", row[4])
+    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+        raise bad_row("notes", key, f"column tags is {tags!r}, not a list of strings")
+    return Note(key, row[1], row[2], row[3], tuple(tags), row[5], rank)
+
+
+def message(row: Row) -> Message:
+    key = (row[5], row[6])
+    calls: tuple[ToolCallRecord, ...] = ()
+    if row[2] is not None:
+        raw = _json("messages", key, "tool_calls", row[2])
+        try:
+            calls = tuple(ToolCallRecord(c["id"], c["name"], c["arguments"]) for c in raw)
+        except (TypeError, KeyError) as exc:
+            raise bad_row("messages", key, f"column tool_calls is malformed ({exc!r})") from exc
+    role = _enum("messages", key, "role", row[0], _MESSAGE_ROLES)
+    return Message(role, row[1], calls, *row[3:])
+
+
+def compaction(row: Row) -> CompactionRecord:
+    return CompactionRecord(*row)
+
+
+def step(row: Row) -> Step:
+    key = (row[0], row[1], row[2])
+    return Step(row[0], row[1], row[2], _enum("steps", key, "kind", row[3], _STEP_KINDS),
+                row[4], row[5], _enum("steps", key, "status", row[6], _STEP_STATUSES),
+                _json("steps", key, "output", row[7]), row[8], row[9], row[10], row[11],
+                row[12], row[13], row[14])
+
+
+def approval(row: Row) -> Approval:
+    key = row[0]
+    return Approval(key, row[1], row[2], row[3], row[4],
+                    _json("approvals", key, "arguments", row[5]),
+                    _enum("approvals", key, "status", row[6], _APPROVAL_STATUSES), row[7],
+                    row[8], row[9], row[10])
+
+
+def event(row: Row) -> Event:
+    return Event(row[0], row[1], row[2], _json("events", (row[0], row[1]), "data", row[3]), row[4])
+
+
+def many_tasks(rows: list[Row]) -> list[Task]:
+    return [task(r) for r in rows]
+
+
+def as_rows(rows: Any) -> list[Row]:
+    """sqlite3 returns tuples (no row factory); this only narrows the type."""
+    return cast(list[Row], rows)

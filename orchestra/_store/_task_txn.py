@@ -1,0 +1,161 @@
+"""Tasks and leases: create, claim, heartbeat, requeue, fence.
+
+``attempt`` is the fencing token: a claim bumps it, and every write a worker makes
+under its lease checks ``(status, lease_owner, attempt)`` in the same transaction,
+so a worker whose task was requeued and reclaimed cannot write over the new owner.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Collection, Sequence
+
+from orchestra._errors import LeaseLostError, NotFoundError, UserError
+from orchestra._store import _rows
+from orchestra._store._codec import Encoder, new_id
+from orchestra._store._event_txn import append_event
+from orchestra._store.protocol import Lease, NewTask
+from orchestra._types import Task
+
+_BY_KEY = f'SELECT {_rows.TASK_COLS} FROM tasks WHERE run_id = ? AND "key" = ?'
+_INSERT = (
+    "INSERT INTO tasks (id, run_id, role, input, status, max_attempts, not_before, parent_id, "
+    '  cause, "key", created_at, updated_at) '
+    "VALUES (?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?)"
+)
+_LEASE = (
+    "SELECT run_id, role, status, lease_owner, attempt, retries, max_attempts "
+    "FROM tasks WHERE id = ?"
+)
+_CLAIM = f"""
+UPDATE tasks SET status = 'running', attempt = attempt + 1, lease_owner = ?1,
+    lease_expires_at = ?2, updated_at = ?3
+WHERE id = (
+    SELECT t.id FROM tasks t JOIN runs r ON r.id = t.run_id
+    WHERE t.status = 'pending' AND t.not_before <= ?3
+      AND r.status IN ('pending', 'running', 'waiting')
+      AND (?4 IS NULL OR t.run_id = ?4)
+      AND (?5 IS NULL OR t.role IN (SELECT value FROM json_each(?5)))
+    ORDER BY t.created_at, t.rowid
+    LIMIT 1)
+RETURNING {_rows.TASK_COLS}"""
+_HEARTBEAT = (
+    "UPDATE tasks SET lease_expires_at = ?, updated_at = ? "
+    "WHERE id = ? AND status = 'running' AND lease_owner = ? AND attempt = ?"
+)
+_EXISTS = "SELECT 1 FROM tasks WHERE id = ?"
+_LOST_LEASES = f"""
+SELECT {_rows.TASK_COLS} FROM tasks
+WHERE status = 'running' AND (?1 IS NULL OR run_id = ?1)
+  AND (lease_expires_at < ?2 OR lease_owner IN (SELECT value FROM json_each(?3)))
+ORDER BY created_at"""
+_REQUEUE = (
+    "UPDATE tasks SET status = 'pending', lease_owner = NULL, lease_expires_at = NULL, "
+    f"updated_at = ? WHERE id = ? RETURNING {_rows.TASK_COLS}"
+)
+
+
+class LeaseInfo:
+    """What a fenced write needs to know about its task."""
+
+    __slots__ = ("max_attempts", "retries", "role", "run_id", "task_id")
+
+    def __init__(self, task_id: str, run_id: str, role: str, retries: int,
+                 max_attempts: int) -> None:
+        self.task_id = task_id
+        self.run_id = run_id
+        self.role = role
+        self.retries = retries
+        self.max_attempts = max_attempts
+
+
+def check_lease(conn: sqlite3.Connection, task_id: str, lease: Lease) -> LeaseInfo:
+    """Raise ``LeaseLostError`` unless ``lease`` still holds ``task_id``; nothing is written."""
+    row = conn.execute(_LEASE, (task_id,)).fetchone()
+    if row is None:
+        raise NotFoundError(f"task {task_id!r} does not exist")
+    run_id, role, status, owner, attempt, retries, max_attempts = row
+    if status != "running" or owner != lease.owner or attempt != lease.attempt:
+        raise LeaseLostError(
+            f"task {task_id} ({role}): lease lost: the task is {status}, held by "
+            f"{owner!r} at attempt {attempt}, but this write came from {lease.owner!r} at "
+            f"attempt {lease.attempt}. Stop working on it; another worker owns it now."
+        )
+    return LeaseInfo(task_id, run_id, role, retries, max_attempts)
+
+
+def insert_task(conn: sqlite3.Connection, enc: Encoder, run_id: str, new: NewTask, now: float,
+                *, parent_id: str | None = None, cause: str | None = None) -> Task:
+    """Create a pending task and its ``task.created`` event.
+
+    A task whose ``key`` already exists in the run is not created again: the
+    existing one is returned and nothing is written.
+    """
+    if not new.role:
+        raise UserError("a task needs a role, got an empty string")
+    if new.max_attempts < 1:
+        raise UserError(f"task for {new.role!r}: max_attempts must be >= 1, got {new.max_attempts}")
+    if new.key is not None:
+        row = conn.execute(_BY_KEY, (run_id, new.key)).fetchone()
+        if row is not None:
+            return _rows.task(row)
+    task_id = new_id()
+    parent = new.parent_id if new.parent_id is not None else parent_id
+    why = new.cause if new.cause is not None else cause
+    input_text = enc.json(new.input, f"task input for {new.role!r}")
+    append_event(conn, enc, run_id, "task.created",  # first: it refuses an unknown run
+                 {"task": task_id, "role": new.role, "cause": why}, now)
+    conn.execute(_INSERT, (task_id, run_id, new.role, input_text, new.max_attempts,
+                           new.not_before, parent, why, new.key, now, now))
+    return Task(task_id, run_id, new.role, new.input, "pending", max_attempts=new.max_attempts,
+                not_before=new.not_before, parent_id=parent, cause=why, key=new.key,
+                created_at=now, updated_at=now)
+
+
+def insert_tasks(conn: sqlite3.Connection, enc: Encoder, run_id: str, tasks: Sequence[NewTask],
+                 now: float, *, parent_id: str | None = None,
+                 cause: str | None = None) -> list[Task]:
+    return [insert_task(conn, enc, run_id, t, now, parent_id=parent_id, cause=cause)
+            for t in tasks]
+
+
+def claim(conn: sqlite3.Connection, enc: Encoder, owner: str, now: float, *,
+          run_id: str | None, roles: Collection[str] | None, lease_seconds: float) -> Task | None:
+    """Lease the oldest claimable pending task to ``owner``, or return None."""
+    if not owner:
+        raise UserError("claim_task needs a non-empty owner")
+    roles_json = None if roles is None else json.dumps(sorted(roles))
+    row = conn.execute(_CLAIM, (owner, now + lease_seconds, now, run_id, roles_json)).fetchone()
+    if row is None:
+        return None
+    task = _rows.task(row)
+    append_event(conn, enc, task.run_id, "task.claimed",
+                 {"task": task.id, "role": task.role, "attempt": task.attempt, "owner": owner},
+                 now)
+    return task
+
+
+def heartbeat(conn: sqlite3.Connection, task_id: str, lease: Lease, now: float,
+              lease_seconds: float) -> bool:
+    """Extend a held lease (no event: it changes no state anyone follows)."""
+    cur = conn.execute(_HEARTBEAT, (now + lease_seconds, now, task_id, lease.owner, lease.attempt))
+    if cur.rowcount == 1:
+        return True
+    if conn.execute(_EXISTS, (task_id,)).fetchone() is None:
+        raise NotFoundError(f"task {task_id!r} does not exist")
+    return False
+
+
+def release_leases(conn: sqlite3.Connection, enc: Encoder, now: float, *, run_id: str | None,
+                   owners: Collection[str]) -> list[Task]:
+    """Requeue running tasks whose lease expired or whose owner is in ``owners``."""
+    lost = conn.execute(_LOST_LEASES, (run_id, now, json.dumps(list(owners)))).fetchall()
+    released = []
+    for old in lost:
+        task = _rows.task(conn.execute(_REQUEUE, (now, old[0])).fetchone())
+        append_event(conn, enc, task.run_id, "task.requeued",
+                     {"task": task.id, "role": task.role, "attempt": task.attempt,
+                      "owner": old[8]}, now)
+        released.append(task)
+    return released

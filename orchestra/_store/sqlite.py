@@ -1,0 +1,387 @@
+"""``SQLiteBlackboard``: the blackboard protocol on one SQLite file (WAL).
+
+Writes go through a group-commit writer on one connection (see ``_writer``); reads
+go through a second connection, which WAL lets run while the writer commits. Both
+reach SQL through one thread hop per call: each operation is a sync function in
+``_*_txn`` / ``_*queries`` modules, run whole on the connection's thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sqlite3
+import time
+from collections.abc import AsyncIterator, Callable, Collection, Sequence
+from functools import partial
+from types import TracebackType
+from typing import TYPE_CHECKING, TypeVar
+
+import aiosqlite
+
+from orchestra._errors import StoreError, UserError
+from orchestra._store import (
+    _approval_txn,
+    _board_queries,
+    _board_txn,
+    _journal_txn,
+    _queries,
+    _run_txn,
+    _task_txn,
+    schema,
+)
+from orchestra._store._codec import Encoder
+from orchestra._store._connection import configure, connect, on_thread
+from orchestra._store._event_txn import append_event
+from orchestra._store._writer import GroupCommitWriter
+from orchestra._store.protocol import (
+    Blackboard,
+    Lease,
+    NewHandoff,
+    NewNote,
+    NewTask,
+    StepResult,
+    Writes,
+)
+from orchestra._types import (
+    JSON,
+    AgentInfo,
+    Approval,
+    CompactionRecord,
+    Durability,
+    Event,
+    Handoff,
+    Message,
+    Note,
+    Plan,
+    Run,
+    RunStatus,
+    Step,
+    StepKind,
+    Task,
+)
+
+T = TypeVar("T")
+_FOLLOW_PAGE = 500
+
+
+class SQLiteBlackboard:
+    """The durable store of runs, in one SQLite file.
+
+    Open it with ``await SQLiteBlackboard.open(path)`` and close it with ``await
+    store.close()`` (or ``async with await SQLiteBlackboard.open(path) as store``).
+    Several processes may open the same file; each holds one writer and one reader
+    connection.
+    """
+
+    def __init__(self, path: str, writer: aiosqlite.Connection, reader: aiosqlite.Connection,
+                 encoder: Encoder, *, max_batch: int) -> None:
+        """Use :meth:`open`; this only wires already-prepared connections together."""
+        self.path = path
+        self._writer_conn = writer
+        self._reader = reader
+        self._enc = encoder
+        self._closed = False
+        self._followers = 0
+        self._committed = asyncio.Event()
+        self._writer = GroupCommitWriter(writer, on_commit=self._notify, max_batch=max_batch)
+
+    @classmethod
+    async def open(cls, path: str | os.PathLike[str], *, durability: Durability = "normal",
+                   max_payload_bytes: int = 1 << 20, verify_only: bool = False,
+                   busy_timeout: float = 30.0, max_batch: int = 256) -> SQLiteBlackboard:
+        """Open (creating or migrating if needed) the store at ``path``.
+
+        ``durability``: ``"normal"`` (``synchronous=NORMAL``) keeps every committed
+        write through a killed process and is the default; ``"full"``
+        (``synchronous=FULL``) also fsyncs each commit, so writes survive a power cut,
+        at the cost of one fsync per (group) commit.
+        ``max_payload_bytes``: any payload or text over this encoded size is refused
+        with ``PayloadTooLargeError``. ``verify_only``: refuse to migrate (raise
+        ``SchemaVersionError`` if migrations are pending). ``busy_timeout``: seconds
+        to wait for another process's write lock. ``max_batch``: most writes per group
+        commit (1 = one commit per write; for benchmarks).
+
+        A file that is not SQLite, is corrupt, is another program's database or comes
+        from a newer orchestra is refused before anything is written to it.
+        """
+        path = os.fspath(path)
+        if path == ":memory:" or path.startswith("file:"):
+            raise UserError("the blackboard needs a file path (':memory:' and URIs are not "
+                            "supported: its reader and writer would see different databases)")
+        if durability not in ("normal", "full"):
+            raise UserError(f"durability must be 'normal' or 'full', got {durability!r}")
+        if max_batch < 1 or busy_timeout < 0:
+            raise UserError(f"max_batch must be >= 1 and busy_timeout >= 0, got {max_batch} "
+                            f"and {busy_timeout}")
+        encoder = Encoder(max_payload_bytes)
+        await asyncio.to_thread(schema.check_file, path, verify_only=verify_only)
+        writer = await connect(path, busy_timeout)
+        reader: aiosqlite.Connection | None = None
+        try:
+            await on_thread(writer, partial(_prepare, path=path, durability=durability,
+                                            busy_timeout=busy_timeout, verify_only=verify_only))
+            reader = await connect(path, busy_timeout)
+            await on_thread(reader, partial(configure, durability=durability,
+                                            busy_timeout=busy_timeout, writer=False))
+        except BaseException:
+            await writer.close()
+            if reader is not None:
+                await reader.close()
+            raise
+        return cls(path, writer, reader, encoder, max_batch=max_batch)
+
+    async def close(self) -> None:
+        """Commit queued writes, wake followers (they stop) and close both connections."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            await self._writer.close()
+        finally:
+            self._committed.set()
+            await self._writer_conn.close()
+            await self._reader.close()
+
+    async def __aenter__(self) -> SQLiteBlackboard:
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self.close()
+
+    # -- plumbing -------------------------------------------------------------
+    async def _submit(self, op: Callable[[sqlite3.Connection], T]) -> T:
+        return await self._writer.submit(op)
+
+    async def _read(self, op: Callable[[sqlite3.Connection], T]) -> T:
+        if self._closed:
+            raise StoreError("the store is closed; open it again to read")
+        return await on_thread(self._reader, op)
+
+    def _notify(self) -> None:
+        if self._followers:
+            self._committed.set()
+            self._committed = asyncio.Event()
+
+    # -- runs -----------------------------------------------------------------
+    async def create_run(self, pipeline: str, input: JSON, *, run_id: str | None = None,
+                         tasks: Sequence[NewTask] = ()) -> Run:
+        enc, tasks = self._enc, tuple(tasks)
+        return await self._submit(lambda c: _run_txn.create_run(
+            c, enc, pipeline, input, run_id, tasks, time.time()))
+
+    async def get_run(self, run_id: str) -> Run:
+        return await self._read(lambda c: _queries.get_run(c, run_id))
+
+    async def list_runs(self, *, active_only: bool = False, limit: int = 100) -> list[Run]:
+        return await self._read(lambda c: _queries.list_runs(c, active_only, limit))
+
+    async def set_run_status(self, run_id: str, status: RunStatus, *, error: str | None = None,
+                             only_from: Collection[RunStatus] | None = None) -> Run:
+        enc = self._enc
+        allowed = None if only_from is None else frozenset(only_from)
+        return await self._submit(lambda c: _run_txn.set_run_status(
+            c, enc, run_id, status, error, allowed, time.time()))
+
+    async def delete_run(self, run_id: str) -> None:
+        """Delete a finished run and everything it owns; a live run must be cancelled first."""
+        await self._submit(lambda c: _run_txn.delete_run(c, run_id))
+
+    # -- tasks and leases -----------------------------------------------------
+    async def add_tasks(self, run_id: str, tasks: Sequence[NewTask]) -> list[Task]:
+        enc, tasks = self._enc, tuple(tasks)
+        return await self._submit(lambda c: _run_txn.add_tasks(c, enc, run_id, tasks,
+                                                                 time.time()))
+
+    async def get_task(self, task_id: str) -> Task:
+        return await self._read(lambda c: _queries.get_task(c, task_id))
+
+    async def list_tasks(self, run_id: str, *, status: str | None = None,
+                         role: str | None = None) -> list[Task]:
+        return await self._read(lambda c: _queries.list_tasks(c, run_id, status, role))
+
+    async def task_counts(self, run_id: str) -> dict[str, int]:
+        """Number of tasks of the run per status (statuses with none are absent)."""
+        return await self._read(lambda c: _queries.task_counts(c, run_id))
+
+    async def claim_task(self, owner: str, *, run_id: str | None = None,
+                         roles: Collection[str] | None = None,
+                         lease_seconds: float = 30.0) -> Task | None:
+        enc, roles = self._enc, None if roles is None else tuple(roles)
+        return await self._submit(lambda c: _task_txn.claim(
+            c, enc, owner, time.time(), run_id=run_id, roles=roles, lease_seconds=lease_seconds))
+
+    async def heartbeat(self, task_id: str, lease: Lease, lease_seconds: float) -> bool:
+        return await self._submit(lambda c: _task_txn.heartbeat(
+            c, task_id, lease, time.time(), lease_seconds))
+
+    async def release_leases(self, run_id: str | None = None, *,
+                             owners: Collection[str] = ()) -> list[Task]:
+        enc, owners = self._enc, tuple(owners)
+        return await self._submit(lambda c: _task_txn.release_leases(
+            c, enc, time.time(), run_id=run_id, owners=owners))
+
+    async def complete_task(self, task_id: str, lease: Lease, result: JSON, *,
+                            agent_id: str, writes: Writes | None = None,
+                            step: StepResult | None = None) -> Task:
+        enc = self._enc
+        return await self._submit(lambda c: _journal_txn.complete_task(
+            c, enc, task_id, lease, result, agent_id, writes, step, time.time()))
+
+    async def fail_task(self, task_id: str, lease: Lease, error: str, *,
+                        retry_at: float | None = None, agent_id: str | None = None,
+                        writes: Writes | None = None) -> Task:
+        enc = self._enc
+        return await self._submit(lambda c: _journal_txn.fail_task(
+            c, enc, task_id, lease, error, retry_at, agent_id, writes, time.time()))
+
+    # -- step journal ---------------------------------------------------------
+    async def get_steps(self, task_id: str, retry: int) -> list[Step]:
+        return await self._read(lambda c: _queries.get_steps(c, task_id, retry))
+
+    async def start_step(self, task_id: str, retry: int, step: int, kind: StepKind,
+                         name: str, input_digest: str, lease: Lease) -> None:
+        enc = self._enc
+        await self._submit(lambda c: _journal_txn.start_step(
+            c, enc, task_id, retry, step, kind, name, input_digest, lease, time.time()))
+
+    async def complete_step(self, result: StepResult, lease: Lease, *, agent_id: str,
+                            writes: Writes | None = None) -> None:
+        enc = self._enc
+        await self._submit(lambda c: _journal_txn.complete_step(
+            c, enc, result, lease, agent_id, writes, time.time()))
+
+    async def step_counts(self, run_id: str) -> dict[str, int]:
+        """Journal totals of a run: ``completed``, ``failed``, ``started`` (in flight or
+        interrupted) and ``reissued`` (sum of ``attempts - 1``: steps run again after a crash)."""
+        return await self._read(lambda c: _queries.step_counts(c, run_id))
+
+    # -- agents' messages -----------------------------------------------------
+    async def get_messages(self, agent_id: str, *, after_seq: int = 0,
+                           limit: int | None = None) -> list[Message]:
+        return await self._read(lambda c: _board_queries.get_messages(c, agent_id, after_seq,
+                                                                      limit))
+
+    async def search_messages(self, agent_id: str, text: str, *,
+                              limit: int = 10) -> list[Message]:
+        """Messages holding any word of ``text`` (case-insensitive), most words matched
+        first, then newest. A scan of one agent's history (messages have no FTS index)."""
+        return await self._read(lambda c: _board_queries.search_messages(c, agent_id, text,
+                                                                         limit))
+
+    async def get_compactions(self, agent_id: str) -> list[CompactionRecord]:
+        return await self._read(lambda c: _board_queries.get_compactions(c, agent_id))
+
+    async def agent_infos(self, run_id: str) -> list[AgentInfo]:
+        return await self._read(lambda c: _board_queries.agent_infos(c, run_id))
+
+    # -- board ----------------------------------------------------------------
+    async def post_plan(self, run_id: str, author: str, body: JSON) -> Plan:
+        enc = self._enc
+        return await self._submit(lambda c: _board_txn.post_plan(c, enc, run_id, author, body,
+                                                                  time.time()))
+
+    async def post_handoff(self, run_id: str, from_agent: str, handoff: NewHandoff) -> Handoff:
+        enc = self._enc
+        return await self._submit(lambda c: _board_txn.post_handoff(
+            c, enc, run_id, from_agent, handoff, time.time()))
+
+    async def post_note(self, run_id: str, author: str, note: NewNote) -> Note:
+        enc = self._enc
+        return await self._submit(lambda c: _board_txn.post_note(c, enc, run_id, author, note,
+                                                                  time.time()))
+
+    async def get_plans(self, run_id: str) -> list[Plan]:
+        return await self._read(lambda c: _board_queries.get_plans(c, run_id))
+
+    async def latest_plan(self, run_id: str) -> Plan | None:
+        return await self._read(lambda c: _board_queries.latest_plan(c, run_id))
+
+    async def get_handoffs(self, run_id: str, *, to_role: str | None = None,
+                           from_agent: str | None = None) -> list[Handoff]:
+        return await self._read(lambda c: _board_queries.get_handoffs(c, run_id, to_role,
+                                                                      from_agent))
+
+    async def search_notes(self, run_id: str | None = None, *, text: str | None = None,
+                           author: str | None = None, tag: str | None = None,
+                           limit: int = 50) -> list[Note]:
+        """Notes matching every word of ``text`` (FTS5, best bm25 first, ``rank`` set);
+        without ``text``, newest first. ``run_id``, ``author`` and ``tag`` filters combine."""
+        return await self._read(lambda c: _board_queries.search_notes(c, run_id, text, author,
+                                                                      tag, limit))
+
+    # -- approvals ------------------------------------------------------------
+    async def request_approval(self, task_id: str, lease: Lease, *, retry: int, step: int,
+                               tool: str, arguments: JSON) -> Approval:
+        enc = self._enc
+        return await self._submit(lambda c: _approval_txn.request_approval(
+            c, enc, task_id, lease, retry=retry, step=step, tool=tool, arguments=arguments,
+            now=time.time()))
+
+    async def find_approval(self, task_id: str, retry: int, step: int) -> Approval | None:
+        return await self._read(lambda c: _queries.find_approval(c, task_id, retry, step))
+
+    async def get_approval(self, approval_id: str) -> Approval:
+        return await self._read(lambda c: _queries.get_approval(c, approval_id))
+
+    async def list_approvals(self, run_id: str, *, status: str | None = None) -> list[Approval]:
+        return await self._read(lambda c: _queries.list_approvals(c, run_id, status))
+
+    async def decide_approval(self, approval_id: str, *, approved: bool, by: str,
+                              reason: str | None = None) -> Approval:
+        enc = self._enc
+        return await self._submit(lambda c: _approval_txn.decide_approval(
+            c, enc, approval_id, approved=approved, by=by, reason=reason, now=time.time()))
+
+    # -- events ---------------------------------------------------------------
+    async def append_event(self, run_id: str, kind: str, data: JSON) -> Event:
+        enc = self._enc
+        return await self._submit(lambda c: append_event(c, enc, run_id, kind, data,
+                                                         time.time()))
+
+    async def events(self, run_id: str, *, starting_after: int = 0,
+                     limit: int = 500) -> list[Event]:
+        return await self._read(lambda c: _queries.events(c, run_id, starting_after, limit))
+
+    async def follow(self, run_id: str, *, starting_after: int = 0,
+                     poll_interval: float = 0.2) -> AsyncIterator[Event]:
+        """Yield the run's events after ``starting_after`` as they commit, until the store closes.
+
+        Commits through this store wake it at once; commits by other processes are
+        seen by polling every ``poll_interval`` seconds (an indexed range read).
+        """
+        cursor = starting_after
+        self._followers += 1
+        try:
+            while not self._closed:
+                signal = self._committed  # taken before reading: no commit can slip between
+                page = await self.events(run_id, starting_after=cursor, limit=_FOLLOW_PAGE)
+                for event in page:
+                    cursor = event.seq
+                    yield event
+                if len(page) < _FOLLOW_PAGE and not self._closed:
+                    try:
+                        async with asyncio.timeout(poll_interval):
+                            await signal.wait()
+                    except TimeoutError:
+                        pass
+        finally:
+            self._followers -= 1
+
+
+def _prepare(conn: sqlite3.Connection, *, path: str, durability: Durability,
+             busy_timeout: float, verify_only: bool) -> None:
+    """On the writer's thread: refuse a bad file (reading only), then configure and migrate."""
+    try:
+        schema.read_version(conn, path)
+        if verify_only:
+            schema.migrate(conn, path, verify_only=True)  # raises if pending; writes nothing
+        configure(conn, durability=durability, busy_timeout=busy_timeout, writer=True)
+        schema.migrate(conn, path)
+    except sqlite3.Error as exc:
+        raise schema.open_error(path, exc) from exc
+
+
+if TYPE_CHECKING:  # mypy proves the implementation satisfies the protocol
+    _implements: type[Blackboard] = SQLiteBlackboard

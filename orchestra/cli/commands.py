@@ -1,0 +1,229 @@
+"""The commands that drive runs: demo, run, resume, cancel, worker."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from orchestra._errors import UserError
+from orchestra._store import SQLiteBlackboard
+from orchestra._types import Run
+from orchestra.cli import inspect_cmds
+from orchestra.cli.main import EXIT_CANCELLED, EXIT_FAILED, EXIT_OK, EXIT_WAITING
+from orchestra.cli.progress import Progress
+from orchestra.coordinator.coordinator import Coordinator, CoordinatorSettings
+from orchestra.coordinator.pipeline import Pipeline, load_pipeline
+from orchestra.models.base import Model
+
+DEMO_NOTICE = ("This demo runs on a SCRIPTED model session shipped with orchestra "
+               "(agents/demo/session.jsonl): no real model is called. Everything else is "
+               "real: the tools write files, pytest really runs, the board really fills.")
+
+
+@contextlib.asynccontextmanager
+async def open_store(args: argparse.Namespace, *, must_exist: bool) -> AsyncIterator[
+        SQLiteBlackboard]:
+    path = Path(args.db)
+    if must_exist and not path.exists():
+        raise UserError(f"no store at {path} (start one with `orchestra demo` or "
+                        "`orchestra run`, or pass --db)")
+    store = await SQLiteBlackboard.open(path)
+    try:
+        yield store
+    finally:
+        await store.close()
+
+
+async def dispatch(args: argparse.Namespace) -> int:
+    handlers = {"demo": cmd_demo, "run": cmd_run, "resume": cmd_resume, "cancel": cmd_cancel,
+                "worker": cmd_worker}
+    handler = handlers.get(args.command)
+    if handler is not None:
+        return await handler(args)
+    return await inspect_cmds.dispatch(args, open_store)
+
+
+def _split_models(specs: list[str]) -> tuple[str | None, dict[str, str]]:
+    default: str | None = None
+    per_role: dict[str, str] = {}
+    for spec in specs:
+        head, eq, tail = spec.partition("=")
+        if eq and ":" not in head:
+            per_role[head] = tail
+        elif default is not None:
+            raise UserError(f"two default models given ({default!r} and {spec!r}); use "
+                            "ROLE=SPEC for per-role models")
+        else:
+            default = spec
+    return default, per_role
+
+
+def _models(pipeline: Pipeline, run_input: Any, cli: list[str]) -> dict[str, Model]:
+    """Per-role models: CLI flags, then the run's recorded specs, then $ORCHESTRA_MODEL."""
+    from orchestra.models.spec import load_model
+
+    default, per_role = _split_models(cli)
+    recorded = run_input.get("models", {}) if isinstance(run_input, dict) else {}
+    if default is None and isinstance(run_input, dict):
+        default = run_input.get("model")
+    default = default or os.environ.get("ORCHESTRA_MODEL")
+    unknown = set(per_role) - {r.name for r in pipeline.roles}
+    if unknown:
+        raise UserError(f"--model for unknown role(s) {sorted(unknown)}; roles: "
+                        f"{sorted(r.name for r in pipeline.roles)}")
+    cache: dict[str, Model] = {}
+    out: dict[str, Model] = {}
+    for role in pipeline.roles:
+        spec = per_role.get(role.name) or recorded.get(role.name) or default
+        if spec is None:
+            if type(role).model is not None or pipeline.model is not None:
+                continue
+            raise UserError(f"no model for role {role.name!r}: pass --model SPEC or set "
+                            "ORCHESTRA_MODEL (e.g. openai:gpt-4.1-mini, ollama:qwen2.5-coder)")
+        if spec not in cache:
+            cache[spec] = load_model(spec)
+        out[role.name] = cache[spec]
+    return out
+
+
+def _settings(args: argparse.Namespace) -> CoordinatorSettings:
+    if args.concurrency < 1:
+        raise UserError(f"--concurrency must be >= 1, got {args.concurrency}")
+    return CoordinatorSettings(concurrency=args.concurrency, max_tokens_per_run=args.max_tokens)
+
+
+async def _drive(args: argparse.Namespace, store: SQLiteBlackboard, coord: Coordinator,
+                 run: Run, *, resume: bool) -> int:
+    args._run_id = run.id
+    progress = Progress(store, run.id, json_mode=args.json, tty=sys.stdout.isatty())
+    watcher = asyncio.create_task(progress.watch())
+    try:
+        final = await (coord.resume(run.id) if resume else coord.drive(run.id))
+    except asyncio.CancelledError:
+        # Ctrl-C: hand our leases back at once so a resume need not wait for expiry
+        await asyncio.shield(store.release_leases(run.id, owners=[coord.owner]))
+        raise
+    finally:
+        await progress.stop(watcher)
+    await progress.summary(final)
+    return {"completed": EXIT_OK, "waiting": EXIT_WAITING,
+            "cancelled": EXIT_CANCELLED}.get(final.status, EXIT_FAILED)
+
+
+async def cmd_run(args: argparse.Namespace) -> int:
+    if args.pipeline and (args.spec or args.workspace):
+        raise UserError("--pipeline conflicts with --spec/--workspace (those are for the stock "
+                        "software pipeline); pass your pipeline's input with --input")
+    if args.pipeline:
+        try:
+            run_input = json.loads(args.input) if args.input else {}
+        except json.JSONDecodeError as exc:
+            raise UserError(f"--input is not valid JSON: {exc}") from exc
+        ref = args.pipeline
+    else:
+        if not args.spec or not args.workspace:
+            raise UserError("give --spec FILE and --workspace DIR (or --pipeline mod:factory)")
+        spec_path = Path(args.spec)
+        if not spec_path.is_file():
+            raise UserError(f"spec file {spec_path} does not exist")
+        run_input = {"spec": spec_path.read_text(), "max_rounds": args.max_rounds,
+                     "workspace": str(Path(args.workspace).resolve())}
+        ref = "agents.pipeline:build_pipeline"
+    return await _start(args, ref, run_input)
+
+
+async def _start(args: argparse.Namespace, ref: str, run_input: Any) -> int:
+    pipeline = load_pipeline(ref, run_input)
+    default, per_role = _split_models(args.model)
+    if isinstance(run_input, dict):
+        if default:
+            run_input["model"] = default
+        if per_role:
+            run_input["models"] = per_role
+    models = _models(pipeline, run_input, [])
+    async with open_store(args, must_exist=False) as store:
+        coord = Coordinator(store, pipeline, models=models, settings=_settings(args))
+        run = await coord.start(run_input)
+        if not args.json:
+            print(f"run {run.id} started (store {args.db})")
+        return await _drive(args, store, coord, run, resume=False)
+
+
+async def cmd_demo(args: argparse.Namespace) -> int:
+    from agents.demo.director import DEMO_DIR, spec_text
+
+    workspace = Path(args.workspace).resolve()
+    if workspace.exists() and any(workspace.iterdir()):
+        raise UserError(f"demo workspace {workspace} is not empty; remove it or pass "
+                        "--workspace NEW_DIR")
+    workspace.mkdir(parents=True, exist_ok=True)
+    scripted = not args.model
+    if scripted:
+        args.model = ["replay-task:" + str(DEMO_DIR / "session.jsonl")]
+        if not args.json:
+            print(DEMO_NOTICE)
+    run_input = {"spec": spec_text(), "workspace": str(workspace), "max_rounds": 3}
+    code = await _start(args, "agents.pipeline:build_pipeline", run_input)
+    if not args.json:
+        print(f"\nworkspace: {workspace}  (run its tests: cd {workspace} && python -m pytest)")
+    return code
+
+
+async def cmd_resume(args: argparse.Namespace) -> int:
+    async with open_store(args, must_exist=True) as store:
+        run = await store.get_run(args.run)
+        pipeline = load_pipeline(run.pipeline, run.input)
+        coord = Coordinator(store, pipeline, models=_models(pipeline, run.input, args.model),
+                            settings=_settings(args))
+        if not args.json:
+            print(f"resuming run {run.id} ({run.status})")
+        return await _drive(args, store, coord, run, resume=True)
+
+
+async def cmd_cancel(args: argparse.Namespace) -> int:
+    async with open_store(args, must_exist=True) as store:
+        await store.get_run(args.run)
+        run = await store.set_run_status(args.run, "cancelled",
+                                         only_from=("pending", "running", "waiting", "failed"))
+        inspect_cmds.emit(args, {"run": run.id, "status": run.status},
+                          f"run {run.id} cancelled")
+        return EXIT_OK
+
+
+async def cmd_worker(args: argparse.Namespace) -> int:
+    """Serve active runs until interrupted (or idle for --idle-exit seconds)."""
+    async with open_store(args, must_exist=True) as store:
+        serving: dict[str, asyncio.Task[Run]] = {}
+        idle_since = asyncio.get_running_loop().time()
+        while True:
+            runs = [await store.get_run(args.run)] if args.run else \
+                await store.list_runs(active_only=True)
+            for run in runs:
+                if run.id in serving or run.status not in ("pending", "running"):
+                    continue
+                pipeline = load_pipeline(run.pipeline, run.input)
+                coord = Coordinator(store, pipeline, models=_models(pipeline, run.input,
+                                                                    args.model),
+                                    settings=_settings(args))
+                serving[run.id] = asyncio.create_task(coord.drive(run.id))
+                if not args.json:
+                    print(f"worker {coord.owner}: serving run {run.id}")
+            for run_id, job in list(serving.items()):
+                if job.done():
+                    del serving[run_id]
+                    final = job.result()
+                    inspect_cmds.emit(args, {"run": run_id, "status": final.status},
+                                      f"run {run_id}: {final.status}")
+            now = asyncio.get_running_loop().time()
+            if serving:
+                idle_since = now
+            elif args.run or (args.idle_exit is not None and now - idle_since >= args.idle_exit):
+                return EXIT_OK
+            await asyncio.sleep(0.2)

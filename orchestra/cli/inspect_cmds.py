@@ -1,0 +1,145 @@
+"""Read-mostly commands: runs, show, events, board, approve, deny."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import getpass
+import json
+import time
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from typing import Any
+
+from orchestra._store import SQLiteBlackboard
+from orchestra._types import Event, Run
+
+OpenStore = Callable[..., AbstractAsyncContextManager[SQLiteBlackboard]]
+
+
+def emit(args: argparse.Namespace, data: Any, text: str) -> None:
+    """Print ``data`` as one JSON document with --json, else ``text``."""
+    if args.json:
+        print(json.dumps(data, default=str))
+    else:
+        print(text)
+
+
+def _age(ts: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))
+
+
+def run_dict(run: Run) -> dict[str, Any]:
+    return dataclasses.asdict(run)
+
+
+def event_line(e: Event) -> str:
+    data = e.data if isinstance(e.data, dict) else {"data": e.data}
+    detail = " ".join(f"{k}={v}" for k, v in data.items() if v not in (None, "", [], {}))
+    return f"{e.seq:>6}  {time.strftime('%H:%M:%S', time.localtime(e.at))}  {e.kind:<18} " \
+           f"{detail[:160]}"
+
+
+async def show_data(store: SQLiteBlackboard, run_id: str) -> dict[str, Any]:
+    run = await store.get_run(run_id)
+    agents = await store.agent_infos(run_id)
+    return {
+        "run": run_dict(run),
+        "status": run.status,
+        "tasks": await store.task_counts(run_id),
+        "steps": await store.step_counts(run_id),
+        "agents": [dataclasses.asdict(a) for a in agents],
+        "approvals_pending": [dataclasses.asdict(a) for a in
+                              await store.list_approvals(run_id, status="pending")],
+    }
+
+
+async def dispatch(args: argparse.Namespace, open_store: OpenStore) -> int:
+    async with open_store(args, must_exist=True) as store:
+        if args.command == "runs":
+            runs = await store.list_runs(active_only=args.active)
+            lines = [f"{r.id}  {r.status:<10} {r.pipeline:<34} {_age(r.created_at)}  "
+                     f"steps={r.steps} tokens={r.tokens_in + r.tokens_out}" for r in runs]
+            emit(args, [run_dict(r) for r in runs], "\n".join(lines) or "no runs")
+        elif args.command == "show":
+            data = await show_data(store, args.run)
+            emit(args, data, _show_text(data))
+        elif args.command == "events":
+            await _events(args, store)
+        elif args.command == "board":
+            await _board(args, store)
+        elif args.command in ("approve", "deny"):
+            by = args.by or getpass.getuser()
+            approval = await store.decide_approval(args.approval, approved=args.command ==
+                                                   "approve", by=by, reason=args.reason)
+            emit(args, dataclasses.asdict(approval),
+                 f"approval {approval.id} {approval.status} by {by}; continue the run with: "
+                 f"orchestra resume {approval.run_id} --db {args.db}")
+    return 0
+
+
+def _show_text(d: dict[str, Any]) -> str:
+    run = d["run"]
+    lines = [f"run {run['id']}  {run['status']}  pipeline {run['pipeline']}",
+             f"  tokens in/out {run['tokens_in']}/{run['tokens_out']}  steps {run['steps']}"
+             + (f"  error: {run['error']}" if run["error"] else ""),
+             "  tasks: " + ", ".join(f"{k}={v}" for k, v in sorted(d["tasks"].items())),
+             "  steps: " + ", ".join(f"{k}={v}" for k, v in sorted(d["steps"].items())),
+             "  agents:"]
+    for a in d["agents"]:
+        rp = a["restart_point"]
+        where = f"task {rp['task']} step {rp['step']}" if rp else "-"
+        lines.append(f"    {a['role']:<12} messages={a['messages']:<4} "
+                     f"steps={a['steps_completed']:<4} reissued={a['steps_reissued']} "
+                     f"tokens={a['tokens_in'] + a['tokens_out']:<7} restart point: {where}")
+    for ap in d["approvals_pending"]:
+        lines.append(f"  pending approval {ap['id']}: {ap['tool']}({ap['arguments']}) — "
+                     f"orchestra approve {ap['id']}")
+    return "\n".join(lines)
+
+
+async def _events(args: argparse.Namespace, store: SQLiteBlackboard) -> None:
+    await store.get_run(args.run)
+    if args.follow:
+        async for e in store.follow(args.run, starting_after=args.after):
+            emit(args, dataclasses.asdict(e), event_line(e))
+            if e.kind in ("run.completed", "run.failed", "run.cancelled"):
+                return
+        return
+    after = args.after
+    while True:
+        batch = await store.events(args.run, starting_after=after, limit=500)
+        for e in batch:
+            emit(args, dataclasses.asdict(e), event_line(e))
+        if len(batch) < 500:
+            return
+        after = batch[-1].seq
+
+
+async def _board(args: argparse.Namespace, store: SQLiteBlackboard) -> None:
+    await store.get_run(args.run)
+    kinds = [args.kind] if args.kind else ["plans", "handoffs", "notes", "approvals"]
+    if args.search and args.kind not in (None, "notes"):
+        from orchestra._errors import UserError
+        raise UserError("--search applies to notes only")
+    out: dict[str, Any] = {}
+    text: list[str] = []
+    if "plans" in kinds:
+        plans = await store.get_plans(args.run)
+        out["plans"] = [dataclasses.asdict(p) for p in plans]
+        text += [f"plan v{p.version} by {p.author}: {json.dumps(p.body)[:300]}" for p in plans]
+    if "handoffs" in kinds:
+        hs = await store.get_handoffs(args.run)
+        out["handoffs"] = [dataclasses.asdict(h) for h in hs]
+        text += [f"handoff {h.from_agent.rsplit('/', 1)[-1]} -> {h.to_role}: {h.note} "
+                 f"(task {h.task_id})" for h in hs]
+    if "notes" in kinds:
+        notes = await store.search_notes(args.run, text=args.search)
+        out["notes"] = [dataclasses.asdict(n) for n in notes]
+        text += [f"note [{', '.join(n.tags)}] {n.author.rsplit('/', 1)[-1]}: {n.body[:300]}"
+                 for n in notes]
+    if "approvals" in kinds:
+        aps = await store.list_approvals(args.run)
+        out["approvals"] = [dataclasses.asdict(a) for a in aps]
+        text += [f"approval {a.id} {a.status}: {a.tool} {a.arguments}" for a in aps]
+    emit(args, out, "\n".join(text) or "(empty)")

@@ -1,0 +1,143 @@
+"""``orchestra`` command line: run, watch, inspect and steer durable pipelines."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Sequence
+
+from orchestra._errors import NotAStoreError, OrchestraError, SchemaVersionError, UserError
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_STORE, EXIT_WAITING, EXIT_CANCELLED = 0, 1, 2, 3, 4, 5
+EXIT_INTERRUPTED = 130
+
+EPILOG = """\
+exit codes:
+  0    success (a run: completed)
+  1    the run failed (see `orchestra show RUN`)
+  2    bad arguments, unknown run/approval id, or a run in the wrong state
+  3    the --db file is not a usable orchestra store (not SQLite, corrupt, newer schema)
+  4    the run is waiting for a human approval (`orchestra approve ID`, then resume)
+  5    the run was cancelled
+  130  interrupted (Ctrl-C); the run is resumable with `orchestra resume RUN`
+
+Every command accepts --json for machine-readable output.
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(EXIT_USAGE, f"orchestra: error: {message} (see `{self.prog} --help`)\n")
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--db", default="orchestra.db", help="store file (default ./orchestra.db)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def _model_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", action="append", default=[], metavar="SPEC|ROLE=SPEC",
+                   help="model for all roles (openai:gpt-4.1-mini, anthropic:..., ollama:..., "
+                        "openai-compatible:URL#MODEL, gguf:PATH) or for one role (coder=...); "
+                        "repeatable. Default: $ORCHESTRA_MODEL")
+    p.add_argument("--concurrency", type=int, default=8, help="tasks run at once (default 8)")
+    p.add_argument("--max-tokens", type=int, default=None,
+                   help="stop the run (resumably) after this many tokens")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="orchestra", description="Durable multi-agent pipelines on SQLite.",
+                     epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    p = sub.add_parser("demo", help="run the stock pipeline offline on a bundled spec")
+    _common(p)
+    _model_flags(p)
+    p.add_argument("--workspace", default="orchestra-demo",
+                   help="directory the agents write to (default ./orchestra-demo; must be empty)")
+
+    p = sub.add_parser("run", help="start a run of a pipeline")
+    _common(p)
+    _model_flags(p)
+    p.add_argument("--spec", help="spec file for the stock software pipeline")
+    p.add_argument("--workspace", help="directory the stock pipeline writes to")
+    p.add_argument("--max-rounds", type=int, default=3, help="review rounds per module")
+    p.add_argument("--pipeline", help="your pipeline factory, 'package.module:factory'")
+    p.add_argument("--input", help="run input as JSON (with --pipeline)")
+
+    p = sub.add_parser("resume", help="continue a run after a crash, Ctrl-C, or approval")
+    _common(p)
+    _model_flags(p)
+    p.add_argument("run", help="run id")
+
+    p = sub.add_parser("runs", help="list runs")
+    _common(p)
+    p.add_argument("--active", action="store_true", help="only runs not yet finished")
+
+    p = sub.add_parser("show", help="a run's status, tasks, agents and steps")
+    _common(p)
+    p.add_argument("run")
+
+    p = sub.add_parser("events", help="a run's event log")
+    _common(p)
+    p.add_argument("run")
+    p.add_argument("--after", type=int, default=0, metavar="SEQ", help="events after this seq")
+    p.add_argument("--follow", action="store_true", help="keep printing new events")
+
+    p = sub.add_parser("board", help="a run's plans, handoffs and notes")
+    _common(p)
+    p.add_argument("run")
+    p.add_argument("kind", nargs="?", choices=["plans", "handoffs", "notes", "approvals"])
+    p.add_argument("--search", help="full-text search of notes")
+
+    for name, verb in (("approve", "approve"), ("deny", "deny")):
+        p = sub.add_parser(name, help=f"{verb} a pending tool call")
+        _common(p)
+        p.add_argument("approval", help="approval id (see `orchestra board RUN approvals`)")
+        p.add_argument("--by", default=None, help="who decides (default: $USER)")
+        p.add_argument("--reason", default=None, help="why (the model sees a denial's reason)")
+
+    p = sub.add_parser("cancel", help="cancel a run")
+    _common(p)
+    p.add_argument("run")
+
+    p = sub.add_parser("worker", help="serve runs from the store (several may run at once)")
+    _common(p)
+    _model_flags(p)
+    p.add_argument("--run", help="serve only this run")
+    p.add_argument("--idle-exit", type=float, default=None, metavar="SECONDS",
+                   help="exit after this long with no active runs")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from orchestra.cli import commands  # imported after parsing: `--help` stays instant
+
+    try:
+        return asyncio.run(commands.dispatch(args))
+    except KeyboardInterrupt:
+        run_id = getattr(args, "_run_id", None) or getattr(args, "run", None)
+        hint = f" Resume with: orchestra resume {run_id} --db {args.db}" if run_id else ""
+        print(f"\ninterrupted; the run stopped cleanly.{hint}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except (NotAStoreError, SchemaVersionError) as exc:
+        return _fail(args, EXIT_STORE, exc)
+    except UserError as exc:
+        return _fail(args, EXIT_USAGE, exc)
+    except OrchestraError as exc:
+        return _fail(args, EXIT_FAILED, exc)
+
+
+def _fail(args: argparse.Namespace, code: int, exc: Exception) -> int:
+    if getattr(args, "json", False):
+        print(json.dumps({"error": str(exc), "type": type(exc).__name__, "exit": code}))
+    else:
+        print(f"orchestra: error: {exc}", file=sys.stderr)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

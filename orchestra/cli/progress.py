@@ -1,0 +1,110 @@
+"""Live progress of a run, read from its event log (so it works for any process).
+
+On a terminal: a small redrawn panel (each agent: what it is doing, steps,
+tokens; the latest events). Otherwise: one plain line per event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import sys
+import time
+from dataclasses import dataclass
+
+from orchestra._store import SQLiteBlackboard
+from orchestra._types import Event, Run
+from orchestra.cli.inspect_cmds import event_line, show_data
+
+QUIET_KINDS = frozenset({"step.started", "task.claimed"})
+
+
+@dataclass
+class _AgentLine:
+    doing: str = "idle"
+    steps: int = 0
+    tokens: int = 0
+
+
+class Progress:
+    def __init__(self, store: SQLiteBlackboard, run_id: str, *, json_mode: bool,
+                 tty: bool) -> None:
+        self.store, self.run_id = store, run_id
+        self.json_mode, self.tty = json_mode, tty
+        self.agents: dict[str, _AgentLine] = {}
+        self.task_role: dict[str, str] = {}
+        self.recent: list[str] = []
+        self.started = time.monotonic()
+        self._drawn = 0
+
+    async def watch(self) -> None:
+        last = 0
+        with contextlib.suppress(asyncio.CancelledError):
+            async for event in self.store.follow(self.run_id, poll_interval=0.2):
+                last = event.seq
+                self._apply(event)
+                if self.json_mode:
+                    continue
+                if self.tty:
+                    self._redraw()
+                elif event.kind not in QUIET_KINDS:
+                    print(event_line(event), flush=True)
+        del last
+
+    async def stop(self, watcher: asyncio.Task[None]) -> None:
+        await asyncio.sleep(0.05)  # let the last events arrive
+        watcher.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await watcher
+
+    def _apply(self, e: Event) -> None:
+        data = e.data if isinstance(e.data, dict) else {}
+        task = str(data.get("task", ""))
+        if "role" in data and task:
+            self.task_role[task] = str(data["role"])
+        role = self.task_role.get(task)
+        if role:
+            line = self.agents.setdefault(role, _AgentLine())
+            if e.kind == "step.completed":
+                line.steps += 1
+                line.tokens += int(data.get("tokens_in", 0)) + int(data.get("tokens_out", 0))
+                line.doing = f"{data.get('kind')} {data.get('name')} done"
+            elif e.kind == "task.claimed":
+                line.doing = f"working on task {task[:8]}"
+            elif e.kind in ("task.completed", "task.failed", "task.waiting"):
+                line.doing = e.kind.split(".")[1]
+        self.recent = ([event_line(e)] + self.recent)[:6]
+
+    def _redraw(self) -> None:
+        out = sys.stdout
+        if self._drawn:
+            out.write(f"\x1b[{self._drawn}F\x1b[J")
+        lines = [f"run {self.run_id}  {time.monotonic() - self.started:6.1f}s"]
+        for role, a in sorted(self.agents.items()):
+            lines.append(f"  {role:<12} {a.doing:<32} steps={a.steps:<4} tokens={a.tokens}")
+        lines.append("  latest events:")
+        lines += ["   " + r[:110] for r in reversed(self.recent)]
+        out.write("\n".join(lines) + "\n")
+        out.flush()
+        self._drawn = len(lines)
+
+    async def summary(self, run: Run) -> None:
+        data = await show_data(self.store, run.id)
+        if self.json_mode:
+            print(json.dumps(data, default=str))
+            return
+        steps = data["steps"]
+        print(f"\nrun {run.id}: {run.status}"
+              + (f" — {run.error}" if run.error else "")
+              + f"\n  steps completed {steps.get('completed', 0)}, reissued after crashes "
+              f"{steps.get('reissued', 0)}; tokens {run.tokens_in + run.tokens_out}")
+        print(f"  look closer:  orchestra show {run.id}   orchestra board {run.id}   "
+              f"orchestra events {run.id}")
+        if run.status == "waiting":
+            for ap in data["approvals_pending"]:
+                print(f"  waiting for approval {ap['id']} ({ap['tool']}): "
+                      f"orchestra approve {ap['id']}  or  orchestra deny {ap['id']} --reason ...")
+            print(f"  then: orchestra resume {run.id}")
+        elif run.status in ("failed", "running"):
+            print(f"  resume with: orchestra resume {run.id}")

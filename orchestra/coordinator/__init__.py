@@ -1,0 +1,1 @@
+"""Scheduling: pipelines, the coordinator, workers."""

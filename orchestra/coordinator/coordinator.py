@@ -1,0 +1,227 @@
+"""The coordinator: starts, drives, resumes and cancels runs of a pipeline.
+
+It claims ready tasks (global and per-role concurrency), runs each through the
+runtime under a heartbeated lease, retries failures with backoff, and decides
+when a run is finished. Any number of coordinators/workers may serve one store;
+the store's leases guarantee a task attempt runs in one place only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+
+from orchestra._errors import NotFoundError, UserError
+from orchestra._store.protocol import Blackboard
+from orchestra._types import TERMINAL_RUN_STATUSES, Run
+from orchestra.coordinator.execution import TaskExecutor
+from orchestra.coordinator.owners import dead_local_owners, new_owner_id
+from orchestra.coordinator.pipeline import Pipeline
+from orchestra.models.base import Model
+from orchestra.runtime.agent_state import AgentState, agent_id_for
+
+log = structlog.get_logger("orchestra.coordinator")
+
+
+@dataclass(frozen=True, slots=True)
+class CoordinatorSettings:
+    """How a coordinator schedules work."""
+
+    concurrency: int = 16
+    """Tasks run at once by this coordinator (each role also has its own limit)."""
+    lease_seconds: float = 30.0
+    """A claimed task is another worker's to take after this long without a heartbeat."""
+    retry_base: float = 0.5
+    """First retry delay in seconds; doubles per retry."""
+    retry_max: float = 30.0
+    """Longest retry delay in seconds."""
+    poll_interval: float = 0.2
+    """How often to look for work made by other processes (in-process work wakes at once)."""
+    max_tokens_per_run: int | None = None
+    """Stop the run (resumably) once it has used this many tokens."""
+    wait_for_approvals: bool = False
+    """Keep driving while tasks wait for humans; otherwise return with the run ``waiting``."""
+
+
+class Coordinator:
+    """Drives runs of one pipeline against one store."""
+
+    def __init__(self, store: Blackboard, pipeline: Pipeline, *,
+                 models: Mapping[str, Model] | None = None,
+                 settings: CoordinatorSettings = CoordinatorSettings(),
+                 owner: str | None = None) -> None:
+        self.store = store
+        self.pipeline = pipeline
+        self.settings = settings
+        self.owner = owner or new_owner_id()
+        self.models = self._resolve_models(models or {})
+        self.agents: dict[str, AgentState] = {}
+        self._active: dict[str, asyncio.Task[None]] = {}
+        self._wake = asyncio.Event()
+        self._cancelled: set[str] = set()
+
+    def _resolve_models(self, overrides: Mapping[str, Model]) -> dict[str, Model]:
+        resolved: dict[str, Model] = {}
+        for role in self.pipeline.roles:
+            model: Any = overrides.get(role.name) or type(role).model or self.pipeline.model
+            if isinstance(model, str):
+                from orchestra.models.spec import load_model  # adapters load lazily
+                model = load_model(model)
+            if model is None:
+                raise UserError(f"role {role.name!r} has no model: set `model` on the role, "
+                                "pass Pipeline(model=...), or --model on the command line")
+            resolved[role.name] = model
+        return resolved
+
+    # -- public API ----------------------------------------------------------------
+    async def start(self, run_input: Any, *, run_id: str | None = None) -> Run:
+        """Create the run and its first tasks (atomically); does not drive it."""
+        tasks = self.pipeline.first_tasks(run_input)
+        name = self.pipeline.ref or self.pipeline.name
+        return await self.store.create_run(name, run_input, run_id=run_id, tasks=tasks)
+
+    async def run(self, run_input: Any, *, run_id: str | None = None) -> Run:
+        """Start a run and drive it to the end (or until it waits for a human)."""
+        run = await self.start(run_input, run_id=run_id)
+        return await self.drive(run.id)
+
+    async def resume(self, run_id: str) -> Run:
+        """Continue a run after a crash, a cancel-free stop or a raised cap."""
+        run = await self.store.get_run(run_id)
+        if run.status == "completed":
+            raise UserError(f"run {run_id} is already completed; nothing to resume")
+        if run.status == "cancelled":
+            raise UserError(f"run {run_id} was cancelled; start a new run instead")
+        running = await self.store.list_tasks(run_id, status="running")
+        dead = dead_local_owners({t.lease_owner for t in running}, me=self.owner)
+        released = await self.store.release_leases(run_id, owners=dead)
+        live = [t for t in running if t.lease_owner not in dead
+                and (t.lease_expires_at or 0) > time.time()]
+        if live and run.status == "running":
+            raise UserError(f"run {run_id} is being run by another worker "
+                            f"({live[0].lease_owner}); wait for it, or stop that process")
+        if run.status == "failed":
+            await self._revive_failed(run_id)
+        log.info("resume", run=run_id, requeued=len(released))
+        return await self.drive(run_id)
+
+    async def cancel(self, run_id: str) -> Run:
+        """Cancel a run: no new steps start; running tasks here stop; state stays consistent."""
+        run = await self.store.set_run_status(
+            run_id, "cancelled", only_from=("pending", "running", "waiting", "failed"))
+        self._cancelled.add(run_id)
+        for key, task in list(self._active.items()):
+            if key.startswith(run_id + ":"):
+                task.cancel()
+        self._wake.set()
+        return run
+
+    # -- the scheduling loop -------------------------------------------------------
+    async def drive(self, run_id: str) -> Run:
+        """Run tasks of ``run_id`` until every task is finished, or it waits or stops."""
+        run = await self.store.get_run(run_id)
+        if run.status in TERMINAL_RUN_STATUSES:
+            return run
+        if run.status != "running":
+            await self.store.set_run_status(run_id, "running")
+        executor = TaskExecutor(self)
+        try:
+            while True:
+                await self._fill(run_id, executor)
+                if run_id in self._cancelled:
+                    break
+                if not self._mine(run_id):
+                    done = await self._finish_if_done(run_id)
+                    if done is not None:
+                        return done
+                self._wake.clear()
+                waiters = [asyncio.ensure_future(self._wake.wait())]
+                try:
+                    await asyncio.wait([*self._mine(run_id), *waiters],
+                                       timeout=self.settings.poll_interval,
+                                       return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    for w in waiters:
+                        w.cancel()
+                if executor.stop_error is not None:
+                    await self._stop_all(run_id)
+                    return await self.store.set_run_status(run_id, "failed",
+                                                           error=executor.stop_error)
+        except BaseException:
+            await self._stop_all(run_id)
+            raise
+        await self._stop_all(run_id)
+        return await self.store.get_run(run_id)
+
+    def _mine(self, run_id: str) -> list[asyncio.Task[None]]:
+        return [t for k, t in self._active.items() if k.startswith(run_id + ":")]
+
+    async def _fill(self, run_id: str, executor: TaskExecutor) -> None:
+        while len(self._active) < self.settings.concurrency and run_id not in self._cancelled:
+            busy: dict[str, int] = {}
+            for key in self._active:
+                role = key.split(":")[2]
+                busy[role] = busy.get(role, 0) + 1
+            roles = [r.name for r in self.pipeline.roles
+                     if busy.get(r.name, 0) < type(r).concurrency]
+            if not roles:
+                return
+            task = await self.store.claim_task(self.owner, run_id=run_id, roles=roles,
+                                               lease_seconds=self.settings.lease_seconds)
+            if task is None:
+                return
+            key = f"{run_id}:{task.id}:{task.role}"
+            job = asyncio.create_task(executor.execute(task), name=key)
+            self._active[key] = job
+            job.add_done_callback(lambda _t, k=key: self._done(k))
+
+    def _done(self, key: str) -> None:
+        self._active.pop(key, None)
+        self._wake.set()
+
+    async def _stop_all(self, run_id: str) -> None:
+        jobs = self._mine(run_id)
+        for job in jobs:
+            job.cancel()
+        if jobs:
+            await asyncio.gather(*jobs, return_exceptions=True)
+
+    async def _finish_if_done(self, run_id: str) -> Run | None:
+        counts = await self.store.task_counts(run_id)
+        if counts.get("running", 0) or counts.get("pending", 0):
+            return None  # another worker is busy, or a retry is scheduled
+        if counts.get("waiting", 0):
+            if self.settings.wait_for_approvals:
+                run = await self.store.get_run(run_id)
+                if run.status != "waiting":
+                    await self.store.set_run_status(run_id, "waiting")
+                return None
+            return await self.store.set_run_status(run_id, "waiting")
+        failed = await self.store.list_tasks(run_id, status="failed")
+        if failed and self.pipeline.fail_run_on_task_failure:
+            reasons = "; ".join(f"{t.role} task {t.id}: {t.error}" for t in failed[:3])
+            return await self.store.set_run_status(run_id, "failed", error=reasons)
+        return await self.store.set_run_status(run_id, "completed")
+
+    async def _revive_failed(self, run_id: str) -> None:
+        """A failed run being resumed: its cap-stopped or failed tasks get another go."""
+        await self.store.set_run_status(run_id, "running")
+
+    def agent(self, run_id: str, role: str) -> AgentState:
+        key = agent_id_for(run_id, role)
+        state = self.agents.get(key)
+        if state is None:
+            state = self.agents[key] = AgentState(key, role, run_id)
+        return state
+
+    async def run_exists(self, run_id: str) -> bool:
+        try:
+            await self.store.get_run(run_id)
+        except NotFoundError:
+            return False
+        return True

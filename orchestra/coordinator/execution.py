@@ -1,0 +1,121 @@
+"""Executing one claimed task: lease heartbeat, timeout, retry decision.
+
+The runtime does the work; this decides what a failure means for the task
+(retry with backoff, fail for good, park for a human, stop the run for a cap).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from typing import TYPE_CHECKING
+
+import structlog
+
+from orchestra._errors import (
+    DeterminismError,
+    LeaseLostError,
+    ModelAPIError,
+    OrchestraError,
+    StoreError,
+    UserError,
+)
+from orchestra._store.protocol import Lease, Writes
+from orchestra._types import Task
+from orchestra.runtime.journal import RecordedStepError
+from orchestra.runtime.task_runner import RunLimits, TaskOutcome, run_task
+
+if TYPE_CHECKING:
+    from orchestra.coordinator.coordinator import Coordinator
+
+log = structlog.get_logger("orchestra.coordinator")
+
+
+class TaskExecutor:
+    """Runs claimed tasks for a coordinator."""
+
+    def __init__(self, coordinator: Coordinator) -> None:
+        self.c = coordinator
+        self.stop_error: str | None = None
+
+    def _retry_at(self, task: Task) -> float:
+        s = self.c.settings
+        return time.time() + min(s.retry_base * (2 ** task.retries), s.retry_max)
+
+    async def execute(self, task: Task) -> None:
+        lease = Lease(self.c.owner, task.attempt)
+        role = self.c.pipeline.role(task.role)
+        bound = log.bind(run=task.run_id, task=task.id, agent=f"{task.run_id}/{task.role}",
+                         attempt=task.attempt)
+        beat = asyncio.create_task(self._heartbeat(task, lease))
+        timeout = type(role).task_timeout
+        try:
+            run = await self.c.store.get_run(task.run_id)
+            limits = RunLimits(self.c.settings.max_tokens_per_run, run.tokens_in + run.tokens_out)
+            work = run_task(store=self.c.store, role=role, model=self.c.models[task.role],
+                            agent=self.c.agent(task.run_id, task.role), task=task, lease=lease,
+                            route=self.c.pipeline.routes.get(task.role), limits=limits)
+            outcome = await asyncio.wait_for(work, timeout)
+        except TimeoutError:
+            await self._fail(task, lease, f"task timed out after {timeout:g} s", retry=True)
+            return
+        except LeaseLostError as exc:
+            bound.warning("lease lost", error=str(exc))  # cancelled, or taken over
+            return
+        except (DeterminismError, RecordedStepError, UserError) as exc:
+            bound.error("task failed", error=str(exc))
+            await self._fail(task, lease, str(exc), retry=False)
+            return
+        except ModelAPIError as exc:
+            await self._fail(task, lease, str(exc), retry=exc.retryable)
+            return
+        except StoreError:
+            raise
+        except (OrchestraError, Exception) as exc:  # a bug in a role, route or tool wrapper
+            bound.exception("task crashed")
+            await self._fail(task, lease, f"{type(exc).__name__}: {exc}", retry=True)
+            return
+        finally:
+            beat.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await beat
+        await self._settle(task, lease, outcome, bound)
+
+    async def _settle(self, task: Task, lease: Lease, outcome: TaskOutcome,
+                      bound: structlog.typing.FilteringBoundLogger) -> None:
+        if outcome.status == "completed":
+            bound.debug("task completed", replayed=outcome.steps_replayed,
+                        executed=outcome.steps_executed)
+        elif outcome.status == "failed":
+            bound.warning("task failed", error=outcome.error)
+            pending = outcome.extra.get("pending") or []
+            await self._fail(task, lease, outcome.error or "failed", retry=False,
+                             writes=Writes(messages=list(pending)) if pending else None)
+        elif outcome.status == "waiting":
+            bound.info("task waiting for approval", approval=outcome.extra.get("approval"))
+        elif outcome.status == "limited":
+            bound.warning("usage cap reached", error=outcome.error)
+            await self.c.store.release_leases(task.run_id, owners=[self.c.owner])
+            self.stop_error = outcome.error
+
+    async def _fail(self, task: Task, lease: Lease, error: str, *, retry: bool,
+                    writes: Writes | None = None) -> None:
+        try:
+            await self.c.store.fail_task(task.id, lease, error,
+                                         retry_at=self._retry_at(task) if retry else None,
+                                         agent_id=f"{task.run_id}/{task.role}", writes=writes)
+        except LeaseLostError:
+            pass  # the run was cancelled or the task taken over meanwhile
+
+    async def _heartbeat(self, task: Task, lease: Lease) -> None:
+        every = self.c.settings.lease_seconds / 3
+        while True:
+            await asyncio.sleep(every)
+            ok = await self.c.store.heartbeat(task.id, lease, self.c.settings.lease_seconds)
+            if not ok:
+                current = asyncio.current_task()
+                for job in self.c._mine(task.run_id):
+                    if job.get_name().split(":")[1] == task.id and job is not current:
+                        job.cancel()
+                return

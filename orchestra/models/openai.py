@@ -1,0 +1,195 @@
+"""OpenAI and OpenAI-compatible servers (ollama, llama.cpp, vLLM) over chat completions.
+
+Built on the official ``openai`` SDK's ``AsyncOpenAI`` with the SDK's retries off:
+retries, backoff and error wording come from :mod:`orchestra.models._http` so every
+adapter behaves the same.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import os
+from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import urlsplit
+
+import structlog
+
+from orchestra._errors import UserError
+from orchestra.models._chat_format import ResponseFormatMode, ShapeError, chat_body, chat_response
+from orchestra.models._guard import check_allowed
+from orchestra.models._http import Backoff, Endpoint, Failure, call_with_retries, header_map
+from orchestra.models.base import ModelRequest, ModelResponse
+
+if TYPE_CHECKING:
+    import openai as openai_sdk
+
+__all__ = ["JSONSchemaMode", "OpenAIModel"]
+
+JSONSchemaMode = Literal["auto", "json_schema", "json_object", "none"]
+
+OPENAI_BASE_URL = "https://api.openai.com/v1"
+_DUMMY_KEY = "orchestra-no-key"  # local servers ignore the key, the SDK insists on one
+_DEGRADE: dict[ResponseFormatMode, ResponseFormatMode] = {
+    "json_schema": "json_object", "json_object": "none", "none": "none"}
+_RANK: dict[ResponseFormatMode, int] = {"json_schema": 2, "json_object": 1, "none": 0}
+
+_log = structlog.get_logger("orchestra.models")
+
+
+def _import_sdk() -> Any:
+    try:
+        import openai
+    except ImportError:
+        raise UserError("the OpenAI adapter needs the openai SDK: "
+                        "pip install 'orchestra[openai]'") from None
+    return openai
+
+
+def is_official_openai(base_url: str) -> bool:
+    """True when ``base_url`` points at OpenAI's own API."""
+    return (urlsplit(base_url).hostname or "").lower() == "api.openai.com"
+
+
+class _FormatRejected(Exception):
+    """The server refused the ``response_format`` we sent (handled by degrading it)."""
+
+
+class OpenAIModel:
+    """A chat-completions model: OpenAI itself or any OpenAI-compatible server.
+
+    ``json_schema_mode`` picks how a structured output is requested: ``"auto"`` sends
+    a JSON-schema ``response_format`` when the request has no tools or the server is
+    OpenAI's (local servers constrain *every* reply to the schema, which would make
+    tool calls impossible). A 400 that rejects the format degrades it once to
+    ``json_object`` and then to none, remembered for this instance; the runtime
+    validates the JSON either way.
+
+    The key comes from ``api_key``, else ``OPENAI_API_KEY`` for OpenAI's API (or a
+    base URL taken from ``OPENAI_BASE_URL``), else ``OPENAI_COMPATIBLE_API_KEY`` for
+    other servers, which also work without one.
+    """
+
+    name: str
+
+    def __init__(self, model: str, *, base_url: str | None = None, api_key: str | None = None,
+                 max_retries: int = 4, timeout: float = 120.0,
+                 json_schema_mode: JSONSchemaMode = "auto", name: str | None = None,
+                 backoff: Backoff | None = None) -> None:
+        if not model:
+            raise UserError("OpenAIModel needs a model name, e.g. OpenAIModel('gpt-4.1-mini')")
+        if json_schema_mode not in ("auto", "json_schema", "json_object", "none"):
+            raise UserError(f"json_schema_mode={json_schema_mode!r}: use 'auto', "
+                            "'json_schema', 'json_object' or 'none'")
+        self._sdk = _import_sdk()
+        env_base = os.environ.get("OPENAI_BASE_URL")
+        self.base_url = (base_url or env_base or OPENAI_BASE_URL).rstrip("/")
+        self.model = model
+        self.official = is_official_openai(self.base_url)
+        key_env = ("OPENAI_API_KEY" if self.official or (base_url is None and env_base)
+                   else "OPENAI_COMPATIBLE_API_KEY")
+        key = api_key or os.environ.get(key_env)
+        if not key and self.official:
+            raise UserError(f"OpenAI model {model!r}: no API key. Set OPENAI_API_KEY "
+                            "(or pass api_key=...).")
+        self.__api_key = key or _DUMMY_KEY
+        self.max_retries = max_retries
+        self.timeout = timeout
+        self.json_schema_mode: JSONSchemaMode = json_schema_mode
+        self.backoff = backoff or Backoff()
+        self.name = name or (f"openai:{model}" if self.official
+                             else f"openai-compatible:{self.base_url}#{model}")
+        self._endpoint = Endpoint(model=model, base_url=self.base_url,
+                                  key_env=f"{key_env} (or api_key=...)",
+                                  provider="OpenAI" if self.official else "OpenAI-compatible",
+                                  secrets=(self.__api_key,))
+        self._degraded: ResponseFormatMode = "json_schema"
+        self._client: openai_sdk.AsyncOpenAI | None = None
+        self._client_loop: asyncio.AbstractEventLoop | None = None
+
+    def __repr__(self) -> str:
+        return (f"OpenAIModel(model={self.model!r}, base_url={self.base_url!r}, "
+                f"name={self.name!r})")
+
+    async def request(self, request: ModelRequest) -> ModelResponse:
+        """Send one chat-completions call, retrying transient failures."""
+        check_allowed(self.name)
+        while True:
+            mode = self._format_mode(request)
+            try:
+                return await call_with_retries(
+                    functools.partial(self._attempt, request, mode),
+                    lambda exc: self._classify(exc, request),
+                    max_retries=self.max_retries, backoff=self.backoff, model=self.name)
+            except _FormatRejected:
+                self._degraded = _DEGRADE[mode]
+                _log.info("model.response_format_fallback", model=self.name,
+                          rejected=mode, now=self._degraded)
+
+    async def aclose(self) -> None:
+        """Close the HTTP connections (the model stays usable; a new client is made)."""
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
+
+    def _format_mode(self, request: ModelRequest) -> ResponseFormatMode:
+        if request.output is None:
+            return "none"
+        wanted: ResponseFormatMode
+        if self.json_schema_mode == "auto":
+            wanted = "json_schema" if not request.tools or self.official else "none"
+        else:
+            wanted = self.json_schema_mode
+        return wanted if _RANK[wanted] <= _RANK[self._degraded] else self._degraded
+
+    async def _sdk_client(self) -> openai_sdk.AsyncOpenAI:
+        # An httpx pool is bound to the loop that opened it; a new loop gets a new client.
+        # It is built in a thread: loading the TLS certificates reads files.
+        loop = asyncio.get_running_loop()
+        if self._client is not None and self._client_loop is loop:
+            return self._client
+        client: openai_sdk.AsyncOpenAI = await asyncio.to_thread(functools.partial(
+            self._sdk.AsyncOpenAI, api_key=self.__api_key, base_url=self.base_url,
+            max_retries=0, timeout=self.timeout))
+        self._client, self._client_loop = client, loop
+        return client
+
+    async def _attempt(self, request: ModelRequest, mode: ResponseFormatMode) -> ModelResponse:
+        body = chat_body(request, mode=mode, max_tokens_field=(
+            "max_completion_tokens" if self.official else "max_tokens"))
+        try:
+            completion = await (await self._sdk_client()).chat.completions.create(
+                model=self.model, timeout=self._timeout(request), **body)
+        except self._sdk.BadRequestError as exc:
+            if mode != "none" and _rejects_format(exc.body, exc.message):
+                raise _FormatRejected from None
+            raise
+        data = completion.model_dump() if hasattr(completion, "model_dump") else completion
+        try:
+            return chat_response(data, model=self.model)
+        except ShapeError as exc:
+            raise self._endpoint.bad_shape(str(exc)) from None
+
+    def _timeout(self, request: ModelRequest) -> float:
+        return request.settings.timeout or self.timeout
+
+    def _classify(self, exc: Exception, request: ModelRequest) -> Failure | None:
+        sdk = self._sdk
+        if isinstance(exc, sdk.APITimeoutError):
+            return self._endpoint.timed_out(self._timeout(request))
+        if isinstance(exc, sdk.APIConnectionError):
+            return self._endpoint.unreachable(exc.__cause__ or exc)
+        if isinstance(exc, sdk.APIStatusError):
+            return self._endpoint.status_failure(
+                exc.status_code, exc.body, header_map(exc.response.headers), exc.message)
+        if isinstance(exc, json.JSONDecodeError):
+            return self._endpoint.malformed(exc)
+        return None
+
+
+def _rejects_format(body: object, message: str) -> bool:
+    """True when a 400 says the server does not support the ``response_format`` sent."""
+    text = f"{json.dumps(body, default=str)} {message}".lower()
+    return any(word in text for word in ("response_format", "response format",
+                                         "json_schema", "json_object"))

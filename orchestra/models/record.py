@@ -1,0 +1,323 @@
+"""Record real model calls to a JSON-lines file and replay them offline.
+
+Each line is one call::
+
+    {"key": "<sha256 of the canonical request>", "index": 0,
+     "request": {...canonical request...}, "response": {...}}
+
+The canonical request keeps what decides a model's answer: the messages (role,
+content, tool calls, tool call id, name), the tools' names and schemas, the output
+schema and the sampling settings, as JSON with sorted keys. Replay looks responses
+up by that key, so concurrent agents may ask in any order; identical requests get
+the recorded responses in turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import threading
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, get_args
+
+from orchestra._errors import UserError
+from orchestra.models.base import FinishReason, Model, ModelRequest, ModelResponse, ToolCall, Usage
+
+__all__ = [
+    "RecordedCall",
+    "RecordingModel",
+    "ReplayMismatchError",
+    "ReplayModel",
+    "canonical_request",
+    "dump_response",
+    "load_response",
+    "read_recording",
+    "request_key",
+    "responses_from_file",
+]
+
+_FINISH_REASONS: frozenset[str] = frozenset(get_args(FinishReason))
+_MISSING = object()
+
+
+def canonical_request(request: ModelRequest) -> dict[str, Any]:
+    """The parts of ``request`` that decide the answer, as plain JSON data."""
+    settings = request.settings
+    output = request.output
+    return {
+        "messages": [
+            {"role": m.role, "content": m.content,
+             "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments}
+                            for c in m.tool_calls],
+             "tool_call_id": m.tool_call_id, "name": m.name}
+            for m in request.messages
+        ],
+        "tools": [{"name": t.name, "parameters": t.parameters} for t in request.tools],
+        "output": None if output is None else {"name": output.name,
+                                               "json_schema": output.json_schema},
+        "settings": {"temperature": settings.temperature, "max_tokens": settings.max_tokens,
+                     "seed": settings.seed},
+    }
+
+
+def _digest(canonical: Mapping[str, Any]) -> str:
+    text = json.dumps(canonical, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def request_key(request: ModelRequest) -> str:
+    """The sha256 hex digest of the canonical request."""
+    return _digest(canonical_request(request))
+
+
+def dump_response(response: ModelResponse) -> dict[str, Any]:
+    """A response as plain JSON data (the inverse of :func:`load_response`)."""
+    return {
+        "text": response.text,
+        "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments}
+                       for c in response.tool_calls],
+        "usage": {"input_tokens": response.usage.input_tokens,
+                  "output_tokens": response.usage.output_tokens, "cost": response.usage.cost},
+        "finish_reason": response.finish_reason,
+        "model": response.model,
+    }
+
+
+def _field(data: Mapping[str, Any], name: str, kind: type | tuple[type, ...], default: Any) -> Any:
+    value = data.get(name, default)
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+        raise ValueError(f"{name!r} must be {getattr(kind, '__name__', kind)}, got {value!r}")
+    return value
+
+
+def load_response(data: object) -> ModelResponse:
+    """A response from :func:`dump_response` data; ``ValueError`` says what is wrong."""
+    if not isinstance(data, Mapping):
+        raise ValueError(f"a response must be a JSON object, got {type(data).__name__}")
+    calls = []
+    for raw in _field(data, "tool_calls", list, []):
+        if not isinstance(raw, Mapping):
+            raise ValueError(f"a tool call must be a JSON object, got {raw!r}")
+        calls.append(ToolCall(id=_field(raw, "id", str, ""), name=_field(raw, "name", str, ""),
+                              arguments=_field(raw, "arguments", str, "")))
+    usage = _field(data, "usage", Mapping, {})
+    finish = _field(data, "finish_reason", str, "stop")
+    if finish not in _FINISH_REASONS:
+        raise ValueError(f"'finish_reason' {finish!r} is not one of {sorted(_FINISH_REASONS)}")
+    return ModelResponse(
+        text=_field(data, "text", str, ""), tool_calls=tuple(calls),
+        usage=Usage(_field(usage, "input_tokens", int, 0), _field(usage, "output_tokens", int, 0),
+                    float(_field(usage, "cost", (int, float), 0.0))),
+        finish_reason=finish, model=_field(data, "model", str, ""))
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedCall:
+    """One line of a recording."""
+
+    key: str
+    index: int
+    request: dict[str, Any]
+    response: ModelResponse
+
+
+def read_recording(path: str | os.PathLike[str]) -> list[RecordedCall]:
+    """Every call in a recording, in file order; a bad line raises ``UserError``."""
+    file = Path(path)
+    try:
+        lines = file.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        raise UserError(f"recording '{file}' does not exist; record one with "
+                        "RecordingModel(model, path) first") from None
+    calls = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            if not isinstance(row, dict):
+                raise ValueError("the line is not a JSON object")
+            call = RecordedCall(key=_field(row, "key", str, None),
+                                index=_field(row, "index", int, None),
+                                request=_field(row, "request", dict, None),
+                                response=load_response(row.get("response")))
+        except ValueError as exc:
+            raise UserError(f"recording '{file}' line {number} is not a recorded call: "
+                            f"{exc}") from None
+        calls.append(call)
+    return calls
+
+
+def responses_from_file(path: str | os.PathLike[str]) -> list[ModelResponse]:
+    """The recorded responses in file order (e.g. to script a ``ScriptedModel``)."""
+    return [call.response for call in read_recording(path)]
+
+
+class RecordingModel:
+    """Wraps a model and appends every successful call to a JSON-lines file.
+
+    Several recorders (say one per role) may share a file: a process-wide lock
+    numbers the lines in file order.
+    """
+
+    def __init__(self, inner: Model, path: str | os.PathLike[str], *,
+                 name: str | None = None) -> None:
+        self.inner = inner
+        self.path = Path(path)
+        self.name = name or inner.name
+
+    def __repr__(self) -> str:
+        return f"RecordingModel({self.inner!r}, '{self.path}')"
+
+    async def request(self, request: ModelRequest) -> ModelResponse:
+        response = await self.inner.request(request)
+        canonical = canonical_request(request)
+        await asyncio.to_thread(_append_call, self.path, canonical, response)
+        return response
+
+
+_APPEND_LOCK = threading.Lock()
+
+
+def _append_call(path: Path, canonical: dict[str, Any], response: ModelResponse) -> None:
+    with _APPEND_LOCK:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a+b") as f:
+            f.seek(0)
+            index = f.read().count(b"\n")
+            row = {"key": _digest(canonical), "index": index, "request": canonical,
+                   "response": dump_response(response)}
+            f.write(json.dumps(row, ensure_ascii=False).encode() + b"\n")
+
+
+class ReplayMismatchError(UserError):
+    """Strict replay got a request the recording does not hold."""
+
+    def __init__(self, message: str, *, key: str, index: int, field: str | None) -> None:
+        self.key = key
+        self.index = index
+        self.field = field
+        super().__init__(message)
+
+
+class ReplayModel:
+    """Serves recorded responses offline, keyed by the canonical request's digest.
+
+    With ``strict=True`` an unrecorded request raises :class:`ReplayMismatchError`
+    naming the key, the call index and the first field where it differs from the
+    nearest recorded request. With ``strict=False`` it gets the next unused response
+    in file order instead.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, strict: bool = True,
+                 name: str = "replay") -> None:
+        self.path = Path(path)
+        self.strict = strict
+        self.name = name
+        self.recorded = read_recording(self.path)
+        self.calls: list[ModelRequest] = []
+        self._by_key: dict[str, deque[int]] = {}
+        for position, call in enumerate(self.recorded):
+            self._by_key.setdefault(call.key, deque()).append(position)
+        self._used: set[int] = set()
+
+    def __repr__(self) -> str:
+        return f"ReplayModel('{self.path}', strict={self.strict}, name={self.name!r})"
+
+    @property
+    def remaining(self) -> int:
+        """How many recorded responses have not been served."""
+        return len(self.recorded) - len(self._used)
+
+    async def request(self, request: ModelRequest) -> ModelResponse:
+        index = len(self.calls)
+        self.calls.append(request)
+        canonical = canonical_request(request)
+        key = _digest(canonical)
+        queue = self._by_key.get(key)
+        if queue:
+            position = queue.popleft()
+        elif self.strict:
+            raise self._mismatch(canonical, key, index, recorded_before=key in self._by_key)
+        else:
+            position = self._next_unused(index)
+        self._used.add(position)
+        return self.recorded[position].response
+
+    def _next_unused(self, index: int) -> int:
+        for position in range(len(self.recorded)):
+            if position not in self._used:
+                self._by_key[self.recorded[position].key].remove(position)
+                return position
+        raise UserError(f"replay '{self.path}': call {index} asks for a response but all "
+                        f"{len(self.recorded)} recorded responses have been served")
+
+    def _mismatch(self, canonical: dict[str, Any], key: str, index: int, *,
+                  recorded_before: bool) -> ReplayMismatchError:
+        where = f"replay '{self.path}': call {index} (request key {key})"
+        fix = ("Re-record the calls, or use ReplayModel(..., strict=False) to serve the "
+               "recorded responses in file order.")
+        if recorded_before:
+            times = sum(1 for call in self.recorded if call.key == key)
+            return ReplayMismatchError(
+                f"{where} was recorded {times} time(s) and every response has been served. "
+                f"{fix}", key=key, index=index, field=None)
+        if not self.recorded:
+            return ReplayMismatchError(f"{where}: the recording is empty. {fix}",
+                                       key=key, index=index, field=None)
+        nearest = min(self.recorded, key=lambda call: (
+            _count_differences(call.request, canonical), abs(call.index - index)))
+        diff = _first_difference(nearest.request, canonical, "")
+        field, was, now = diff if diff is not None else ("", None, None)
+        return ReplayMismatchError(
+            f"{where} has no recorded response. The nearest recorded request (call "
+            f"{nearest.index}, key {nearest.key}) differs first at {field or '<root>'}: "
+            f"recorded {_show(was)}, now {_show(now)}. {fix}",
+            key=key, index=index, field=field)
+
+
+def _show(value: Any) -> str:
+    if value is _MISSING:
+        return "<absent>"
+    text = json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def _first_difference(a: Any, b: Any, path: str) -> tuple[str, Any, Any] | None:
+    """The first (path, a-value, b-value) where ``a`` and ``b`` differ, in key order."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        for name in sorted(set(a) | set(b)):
+            sub = f"{path}.{name}" if path else name
+            if name not in a or name not in b:
+                return sub, a.get(name, _MISSING), b.get(name, _MISSING)
+            found = _first_difference(a[name], b[name], sub)
+            if found is not None:
+                return found
+        return None
+    if isinstance(a, list) and isinstance(b, list):
+        for i in range(max(len(a), len(b))):
+            sub = f"{path}[{i}]"
+            if i >= len(a) or i >= len(b):
+                return (sub, a[i] if i < len(a) else _MISSING,
+                        b[i] if i < len(b) else _MISSING)
+            found = _first_difference(a[i], b[i], sub)
+            if found is not None:
+                return found
+        return None
+    return None if a == b else (path, a, b)
+
+
+def _count_differences(a: Any, b: Any) -> int:
+    """How many leaves differ between ``a`` and ``b`` (a rough edit distance)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return sum(_count_differences(a.get(k, _MISSING), b.get(k, _MISSING))
+                   for k in set(a) | set(b))
+    if isinstance(a, list) and isinstance(b, list):
+        return (sum(_count_differences(x, y) for x, y in zip(a, b, strict=False))
+                + abs(len(a) - len(b)))
+    return 0 if a == b else 1

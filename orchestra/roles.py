@@ -1,0 +1,151 @@
+"""Declaring roles: a class whose docstring is the system prompt.
+
+A role is configuration only (the runtime runs it). Declaration mistakes raise
+:class:`RoleDefinitionError` when the class statement runs, naming the role and
+the field, so a typo never reaches a running pipeline::
+
+    class Reviewer(Role):
+        \"\"\"You review one module: run its tests, read the code, and decide.\"\"\"
+        output = Review
+        compaction = SlidingWindow(last=12)
+
+        @tool
+        async def run_tests(self, ctx: ToolContext, path: str) -> TestReport: ...
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from typing import Any, ClassVar
+
+import pydantic
+
+from orchestra._errors import RoleDefinitionError
+from orchestra.compaction import CompactionPolicy, KeepAll
+from orchestra.models.base import Model, OutputSchema
+from orchestra.tools import Tool, ToolContext
+
+_INT_LIMITS = ("max_turns", "output_retries", "concurrency", "max_attempts")
+
+
+class Role:
+    """Base class of every role. Override class attributes to configure.
+
+    Instances may hold dependencies (a workspace path, a client) for their tools;
+    give your subclass an ``__init__`` for them.
+    """
+
+    name: ClassVar[str] = ""
+    """Role name used for tasks and handoffs; defaults to the class name in lower case."""
+    instructions: ClassVar[str] = ""
+    """System prompt; defaults to the class docstring."""
+    output: ClassVar[type[pydantic.BaseModel] | type[str]] = str
+    """Type of the final answer: a pydantic model (validated JSON) or ``str``."""
+    model: ClassVar[Model | str | None] = None
+    """A Model, a model spec string, or None to use the pipeline's model."""
+    compaction: ClassVar[CompactionPolicy] = KeepAll()
+    """How this agent's context stays small (its stored history is never cut)."""
+    tools: ClassVar[tuple[Tool, ...]] = ()
+    """Standalone tools (``@tool`` functions); ``@tool`` methods are added automatically."""
+    needs_approval: ClassVar[frozenset[str]] = frozenset()
+    """Names of tools that stop for a human decision before they run."""
+    max_turns: ClassVar[int] = 20
+    """Model calls allowed per task before it fails (stops tool-call loops)."""
+    output_retries: ClassVar[int] = 3
+    """Times invalid output is fed back to the model before the task fails."""
+    tool_timeout: ClassVar[float] = 60.0
+    """Seconds one tool call may run (a tool's own ``timeout`` wins)."""
+    concurrency: ClassVar[int] = 4
+    """Tasks of this role that may run at once."""
+    max_attempts: ClassVar[int] = 3
+    """Attempts per task (first run plus retries after failures)."""
+    task_timeout: ClassVar[float | None] = None
+    """Seconds one task attempt may run before it is failed (and retried)."""
+    recall: ClassVar[bool] = True
+    """Offer the built-in ``recall`` tool: full-text search of the agent's own history."""
+    max_tokens_per_agent: ClassVar[int | None] = None
+    """Cap on tokens (in + out) this agent may use in a run; raise it and resume."""
+
+    _declared_tools: ClassVar[dict[str, Tool]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "name" not in cls.__dict__ or not cls.__dict__["name"]:
+            cls.name = cls.__name__.lower()
+        role = cls.name
+        if not isinstance(role, str) or not role.replace("_", "").replace("-", "").isalnum():
+            raise RoleDefinitionError(str(role), "name", "must be letters, digits, - or _")
+        if not cls.__dict__.get("instructions"):
+            doc = cls.__dict__.get("__doc__")
+            cls.instructions = inspect.cleandoc(doc) if doc else ""
+        if not cls.instructions.strip():
+            raise RoleDefinitionError(role, "instructions", "missing: write the system prompt "
+                                      "as the class docstring or set `instructions`")
+        out = cls.output
+        if not (out is str or (isinstance(out, type) and issubclass(out, pydantic.BaseModel))):
+            raise RoleDefinitionError(role, "output", f"{out!r} is not a pydantic model or str")
+        if not isinstance(cls.compaction, CompactionPolicy):
+            raise RoleDefinitionError(role, "compaction", f"{cls.compaction!r} is not a "
+                                      "CompactionPolicy (e.g. SlidingWindow(last=12))")
+        for field in _INT_LIMITS:
+            value = getattr(cls, field)
+            if not isinstance(value, int) or value < 1:
+                raise RoleDefinitionError(role, field, f"{value!r} must be an int >= 1")
+        if not isinstance(cls.tool_timeout, (int, float)) or cls.tool_timeout <= 0:
+            raise RoleDefinitionError(role, "tool_timeout", f"{cls.tool_timeout!r} must be > 0")
+        cls._declared_tools = _collect_tools(cls)
+        unknown = set(cls.needs_approval) - set(cls._declared_tools)
+        if unknown:
+            raise RoleDefinitionError(role, "needs_approval",
+                                      f"unknown tool(s) {sorted(unknown)}; declared: "
+                                      f"{sorted(cls._declared_tools)}")
+
+    # -- what the runtime asks of a role -------------------------------------------
+    def bound_tools(self) -> dict[str, Tool]:
+        """This instance's tools, methods bound to it."""
+        return {name: t.bind(self) for name, t in type(self)._declared_tools.items()}
+
+    def requires_approval(self, tool: Tool) -> bool:
+        return tool.needs_approval or tool.name in type(self).needs_approval
+
+    def output_schema(self) -> OutputSchema | None:
+        out = type(self).output
+        if out is str:
+            return None
+        assert issubclass(out, pydantic.BaseModel)
+        return OutputSchema(out.__name__, out.model_json_schema(),
+                            inspect.cleandoc(out.__doc__ or ""))
+
+    async def check_output(self, ctx: ToolContext, output: Any) -> None:
+        """Override to verify a final answer; raise ``ModelRetry`` to send it back.
+
+        Runs as a journaled step, so a check with side effects is not repeated on resume.
+        """
+
+    def render_task(self, task_input: Any) -> str:
+        """The user message for a task; override to shape how work is presented."""
+        if isinstance(task_input, str):
+            return task_input
+        return json.dumps(task_input, indent=1, default=str)
+
+
+def _collect_tools(cls: type[Role]) -> dict[str, Tool]:
+    by_attr: dict[str, Tool] = {}  # a subclass attribute overrides its base's
+    for klass in reversed(cls.__mro__):
+        by_attr.update({a: v for a, v in vars(klass).items() if isinstance(v, Tool)})
+    tools: dict[str, Tool] = {}
+    for value in by_attr.values():
+        if value.name in tools:
+            raise RoleDefinitionError(cls.name, f"tool {value.name!r}", "declared twice")
+        tools[value.name] = value
+    for t in cls.tools:
+        if not isinstance(t, Tool):
+            raise RoleDefinitionError(cls.name, "tools", f"{t!r} is not a @tool function")
+        if t.name in tools:
+            raise RoleDefinitionError(cls.name, f"tool {t.name!r}", "declared twice")
+        tools[t.name] = t
+    if cls.recall and "recall" in tools:
+        raise RoleDefinitionError(cls.name, "tool 'recall'", "clashes with the built-in "
+                                  "recall tool; rename it or set recall = False")
+    return tools

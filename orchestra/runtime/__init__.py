@@ -1,0 +1,1 @@
+"""One agent executing one task: tool loop, journaled steps, compaction, approvals."""

@@ -1,0 +1,94 @@
+"""The step journal as the runtime uses it: replay a completed step, run a new one.
+
+Each model call, tool call and summary inside a task is step ``n`` of the task's
+current retry. Before running step ``n`` the journal is consulted: a completed
+step returns its recorded output without running; a failed one re-raises its
+error; a step that was only *started* (in flight at a crash) runs again. A step
+whose recorded name differs from the requested one means the code or inputs
+changed since the crash, and raises :class:`DeterminismError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from orchestra._errors import DeterminismError, OrchestraError
+from orchestra._store.protocol import Blackboard, Lease, StepResult, Writes
+from orchestra._types import Step, StepKind, Task
+
+
+class RecordedStepError(OrchestraError):
+    """A step failed before the crash; replay raises its recorded error again."""
+
+
+@dataclass(slots=True)
+class Outcome:
+    """What a step function returns: its output, usage and the board writes to commit."""
+
+    output: Any
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost: float = 0.0
+    writes: Writes | None = None
+
+
+class Journal:
+    """Numbered, durable steps of one task retry."""
+
+    def __init__(self, store: Blackboard, task: Task, lease: Lease, agent_id: str,
+                 recorded: list[Step]) -> None:
+        self.store = store
+        self.task = task
+        self.lease = lease
+        self.agent_id = agent_id
+        self.recorded = {s.step: s for s in recorded}
+        self._next = 1
+        self.replayed = 0
+        self.executed = 0
+
+    def reserve(self) -> int:
+        """Take the next step number (concurrent tool calls reserve theirs in call order)."""
+        n = self._next
+        self._next += 1
+        return n
+
+    def lookup(self, n: int, kind: StepKind, name: str) -> Step | None:
+        """The recorded step ``n`` if it completed or failed; checks it is the same step."""
+        rec = self.recorded.get(n)
+        if rec is None:
+            return None
+        if (rec.kind, rec.name) != (kind, name):
+            raise DeterminismError(self.task.id, n, f"{rec.kind}:{rec.name}", f"{kind}:{name}")
+        if rec.status == "completed":
+            self.replayed += 1
+            return rec
+        if rec.status == "failed":
+            raise RecordedStepError(f"task {self.task.id} step {n} ({kind} {name}) failed "
+                                    f"before: {rec.error}")
+        return None  # started but never finished: it was in flight, run it again
+
+    async def run(self, n: int, kind: StepKind, name: str, digest: str,
+                  fn: Callable[[], Awaitable[Outcome]]) -> Any:
+        """Replay step ``n`` or run ``fn`` and record it (with its writes) atomically."""
+        rec = self.lookup(n, kind, name)
+        if rec is not None:
+            return rec.output
+        await self.store.start_step(self.task.id, self.task.retries, n, kind, name, digest,
+                                    self.lease)
+        self.executed += 1
+        try:
+            outcome = await fn()
+        except Exception as exc:
+            await self.store.complete_step(
+                StepResult(self.task.id, self.task.retries, n, kind, name, digest,
+                           error=f"{type(exc).__name__}: {exc}"),
+                self.lease, agent_id=self.agent_id)
+            raise
+        await self.store.complete_step(
+            StepResult(self.task.id, self.task.retries, n, kind, name, digest, outcome.output,
+                       tokens_in=outcome.tokens_in, tokens_out=outcome.tokens_out,
+                       cost=outcome.cost),
+            self.lease, agent_id=self.agent_id, writes=outcome.writes)
+        return outcome.output

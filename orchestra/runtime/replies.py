@@ -1,0 +1,118 @@
+"""Making sense of what a model wrote: structured output and tool calls in text.
+
+Weak models wrap JSON in prose or code fences, and write tool calls as text
+(``<tool_call>{...}</tool_call>`` or a bare ``{"name": ..., "arguments": ...}``).
+These functions recover what is unambiguous and otherwise return an error text
+that is fed back to the model.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Collection
+from typing import Any
+
+import pydantic
+
+from orchestra.models.base import ToolCall
+
+_FENCE = re.compile(r"```(?:json|JSON|python)?\s*\n?(.*?)```", re.DOTALL)
+_TAGGED = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL)
+
+
+class OutputError(ValueError):
+    """The reply could not be turned into the role's output; the text is fed back."""
+
+
+def _json_candidates(text: str) -> list[str]:
+    stripped = text.strip()
+    found = [stripped]
+    found += [m.group(1).strip() for m in _FENCE.finditer(text)]
+    start, end = stripped.find("{"), stripped.rfind("}")
+    if 0 <= start < end:
+        found.append(stripped[start:end + 1])
+    return found
+
+
+def extract_json(text: str) -> Any:
+    """The first JSON value found in ``text`` (whole text, a fenced block, or ``{...}``)."""
+    error: json.JSONDecodeError | None = None
+    for candidate in _json_candidates(text):
+        try:
+            return json.loads(candidate)
+        except json.JSONDecodeError as exc:
+            error = error or exc
+    detail = f" ({error.msg} at line {error.lineno} column {error.colno})" if error else ""
+    raise OutputError(f"Your reply is not valid JSON{detail}.")
+
+
+def parse_output(text: str, output: type[pydantic.BaseModel], *, truncated: bool) -> Any:
+    """Validate the final answer against the role's output model."""
+    try:
+        data = extract_json(text)
+        return output.model_validate(data)
+    except (OutputError, pydantic.ValidationError) as exc:
+        if isinstance(exc, pydantic.ValidationError):
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc']) or '(root)'}: {e['msg']}"
+                for e in exc.errors()[:10])
+            message = f"Your JSON does not match the {output.__name__} schema: {problems}."
+        else:
+            message = str(exc)
+        if truncated:
+            message += " Your reply was cut off by the token limit: answer more briefly."
+        schema = json.dumps(output.model_json_schema(), separators=(",", ":"))
+        raise OutputError(f"{message} Reply with only a JSON object matching this schema: "
+                          f"{schema[:4000]}") from exc
+
+
+def _as_call(obj: Any, index: int) -> ToolCall | None:
+    if not isinstance(obj, dict):
+        return None
+    name = obj.get("name") or obj.get("tool") or obj.get("function")
+    args = obj.get("arguments", obj.get("parameters", obj.get("args")))
+    if not isinstance(name, str) or args is None:
+        return None
+    if isinstance(args, str):
+        raw = args
+    elif isinstance(args, dict):
+        raw = json.dumps(args)
+    else:
+        return None
+    return ToolCall(id=f"text_call_{index}", name=name, arguments=raw)
+
+
+def recover_text_tool_calls(text: str, tool_names: Collection[str]) -> list[ToolCall] | str:
+    """Tool calls written as text, if unambiguous; an error text if they look wrong.
+
+    Returns ``[]`` when the text does not look like a tool call at all.
+    """
+    if not text or not tool_names:
+        return []
+    chunks = [m.group(1) for m in _TAGGED.finditer(text)]
+    tagged = bool(chunks)
+    if not tagged:
+        chunks = _json_candidates(text)
+    calls: list[ToolCall] = []
+    for chunk in chunks:
+        try:
+            obj = json.loads(chunk)
+        except json.JSONDecodeError:
+            if tagged:
+                return f"Your <tool_call> block is not valid JSON: {chunk[:200]!r}"
+            continue
+        items = obj if isinstance(obj, list) else [obj]
+        parsed = [_as_call(item, len(calls) + i) for i, item in enumerate(items)]
+        if any(p is None for p in parsed):
+            continue
+        calls.extend(p for p in parsed if p is not None)
+        if not tagged:
+            break  # the first JSON that parses is the one the model meant
+    if not calls:
+        return []
+    unknown = sorted({c.name for c in calls} - set(tool_names))
+    if unknown:
+        return (f"You wrote a call to unknown tool(s) {unknown} as text. Available tools: "
+                f"{sorted(tool_names)}. Call tools with the tool-calling interface.")
+    return calls

@@ -1,0 +1,279 @@
+"""One agent executing one task: context, model calls, tools, output, journal.
+
+The loop is deterministic given the journal: on resume it re-enters from the
+top, every completed step returns its recorded output, and the in-memory
+message list of the task is rebuilt exactly as it was. Messages reach the store
+only inside step commits (the user input and tool results travel with the next
+model step), so replay never appends twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import structlog
+
+from orchestra._errors import ModelBehaviorError, ModelRetry, UsageLimitExceeded
+from orchestra._store.protocol import Blackboard, Lease, Writes
+from orchestra._types import Message, Task, ToolCallRecord
+from orchestra.compaction import SummaryRequest, View
+from orchestra.models.base import Model, ModelRequest, ModelSettings, ToolCall
+from orchestra.roles import Role
+from orchestra.runtime.agent_state import AgentState
+from orchestra.runtime.builtin_tools import builtin_tools
+from orchestra.runtime.compactor import summarize
+from orchestra.runtime.journal import Journal, Outcome
+from orchestra.runtime.replies import OutputError, parse_output, recover_text_tool_calls
+from orchestra.runtime.tool_calls import ApprovalWait, ToolRunner
+from orchestra.tools import Tool, ToolContext
+
+log = structlog.get_logger("orchestra.runtime")
+
+Route = Callable[[Any, Task, Writes], None]
+"""Turns a role's output into board postings (handoffs, plans, notes) at task end."""
+
+MAX_REPLY_CHARS = 200_000
+
+
+@dataclass(frozen=True, slots=True)
+class RunLimits:
+    """Caps that stop a task with :class:`UsageLimitExceeded` (resumable after raising them)."""
+
+    max_tokens_per_run: int | None = None
+    run_tokens_used: int = 0
+
+
+@dataclass(slots=True)
+class TaskOutcome:
+    status: Literal["completed", "failed", "waiting", "limited"]
+    result: Any = None
+    error: str | None = None
+    steps_replayed: int = 0
+    steps_executed: int = 0
+    tokens: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _serialize_output(value: Any) -> Any:
+    if hasattr(value, "model_dump"):
+        return value.model_dump(mode="json")
+    return value
+
+
+def _response_record(text: str, calls: tuple[ToolCall, ...], finish: str) -> dict[str, Any]:
+    return {"text": text, "finish": finish,
+            "calls": [[c.id, c.name, c.arguments] for c in calls]}
+
+
+class TaskRunner:
+    """Runs ``task`` for ``role`` with ``model``; composes journal, tools and compaction."""
+
+    def __init__(self, *, store: Blackboard, role: Role, model: Model, agent: AgentState,
+                 task: Task, lease: Lease, route: Route | None = None,
+                 limits: RunLimits = RunLimits(), settings: ModelSettings = ModelSettings()
+                 ) -> None:
+        self.store, self.role, self.model, self.agent = store, role, model, agent
+        self.task, self.lease, self.route = task, lease, route
+        self.limits, self.settings = limits, settings
+        self.log = log.bind(run=task.run_id, task=task.id, agent=agent.agent_id)
+        self.tools: dict[str, Tool] = role.bound_tools()
+        if type(role).recall:
+            self.tools.update(builtin_tools())
+        self.tokens = 0
+
+    async def run(self) -> TaskOutcome:
+        cls = type(self.role)
+        await self.agent.refresh(self.store, with_compactions=True)
+        journal = Journal(self.store, self.task, self.lease, self.agent.agent_id,
+                          await self.store.get_steps(self.task.id, self.task.retries))
+        runner = ToolRunner(store=self.store, task=self.task, lease=self.lease, journal=journal,
+                            agent_id=self.agent.agent_id, tools=self.tools,
+                            default_timeout=cls.tool_timeout,
+                            needs_approval=self.role.requires_approval)
+        system = Message("system", cls.instructions)
+        # name="task" marks the task input, so replay keys can be task-local
+        pinned = Message("user", self.role.render_task(self.task.input), name="task",
+                         task_id=self.task.id)
+        task_msgs: list[Message] = [pinned]
+        pending: list[Message] = [pinned]
+        schemas = tuple(t.schema() for t in self.tools.values())
+        output_schema = self.role.output_schema()
+        failures = 0
+        last_problem = ""
+        for turn in range(1, cls.max_turns + 1):
+            self._check_limits()
+            view = await self._view(journal, task_msgs, pinned)
+            messages: tuple[Message, ...] = (system,)
+            if view.summary is not None:
+                messages += (Message("user", "Summary of your earlier work:\n"
+                                     + view.summary.summary),)
+            request = ModelRequest(messages + view.messages, schemas, output_schema,
+                                   self.settings)
+            n = journal.reserve()
+            flushed = list(pending)
+            pending.clear()
+
+            async def call(req: ModelRequest = request, to_flush: list[Message] = flushed
+                           ) -> Outcome:
+                resp = await self.model.request(req)
+                text = resp.text
+                if len(text) > MAX_REPLY_CHARS:
+                    text = text[:2000] + f"\n[reply of {len(resp.text)} characters cut]"
+                record = _response_record(text, resp.tool_calls, resp.finish_reason)
+                if len(resp.text) > MAX_REPLY_CHARS:
+                    record["cut"] = len(resp.text)
+                reply = Message("assistant", text, tuple(resp.tool_calls))
+                record["usage"] = [resp.usage.input_tokens, resp.usage.output_tokens]
+                return Outcome(record, resp.usage.input_tokens, resp.usage.output_tokens,
+                               resp.usage.cost, Writes(messages=[*to_flush, reply]))
+
+            digest = f"{len(request.messages)}:{_digest(request.messages[-1].content)}"
+            record = await journal.run(n, "model", "model", digest, call)
+            usage = record.get("usage", [0, 0])
+            self.tokens += usage[0] + usage[1]
+            text: str = record["text"]
+            calls = tuple(ToolCallRecord(*c) for c in record["calls"])
+            task_msgs.append(Message("assistant", text, calls))
+            if record.get("cut") and not calls:
+                problem = (f"Your reply was far too long ({record['cut']} characters; the "
+                           f"limit is {MAX_REPLY_CHARS}). Answer briefly.")
+            elif not calls and text:
+                recovered = recover_text_tool_calls(text, self.tools)
+                if isinstance(recovered, str):
+                    problem = recovered
+                elif recovered:
+                    calls = tuple(recovered)
+                    problem = ""
+                else:
+                    problem = ""
+            else:
+                problem = ""
+            if calls:
+                results = await runner.run_all(calls)
+                for r in results:
+                    msg = Message("tool", r.content, tool_call_id=r.call.id, name=r.call.name,
+                                  task_id=self.task.id)
+                    task_msgs.append(msg)
+                    pending.append(msg)
+                if all(r.is_error for r in results):
+                    failures += 1
+                    last_problem = results[-1].content
+                else:
+                    failures = 0
+            else:
+                if not problem:
+                    try:
+                        result = self._final(text, record["finish"] == "length")
+                    except OutputError as exc:
+                        problem = str(exc)
+                    else:
+                        problem = await self._check(journal, result)
+                        if not problem:
+                            return await self._complete(result, pending, journal)
+                failures += 1
+                last_problem = problem
+                feedback = Message("user", problem, task_id=self.task.id)
+                task_msgs.append(feedback)
+                pending.append(feedback)
+            if failures > cls.output_retries:
+                return await self._fail(f"the model's output was still invalid after "
+                                        f"{cls.output_retries} retries: {last_problem}",
+                                        pending, journal)
+        return await self._fail(f"no final answer after max_turns={cls.max_turns} model calls "
+                                f"(the model kept calling tools); raise max_turns or simplify "
+                                f"the task", pending, journal)
+
+    async def _check(self, journal: Journal, result: Any) -> str:
+        """Run the role's ``check_output`` as a journaled step; '' when it passes."""
+        if type(self.role).check_output is Role.check_output:
+            return ""
+        n = journal.reserve()
+        ctx = ToolContext(run_id=self.task.run_id, task_id=self.task.id,
+                          agent_id=self.agent.agent_id, role=self.task.role, step=n,
+                          idempotency_key=f"{self.task.run_id}:{self.task.id}:"
+                                          f"{self.task.retries}:{n}",
+                          board=self.store, task_input=self.task.input)
+
+        async def check() -> Outcome:
+            try:
+                await self.role.check_output(ctx, result)
+            except ModelRetry as exc:
+                return Outcome({"problem": str(exc)})
+            return Outcome({"problem": ""})
+
+        out = await journal.run(n, "tool", "check_output", "", check)
+        return str(out["problem"])
+
+    def _final(self, text: str, truncated: bool) -> Any:
+        out = type(self.role).output
+        if out is str:
+            if not text.strip():
+                raise OutputError("Your reply is empty. Write your answer.")
+            return text
+        return parse_output(text, out, truncated=truncated)  # type: ignore[arg-type]
+
+    async def _view(self, journal: Journal, task_msgs: list[Message], pinned: Message) -> View:
+        policy = type(self.role).compaction
+        history = self.agent.prior(self.task.id) + task_msgs
+        for _ in range(3):
+            view = policy.view(history, summary=self.agent.summary, pinned=pinned,
+                               counter=self.agent.tokens)
+            if isinstance(view, View):
+                return view
+            self.agent.summary = await summarize(journal, self.model, self.agent, view,
+                                                 self.settings)
+            self._note_summary(view)
+        raise ModelBehaviorError(f"task {self.task.id}: compaction did not converge after 3 "
+                                 "summaries; the policy keeps asking for more")
+
+    def _note_summary(self, request: SummaryRequest) -> None:
+        self.log.info("compacted", messages=len(request.messages))
+
+    def _check_limits(self) -> None:
+        cap = type(self.role).max_tokens_per_agent
+        used = self.agent.tokens_used + self.tokens
+        if cap is not None and used >= cap:
+            raise UsageLimitExceeded(
+                f"agent {self.agent.agent_id} used {used} tokens, its cap is {cap} "
+                "(max_tokens_per_agent); raise the cap and resume the run")
+        run_cap = self.limits.max_tokens_per_run
+        run_used = self.limits.run_tokens_used + self.tokens
+        if run_cap is not None and run_used >= run_cap:
+            raise UsageLimitExceeded(f"run {self.task.run_id} used {run_used} tokens, its cap is "
+                                     f"{run_cap}; raise the cap and resume the run")
+
+    async def _complete(self, result: Any, pending: list[Message], journal: Journal
+                        ) -> TaskOutcome:
+        writes = Writes(messages=list(pending))
+        if self.route is not None:
+            self.route(result, self.task, writes)
+        data = _serialize_output(result)
+        await self.store.complete_task(self.task.id, self.lease, data,
+                                       agent_id=self.agent.agent_id, writes=writes)
+        self.agent.tokens_used += self.tokens
+        return TaskOutcome("completed", data, steps_replayed=journal.replayed,
+                           steps_executed=journal.executed, tokens=self.tokens)
+
+    async def _fail(self, error: str, pending: list[Message], journal: Journal) -> TaskOutcome:
+        self.agent.tokens_used += self.tokens
+        return TaskOutcome("failed", error=error, steps_replayed=journal.replayed,
+                           steps_executed=journal.executed, tokens=self.tokens,
+                           extra={"pending": list(pending)})
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+async def run_task(**kwargs: Any) -> TaskOutcome:
+    """Run one task; ``ApprovalWait`` becomes a ``waiting`` outcome."""
+    runner = TaskRunner(**kwargs)
+    try:
+        return await runner.run()
+    except ApprovalWait as wait:
+        return TaskOutcome("waiting", extra={"approval": wait.approval_id, "tool": wait.tool})
+    except UsageLimitExceeded as exc:
+        return TaskOutcome("limited", error=str(exc))

@@ -1,0 +1,151 @@
+"""Tools: typed async functions a model may call, and the context they receive.
+
+A tool's parameters (after ``self`` and ``ctx``) become a pydantic model, so the
+JSON the model writes is validated before the function runs and the model gets
+the validation error back when it is wrong.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, get_type_hints, overload
+
+import pydantic
+
+from orchestra._errors import RoleDefinitionError
+from orchestra._store.protocol import NewHandoff, NewNote, Writes
+from orchestra.models.base import ToolSchema
+
+if TYPE_CHECKING:
+    from orchestra._store.protocol import Blackboard
+
+ToolFn = Callable[..., Awaitable[Any]]
+
+
+@dataclass(slots=True)
+class ToolContext:
+    """What a running tool may know and do.
+
+    Board posts made here (notes, plans, handoffs) are buffered and commit
+    atomically with the tool's journal entry, so a replayed tool never posts twice.
+    ``idempotency_key`` is stable across crashes: pass it to outside systems.
+    """
+
+    run_id: str
+    task_id: str
+    agent_id: str
+    role: str
+    step: int
+    idempotency_key: str
+    board: Blackboard
+    writes: Writes = field(default_factory=Writes)
+    task_input: Any = None
+
+    def post_note(self, body: str, *tags: str) -> None:
+        self.writes.notes.append(NewNote(body=body, tags=tuple(tags)))
+
+    def post_plan(self, body: Any) -> None:
+        self.writes.plans.append(body)
+
+    def handoff(self, to_role: str, payload: Any, note: str = "") -> None:
+        self.writes.handoffs.append(NewHandoff(to_role=to_role, payload=payload, note=note))
+
+
+@dataclass(frozen=True, slots=True)
+class Tool:
+    """A declared tool. ``fn`` takes ``(ctx, **args)``; methods are bound per role instance."""
+
+    name: str
+    description: str
+    fn: ToolFn
+    args_model: type[pydantic.BaseModel]
+    takes_self: bool
+    needs_approval: bool = False
+    timeout: float | None = None
+
+    def schema(self) -> ToolSchema:
+        return ToolSchema(self.name, self.description, self.args_model.model_json_schema())
+
+    def bind(self, instance: object) -> Tool:
+        """The tool with ``self`` filled in (for tools declared as role methods)."""
+        if not self.takes_self:
+            return self
+        bound = self.fn.__get__(instance, type(instance))
+        return Tool(self.name, self.description, bound, self.args_model, False,
+                    self.needs_approval, self.timeout)
+
+
+def _first_paragraph(doc: str | None) -> str:
+    return inspect.cleandoc(doc).split("\n\n")[0].replace("\n", " ") if doc else ""
+
+
+def make_tool(fn: ToolFn, *, name: str | None = None, needs_approval: bool = False,
+              timeout: float | None = None, owner: str = "<tool>") -> Tool:
+    """Build a :class:`Tool` from an annotated async function; errors name the problem."""
+    tool_name = name or fn.__name__
+    where = f"tool {tool_name!r}"
+    if not inspect.iscoroutinefunction(fn):
+        raise RoleDefinitionError(owner, where, "must be an `async def` function")
+    params = list(inspect.signature(fn).parameters.values())
+    takes_self = bool(params) and params[0].name == "self"
+    if takes_self:
+        params = params[1:]
+    if not params or params[0].name != "ctx":
+        raise RoleDefinitionError(owner, where,
+                                  "first parameter (after self) must be `ctx: ToolContext`")
+    try:
+        hints = get_type_hints(fn)
+    except Exception as exc:
+        raise RoleDefinitionError(owner, where, f"cannot resolve type hints: {exc}") from exc
+    fields: dict[str, Any] = {}
+    for p in params[1:]:
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            raise RoleDefinitionError(owner, where, f"*{p.name} parameters are not supported")
+        if p.name not in hints:
+            raise RoleDefinitionError(
+                owner, where, f"parameter {p.name!r} has no type hint; annotate it so the "
+                "model gets a schema and its arguments can be validated")
+        default = ... if p.default is inspect.Parameter.empty else p.default
+        fields[p.name] = (hints[p.name], default)
+    if "return" not in hints:
+        raise RoleDefinitionError(owner, where, "has no return type hint")
+    model_name = "".join(part.title() for part in tool_name.split("_")) + "Args"
+    config = pydantic.ConfigDict(extra="forbid")
+    args_model = pydantic.create_model(model_name, __config__=config, **fields)
+    return Tool(tool_name, _first_paragraph(fn.__doc__) or tool_name, fn, args_model,
+                takes_self, needs_approval, timeout)
+
+
+@overload
+def tool(fn: ToolFn, /) -> Tool: ...
+@overload
+def tool(*, name: str | None = None, needs_approval: bool = False,
+         timeout: float | None = None) -> Callable[[ToolFn], Tool]: ...
+
+
+def tool(fn: ToolFn | None = None, /, *, name: str | None = None, needs_approval: bool = False,
+         timeout: float | None = None) -> Tool | Callable[[ToolFn], Tool]:
+    """Declare a tool: ``@tool`` or ``@tool(needs_approval=True, timeout=30)``.
+
+    Use it on a role's methods (``async def t(self, ctx: ToolContext, ...)``) or on
+    plain functions listed in a role's ``tools``.
+    """
+
+    def wrap(f: ToolFn) -> Tool:
+        owner = f.__qualname__.rsplit(".", 1)[0] if "." in f.__qualname__ else "<tool>"
+        return make_tool(f, name=name, needs_approval=needs_approval, timeout=timeout,
+                         owner=owner)
+
+    return wrap(fn) if fn is not None else wrap
+
+
+def render_tool_result(value: Any) -> str:
+    """What the model sees of a tool's return value: text as is, the rest as JSON."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, pydantic.BaseModel):
+        return value.model_dump_json()
+    return json.dumps(value, default=str)

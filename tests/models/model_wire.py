@@ -1,0 +1,110 @@
+"""A scripted HTTP server on 127.0.0.1 that speaks the providers' wire formats.
+
+Each test scripts the replies (status, headers, body) and then inspects the request
+bodies the adapter sent. No network beyond loopback; no aiohttp.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+SECRET = "sk-test-SECRET-0123456789abcdef"
+
+MODEL_ENV = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_COMPATIBLE_API_KEY", "ANTHROPIC_API_KEY",
+             "ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN", "OLLAMA_BASE_URL", "ORCHESTRA_MODEL")
+
+
+@dataclass
+class Reply:
+    """One scripted HTTP reply; ``body`` is JSON-encoded unless it is bytes."""
+
+    status: int = 200
+    body: Any = None
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+
+
+@dataclass
+class Received:
+    path: str
+    headers: dict[str, str]
+    body: Any
+
+
+class WireServer:
+    """Pops a scripted reply per POST and records what was sent."""
+
+    def __init__(self) -> None:
+        self.script: list[Reply] = []
+        self.received: list[Received] = []
+        self._lock = threading.Lock()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                raw = self.rfile.read(int(self.headers.get("content-length") or 0))
+                try:
+                    body = json.loads(raw)
+                except ValueError:
+                    body = raw.decode(errors="replace")
+                with outer._lock:
+                    outer.received.append(Received(
+                        self.path, {k.lower(): v for k, v in self.headers.items()}, body))
+                    reply = outer.script.pop(0) if outer.script else Reply(
+                        500, {"error": {"message": "test script exhausted"}})
+                if reply.delay:
+                    time.sleep(reply.delay)
+                data = reply.body if isinstance(reply.body, bytes) else json.dumps(
+                    reply.body).encode()
+                try:
+                    self.send_response(reply.status)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(data)))
+                    for name, value in reply.headers.items():
+                        self.send_header(name, value)
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (timeout test)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self.port = self._server.server_address[1]
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.01,),
+                                        daemon=True)
+        self._thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def count(self) -> int:
+        return len(self.received)
+
+    @property
+    def last(self) -> Any:
+        return self.received[-1].body
+
+    def add(self, *replies: Reply) -> None:
+        self.script.extend(replies)
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+class SleepRecorder:
+    def __init__(self) -> None:
+        self.delays: list[float] = []
+
+    async def __call__(self, delay: float) -> None:
+        self.delays.append(delay)

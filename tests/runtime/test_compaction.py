@@ -1,0 +1,109 @@
+"""Compaction invariants as properties over random histories with tool calls."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from orchestra import (
+    CompactionRecord,
+    KeepAll,
+    Message,
+    SlidingWindow,
+    Summarize,
+    SummaryRequest,
+    TokenBudget,
+    View,
+)
+from orchestra._types import ToolCallRecord
+from orchestra.compaction import message_tokens
+
+
+@st.composite
+def histories(draw: st.DrawFn) -> tuple[list[Message], Message]:
+    """A stored history of turns (some with tool calls) and the pinned task input."""
+    msgs: list[Message] = []
+    seq = 0
+
+    def add(m: Message) -> None:
+        nonlocal seq
+        seq += 1
+        msgs.append(Message(m.role, m.content, m.tool_calls, m.tool_call_id, m.name,
+                            "a", seq, m.task_id))
+
+    turns = draw(st.integers(1, 40))
+    pin_at = draw(st.integers(0, turns - 1))
+    pinned: Message | None = None
+    for i in range(turns):
+        text = "x" * draw(st.integers(1, 400))
+        add(Message("user", text, name="task" if i == pin_at else None))
+        if i == pin_at:
+            pinned = msgs[-1]
+        n_calls = draw(st.integers(0, 3))
+        calls = tuple(ToolCallRecord(f"c{i}_{k}", "t", "{}") for k in range(n_calls))
+        add(Message("assistant", "y" * draw(st.integers(0, 300)), calls))
+        for c in calls:
+            add(Message("tool", "z" * draw(st.integers(1, 300)), tool_call_id=c.id, name="t"))
+        if calls:
+            add(Message("assistant", "done"))
+    assert pinned is not None
+    return msgs, pinned
+
+
+def _check_view(view: View, history: list[Message], pinned: Message) -> None:
+    kept = view.messages
+    assert any(m is pinned for m in kept), "the task input must always be kept"
+    ids = [id(m) for m in kept]
+    assert len(ids) == len(set(ids))
+    order = {id(m): i for i, m in enumerate(history)}
+    assert [order[i] for i in ids] == sorted(order[i] for i in ids), "order is preserved"
+    kept_ids = set(ids)
+    for i, m in enumerate(history):
+        if m.tool_calls and id(m) in kept_ids:
+            results = [r for r in history[i + 1:i + 1 + len(m.tool_calls)]]
+            assert all(id(r) in kept_ids for r in results), "a call keeps its results"
+        if m.role == "tool" and id(m) in kept_ids:
+            caller = next(h for h in reversed(history[:i]) if h.tool_calls)
+            assert id(caller) in kept_ids or m is pinned, "a result keeps its call"
+
+
+@settings(max_examples=150, deadline=None)
+@given(histories(), st.integers(1, 30), st.integers(50, 4000))
+def test_window_and_budget_invariants(h: tuple[list[Message], Message], last: int,
+                                      budget: int) -> None:
+    history, pinned = h
+    for policy in (KeepAll(), SlidingWindow(last=last), TokenBudget(max_tokens=budget)):
+        view = policy.view(history, summary=None, pinned=pinned)
+        assert isinstance(view, View)
+        _check_view(view, history, pinned)
+        assert len(history) == len(history)  # the input list is never mutated
+
+
+@settings(max_examples=150, deadline=None)
+@given(histories(), st.integers(200, 3000))
+def test_summarize_invariants_and_budget(h: tuple[list[Message], Message], threshold: int
+                                         ) -> None:
+    history, pinned = h
+    before = list(history)
+    policy = Summarize(threshold=threshold, keep_tokens=threshold // 2, summary_tokens=64)
+    summary: CompactionRecord | None = None
+    for _ in range(5):
+        out = policy.view(history, summary=summary, pinned=pinned)
+        if isinstance(out, View):
+            break
+        assert isinstance(out, SummaryRequest)
+        seqs = [m.seq for m in out.messages]
+        assert seqs == sorted(seqs) and all(s > 0 for s in seqs)
+        assert all(m is not pinned for m in out.messages)
+        first = summary.first_seq if summary else seqs[0]
+        summary = CompactionRecord("a", first, seqs[-1], "s" * 200)
+    assert isinstance(out, View)
+    _check_view(out, history, pinned)
+    assert history == before, "raw messages are never changed"
+    if summary is not None:
+        assert out.summary is summary
+        assert all(m.seq > summary.last_seq or m is pinned for m in out.messages)
+        # the view fits the threshold unless one indivisible block is bigger
+        sent = sum(message_tokens(m) for m in out.messages) + 60
+        biggest = max(message_tokens(m) for m in history) * 4 + message_tokens(pinned)
+        assert sent <= threshold + biggest

@@ -1,0 +1,238 @@
+"""The tool loop end to end on a real store: tools, structured output, journal, approval."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel
+
+from orchestra import (
+    Coordinator,
+    CoordinatorSettings,
+    FunctionModel,
+    ModelRequest,
+    NewTask,
+    Pipeline,
+    Role,
+    ScriptedModel,
+    SQLiteBlackboard,
+    ToolContext,
+    reply,
+    tool,
+    tool_call,
+)
+
+
+class Answer(BaseModel):
+    value: int
+
+
+class Calc(Role):
+    """You add numbers with the add tool, then answer {"value": n}."""
+
+    output = Answer
+    max_turns = 6
+    output_retries = 2
+    tool_timeout = 0.5
+
+    @tool
+    async def add(self, ctx: ToolContext, a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    @tool
+    async def boom(self, ctx: ToolContext) -> str:
+        """Always fails."""
+        raise RuntimeError("the disk is on fire")
+
+    @tool
+    async def hang(self, ctx: ToolContext) -> str:
+        """Never returns."""
+        await asyncio.sleep(60)
+        return "late"
+
+
+def pipeline(model: object, role: Role | None = None) -> Pipeline:
+    return Pipeline("calc", roles=[role or Calc()],
+                    start=lambda inp: [NewTask("calc", inp, max_attempts=1)],
+                    model=model)  # type: ignore[arg-type]
+
+
+async def run_with(tmp_path: Path, model: object, role: Role | None = None,
+                   **settings: object) -> tuple[SQLiteBlackboard, str]:
+    store = await SQLiteBlackboard.open(tmp_path / "o.db")
+    coord = Coordinator(store, pipeline(model, role),
+                        settings=CoordinatorSettings(**settings))  # type: ignore[arg-type]
+    run = await coord.run("add 2 and 3")
+    return store, run.id
+
+
+async def test_tool_then_structured_answer(tmp_path: Path) -> None:
+    model = ScriptedModel([reply("", tool_call("add", {"a": 2, "b": 3})),
+                           reply('```json\n{"value": 5}\n```')])
+    store, run_id = await run_with(tmp_path, model)
+    model.assert_complete()
+    run = await store.get_run(run_id)
+    assert run.status == "completed", run.error
+    (task,) = await store.list_tasks(run_id)
+    assert task.result == {"value": 5}
+    # the second call saw the tool result
+    assert model.calls[1].messages[-1].role == "tool"
+    assert model.calls[1].messages[-1].content == "5"
+    msgs = await store.get_messages(f"{run_id}/calc")
+    assert [m.role for m in msgs] == ["user", "assistant", "tool", "assistant"]
+    steps = await store.get_steps(task.id, 0)
+    assert [(s.kind, s.name, s.status) for s in steps] == [
+        ("model", "model", "completed"), ("tool", "add", "completed"),
+        ("model", "model", "completed")]
+    assert run.tokens_in > 0 and run.steps == 3
+    await store.close()
+
+
+@pytest.mark.parametrize("bad,expect", [
+    ("this is not json", "not valid JSON"),
+    ('{"value": "five"}', "does not match the Answer schema"),
+    ("x" * (1 << 20), "far too long"),
+])
+async def test_invalid_output_is_fed_back_then_fails(tmp_path: Path, bad: str, expect: str
+                                                     ) -> None:
+    model = FunctionModel(lambda req: bad)
+    store, run_id = await run_with(tmp_path, model)
+    run = await store.get_run(run_id)
+    assert run.status == "failed"
+    (task,) = await store.list_tasks(run_id)
+    assert task.status == "failed" and "still invalid after 2 retries" in (task.error or "")
+    assert len(model.calls) == 3  # first try + 2 retries
+    assert expect in model.calls[1].messages[-1].content
+    # everything the model was told is stored; the store stays consistent
+    msgs = await store.get_messages(f"{run_id}/calc")
+    assert [m.role for m in msgs] == ["user", "assistant", "user", "assistant", "user",
+                                      "assistant", "user"]
+    await store.close()
+
+
+@pytest.mark.parametrize("call,expect", [
+    (tool_call("nope", {}), "Unknown tool 'nope'"),
+    (tool_call("add", {"a": "two", "b": 3}), "Invalid arguments for 'add'"),
+    (tool_call("add", "{not json"), "not valid JSON"),
+    (tool_call("boom", {}), "raised RuntimeError: the disk is on fire"),
+    (tool_call("hang", {}), "timed out after 0.5 s"),
+])
+async def test_bad_tool_calls_are_fed_back(tmp_path: Path, call: object, expect: str) -> None:
+    model = ScriptedModel([reply("", call), reply('{"value": 1}')])  # type: ignore[arg-type]
+    store, run_id = await run_with(tmp_path, model)
+    assert (await store.get_run(run_id)).status == "completed"
+    assert expect in model.calls[1].messages[-1].content
+    await store.close()
+
+
+async def test_tool_errors_forever_fail_the_task(tmp_path: Path) -> None:
+    model = FunctionModel(lambda req: reply("", tool_call("nope", {})))
+    store, run_id = await run_with(tmp_path, model)
+    (task,) = await store.list_tasks(run_id)
+    assert task.status == "failed" and "Unknown tool 'nope'" in (task.error or "")
+    await store.close()
+
+
+async def test_max_turns(tmp_path: Path) -> None:
+    model = FunctionModel(lambda req: reply("", tool_call("add", {"a": 1, "b": 1})))
+    store, run_id = await run_with(tmp_path, model)
+    (task,) = await store.list_tasks(run_id)
+    assert task.status == "failed" and "max_turns=6" in (task.error or "")
+    assert len(model.calls) == 6
+    await store.close()
+
+
+@pytest.mark.parametrize("text", [
+    '<tool_call>{"name": "add", "arguments": {"a": 2, "b": 3}}</tool_call>',
+    'Sure! {"name": "add", "arguments": {"a": 2, "b": 3}}',
+])
+async def test_text_tool_calls_are_recovered(tmp_path: Path, text: str) -> None:
+    model = ScriptedModel([reply(text), reply('{"value": 5}')])
+    store, run_id = await run_with(tmp_path, model)
+    assert (await store.get_run(run_id)).status == "completed"
+    assert model.calls[1].messages[-1].content == "5"
+    await store.close()
+
+
+async def test_text_tool_call_to_unknown_tool_is_fed_back(tmp_path: Path) -> None:
+    model = ScriptedModel([reply('<tool_call>{"name": "mul", "arguments": {}}</tool_call>'),
+                           reply('{"value": 5}')])
+    store, run_id = await run_with(tmp_path, model)
+    assert "unknown tool(s) ['mul']" in model.calls[1].messages[-1].content
+    await store.close()
+
+
+class Deployer(Role):
+    """You deploy."""
+
+    needs_approval = frozenset({"deploy"})
+
+    @tool
+    async def deploy(self, ctx: ToolContext, target: str) -> str:
+        """Deploy to a target."""
+        return f"deployed to {target}"
+
+
+@pytest.mark.parametrize("approve", [True, False])
+async def test_approval_waits_and_survives_restart(tmp_path: Path, approve: bool) -> None:
+    def script(req: ModelRequest) -> object:
+        last = req.messages[-1]
+        if last.role == "tool":
+            return f"result: {last.content}"
+        return reply("", tool_call("deploy", {"target": "prod"}))
+
+    model = FunctionModel(script)
+    store = await SQLiteBlackboard.open(tmp_path / "o.db")
+    pipe = Pipeline("d", roles=[Deployer()], start=lambda i: [NewTask("deployer", i)],
+                    model=model)
+    run = await Coordinator(store, pipe).run("ship it")
+    assert run.status == "waiting"
+    (ap,) = await store.list_approvals(run.id, status="pending")
+    assert ap.tool == "deploy" and ap.arguments == {"target": "prod"}
+    await store.close()
+    # a new store connection and a new coordinator: the approval survived
+    store = await SQLiteBlackboard.open(tmp_path / "o.db")
+    await store.decide_approval(ap.id, approved=approve, by="ops", reason="not on a Friday")
+    run = await Coordinator(store, pipe).resume(run.id)
+    assert run.status == "completed"
+    (task,) = await store.list_tasks(run.id)
+    if approve:
+        assert task.result == "result: deployed to prod"
+    else:
+        assert "denied" in task.result and "not on a Friday" in task.result
+    assert len(model.calls) == 2  # the first model call was replayed, not repeated
+    await store.close()
+
+
+async def test_usage_cap_stops_resumably(tmp_path: Path) -> None:
+    class Capped(Calc):
+        """You add."""
+
+        name = "calc"
+        max_tokens_per_agent = 1
+
+    model = ScriptedModel([reply("", tool_call("add", {"a": 2, "b": 3})),
+                           reply('{"value": 5}')])
+    store, run_id = await run_with(tmp_path, model, Capped())
+    run = await store.get_run(run_id)
+    assert run.status == "failed" and "cap is 1 " in (run.error or "")
+    assert len(model.calls) == 1
+    Capped.max_tokens_per_agent = 10_000
+    run = await Coordinator(store, pipeline(model, Capped())).resume(run_id)
+    assert run.status == "completed" and len(model.calls) == 2
+    await store.close()
+
+
+async def test_role_records_all_messages_as_json_safe(tmp_path: Path) -> None:
+    model = ScriptedModel([reply('{"value": 7}')])
+    store, run_id = await run_with(tmp_path, model)
+    events = await store.events(run_id)
+    assert [e.seq for e in events] == list(range(1, len(events) + 1))
+    kinds = [e.kind for e in events]
+    assert kinds[0] == "run.created" and kinds[-1] == "run.completed"
+    json.dumps([e.data for e in events])
+    await store.close()

@@ -1,0 +1,63 @@
+"""Retention: deleting a finished run removes every row it owns, and only those."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from store_helpers import TABLES, count_rows, fts_consistent
+
+from orchestra._errors import UserError
+from orchestra._store import (
+    Lease,
+    NewHandoff,
+    NewNote,
+    NewTask,
+    SQLiteBlackboard,
+    StepResult,
+    Writes,
+)
+from orchestra._types import CompactionRecord, Message, RunStatus
+
+
+async def populate(store: SQLiteBlackboard) -> str:
+    """A run with a row in every table."""
+    run = await store.create_run("p", {"goal": 1}, tasks=[NewTask("coder", {})])
+    task = await store.claim_task("w", run_id=run.id)
+    assert task is not None
+    lease = Lease("w", task.attempt)
+    agent = f"{run.id}/coder"
+    await store.start_step(task.id, 0, 1, "model", "m", "d", lease)
+    await store.complete_step(
+        StepResult(task.id, 0, 1, "model", "m", "d", output="x"), lease, agent_id=agent,
+        writes=Writes(messages=[Message("user", "hi")], plans=[{"p": 1}],
+                      handoffs=[NewHandoff("reviewer", {})], notes=[NewNote("retained words")],
+                      compactions=[CompactionRecord(agent, 1, 1, "s")]))
+    await store.request_approval(task.id, lease, retry=0, step=2, tool="t", arguments={})
+    return run.id
+
+
+async def test_delete_run_removes_everything_it_owns(store: SQLiteBlackboard,
+                                                     db_path: Path) -> None:
+    doomed = await populate(store)
+    kept = await populate(store)
+    assert all(n > 0 for n in count_rows(db_path, doomed).values())
+    kept_counts = count_rows(db_path, kept)
+    await store.set_run_status(doomed, "cancelled")
+    await store.delete_run(doomed)
+    assert count_rows(db_path, doomed) == dict.fromkeys(TABLES, 0)
+    assert count_rows(db_path, kept) == kept_counts
+    assert count_rows(db_path) == kept_counts  # nothing orphaned anywhere
+    assert fts_consistent(db_path)
+    assert [n.run_id for n in await store.search_notes(text="retained")] == [kept]
+
+
+async def test_delete_refuses_a_live_run(store: SQLiteBlackboard, db_path: Path) -> None:
+    run_id = await populate(store)
+    statuses: tuple[RunStatus, ...] = ("pending", "running", "waiting")
+    for status in statuses:
+        await store.set_run_status(run_id, status)
+        before = count_rows(db_path)
+        with pytest.raises(UserError, match=f"run {run_id} is {status}; cancel it first"):
+            await store.delete_run(run_id)
+        assert count_rows(db_path) == before

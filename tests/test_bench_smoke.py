@@ -1,0 +1,56 @@
+"""Smoke test of the benchmark harness (benchmarks/run.py) at tiny sizes."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _run_harness(out: Path, *args: str) -> list[dict[str, Any]]:
+    cmd = [sys.executable, "-m", "benchmarks.run", "--quick", "--reps", "1", "--out", str(out)]
+    proc = subprocess.run(
+        [*cmd, "--workdir", str(out / "work"), *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert (out / "results.md").read_text().startswith("# Benchmark results")
+    lines = (out / "results.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines]
+
+
+@pytest.mark.slow
+def test_langgraph_side_quick(tmp_path: Path) -> None:
+    if importlib.util.find_spec("langgraph") is None:
+        pytest.skip("langgraph is not installed (pip install -e '.[bench]')")
+    pytest.importorskip("langgraph.checkpoint.sqlite.aio")
+    records = _run_harness(
+        tmp_path,
+        *("--sides", "langgraph", "--pipelines", "5", "--turns", "60"),
+        *("--durabilities", "sync", "--kill-points", "next"),
+    )
+    by_scenario = {r["scenario"]: r for r in records}
+    assert set(by_scenario) == {"S1", "S2", "S3", "S4"}
+    assert all(r["side"] == "langgraph" and r["durability"] == "sync" for r in records)
+    assert by_scenario["S1"]["steps"] == 5 * 17
+    assert by_scenario["S1"]["journal_mode"] == "WAL"
+    assert by_scenario["S3"]["turns"] == 60
+    s4 = by_scenario["S4"]
+    assert isinstance(s4["duplicates"], int) and s4["duplicates"] >= 0
+    assert s4["calls_killed_process"] == 9
+
+
+def test_floor_side_quick(tmp_path: Path) -> None:
+    records = _run_harness(tmp_path, "--sides", "floor", "--scenarios", "S1,S2")
+    assert [(r["scenario"], r["durability"]) for r in records] == [("S1", "none"), ("S2", "none")]
+    assert records[1]["makespan_s"] >= 17 * 0.05
