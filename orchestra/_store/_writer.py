@@ -1,11 +1,13 @@
 """The group-commit writer: every write of a store goes through one connection, in FIFO batches.
 
-A write is a sync function ``op(conn) -> result``. The writer task drains all queued
-ops and runs them in ONE hop to the connection's thread, inside ONE ``BEGIN
-IMMEDIATE`` ... ``COMMIT``, each op in its own savepoint so a failing op rolls back
-alone. Under concurrency this amortizes the thread hop and the commit (and, at
-durability "full", the fsync) over the whole batch; when writes come one at a time
-a batch is one op and costs the same as a plain transaction.
+A write is a sync function ``op(conn) -> result``. The writer drains all queued ops
+and runs them in ONE hop to the connection's thread, inside ONE ``BEGIN IMMEDIATE``
+... ``COMMIT``, each op in its own savepoint so a failing op rolls back alone. Under
+concurrency this amortizes the thread hop and the commit (and, at durability
+"full", the fsync) over the whole batch: measured with 200 concurrent writers it
+commits 3-4x more step transactions per second than one commit per write
+(``benchmarks/store_txn.py``). When writes come one at a time a batch is one op, with
+no savepoint, and costs the same as a plain transaction.
 
 Cancellation: an op whose caller is cancelled before its batch starts is dropped
 (nothing written); once its batch started it commits or rolls back with the batch

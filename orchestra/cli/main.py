@@ -112,8 +112,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _configure_logging(verbose: bool) -> None:
+    """Warnings and errors to stderr (info with ORCHESTRA_LOG=info); never to stdout."""
+    import logging
+    import os
+
+    import structlog
+
+    level = os.environ.get("ORCHESTRA_LOG", "info" if verbose else "warning").upper()
+    structlog.configure(
+        wrapper_class=structlog.make_filtering_bound_logger(
+            getattr(logging, level, logging.WARNING)),
+        logger_factory=structlog.PrintLoggerFactory(sys.stderr))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    _configure_logging(verbose=False)
     from orchestra.cli import commands  # imported after parsing: `--help` stays instant
 
     try:

@@ -21,9 +21,9 @@ import os
 import threading
 from collections import deque
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any, Literal, get_args
 
 from orchestra._errors import UserError
 from orchestra.models.base import FinishReason, Model, ModelRequest, ModelResponse, ToolCall, Usage
@@ -38,6 +38,7 @@ __all__ = [
     "load_response",
     "read_recording",
     "request_key",
+    "task_local",
     "responses_from_file",
 ]
 
@@ -63,6 +64,22 @@ def canonical_request(request: ModelRequest) -> dict[str, Any]:
         "settings": {"temperature": settings.temperature, "max_tokens": settings.max_tokens,
                      "seed": settings.seed},
     }
+
+
+def task_local(canonical: dict[str, Any]) -> dict[str, Any]:
+    """The request cut to the system prompt plus the current task's messages.
+
+    The runtime marks a task's input message with ``name="task"``. Keying replay on
+    this view makes it independent of what other tasks the agent did before (and
+    in which order), so a recorded concurrent pipeline replays whatever the schedule.
+    """
+    messages = canonical["messages"]
+    starts = [i for i, m in enumerate(messages) if m.get("role") == "user"
+              and m.get("name") == "task"]
+    if not starts:
+        return canonical
+    head = [m for m in messages[:1] if m.get("role") == "system"]
+    return {**canonical, "messages": head + messages[starts[-1]:]}
 
 
 def _digest(canonical: Mapping[str, Any]) -> str:
@@ -215,11 +232,15 @@ class ReplayModel:
     """
 
     def __init__(self, path: str | os.PathLike[str], *, strict: bool = True,
-                 name: str = "replay") -> None:
+                 name: str = "replay", key: Literal["request", "task"] = "request") -> None:
         self.path = Path(path)
         self.strict = strict
         self.name = name
+        self.key_mode = key
         self.recorded = read_recording(self.path)
+        if key == "task":
+            self.recorded = [replace(c, key=_digest(task_local(c.request)))
+                             for c in self.recorded]
         self.calls: list[ModelRequest] = []
         self._by_key: dict[str, deque[int]] = {}
         for position, call in enumerate(self.recorded):
@@ -238,6 +259,8 @@ class ReplayModel:
         index = len(self.calls)
         self.calls.append(request)
         canonical = canonical_request(request)
+        if self.key_mode == "task":
+            canonical = task_local(canonical)
         key = _digest(canonical)
         queue = self._by_key.get(key)
         if queue:

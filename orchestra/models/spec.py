@@ -18,7 +18,8 @@ from orchestra.models.base import Model
 
 __all__ = ["ModelSpec", "load_model", "parse_model_spec", "resolve_model_specs"]
 
-Provider = Literal["openai", "anthropic", "ollama", "openai-compatible", "gguf"]
+Provider = Literal["openai", "anthropic", "ollama", "openai-compatible", "gguf", "replay",
+                   "replay-task"]
 
 OLLAMA_BASE_URL = "http://127.0.0.1:11434/v1"
 SPEC_FORMS = (
@@ -28,6 +29,8 @@ SPEC_FORMS = (
     "(OLLAMA_BASE_URL overrides the URL)",
     "openai-compatible:<base_url>#<model> e.g. openai-compatible:http://127.0.0.1:8080/v1#qwen",
     "gguf:<path>                         e.g. gguf:./models/qwen2.5-0.5b.gguf",
+    "replay:<path>                       replay a recording (orchestra run --record FILE)",
+    "replay-task:<path>                  replay keyed per task (any schedule replays)",
 )
 _ROLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
 
@@ -88,6 +91,8 @@ def parse_model_spec(spec: str) -> ModelSpec:
         return ModelSpec("openai-compatible", model, _http_url(spec, url))
     if provider == "gguf":
         return ModelSpec("gguf", rest)
+    if provider in ("replay", "replay-task"):
+        return ModelSpec("replay" if provider == "replay" else "replay-task", rest)
     raise _bad(spec, f"unknown provider {provider!r}")
 
 
@@ -107,6 +112,13 @@ def load_model(spec: str) -> Model:
         from orchestra.models.anthropic import AnthropicModel
 
         return AnthropicModel(parsed.model, name=name)
+    if parsed.provider in ("replay", "replay-task"):
+        from orchestra.models.record import ReplayModel
+
+        if not os.path.isfile(parsed.model):
+            raise _bad(spec, f"recording {parsed.model!r} does not exist")
+        return ReplayModel(parsed.model, name=name,
+                           key="task" if parsed.provider == "replay-task" else "request")
     from orchestra.models.gguf import GGUFModel
 
     return GGUFModel(parsed.model, name=name)

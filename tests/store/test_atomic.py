@@ -125,3 +125,21 @@ async def test_lease_check_writes_nothing(store: SQLiteBlackboard, claimed: Clai
                                   writes=Writes(notes=[NewNote("n")]))
     assert count_rows(db_path) == before
     assert query(db_path, "SELECT COUNT(*) FROM notes") == [(0,)]
+
+
+async def test_cancelling_the_caller_that_sent_a_batch_strands_nobody(
+        store: SQLiteBlackboard) -> None:
+    run = await store.create_run("p", {})
+    leader = asyncio.ensure_future(store.append_event(run.id, "leader", {}))
+    await asyncio.sleep(0)  # the leader found the writer idle and sent its batch
+    queued = [asyncio.ensure_future(store.append_event(run.id, "queued", {"i": i}))
+              for i in range(5)]
+    await asyncio.sleep(0)
+    leader.cancel()
+    events = await asyncio.wait_for(asyncio.gather(*queued), 5.0)
+    assert [e.data["i"] for e in events] == list(range(5))
+    with pytest.raises(asyncio.CancelledError):
+        await leader
+    # Its batch had started, so the leader's write committed as a unit.
+    assert [e.kind for e in await store.events(run.id)] == ["run.created", "leader"] + [
+        "queued"] * 5
