@@ -85,9 +85,8 @@ class TaskExecutor:
     async def _settle(self, task: Task, lease: Lease, outcome: TaskOutcome,
                       bound: structlog.typing.FilteringBoundLogger) -> None:
         if outcome.status == "completed":
-            bound.debug("task completed", replayed=outcome.steps_replayed,
-                        executed=outcome.steps_executed)
-        elif outcome.status == "failed":
+            return
+        if outcome.status == "failed":
             bound.warning("task failed", error=outcome.error)
             pending = outcome.extra.get("pending") or []
             await self._fail(task, lease, outcome.error or "failed", retry=False,
