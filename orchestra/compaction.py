@@ -89,6 +89,9 @@ def _tail_within(history: Sequence[Message], budget: int, counter: TokenCounter,
 class CompactionPolicy(ABC):
     """Decides the model's view of an agent's history. Subclass to write your own."""
 
+    summarizes: bool = False
+    """True for policies that use summaries (the runtime then loads compaction records)."""
+
     @abstractmethod
     def view(self, history: Sequence[Message], *, summary: CompactionRecord | None,
              pinned: Message | None, counter: TokenCounter = message_tokens
@@ -143,6 +146,8 @@ class Summarize(CompactionPolicy):
     (and any previous summary) is folded into one new summary of at most
     ``summary_tokens``. Each summary is a journaled step, replayed on resume.
     """
+
+    summarizes = True
 
     def __init__(self, threshold: int = 6000, keep_tokens: int = 2000,
                  summary_tokens: int = 500) -> None:

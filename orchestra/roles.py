@@ -15,6 +15,7 @@ the field, so a typo never reaches a running pipeline::
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 from typing import Any, ClassVar
@@ -110,12 +111,7 @@ class Role:
         return tool.needs_approval or tool.name in type(self).needs_approval
 
     def output_schema(self) -> OutputSchema | None:
-        out = type(self).output
-        if out is str:
-            return None
-        assert issubclass(out, pydantic.BaseModel)
-        return OutputSchema(out.__name__, out.model_json_schema(),
-                            inspect.cleandoc(out.__doc__ or ""))
+        return _output_schema(type(self).output)
 
     async def check_output(self, ctx: ToolContext, output: Any) -> None:
         """Override to verify a final answer; raise ``ModelRetry`` to send it back.
@@ -128,6 +124,15 @@ class Role:
         if isinstance(task_input, str):
             return task_input
         return json.dumps(task_input, indent=1, default=str)
+
+
+@functools.cache
+def _output_schema(out: type[pydantic.BaseModel] | type[str]) -> OutputSchema | None:
+    """Built once per output type: generating a JSON schema costs about a millisecond."""
+    if out is str:
+        return None
+    assert issubclass(out, pydantic.BaseModel)
+    return OutputSchema(out.__name__, out.model_json_schema(), inspect.cleandoc(out.__doc__ or ""))
 
 
 def _collect_tools(cls: type[Role]) -> dict[str, Tool]:

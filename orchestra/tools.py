@@ -7,6 +7,7 @@ the validation error back when it is wrong.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 from collections.abc import Awaitable, Callable
@@ -67,7 +68,7 @@ class Tool:
     timeout: float | None = None
 
     def schema(self) -> ToolSchema:
-        return ToolSchema(self.name, self.description, self.args_model.model_json_schema())
+        return _tool_schema(self.name, self.description, self.args_model)
 
     def bind(self, instance: object) -> Tool:
         """The tool with ``self`` filled in (for tools declared as role methods)."""
@@ -76,6 +77,11 @@ class Tool:
         bound = self.fn.__get__(instance, type(instance))
         return Tool(self.name, self.description, bound, self.args_model, False,
                     self.needs_approval, self.timeout)
+
+
+@functools.cache
+def _tool_schema(name: str, description: str, args: type[pydantic.BaseModel]) -> ToolSchema:
+    return ToolSchema(name, description, args.model_json_schema())
 
 
 def _first_paragraph(doc: str | None) -> str:

@@ -136,6 +136,24 @@ def claim(conn: sqlite3.Connection, enc: Encoder, owner: str, now: float, *,
     return task
 
 
+def claim_many(conn: sqlite3.Connection, enc: Encoder, owner: str, now: float, *,
+               run_id: str | None, capacity: dict[str, int], limit: int,
+               lease_seconds: float) -> list[Task]:
+    """Claim up to ``limit`` tasks, at most ``capacity[role]`` per role, in one transaction."""
+    free = {role: n for role, n in capacity.items() if n > 0}
+    claimed: list[Task] = []
+    while free and len(claimed) < limit:
+        task = claim(conn, enc, owner, now, run_id=run_id, roles=tuple(free),
+                     lease_seconds=lease_seconds)
+        if task is None:
+            break
+        claimed.append(task)
+        free[task.role] -= 1
+        if not free[task.role]:
+            del free[task.role]
+    return claimed
+
+
 def heartbeat(conn: sqlite3.Connection, task_id: str, lease: Lease, now: float,
               lease_seconds: float) -> bool:
     """Extend a held lease (no event: it changes no state anyone follows)."""

@@ -212,6 +212,16 @@ class SQLiteBlackboard:
         return await self._submit(lambda c: _task_txn.claim(
             c, enc, owner, time.time(), run_id=run_id, roles=roles, lease_seconds=lease_seconds))
 
+    async def claim_tasks(self, owner: str, *, capacity: dict[str, int], limit: int,
+                          run_id: str | None = None,
+                          lease_seconds: float = 30.0) -> list[Task]:
+        """Claim up to ``limit`` ready tasks (at most ``capacity[role]`` of each role) in
+        one transaction: a coordinator with free slots fills them in one round trip."""
+        enc, capacity = self._enc, dict(capacity)
+        return await self._submit(lambda c: _task_txn.claim_many(
+            c, enc, owner, time.time(), run_id=run_id, capacity=capacity, limit=limit,
+            lease_seconds=lease_seconds))
+
     async def heartbeat(self, task_id: str, lease: Lease, lease_seconds: float) -> bool:
         return await self._submit(lambda c: _task_txn.heartbeat(
             c, task_id, lease, time.time(), lease_seconds))

@@ -93,10 +93,11 @@ def _models(pipeline: Pipeline, run_input: Any, cli: list[str]) -> dict[str, Mod
     return out
 
 
-def _settings(args: argparse.Namespace) -> CoordinatorSettings:
+def _settings(args: argparse.Namespace, *, shared: bool = False) -> CoordinatorSettings:
     if args.concurrency < 1:
         raise UserError(f"--concurrency must be >= 1, got {args.concurrency}")
-    return CoordinatorSettings(concurrency=args.concurrency, max_tokens_per_run=args.max_tokens)
+    return CoordinatorSettings(concurrency=args.concurrency, max_tokens_per_run=args.max_tokens,
+                               shared=shared)
 
 
 async def _drive(args: argparse.Namespace, store: SQLiteBlackboard, coord: Coordinator,
@@ -163,6 +164,9 @@ async def cmd_demo(args: argparse.Namespace) -> int:
     if workspace.exists() and any(workspace.iterdir()):
         raise UserError(f"demo workspace {workspace} is not empty; remove it or pass "
                         "--workspace NEW_DIR")
+    if Path(args.db).exists():
+        async with open_store(args, must_exist=True):
+            pass  # a bad --db fails here, before the workspace is created
     workspace.mkdir(parents=True, exist_ok=True)
     scripted = not args.model
     if scripted:
@@ -179,6 +183,7 @@ async def cmd_demo(args: argparse.Namespace) -> int:
 async def cmd_resume(args: argparse.Namespace) -> int:
     async with open_store(args, must_exist=True) as store:
         run = await store.get_run(args.run)
+        Coordinator.check_resumable(run)  # before any output: a refusal prints one line
         pipeline = load_pipeline(run.pipeline, run.input)
         coord = Coordinator(store, pipeline, models=_models(pipeline, run.input, args.model),
                             settings=_settings(args))
@@ -211,7 +216,7 @@ async def cmd_worker(args: argparse.Namespace) -> int:
                 pipeline = load_pipeline(run.pipeline, run.input)
                 coord = Coordinator(store, pipeline, models=_models(pipeline, run.input,
                                                                     args.model),
-                                    settings=_settings(args))
+                                    settings=_settings(args, shared=True))
                 serving[run.id] = asyncio.create_task(coord.drive(run.id))
                 if not args.json:
                     print(f"worker {coord.owner}: serving run {run.id}")

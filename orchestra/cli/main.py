@@ -144,6 +144,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(args, EXIT_USAGE, exc)
     except OrchestraError as exc:
         return _fail(args, EXIT_FAILED, exc)
+    except BrokenPipeError:  # `orchestra events RUN | head`: the reader left; no traceback
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
 
 
 def _fail(args: argparse.Namespace, code: int, exc: Exception) -> int:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +18,7 @@ import structlog
 
 from orchestra._errors import NotFoundError, UserError
 from orchestra._store.protocol import Blackboard
-from orchestra._types import TERMINAL_RUN_STATUSES, Run
+from orchestra._types import TERMINAL_RUN_STATUSES, Run, RunStatus
 from orchestra.coordinator.execution import TaskExecutor
 from orchestra.coordinator.owners import dead_local_owners, new_owner_id
 from orchestra.coordinator.pipeline import Pipeline
@@ -26,6 +26,8 @@ from orchestra.models.base import Model
 from orchestra.runtime.agent_state import AgentState, agent_id_for
 
 log = structlog.get_logger("orchestra.coordinator")
+
+_LIVE: tuple[RunStatus, ...] = ("pending", "running", "waiting")
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +48,9 @@ class CoordinatorSettings:
     """Stop the run (resumably) once it has used this many tokens."""
     wait_for_approvals: bool = False
     """Keep driving while tasks wait for humans; otherwise return with the run ``waiting``."""
+    shared: bool = False
+    """Other processes may serve the same runs (``orchestra worker``): agents then re-read
+    their history from the store at every task instead of trusting this process's cache."""
 
 
 class Coordinator:
@@ -93,10 +98,7 @@ class Coordinator:
     async def resume(self, run_id: str) -> Run:
         """Continue a run after a crash, a cancel-free stop or a raised cap."""
         run = await self.store.get_run(run_id)
-        if run.status == "completed":
-            raise UserError(f"run {run_id} is already completed; nothing to resume")
-        if run.status == "cancelled":
-            raise UserError(f"run {run_id} was cancelled; start a new run instead")
+        self.check_resumable(run)
         running = await self.store.list_tasks(run_id, status="running")
         dead = dead_local_owners({t.lease_owner for t in running}, me=self.owner)
         released = await self.store.release_leases(run_id, owners=dead)
@@ -109,6 +111,14 @@ class Coordinator:
             await self._revive_failed(run_id)
         log.info("resume", run=run_id, requeued=len(released))
         return await self.drive(run_id)
+
+    @staticmethod
+    def check_resumable(run: Run) -> None:
+        """Raise ``UserError`` if ``run`` is finished for good (completed or cancelled)."""
+        if run.status == "completed":
+            raise UserError(f"run {run.id} is already completed; nothing to resume")
+        if run.status == "cancelled":
+            raise UserError(f"run {run.id} was cancelled; start a new run instead")
 
     async def cancel(self, run_id: str) -> Run:
         """Cancel a run: no new steps start; running tasks here stop; state stays consistent."""
@@ -128,7 +138,9 @@ class Coordinator:
         if run.status in TERMINAL_RUN_STATUSES:
             return run
         if run.status != "running":
-            await self.store.set_run_status(run_id, "running")
+            run = await self._transition(run_id, "running", only_from=("pending", "waiting"))
+            if run.status in TERMINAL_RUN_STATUSES:
+                return run  # another process finished or cancelled it meanwhile
         executor = TaskExecutor(self)
         try:
             while True:
@@ -150,8 +162,7 @@ class Coordinator:
                         w.cancel()
                 if executor.stop_error is not None:
                     await self._stop_all(run_id)
-                    return await self.store.set_run_status(run_id, "failed",
-                                                           error=executor.stop_error)
+                    return await self._transition(run_id, "failed", error=executor.stop_error)
         except BaseException:
             await self._stop_all(run_id)
             raise
@@ -162,19 +173,21 @@ class Coordinator:
         return [t for k, t in self._active.items() if k.startswith(run_id + ":")]
 
     async def _fill(self, run_id: str, executor: TaskExecutor) -> None:
-        while len(self._active) < self.settings.concurrency and run_id not in self._cancelled:
-            busy: dict[str, int] = {}
-            for key in self._active:
-                role = key.split(":")[2]
-                busy[role] = busy.get(role, 0) + 1
-            roles = [r.name for r in self.pipeline.roles
-                     if busy.get(r.name, 0) < type(r).concurrency]
-            if not roles:
-                return
-            task = await self.store.claim_task(self.owner, run_id=run_id, roles=roles,
-                                               lease_seconds=self.settings.lease_seconds)
-            if task is None:
-                return
+        free = self.settings.concurrency - len(self._active)
+        if free <= 0 or run_id in self._cancelled:
+            return
+        busy: dict[str, int] = {}
+        for key in self._active:
+            role = key.split(":")[2]
+            busy[role] = busy.get(role, 0) + 1
+        capacity = {r.name: type(r).concurrency - busy.get(r.name, 0)
+                    for r in self.pipeline.roles}
+        if not any(n > 0 for n in capacity.values()):
+            return
+        tasks = await self.store.claim_tasks(self.owner, run_id=run_id, capacity=capacity,
+                                             limit=free,
+                                             lease_seconds=self.settings.lease_seconds)
+        for task in tasks:
             key = f"{run_id}:{task.id}:{task.role}"
             job = asyncio.create_task(executor.execute(task), name=key)
             self._active[key] = job
@@ -196,17 +209,32 @@ class Coordinator:
         if counts.get("running", 0) or counts.get("pending", 0):
             return None  # another worker is busy, or a retry is scheduled
         if counts.get("waiting", 0):
-            if self.settings.wait_for_approvals:
-                run = await self.store.get_run(run_id)
-                if run.status != "waiting":
-                    await self.store.set_run_status(run_id, "waiting")
+            run = await self._transition(run_id, "waiting", only_from=("pending", "running"))
+            if self.settings.wait_for_approvals and run.status == "waiting":
                 return None
-            return await self.store.set_run_status(run_id, "waiting")
+            return run
         failed = await self.store.list_tasks(run_id, status="failed")
         if failed and self.pipeline.fail_run_on_task_failure:
             reasons = "; ".join(f"{t.role} task {t.id}: {t.error}" for t in failed[:3])
-            return await self.store.set_run_status(run_id, "failed", error=reasons)
-        return await self.store.set_run_status(run_id, "completed")
+            return await self._transition(run_id, "failed", error=reasons)
+        return await self._transition(run_id, "completed")
+
+    async def _transition(self, run_id: str, status: RunStatus, *, error: str | None = None,
+                          only_from: Collection[RunStatus] = _LIVE) -> Run:
+        """Set the run's status unless another process already moved it out of ``only_from``
+        (finished, cancelled, or made the same change); then return the run as it is.
+
+        Without the guard, a run cancelled by ``orchestra cancel`` from another process
+        was flipped to ``completed`` by its driver, and two workers finishing one run
+        each logged ``run.completed``.
+        """
+        try:
+            return await self.store.set_run_status(run_id, status, error=error,
+                                                   only_from=only_from)
+        except NotFoundError:
+            raise
+        except UserError:
+            return await self.store.get_run(run_id)
 
     async def _revive_failed(self, run_id: str) -> None:
         """A failed run being resumed: its cap-stopped or failed tasks get another go."""
@@ -216,7 +244,8 @@ class Coordinator:
         key = agent_id_for(run_id, role)
         state = self.agents.get(key)
         if state is None:
-            state = self.agents[key] = AgentState(key, role, run_id)
+            state = self.agents[key] = AgentState(key, role, run_id,
+                                                  exclusive=not self.settings.shared)
         return state
 
     async def run_exists(self, run_id: str) -> bool:

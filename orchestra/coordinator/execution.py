@@ -50,13 +50,17 @@ class TaskExecutor:
                          attempt=task.attempt)
         beat = asyncio.create_task(self._heartbeat(task, lease))
         timeout = type(role).task_timeout
+        agent = self.c.agent(task.run_id, task.role)
         try:
-            run = await self.c.store.get_run(task.run_id)
-            limits = RunLimits(self.c.settings.max_tokens_per_run, run.tokens_in + run.tokens_out)
+            limits = RunLimits()
+            if self.c.settings.max_tokens_per_run is not None:
+                run = await self.c.store.get_run(task.run_id)
+                limits = RunLimits(self.c.settings.max_tokens_per_run,
+                                   run.tokens_in + run.tokens_out)
             work = run_task(store=self.c.store, role=role, model=self.c.models[task.role],
-                            agent=self.c.agent(task.run_id, task.role), task=task, lease=lease,
+                            agent=agent, task=task, lease=lease,
                             route=self.c.pipeline.routes.get(task.role), limits=limits)
-            outcome = await asyncio.wait_for(work, timeout)
+            outcome = await (asyncio.wait_for(work, timeout) if timeout else work)
         except TimeoutError:
             await self._fail(task, lease, f"task timed out after {timeout:g} s", retry=True)
             return
@@ -80,7 +84,10 @@ class TaskExecutor:
             beat.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await beat
-        await self._settle(task, lease, outcome, bound)
+        try:
+            await self._settle(task, lease, outcome, bound)
+        finally:
+            agent.task_done(task.id)
 
     async def _settle(self, task: Task, lease: Lease, outcome: TaskOutcome,
                       bound: structlog.typing.FilteringBoundLogger) -> None:
@@ -100,12 +107,22 @@ class TaskExecutor:
 
     async def _fail(self, task: Task, lease: Lease, error: str, *, retry: bool,
                     writes: Writes | None = None) -> None:
+        # the task's own budget is enforced by the store; the role's ``max_attempts``
+        # ("attempts per task") caps it too, or a role's declared limit would be ignored
+        if task.retries + 1 >= type(self.c.pipeline.role(task.role)).max_attempts:
+            retry = False
+        agent = self.c.agent(task.run_id, task.role)
         try:
             await self.c.store.fail_task(task.id, lease, error,
                                          retry_at=self._retry_at(task) if retry else None,
-                                         agent_id=f"{task.run_id}/{task.role}", writes=writes)
+                                         agent_id=agent.agent_id, writes=writes)
         except LeaseLostError:
             pass  # the run was cancelled or the task taken over meanwhile
+        else:
+            if writes is not None:
+                agent.committed(task.id, writes.messages)
+        finally:
+            agent.task_done(task.id)
 
     async def _heartbeat(self, task: Task, lease: Lease) -> None:
         every = self.c.settings.lease_seconds / 3

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from orchestra._errors import UserError
+from orchestra._errors import OrchestraError, UserError
 from orchestra._store.protocol import NewHandoff, NewTask, Writes
 from orchestra.models.base import Model
 from orchestra.roles import Role
@@ -102,8 +102,14 @@ def load_pipeline(ref: str, run_input: Any) -> Pipeline:
     factory = getattr(module, attr, None)
     if factory is None:
         raise UserError(f"module {module_name!r} has no {attr!r} (pipeline reference {ref!r})")
-    pipeline = factory(run_input) if callable(factory) and not isinstance(factory, Pipeline) \
-        else factory
+    try:
+        pipeline = factory(run_input) if callable(factory) and not isinstance(factory, Pipeline) \
+            else factory
+    except OrchestraError:
+        raise
+    except Exception as exc:  # e.g. the stock pipeline's missing workspace: the input's fault
+        raise UserError(f"pipeline {ref!r} refused the run input: "
+                        f"{type(exc).__name__}: {exc}") from exc
     if not isinstance(pipeline, Pipeline):
         raise UserError(f"{ref!r} did not produce a Pipeline (got {type(pipeline).__name__})")
     return pipeline

@@ -1,12 +1,17 @@
-"""An agent's in-memory view of its durable history, refreshed from the store.
+"""An agent's in-memory view of its durable history.
 
 The store is the truth; this cache spares re-reading a long history at every
-task. At each task start it fetches only messages newer than it has seen.
+task. When this process is the agent's only writer (``exclusive``, the default
+for one coordinator) it is loaded once and then kept current from this process's
+own commits, whose message seqs it predicts exactly (the store assigns
+``max(seq) + 1`` in commit order, and commits resolve in that order). When other
+processes may serve the same run, it re-reads new messages at every task.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 
 from orchestra._store.protocol import Blackboard
 from orchestra._types import CompactionRecord, Message
@@ -25,30 +30,53 @@ class AgentState:
     agent_id: str
     role: str
     run_id: str
+    exclusive: bool = True
     history: list[Message] = field(default_factory=list)
     summary: CompactionRecord | None = None
     last_seq: int = 0
     tokens_used: int = 0
+    loaded: bool = False
     _tokens: dict[int, int] = field(default_factory=dict)
     _task_ids: set[str] = field(default_factory=set)
-    loaded: bool = False
+    _running: dict[str, list[Message]] = field(default_factory=dict)
 
     async def refresh(self, store: Blackboard, *, with_compactions: bool) -> None:
-        """Pull messages (and summaries) written since the last refresh."""
+        """Load the history once (or, when shared, pull what others wrote since)."""
+        if self.loaded and self.exclusive:
+            return
         if not self.loaded:
-            infos = await store.agent_infos(self.run_id)
-            for info in infos:
+            for info in await store.agent_infos(self.run_id):
                 if info.agent_id == self.agent_id:
                     self.tokens_used = info.tokens_in + info.tokens_out
-            self.loaded = True
         new = await store.get_messages(self.agent_id, after_seq=self.last_seq)
         if new:
             self.history.extend(new)
-            self._task_ids.update(m.task_id for m in new if m.task_id)
             self.last_seq = new[-1].seq
+            self._task_ids.update(m.task_id for m in new if m.task_id)
         if with_compactions:
             records = await store.get_compactions(self.agent_id)
             self.summary = records[-1] if records else None
+        self.loaded = True
+
+    def committed(self, task_id: str, messages: Sequence[Message]) -> None:
+        """Note messages this process just committed for ``task_id`` (in commit order)."""
+        if not self.exclusive or not messages:
+            return
+        held = self._running.setdefault(task_id, [])
+        for m in messages:
+            self.last_seq += 1
+            held.append(replace(m, agent_id=self.agent_id, seq=self.last_seq, task_id=task_id))
+
+    def task_done(self, task_id: str) -> None:
+        """A task ended: its messages join the history other tasks see."""
+        held = self._running.pop(task_id, [])
+        if not held:
+            return
+        ordered = bool(not self.history or self.history[-1].seq < held[0].seq)
+        self.history.extend(held)
+        self._task_ids.add(task_id)
+        if not ordered:  # tasks of one agent ran concurrently: keep seq order
+            self.history.sort(key=lambda m: m.seq)
 
     def prior(self, task_id: str) -> list[Message]:
         """History from other tasks (this task's own messages are rebuilt by replay)."""

@@ -10,6 +10,7 @@ changed since the crash, and raises :class:`DeterminismError`.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -34,19 +35,30 @@ class Outcome:
     writes: Writes | None = None
 
 
+@dataclass(slots=True)
+class PendingStep:
+    """A step that ran but is not committed yet (the caller commits it with more)."""
+
+    result: StepResult
+    writes: Writes | None
+
+
 class Journal:
     """Numbered, durable steps of one task retry."""
 
     def __init__(self, store: Blackboard, task: Task, lease: Lease, agent_id: str,
-                 recorded: list[Step]) -> None:
+                 recorded: list[Step],
+                 on_commit: Callable[[Writes | None], None] | None = None) -> None:
         self.store = store
         self.task = task
         self.lease = lease
         self.agent_id = agent_id
         self.recorded = {s.step: s for s in recorded}
+        self.on_commit = on_commit
         self._next = 1
         self.replayed = 0
         self.executed = 0
+        self._starts: list[asyncio.Future[None]] = []
 
     def reserve(self) -> int:
         """Take the next step number (concurrent tool calls reserve theirs in call order)."""
@@ -69,14 +81,28 @@ class Journal:
                                     f"before: {rec.error}")
         return None  # started but never finished: it was in flight, run it again
 
-    async def run(self, n: int, kind: StepKind, name: str, digest: str,
-                  fn: Callable[[], Awaitable[Outcome]]) -> Any:
-        """Replay step ``n`` or run ``fn`` and record it (with its writes) atomically."""
+    async def _start(self, n: int, kind: StepKind, name: str, digest: str, *,
+                     wait: bool) -> None:
+        start = self.store.start_step(self.task.id, self.task.retries, n, kind, name, digest,
+                                      self.lease)
+        if wait:
+            await start
+            return
+        # A model call has no outside effect, so its start record need not be durable
+        # before the call: it commits alongside (the store ignores a start that arrives
+        # after the step's completion). It still counts reissues after most crashes.
+        fut = asyncio.ensure_future(start)
+        fut.add_done_callback(_consume)
+        self._starts.append(fut)
+
+    async def run_deferred(self, n: int, kind: StepKind, name: str, digest: str,
+                           fn: Callable[[], Awaitable[Outcome]], *, wait_start: bool = True
+                           ) -> tuple[Any, PendingStep | None]:
+        """Replay step ``n``, or run it and return it uncommitted (``commit`` it later)."""
         rec = self.lookup(n, kind, name)
         if rec is not None:
-            return rec.output
-        await self.store.start_step(self.task.id, self.task.retries, n, kind, name, digest,
-                                    self.lease)
+            return rec.output, None
+        await self._start(n, kind, name, digest, wait=wait_start)
         self.executed += 1
         try:
             outcome = await fn()
@@ -86,9 +112,31 @@ class Journal:
                            error=f"{type(exc).__name__}: {exc}"),
                 self.lease, agent_id=self.agent_id)
             raise
-        await self.store.complete_step(
-            StepResult(self.task.id, self.task.retries, n, kind, name, digest, outcome.output,
-                       tokens_in=outcome.tokens_in, tokens_out=outcome.tokens_out,
-                       cost=outcome.cost),
-            self.lease, agent_id=self.agent_id, writes=outcome.writes)
-        return outcome.output
+        result = StepResult(self.task.id, self.task.retries, n, kind, name, digest,
+                            outcome.output, tokens_in=outcome.tokens_in,
+                            tokens_out=outcome.tokens_out, cost=outcome.cost)
+        return outcome.output, PendingStep(result, outcome.writes)
+
+    async def commit(self, pending: PendingStep | None) -> None:
+        if pending is None:
+            return
+        await self.store.complete_step(pending.result, self.lease, agent_id=self.agent_id,
+                                       writes=pending.writes)
+        self.committed(pending.writes)
+
+    def committed(self, writes: Writes | None) -> None:
+        if self.on_commit is not None:
+            self.on_commit(writes)
+
+    async def run(self, n: int, kind: StepKind, name: str, digest: str,
+                  fn: Callable[[], Awaitable[Outcome]], *, wait_start: bool = True) -> Any:
+        """Replay step ``n`` or run ``fn`` and record it (with its writes) atomically."""
+        output, pending = await self.run_deferred(n, kind, name, digest, fn,
+                                                  wait_start=wait_start)
+        await self.commit(pending)
+        return output
+
+
+def _consume(fut: asyncio.Future[None]) -> None:
+    if not fut.cancelled():
+        fut.exception()  # a lost lease shows up again at the step's completion

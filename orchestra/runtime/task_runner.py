@@ -25,7 +25,7 @@ from orchestra.roles import Role
 from orchestra.runtime.agent_state import AgentState
 from orchestra.runtime.builtin_tools import builtin_tools
 from orchestra.runtime.compactor import summarize
-from orchestra.runtime.journal import Journal, Outcome
+from orchestra.runtime.journal import Journal, Outcome, PendingStep
 from orchestra.runtime.replies import OutputError, parse_output, recover_text_tool_calls
 from orchestra.runtime.tool_calls import ApprovalWait, ToolRunner
 from orchestra.tools import Tool, ToolContext
@@ -83,12 +83,16 @@ class TaskRunner:
         if type(role).recall:
             self.tools.update(builtin_tools())
         self.tokens = 0
+        self.checks_output = type(role).check_output is not Role.check_output
 
     async def run(self) -> TaskOutcome:
         cls = type(self.role)
-        await self.agent.refresh(self.store, with_compactions=True)
-        journal = Journal(self.store, self.task, self.lease, self.agent.agent_id,
-                          await self.store.get_steps(self.task.id, self.task.retries))
+        await self.agent.refresh(self.store, with_compactions=cls.compaction.summarizes)
+        # a task claimed for the first time has an empty journal: skip the read
+        recorded = (await self.store.get_steps(self.task.id, self.task.retries)
+                    if self.task.attempt > 1 else [])
+        journal = Journal(self.store, self.task, self.lease, self.agent.agent_id, recorded,
+                          on_commit=self._on_commit)
         runner = ToolRunner(store=self.store, task=self.task, lease=self.lease, journal=journal,
                             agent_id=self.agent.agent_id, tools=self.tools,
                             default_timeout=cls.tool_timeout,
@@ -131,7 +135,8 @@ class TaskRunner:
                                resp.usage.cost, Writes(messages=[*to_flush, reply]))
 
             digest = f"{len(request.messages)}:{_digest(request.messages[-1].content)}"
-            record = await journal.run(n, "model", "model", digest, call)
+            record, uncommitted = await journal.run_deferred(n, "model", "model", digest, call,
+                                                             wait_start=False)
             usage = record.get("usage", [0, 0])
             self.tokens += usage[0] + usage[1]
             text: str = record["text"]
@@ -152,6 +157,7 @@ class TaskRunner:
             else:
                 problem = ""
             if calls:
+                await journal.commit(uncommitted)
                 results = await runner.run_all(calls)
                 for r in results:
                     msg = Message("tool", r.content, tool_call_id=r.call.id, name=r.call.name,
@@ -170,9 +176,14 @@ class TaskRunner:
                     except OutputError as exc:
                         problem = str(exc)
                     else:
+                        if not self.checks_output:  # the model step commits with the task
+                            return await self._complete(result, pending, journal, uncommitted)
+                        await journal.commit(uncommitted)
+                        uncommitted = None
                         problem = await self._check(journal, result)
                         if not problem:
-                            return await self._complete(result, pending, journal)
+                            return await self._complete(result, pending, journal, None)
+                await journal.commit(uncommitted)
                 failures += 1
                 last_problem = problem
                 feedback = Message("user", problem, task_id=self.task.id)
@@ -188,7 +199,7 @@ class TaskRunner:
 
     async def _check(self, journal: Journal, result: Any) -> str:
         """Run the role's ``check_output`` as a journaled step; '' when it passes."""
-        if type(self.role).check_output is Role.check_output:
+        if not self.checks_output:
             return ""
         n = journal.reserve()
         ctx = ToolContext(run_id=self.task.run_id, task_id=self.task.id,
@@ -245,14 +256,23 @@ class TaskRunner:
             raise UsageLimitExceeded(f"run {self.task.run_id} used {run_used} tokens, its cap is "
                                      f"{run_cap}; raise the cap and resume the run")
 
-    async def _complete(self, result: Any, pending: list[Message], journal: Journal
-                        ) -> TaskOutcome:
+    def _on_commit(self, writes: Writes | None) -> None:
+        if writes is not None:
+            self.agent.committed(self.task.id, writes.messages)
+
+    async def _complete(self, result: Any, pending: list[Message], journal: Journal,
+                        step: PendingStep | None) -> TaskOutcome:
         writes = Writes(messages=list(pending))
+        if step is not None and step.writes is not None:
+            # the final model step's own messages come first, as if committed before
+            writes.messages[:0] = step.writes.messages
         if self.route is not None:
             self.route(result, self.task, writes)
         data = _serialize_output(result)
         await self.store.complete_task(self.task.id, self.lease, data,
-                                       agent_id=self.agent.agent_id, writes=writes)
+                                       agent_id=self.agent.agent_id, writes=writes,
+                                       step=step.result if step is not None else None)
+        self._on_commit(writes)
         self.agent.tokens_used += self.tokens
         return TaskOutcome("completed", data, steps_replayed=journal.replayed,
                            steps_executed=journal.executed, tokens=self.tokens)
