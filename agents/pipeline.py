@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from agents.roles import Architect, CodeResult, Coder, ProjectPlan, Review, Reviewer
+from agents.roles import Architect, Coder, CodeResult, ProjectPlan, Review, Reviewer
 from agents.workspace import Workspace
 from orchestra import NewHandoff, NewNote, NewTask, Pipeline, Task, UserError, Writes, fan_out
 

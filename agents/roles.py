@@ -77,8 +77,8 @@ class WorkspaceRole(Role):
         """Read a text file of the workspace."""
         return await self.workspace.read_file(path)
 
-    async def tests(self, target: str | None, timeout: float = 60.0) -> dict[str, Any]:
-        report: TestReport = await run_pytest(self.workspace.root, target, timeout=timeout)
+    async def tests(self, target: str | None, limit_s: float = 60.0) -> dict[str, Any]:
+        report: TestReport = await run_pytest(self.workspace.root, target, timeout=limit_s)
         # timings vary run to run; the model gets a stable view (replays stay exact)
         output = _TIMING.sub("", report.output).replace(str(self.workspace.root), ".")
         return {

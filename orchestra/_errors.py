@@ -94,7 +94,7 @@ class ToolTimeoutError(OrchestraError):
     """A tool ran past its timeout."""
 
 
-class ModelRetry(OrchestraError):  # noqa: N818 - a control signal, named for what it asks
+class ModelRetry(OrchestraError):
     """Raised by a tool to tell the model what to fix; it is fed back as the tool result."""
 
 

@@ -74,7 +74,7 @@ class Progress:
                 line.doing = f"working on task {task[:8]}"
             elif e.kind in ("task.completed", "task.failed", "task.waiting"):
                 line.doing = e.kind.split(".")[1]
-        self.recent = ([event_line(e)] + self.recent)[:6]
+        self.recent = [event_line(e), *self.recent][:6]
 
     def _redraw(self) -> None:
         out = sys.stdout

@@ -9,6 +9,7 @@ the store's leases guarantee a task attempt runs in one place only.
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
@@ -191,9 +192,9 @@ class Coordinator:
             key = f"{run_id}:{task.id}:{task.role}"
             job = asyncio.create_task(executor.execute(task), name=key)
             self._active[key] = job
-            job.add_done_callback(lambda _t, k=key: self._done(k))
+            job.add_done_callback(functools.partial(self._done, key))
 
-    def _done(self, key: str) -> None:
+    def _done(self, key: str, _job: object = None) -> None:
         self._active.pop(key, None)
         self._wake.set()
 

@@ -41,7 +41,8 @@ class TaskExecutor:
 
     def _retry_at(self, task: Task) -> float:
         s = self.c.settings
-        return time.time() + min(s.retry_base * (2 ** task.retries), s.retry_max)
+        delay: float = min(s.retry_base * 2.0 ** task.retries, s.retry_max)
+        return time.time() + delay
 
     async def execute(self, task: Task) -> None:
         lease = Lease(self.c.owner, task.attempt)

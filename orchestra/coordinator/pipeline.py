@@ -20,6 +20,8 @@ a ``ref`` (``"package.module:factory"``) that rebuilds it from the run input.
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -96,7 +98,13 @@ def load_pipeline(ref: str, run_input: Any) -> Pipeline:
     if not module_name or not attr:
         raise UserError(f"pipeline reference {ref!r} must look like 'package.module:factory'")
     try:
-        module = importlib.import_module(module_name)
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError:
+            if os.getcwd() in sys.path:
+                raise
+            sys.path.insert(0, os.getcwd())  # like `python -m`: the current directory
+            module = importlib.import_module(module_name)
     except ImportError as exc:
         raise UserError(f"cannot import pipeline module {module_name!r}: {exc}") from exc
     factory = getattr(module, attr, None)

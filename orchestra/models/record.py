@@ -38,8 +38,8 @@ __all__ = [
     "load_response",
     "read_recording",
     "request_key",
-    "task_local",
     "responses_from_file",
+    "task_local",
 ]
 
 _FINISH_REASONS: frozenset[str] = frozenset(get_args(FinishReason))

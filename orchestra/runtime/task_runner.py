@@ -73,11 +73,11 @@ class TaskRunner:
 
     def __init__(self, *, store: Blackboard, role: Role, model: Model, agent: AgentState,
                  task: Task, lease: Lease, route: Route | None = None,
-                 limits: RunLimits = RunLimits(), settings: ModelSettings = ModelSettings()
+                 limits: RunLimits = RunLimits(), settings: ModelSettings | None = None
                  ) -> None:
         self.store, self.role, self.model, self.agent = store, role, model, agent
         self.task, self.lease, self.route = task, lease, route
-        self.limits, self.settings = limits, settings
+        self.limits, self.settings = limits, settings or ModelSettings()
         self.log = log.bind(run=task.run_id, task=task.id, agent=agent.agent_id)
         self.tools: dict[str, Tool] = role.bound_tools()
         if type(role).recall:
@@ -107,7 +107,7 @@ class TaskRunner:
         output_schema = self.role.output_schema()
         failures = 0
         last_problem = ""
-        for turn in range(1, cls.max_turns + 1):
+        for _turn in range(cls.max_turns):
             self._check_limits()
             view = await self._view(journal, task_msgs, pinned)
             messages: tuple[Message, ...] = (system,)

@@ -27,7 +27,7 @@ from orchestra.tools import Tool, ToolContext, render_tool_result
 MAX_TOOL_RESULT_CHARS = 64_000
 
 
-class ApprovalWait(Exception):  # noqa: N818 - a control-flow signal, not an error
+class ApprovalWait(Exception):
     """A tool call is waiting for a human decision; the task parks until it is made."""
 
     def __init__(self, approval_id: str, tool: str) -> None:

@@ -161,7 +161,7 @@ async def test_text_tool_calls_are_recovered(tmp_path: Path, text: str) -> None:
 async def test_text_tool_call_to_unknown_tool_is_fed_back(tmp_path: Path) -> None:
     model = ScriptedModel([reply('<tool_call>{"name": "mul", "arguments": {}}</tool_call>'),
                            reply('{"value": 5}')])
-    store, run_id = await run_with(tmp_path, model)
+    store, _ = await run_with(tmp_path, model)
     assert "unknown tool(s) ['mul']" in model.calls[1].messages[-1].content
     await store.close()
 
