@@ -19,16 +19,16 @@ from dataclasses import dataclass
 
 from orchestra._errors import UserError
 from orchestra._types import CompactionRecord, Message
-from orchestra.tokens import MESSAGE_OVERHEAD, estimate_tokens
+from orchestra.tokens import MESSAGE_OVERHEAD, count_tokens, estimate_tokens
 
 TokenCounter = Callable[[Message], int]
 
 
 def message_tokens(message: Message) -> int:
-    """Estimated tokens of one message including tool-call arguments."""
-    total = MESSAGE_OVERHEAD + estimate_tokens(message.content)
+    """Tokens of one message including tool-call arguments (exact with tiktoken)."""
+    total = MESSAGE_OVERHEAD + count_tokens(message.content)
     for call in message.tool_calls:
-        total += estimate_tokens(call.name) + estimate_tokens(call.arguments)
+        total += count_tokens(call.name) + count_tokens(call.arguments)
     return total
 
 

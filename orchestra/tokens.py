@@ -7,6 +7,7 @@ overhead) errs high for English and code, which is the safe side for budgets.
 from __future__ import annotations
 
 from collections.abc import Callable
+import os
 from functools import lru_cache
 
 MESSAGE_OVERHEAD = 4
@@ -28,10 +29,14 @@ def _tiktoken_counter() -> Callable[[str], int] | None:
     return lambda text: len(encoding.encode(text, disallowed_special=()))
 
 
-def count_tokens(text: str, *, exact: bool = False) -> int:
-    """Count tokens; with ``exact`` use tiktoken when it is installed and loadable."""
-    if exact:
+def count_tokens(text: str, *, exact: bool = True) -> int:
+    """Count tokens: tiktoken's exact count when it is installed and its encoding loads,
+    else the estimate. Set ``ORCHESTRA_EXACT_TOKENS=0`` to always estimate."""
+    if exact and _EXACT:
         counter = _tiktoken_counter()
         if counter is not None:
             return counter(text)
     return estimate_tokens(text)
+
+
+_EXACT = os.environ.get("ORCHESTRA_EXACT_TOKENS", "1") != "0"
