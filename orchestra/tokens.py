@@ -6,8 +6,8 @@ overhead) errs high for English and code, which is the safe side for budgets.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 import os
+from collections.abc import Callable
 from functools import lru_cache
 
 MESSAGE_OVERHEAD = 4

@@ -2,6 +2,7 @@
 
 from orchestra._store.protocol import (
     Blackboard,
+    ClaimSpec,
     Lease,
     NewHandoff,
     NewNote,
@@ -13,6 +14,7 @@ from orchestra._store.sqlite import SQLiteBlackboard
 
 __all__ = [
     "Blackboard",
+    "ClaimSpec",
     "Lease",
     "NewHandoff",
     "NewNote",

@@ -109,6 +109,17 @@ class StepResult:
     cost: float = 0.0
 
 
+@dataclass(frozen=True, slots=True)
+class ClaimSpec:
+    """What a worker finishing a task will take next, in the same transaction."""
+
+    owner: str
+    capacity: dict[str, int]
+    limit: int
+    run_id: str | None = None
+    lease_seconds: float = 30.0
+
+
 class Blackboard(Protocol):
     """Durable store of runs. ``SQLiteBlackboard`` is the implementation."""
 
@@ -142,6 +153,11 @@ class Blackboard(Protocol):
     async def complete_task(self, task_id: str, lease: Lease, result: JSON, *,
                             agent_id: str, writes: Writes | None = None,
                             step: StepResult | None = None) -> Task: ...
+    async def complete_task_and_claim(self, task_id: str, lease: Lease, result: JSON, *,
+                                      agent_id: str, claim: ClaimSpec,
+                                      writes: Writes | None = None,
+                                      step: StepResult | None = None
+                                      ) -> tuple[Task, list[Task]]: ...
     async def fail_task(self, task_id: str, lease: Lease, error: str, *,
                         retry_at: float | None = None, agent_id: str | None = None,
                         writes: Writes | None = None) -> Task: ...

@@ -36,6 +36,7 @@ from orchestra._store._event_txn import append_event
 from orchestra._store._writer import GroupCommitWriter
 from orchestra._store.protocol import (
     Blackboard,
+    ClaimSpec,
     Lease,
     NewHandoff,
     NewNote,
@@ -238,6 +239,26 @@ class SQLiteBlackboard:
         enc = self._enc
         return await self._submit(lambda c: _journal_txn.complete_task(
             c, enc, task_id, lease, result, agent_id, writes, step, time.time()))
+
+    async def complete_task_and_claim(self, task_id: str, lease: Lease, result: JSON, *,
+                                      agent_id: str, claim: ClaimSpec,
+                                      writes: Writes | None = None,
+                                      step: StepResult | None = None
+                                      ) -> tuple[Task, list[Task]]:
+        """``complete_task`` and then ``claim_tasks`` in one transaction: a busy worker
+        hands in one result and takes its next work in a single round trip."""
+        enc = self._enc
+
+        def op(c: sqlite3.Connection) -> tuple[Task, list[Task]]:
+            now = time.time()
+            done = _journal_txn.complete_task(c, enc, task_id, lease, result, agent_id,
+                                              writes, step, now)
+            nxt = _task_txn.claim_many(c, enc, claim.owner, now, run_id=claim.run_id,
+                                       capacity=dict(claim.capacity), limit=claim.limit,
+                                       lease_seconds=claim.lease_seconds)
+            return done, nxt
+
+        return await self._submit(op)
 
     async def fail_task(self, task_id: str, lease: Lease, error: str, *,
                         retry_at: float | None = None, agent_id: str | None = None,

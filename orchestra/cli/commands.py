@@ -148,9 +148,10 @@ async def _start(args: argparse.Namespace, ref: str, run_input: Any) -> int:
             run_input["model"] = default
         if per_role:
             run_input["models"] = per_role
-    models = _models(pipeline, run_input, [])
+    models = _models(pipeline, run_input, args.model)  # refuses --model for unknown roles
+    settings = _settings(args)  # bad flags fail before the store file is created
     async with open_store(args, must_exist=False) as store:
-        coord = Coordinator(store, pipeline, models=models, settings=_settings(args))
+        coord = Coordinator(store, pipeline, models=models, settings=settings)
         run = await coord.start(run_input)
         if not args.json:
             print(f"run {run.id} started (store {args.db})")

@@ -18,8 +18,8 @@ from typing import Any
 import structlog
 
 from orchestra._errors import NotFoundError, UserError
-from orchestra._store.protocol import Blackboard
-from orchestra._types import TERMINAL_RUN_STATUSES, Run, RunStatus
+from orchestra._store.protocol import Blackboard, ClaimSpec
+from orchestra._types import TERMINAL_RUN_STATUSES, Run, RunStatus, Task
 from orchestra.coordinator.execution import TaskExecutor
 from orchestra.coordinator.owners import dead_local_owners, new_owner_id
 from orchestra.coordinator.pipeline import Pipeline
@@ -143,6 +143,7 @@ class Coordinator:
             if run.status in TERMINAL_RUN_STATUSES:
                 return run  # another process finished or cancelled it meanwhile
         executor = TaskExecutor(self)
+        beats = asyncio.create_task(executor.heartbeat_loop())
         try:
             while True:
                 await self._fill(run_id, executor)
@@ -167,32 +168,53 @@ class Coordinator:
         except BaseException:
             await self._stop_all(run_id)
             raise
+        finally:
+            beats.cancel()
         await self._stop_all(run_id)
         return await self.store.get_run(run_id)
 
     def _mine(self, run_id: str) -> list[asyncio.Task[None]]:
         return [t for k, t in self._active.items() if k.startswith(run_id + ":")]
 
-    async def _fill(self, run_id: str, executor: TaskExecutor) -> None:
-        free = self.settings.concurrency - len(self._active)
-        if free <= 0 or run_id in self._cancelled:
-            return
+    def _capacity(self, finishing: str | None = None) -> tuple[dict[str, int], int]:
+        """Free slots per role and in total (``finishing`` is a task about to end)."""
         busy: dict[str, int] = {}
         for key in self._active:
-            role = key.split(":")[2]
-            busy[role] = busy.get(role, 0) + 1
+            _, task_id, role = key.split(":")
+            if task_id != finishing:
+                busy[role] = busy.get(role, 0) + 1
+        free = self.settings.concurrency - sum(busy.values())
         capacity = {r.name: type(r).concurrency - busy.get(r.name, 0)
                     for r in self.pipeline.roles}
-        if not any(n > 0 for n in capacity.values()):
-            return
-        tasks = await self.store.claim_tasks(self.owner, run_id=run_id, capacity=capacity,
-                                             limit=free,
-                                             lease_seconds=self.settings.lease_seconds)
+        return capacity, free
+
+    def claim_spec(self, task: Task) -> ClaimSpec | None:
+        """What the worker finishing ``task`` should claim in the same transaction."""
+        if task.run_id in self._cancelled:
+            return None
+        capacity, free = self._capacity(finishing=task.id)
+        if free <= 0 or not any(n > 0 for n in capacity.values()):
+            return None
+        return ClaimSpec(self.owner, capacity, free, task.run_id, self.settings.lease_seconds)
+
+    def adopt(self, run_id: str, tasks: list[Task], executor: TaskExecutor) -> None:
+        """Start tasks this coordinator has claimed."""
         for task in tasks:
             key = f"{run_id}:{task.id}:{task.role}"
             job = asyncio.create_task(executor.execute(task), name=key)
             self._active[key] = job
             job.add_done_callback(functools.partial(self._done, key))
+
+    async def _fill(self, run_id: str, executor: TaskExecutor) -> None:
+        if run_id in self._cancelled:
+            return
+        capacity, free = self._capacity()
+        if free <= 0 or not any(n > 0 for n in capacity.values()):
+            return
+        tasks = await self.store.claim_tasks(self.owner, run_id=run_id, capacity=capacity,
+                                             limit=free,
+                                             lease_seconds=self.settings.lease_seconds)
+        self.adopt(run_id, tasks, executor)
 
     def _done(self, key: str, _job: object = None) -> None:
         self._active.pop(key, None)

@@ -7,7 +7,6 @@ The runtime does the work; this decides what a failure means for the task
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from typing import TYPE_CHECKING
 
@@ -38,6 +37,7 @@ class TaskExecutor:
     def __init__(self, coordinator: Coordinator) -> None:
         self.c = coordinator
         self.stop_error: str | None = None
+        self.leases: dict[str, Lease] = {}
 
     def _retry_at(self, task: Task) -> float:
         s = self.c.settings
@@ -49,7 +49,7 @@ class TaskExecutor:
         role = self.c.pipeline.role(task.role)
         bound = log.bind(run=task.run_id, task=task.id, agent=f"{task.run_id}/{task.role}",
                          attempt=task.attempt)
-        beat = asyncio.create_task(self._heartbeat(task, lease))
+        self.leases[task.id] = lease
         timeout = type(role).task_timeout
         agent = self.c.agent(task.run_id, task.role)
         try:
@@ -60,7 +60,8 @@ class TaskExecutor:
                                    run.tokens_in + run.tokens_out)
             work = run_task(store=self.c.store, role=role, model=self.c.models[task.role],
                             agent=agent, task=task, lease=lease,
-                            route=self.c.pipeline.routes.get(task.role), limits=limits)
+                            route=self.c.pipeline.routes.get(task.role), limits=limits,
+                            claim_next=lambda: self.c.claim_spec(task))
             outcome = await (asyncio.wait_for(work, timeout) if timeout else work)
         except TimeoutError:
             await self._fail(task, lease, f"task timed out after {timeout:g} s", retry=True)
@@ -82,9 +83,7 @@ class TaskExecutor:
             await self._fail(task, lease, f"{type(exc).__name__}: {exc}", retry=True)
             return
         finally:
-            beat.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await beat
+            self.leases.pop(task.id, None)
         try:
             await self._settle(task, lease, outcome, bound)
         finally:
@@ -93,6 +92,7 @@ class TaskExecutor:
     async def _settle(self, task: Task, lease: Lease, outcome: TaskOutcome,
                       bound: structlog.typing.FilteringBoundLogger) -> None:
         if outcome.status == "completed":
+            self.c.adopt(task.run_id, outcome.extra.get("claimed") or [], self)
             return
         if outcome.status == "failed":
             bound.warning("task failed", error=outcome.error)
@@ -125,14 +125,19 @@ class TaskExecutor:
         finally:
             agent.task_done(task.id)
 
-    async def _heartbeat(self, task: Task, lease: Lease) -> None:
+    async def heartbeat_loop(self) -> None:
+        """Extend every lease this executor holds, every third of the lease time.
+
+        One loop for all tasks (not one timer per task); a lease found lost (the run
+        was cancelled, or the lease expired and another worker took the task) cancels
+        the task's job here so it stops writing.
+        """
         every = self.c.settings.lease_seconds / 3
         while True:
             await asyncio.sleep(every)
-            ok = await self.c.store.heartbeat(task.id, lease, self.c.settings.lease_seconds)
-            if not ok:
-                current = asyncio.current_task()
-                for job in self.c._mine(task.run_id):
-                    if job.get_name().split(":")[1] == task.id and job is not current:
-                        job.cancel()
-                return
+            for task_id, lease in list(self.leases.items()):
+                ok = await self.c.store.heartbeat(task_id, lease, self.c.settings.lease_seconds)
+                if not ok:
+                    for key, job in list(self.c._active.items()):
+                        if key.split(":")[1] == task_id:
+                            job.cancel()

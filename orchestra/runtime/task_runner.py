@@ -17,7 +17,7 @@ from typing import Any, Literal
 import structlog
 
 from orchestra._errors import ModelBehaviorError, ModelRetry, UsageLimitExceeded
-from orchestra._store.protocol import Blackboard, Lease, Writes
+from orchestra._store.protocol import Blackboard, ClaimSpec, Lease, Writes
 from orchestra._types import Message, Task, ToolCallRecord
 from orchestra.compaction import SummaryRequest, View
 from orchestra.models.base import Model, ModelRequest, ModelSettings, ToolCall
@@ -73,11 +73,12 @@ class TaskRunner:
 
     def __init__(self, *, store: Blackboard, role: Role, model: Model, agent: AgentState,
                  task: Task, lease: Lease, route: Route | None = None,
-                 limits: RunLimits = RunLimits(), settings: ModelSettings | None = None
-                 ) -> None:
+                 limits: RunLimits = RunLimits(), settings: ModelSettings | None = None,
+                 claim_next: Callable[[], ClaimSpec | None] | None = None) -> None:
         self.store, self.role, self.model, self.agent = store, role, model, agent
         self.task, self.lease, self.route = task, lease, route
         self.limits, self.settings = limits, settings or ModelSettings()
+        self.claim_next = claim_next
         self.log = log.bind(run=task.run_id, task=task.id, agent=agent.agent_id)
         self.tools: dict[str, Tool] = role.bound_tools()
         if type(role).recall:
@@ -241,7 +242,7 @@ class TaskRunner:
                                  "summaries; the policy keeps asking for more")
 
     def _note_summary(self, request: SummaryRequest) -> None:
-        self.log.info("compacted", messages=len(request.messages))
+        self.log.debug("compacted", messages=len(request.messages))
 
     def _check_limits(self) -> None:
         cap = type(self.role).max_tokens_per_agent
@@ -269,13 +270,22 @@ class TaskRunner:
         if self.route is not None:
             self.route(result, self.task, writes)
         data = _serialize_output(result)
-        await self.store.complete_task(self.task.id, self.lease, data,
-                                       agent_id=self.agent.agent_id, writes=writes,
-                                       step=step.result if step is not None else None)
+        final = step.result if step is not None else None
+        spec = self.claim_next() if self.claim_next is not None else None
+        claimed: list[Task] = []
+        if spec is None:
+            await self.store.complete_task(self.task.id, self.lease, data,
+                                           agent_id=self.agent.agent_id, writes=writes,
+                                           step=final)
+        else:  # hand in the result and take the next work in one transaction
+            _, claimed = await self.store.complete_task_and_claim(
+                self.task.id, self.lease, data, agent_id=self.agent.agent_id, claim=spec,
+                writes=writes, step=final)
         self._on_commit(writes)
         self.agent.tokens_used += self.tokens
         return TaskOutcome("completed", data, steps_replayed=journal.replayed,
-                           steps_executed=journal.executed, tokens=self.tokens)
+                           steps_executed=journal.executed, tokens=self.tokens,
+                           extra={"claimed": claimed})
 
     async def _fail(self, error: str, pending: list[Message], journal: Journal) -> TaskOutcome:
         self.agent.tokens_used += self.tokens
