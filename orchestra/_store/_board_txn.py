@@ -57,11 +57,14 @@ def register_agent(conn: sqlite3.Connection, run_id: str, agent_id: str, now: fl
 
 
 def append_messages(conn: sqlite3.Connection, enc: Encoder, agent_id: str, task_id: str | None,
-                    messages: Sequence[Message], now: float) -> None:
-    """Append to the agent's history; the store assigns ``seq`` (max + 1) and ``task_id``."""
+                    messages: Sequence[Message], now: float) -> int:
+    """Append to the agent's history; the store assigns ``seq`` (max + 1) and ``task_id``.
+
+    Returns the seq of the last message appended (0 when there were none).
+    """
     if not messages:
-        return
-    seq = conn.execute(_LAST_MESSAGE_SEQ, (agent_id,)).fetchone()[0]
+        return 0
+    seq: int = conn.execute(_LAST_MESSAGE_SEQ, (agent_id,)).fetchone()[0]
     rows = []
     for m in messages:
         seq += 1
@@ -75,6 +78,7 @@ def append_messages(conn: sqlite3.Connection, enc: Encoder, agent_id: str, task_
         rows.append((agent_id, seq, task_id, m.role, enc.text(m.content, field + " content"),
                      calls, m.tool_call_id, m.name, now))
     conn.executemany(_INSERT_MESSAGE, rows)
+    return seq
 
 
 def record_compaction(conn: sqlite3.Connection, enc: Encoder, agent_id: str,
@@ -143,17 +147,17 @@ def post_note(conn: sqlite3.Connection, enc: Encoder, run_id: str, author: str, 
 
 
 def apply_writes(conn: sqlite3.Connection, enc: Encoder, run_id: str, agent_id: str | None,
-                 task_id: str | None, writes: Writes | None, now: float) -> None:
+                 task_id: str | None, writes: Writes | None, now: float) -> int:
     """Apply a ``Writes`` bundle authored by ``agent_id`` while working on ``task_id``.
 
     Tasks it creates (directly or through handoffs) get ``parent_id = task_id``.
     """
     if not writes:
-        return
+        return 0
     if agent_id is None:
         raise UserError("writes need the agent_id that authored them")
     register_agent(conn, run_id, agent_id, now)
-    append_messages(conn, enc, agent_id, task_id, writes.messages, now)
+    last_seq = append_messages(conn, enc, agent_id, task_id, writes.messages, now)
     for record in writes.compactions:
         record_compaction(conn, enc, agent_id, task_id, record, now)
     for body in writes.plans:
@@ -167,3 +171,4 @@ def apply_writes(conn: sqlite3.Connection, enc: Encoder, run_id: str, agent_id: 
         insert_task(conn, enc, run_id, new_task, now, parent_id=task_id, cause=cause)
     for kind, data in writes.events:
         append_event(conn, enc, run_id, kind, data, now)
+    return last_seq

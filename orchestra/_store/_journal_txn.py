@@ -66,10 +66,25 @@ def start_step(conn: sqlite3.Connection, enc: Encoder, task_id: str, retry: int,
     info = check_lease(conn, task_id, lease)
     row = conn.execute(_START_STEP, (task_id, retry, step, kind, name, input_digest,
                                      now)).fetchone()
-    if row is not None:
+    if row is not None and kind != "model":  # model starts are frequent and effect-free
         append_event(conn, enc, info.run_id, "step.started",
                      {"task": task_id, "step": step, "kind": kind, "name": name,
                       "attempt": row[0]}, now)
+
+
+def _dedupe_reply(output: JSON, writes: Writes, agent_id: str, last_seq: int) -> JSON:
+    """A model step's reply text is also the last message it appended: store it once.
+
+    The journal row keeps a pointer (``text_seq``) that ``get_steps`` resolves, so a
+    long-lived agent's file grows by its messages, not by twice its messages.
+    """
+    if (not isinstance(output, dict) or not writes.messages or last_seq <= 0
+            or not isinstance(output.get("text"), str) or len(output["text"]) < 64):
+        return output
+    last = writes.messages[-1]
+    if last.role != "assistant" or last.content != output["text"]:
+        return output
+    return {**output, "text": None, "text_seq": last_seq, "text_agent": agent_id}
 
 
 def complete_step(conn: sqlite3.Connection, enc: Encoder, result: StepResult, lease: Lease,
@@ -81,7 +96,13 @@ def complete_step(conn: sqlite3.Connection, enc: Encoder, result: StepResult, le
         info = check_lease(conn, result.task_id, lease)
     status = "completed" if result.error is None else "failed"
     field = f"step {result.step} of task {result.task_id}"
-    output = None if result.output is None else enc.json(result.output, field + " output")
+    stored = result.output
+    if writes:
+        last_seq = apply_writes(conn, enc, info.run_id, agent_id, result.task_id, writes, now)
+        stored = _dedupe_reply(stored, writes, agent_id, last_seq)
+    else:
+        register_agent(conn, info.run_id, agent_id, now)  # its journal counts in agent_infos
+    output = None if stored is None else enc.json(stored, field + " output")
     error = enc.optional_text(result.error, field + " error")
     row = conn.execute(_COMPLETE_STEP, (
         result.task_id, result.retry, result.step, result.kind, result.name, result.input_digest,
@@ -92,10 +113,6 @@ def complete_step(conn: sqlite3.Connection, enc: Encoder, result: StepResult, le
             f"({result.name}) is already completed; its writes were not applied again. "
             "Replay its recorded output instead of completing it twice."
         )
-    if writes:
-        apply_writes(conn, enc, info.run_id, agent_id, result.task_id, writes, now)
-    else:
-        register_agent(conn, info.run_id, agent_id, now)  # its journal counts in agent_infos
     append_step_event(conn, enc, info.run_id, f"step.{status}",
                       {"task": result.task_id, "step": result.step, "kind": result.kind,
                        "name": result.name, "tokens_in": result.tokens_in,
@@ -112,8 +129,9 @@ def complete_task(conn: sqlite3.Connection, enc: Encoder, task_id: str, lease: L
     if step is not None:
         if step.task_id != task_id:
             raise UserError(f"complete_task({task_id!r}) got a step of task {step.task_id!r}")
-        complete_step(conn, enc, step, lease, agent_id, None, now, info)
-    apply_writes(conn, enc, info.run_id, agent_id, task_id, writes, now)
+        complete_step(conn, enc, step, lease, agent_id, writes, now, info)
+    else:
+        apply_writes(conn, enc, info.run_id, agent_id, task_id, writes, now)
     result_text = enc.json(result, f"result of task {task_id}")
     task = _rows.task(conn.execute(_FINISH_TASK, ("completed", result_text, None, now,
                                                   task_id)).fetchone())

@@ -7,9 +7,10 @@ looking like "nothing yet".
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 
-from orchestra._errors import NotFoundError
+from orchestra._errors import NotFoundError, StoreError
 from orchestra._store import _rows
 from orchestra._types import Approval, Event, Run, Step, Task
 
@@ -81,11 +82,29 @@ def task_counts(conn: sqlite3.Connection, run_id: str) -> dict[str, int]:
     return counts
 
 
+_MESSAGE_CONTENT = "SELECT content FROM messages WHERE agent_id = ? AND seq = ?"
+
+
 def get_steps(conn: sqlite3.Connection, task_id: str, retry: int) -> list[Step]:
     rows = conn.execute(_STEPS, (task_id, retry)).fetchall()
     if not rows and conn.execute(_TASK_EXISTS, (task_id,)).fetchone() is None:
         raise NotFoundError(f"task {task_id!r} does not exist")
-    return [_rows.step(r) for r in rows]
+    steps = [_rows.step(r) for r in rows]
+    return [_resolve_reply(conn, s) for s in steps]
+
+
+def _resolve_reply(conn: sqlite3.Connection, step: Step) -> Step:
+    """Put back a model reply the journal stored as a pointer to its message."""
+    out = step.output
+    if not isinstance(out, dict) or "text_seq" not in out:
+        return step
+    row = conn.execute(_MESSAGE_CONTENT, (out.get("text_agent"), out["text_seq"])).fetchone()
+    if row is None:
+        raise StoreError(f"step {step.step} of task {step.task_id}: its reply points at message "
+                         f"{out['text_seq']} of {out.get('text_agent')}, which does not exist")
+    output = {k: v for k, v in out.items() if k not in ("text_seq", "text_agent")}
+    output["text"] = row[0]
+    return dataclasses.replace(step, output=output)
 
 
 def step_counts(conn: sqlite3.Connection, run_id: str) -> dict[str, int]:
