@@ -269,3 +269,19 @@ async def test_follow_polls_for_commits_from_other_connections(store: SQLiteBlac
         await other.append_event(run.id, "b", {})
     await asyncio.wait_for(follower, 2.0)
     assert seen == ["a", "b"]
+
+
+async def test_model_reply_is_stored_once_and_read_back_whole(store: SQLiteBlackboard,
+                                                              claimed: Claim) -> None:
+    run, task, lease = await claimed()
+    agent = f"{run.id}/coder"
+    text = "a long reply " * 20
+    await store.complete_step(
+        StepResult(task.id, 0, 1, "model", "model", "d", output={"text": text, "calls": []}),
+        lease, agent_id=agent,
+        writes=Writes(messages=[Message("user", "q"), Message("assistant", text)]))
+    [step] = await store.get_steps(task.id, 0)
+    assert step.output == {"text": text, "calls": []}
+    raw = await store._read(lambda c: c.execute(  # the journal row holds a pointer only
+        "SELECT output FROM steps WHERE task_id = ?", (task.id,)).fetchone()[0])
+    assert text not in raw and '"text_seq":2' in raw
