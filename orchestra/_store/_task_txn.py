@@ -136,10 +136,21 @@ def claim(conn: sqlite3.Connection, enc: Encoder, owner: str, now: float, *,
     return task
 
 
+_PRESTART = """
+INSERT OR IGNORE INTO steps (task_id, retry, step, kind, name, input_digest, status, attempts,
+    started_at)
+VALUES (?, ?, 1, 'model', 'model', '', 'started', 1, ?)"""
+
+
 def claim_many(conn: sqlite3.Connection, enc: Encoder, owner: str, now: float, *,
                run_id: str | None, capacity: dict[str, int], limit: int,
-               lease_seconds: float) -> list[Task]:
-    """Claim up to ``limit`` tasks, at most ``capacity[role]`` per role, in one transaction."""
+               lease_seconds: float, prestart: Collection[str] = ()) -> list[Task]:
+    """Claim up to ``limit`` tasks, at most ``capacity[role]`` per role, in one transaction.
+
+    A fresh task (first claim) of a role in ``prestart`` also gets its first step, a
+    model call, journaled as started here: the worker calls the model right away, and
+    this spares that start record a transaction of its own.
+    """
     free = {role: n for role, n in capacity.items() if n > 0}
     claimed: list[Task] = []
     while free and len(claimed) < limit:
@@ -148,6 +159,8 @@ def claim_many(conn: sqlite3.Connection, enc: Encoder, owner: str, now: float, *
         if task is None:
             break
         claimed.append(task)
+        if task.attempt == 1 and task.role in prestart:
+            conn.execute(_PRESTART, (task.id, task.retries, now))
         free[task.role] -= 1
         if not free[task.role]:
             del free[task.role]

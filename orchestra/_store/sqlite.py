@@ -214,14 +214,14 @@ class SQLiteBlackboard:
             c, enc, owner, time.time(), run_id=run_id, roles=roles, lease_seconds=lease_seconds))
 
     async def claim_tasks(self, owner: str, *, capacity: dict[str, int], limit: int,
-                          run_id: str | None = None,
-                          lease_seconds: float = 30.0) -> list[Task]:
+                          run_id: str | None = None, lease_seconds: float = 30.0,
+                          prestart: frozenset[str] = frozenset()) -> list[Task]:
         """Claim up to ``limit`` ready tasks (at most ``capacity[role]`` of each role) in
         one transaction: a coordinator with free slots fills them in one round trip."""
         enc, capacity = self._enc, dict(capacity)
         return await self._submit(lambda c: _task_txn.claim_many(
             c, enc, owner, time.time(), run_id=run_id, capacity=capacity, limit=limit,
-            lease_seconds=lease_seconds))
+            lease_seconds=lease_seconds, prestart=prestart))
 
     async def heartbeat(self, task_id: str, lease: Lease, lease_seconds: float) -> bool:
         return await self._submit(lambda c: _task_txn.heartbeat(
@@ -255,7 +255,8 @@ class SQLiteBlackboard:
                                               writes, step, now)
             nxt = _task_txn.claim_many(c, enc, claim.owner, now, run_id=claim.run_id,
                                        capacity=dict(claim.capacity), limit=claim.limit,
-                                       lease_seconds=claim.lease_seconds)
+                                       lease_seconds=claim.lease_seconds,
+                                       prestart=claim.prestart)
             return done, nxt
 
         return await self._submit(op)

@@ -9,7 +9,6 @@ the store's leases guarantee a task attempt runs in one place only.
 from __future__ import annotations
 
 import asyncio
-import functools
 import time
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from orchestra._errors import NotFoundError, UserError
 from orchestra._store.protocol import Blackboard, ClaimSpec
 from orchestra._types import TERMINAL_RUN_STATUSES, Run, RunStatus, Task
 from orchestra.coordinator.execution import TaskExecutor
+from orchestra.coordinator.jobs import Jobs
 from orchestra.coordinator.owners import dead_local_owners, new_owner_id
 from orchestra.coordinator.pipeline import Pipeline
 from orchestra.models.base import Model
@@ -67,8 +67,10 @@ class Coordinator:
         self.owner = owner or new_owner_id()
         self.models = self._resolve_models(models or {})
         self.agents: dict[str, AgentState] = {}
-        self._active: dict[str, asyncio.Task[None]] = {}
-        self._wake = asyncio.Event()
+        self.jobs = Jobs()
+        # a role whose policy never summarizes always starts a task with a model call
+        self._prestart = frozenset(r.name for r in pipeline.roles
+                                   if not type(r).compaction.summarizes)
         self._cancelled: set[str] = set()
 
     def _resolve_models(self, overrides: Mapping[str, Model]) -> dict[str, Model]:
@@ -126,10 +128,8 @@ class Coordinator:
         run = await self.store.set_run_status(
             run_id, "cancelled", only_from=("pending", "running", "waiting", "failed"))
         self._cancelled.add(run_id)
-        for key, task in list(self._active.items()):
-            if key.startswith(run_id + ":"):
-                task.cancel()
-        self._wake.set()
+        self.jobs.cancel(run_id)
+        self.jobs.wake(run_id)
         return run
 
     # -- the scheduling loop -------------------------------------------------------
@@ -145,26 +145,21 @@ class Coordinator:
         executor = TaskExecutor(self)
         beats = asyncio.create_task(executor.heartbeat_loop())
         try:
+            self.jobs.wake(run_id)  # look for work at once
             while True:
-                await self._fill(run_id, executor)
-                if run_id in self._cancelled:
-                    break
-                if not self._mine(run_id):
-                    done = await self._finish_if_done(run_id)
-                    if done is not None:
-                        return done
-                self._wake.clear()
-                waiters = [asyncio.ensure_future(self._wake.wait())]
-                try:
-                    await asyncio.wait([*self._mine(run_id), *waiters],
-                                       timeout=self.settings.poll_interval,
-                                       return_when=asyncio.FIRST_COMPLETED)
-                finally:
-                    for w in waiters:
-                        w.cancel()
                 if executor.stop_error is not None:
                     await self._stop_all(run_id)
                     return await self._transition(run_id, "failed", error=executor.stop_error)
+                if self.jobs.take_refill(run_id) or not self.jobs.has(run_id):
+                    await self._fill(run_id, executor)
+                if run_id in self._cancelled:
+                    break
+                if not self.jobs.has(run_id):
+                    done = await self._finish_if_done(run_id)
+                    if done is not None:
+                        return done
+                if not await self.jobs.wait(run_id, self.settings.poll_interval):
+                    self.jobs.wake(run_id)  # timed out: other processes may have made work
         except BaseException:
             await self._stop_all(run_id)
             raise
@@ -173,37 +168,27 @@ class Coordinator:
         await self._stop_all(run_id)
         return await self.store.get_run(run_id)
 
-    def _mine(self, run_id: str) -> list[asyncio.Task[None]]:
-        return [t for k, t in self._active.items() if k.startswith(run_id + ":")]
-
     def _capacity(self, finishing: str | None = None) -> tuple[dict[str, int], int]:
-        """Free slots per role and in total (``finishing`` is a task about to end)."""
-        busy: dict[str, int] = {}
-        for key in self._active:
-            _, task_id, role = key.split(":")
-            if task_id != finishing:
-                busy[role] = busy.get(role, 0) + 1
-        free = self.settings.concurrency - sum(busy.values())
-        capacity = {r.name: type(r).concurrency - busy.get(r.name, 0)
-                    for r in self.pipeline.roles}
+        """Free slots per role and in total (``finishing``: the role of a task about to end)."""
+        capacity = {r.name: type(r).concurrency - self.jobs.busy(r.name)
+                    + (1 if r.name == finishing else 0) for r in self.pipeline.roles}
+        free = self.settings.concurrency - self.jobs.total + (1 if finishing else 0)
         return capacity, free
 
     def claim_spec(self, task: Task) -> ClaimSpec | None:
         """What the worker finishing ``task`` should claim in the same transaction."""
         if task.run_id in self._cancelled:
             return None
-        capacity, free = self._capacity(finishing=task.id)
+        capacity, free = self._capacity(finishing=task.role)
         if free <= 0 or not any(n > 0 for n in capacity.values()):
             return None
-        return ClaimSpec(self.owner, capacity, free, task.run_id, self.settings.lease_seconds)
+        return ClaimSpec(self.owner, capacity, free, task.run_id, self.settings.lease_seconds,
+                         self._prestart)
 
     def adopt(self, run_id: str, tasks: list[Task], executor: TaskExecutor) -> None:
         """Start tasks this coordinator has claimed."""
         for task in tasks:
-            key = f"{run_id}:{task.id}:{task.role}"
-            job = asyncio.create_task(executor.execute(task), name=key)
-            self._active[key] = job
-            job.add_done_callback(functools.partial(self._done, key))
+            self.jobs.start(run_id, task.id, task.role, executor.execute(task))
 
     async def _fill(self, run_id: str, executor: TaskExecutor) -> None:
         if run_id in self._cancelled:
@@ -212,20 +197,19 @@ class Coordinator:
         if free <= 0 or not any(n > 0 for n in capacity.values()):
             return
         tasks = await self.store.claim_tasks(self.owner, run_id=run_id, capacity=capacity,
-                                             limit=free,
+                                             limit=free, prestart=self._prestart,
                                              lease_seconds=self.settings.lease_seconds)
         self.adopt(run_id, tasks, executor)
 
-    def _done(self, key: str, _job: object = None) -> None:
-        self._active.pop(key, None)
-        self._wake.set()
-
     async def _stop_all(self, run_id: str) -> None:
-        jobs = self._mine(run_id)
+        jobs = self.jobs.of_run(run_id)
         for job in jobs:
             job.cancel()
         if jobs:
             await asyncio.gather(*jobs, return_exceptions=True)
+            # stopped mid-task: hand the leases back so a resume need not wait for expiry
+            await asyncio.shield(self.store.release_leases(run_id, owners=[self.owner]))
+        self.jobs.forget(run_id)
 
     async def _finish_if_done(self, run_id: str) -> Run | None:
         counts = await self.store.task_counts(run_id)

@@ -37,7 +37,7 @@ class TaskExecutor:
     def __init__(self, coordinator: Coordinator) -> None:
         self.c = coordinator
         self.stop_error: str | None = None
-        self.leases: dict[str, Lease] = {}
+        self.leases: dict[str, tuple[str, Lease]] = {}
 
     def _retry_at(self, task: Task) -> float:
         s = self.c.settings
@@ -49,7 +49,7 @@ class TaskExecutor:
         role = self.c.pipeline.role(task.role)
         bound = log.bind(run=task.run_id, task=task.id, agent=f"{task.run_id}/{task.role}",
                          attempt=task.attempt)
-        self.leases[task.id] = lease
+        self.leases[task.id] = (task.run_id, lease)
         timeout = type(role).task_timeout
         agent = self.c.agent(task.run_id, task.role)
         try:
@@ -92,8 +92,12 @@ class TaskExecutor:
     async def _settle(self, task: Task, lease: Lease, outcome: TaskOutcome,
                       bound: structlog.typing.FilteringBoundLogger) -> None:
         if outcome.status == "completed":
-            self.c.adopt(task.run_id, outcome.extra.get("claimed") or [], self)
+            claimed = outcome.extra.get("claimed") or []
+            self.c.adopt(task.run_id, claimed, self)
+            if not claimed:
+                self.c.jobs.wake(task.run_id)  # maybe work appeared that nobody claimed yet
             return
+        self.c.jobs.wake(task.run_id)
         if outcome.status == "failed":
             bound.warning("task failed", error=outcome.error)
             pending = outcome.extra.get("pending") or []
@@ -135,9 +139,7 @@ class TaskExecutor:
         every = self.c.settings.lease_seconds / 3
         while True:
             await asyncio.sleep(every)
-            for task_id, lease in list(self.leases.items()):
+            for task_id, (run_id, lease) in list(self.leases.items()):
                 ok = await self.c.store.heartbeat(task_id, lease, self.c.settings.lease_seconds)
                 if not ok:
-                    for key, job in list(self.c._active.items()):
-                        if key.split(":")[1] == task_id:
-                            job.cancel()
+                    self.c.jobs.cancel(run_id, task_id)

@@ -83,6 +83,8 @@ class Journal:
 
     async def _start(self, n: int, kind: StepKind, name: str, digest: str, *,
                      wait: bool) -> None:
+        if n == 1 and kind == "model" and self.task.attempt == 1 and n not in self.recorded:
+            return  # a fresh task's first model call was journaled as started by its claim
         start = self.store.start_step(self.task.id, self.task.retries, n, kind, name, digest,
                                       self.lease)
         if wait:

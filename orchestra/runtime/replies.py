@@ -67,12 +67,22 @@ def parse_output(text: str, output: type[pydantic.BaseModel], *, truncated: bool
                           f"{schema[:4000]}") from exc
 
 
-def _as_call(obj: Any, index: int) -> ToolCall | None:
+_CALL_KEYS = frozenset({"name", "tool", "function", "arguments", "parameters", "args", "id",
+                        "type"})
+
+
+def _as_call(obj: Any, index: int, tool_names: Collection[str], *, tagged: bool
+             ) -> ToolCall | None:
     if not isinstance(obj, dict):
         return None
     name = obj.get("name") or obj.get("tool") or obj.get("function")
     args = obj.get("arguments", obj.get("parameters", obj.get("args")))
     if not isinstance(name, str) or args is None:
+        return None
+    if not tagged and name not in tool_names and not obj.keys() <= _CALL_KEYS:
+        # bare JSON with keys beside name/arguments, naming no tool: an answer (say a
+        # plan with a "name"), not a call; calling it a call to an unknown tool would
+        # steer the model away from answering (seen with Qwen2.5-Coder-0.5B)
         return None
     if isinstance(args, str):
         raw = args
@@ -103,7 +113,8 @@ def recover_text_tool_calls(text: str, tool_names: Collection[str]) -> list[Tool
                 return f"Your <tool_call> block is not valid JSON: {chunk[:200]!r}"
             continue
         items = obj if isinstance(obj, list) else [obj]
-        parsed = [_as_call(item, len(calls) + i) for i, item in enumerate(items)]
+        parsed = [_as_call(item, len(calls) + i, tool_names, tagged=tagged)
+                  for i, item in enumerate(items)]
         if any(p is None for p in parsed):
             continue
         calls.extend(p for p in parsed if p is not None)
@@ -114,5 +125,6 @@ def recover_text_tool_calls(text: str, tool_names: Collection[str]) -> list[Tool
     unknown = sorted({c.name for c in calls} - set(tool_names))
     if unknown:
         return (f"You wrote a call to unknown tool(s) {unknown} as text. Available tools: "
-                f"{sorted(tool_names)}. Call tools with the tool-calling interface.")
+                f"{sorted(tool_names)}. Call tools with the tool-calling interface. When "
+                "you are done, reply with your final answer itself, not as a tool call.")
     return calls
