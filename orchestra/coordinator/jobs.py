@@ -56,14 +56,14 @@ class Jobs:
             return True
         return False
 
-    async def wait(self, run_id: str, timeout: float) -> bool:
-        """Sleep until woken or ``timeout``; True if woken."""
+    async def wait(self, run_id: str, seconds: float) -> bool:
+        """Sleep until woken or ``seconds`` pass; True if woken."""
         event = self._wakes.setdefault(run_id, asyncio.Event())
         if event.is_set():
             event.clear()
             return True
         try:
-            await asyncio.wait_for(event.wait(), timeout)
+            await asyncio.wait_for(event.wait(), seconds)
         except TimeoutError:
             return False
         event.clear()
