@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from agents.testrunner import TestReport, run_pytest
-from agents.workspace import Workspace
+from agents.workspace import Workspace, WorkspaceError
 from orchestra import ModelRetry, Role, SlidingWindow, ToolContext, tool
 
 
@@ -144,7 +144,11 @@ class Reviewer(WorkspaceRole):
         """An approval must be backed by a real passing test run."""
         if isinstance(output, Review) and output.approved:
             test_path = (ctx.task_input or {}).get("module", {}).get("test_path")
-            result = await self.tests(test_path if isinstance(test_path, str) else None)
+            try:
+                result = await self.tests(test_path if isinstance(test_path, str) else None)
+            except WorkspaceError as exc:  # e.g. the coder never wrote the test file
+                raise ModelRetry(f"You approved, but the tests cannot run: {exc}. Request "
+                                 "changes instead, with concrete comments.") from None
             if not result["passed"]:
                 raise ModelRetry(
                     "You approved, but the tests fail:\n"

@@ -16,7 +16,6 @@ import asyncio
 import hashlib
 import os
 import stat
-import tempfile
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -214,13 +213,18 @@ class Workspace:
         # Re-check after mkdir: a parent that appeared meanwhile may be a symlink.
         if self.resolve(rel) != real:
             raise WorkspaceError(f"path {rel!r} changed while it was being written; retry")
-        fd, tmp_name = tempfile.mkstemp(dir=real.parent, prefix=f".{real.name}.", suffix=".tmp")
+        # One fixed temp name per target: a write killed between open and replace leaves
+        # a temp file that the re-run (after a resume) reuses and renames away, instead
+        # of an orphan with a random name that stays in the workspace for good.
+        tmp_name = str(real.parent / f".{real.name}.orchestra-tmp")
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
+        fd = os.open(tmp_name, flags, 0o644)
         try:
             with os.fdopen(fd, "wb") as fh:
                 fh.write(data)
                 fh.flush()
                 os.fsync(fh.fileno())
-            os.chmod(tmp_name, 0o644)  # mkstemp creates 0600; match an ordinary new file
+            os.chmod(tmp_name, 0o644)  # an umask may have narrowed it
             os.replace(tmp_name, real)
         except BaseException:
             Path(tmp_name).unlink(missing_ok=True)

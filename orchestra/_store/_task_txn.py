@@ -167,6 +167,25 @@ def claim_many(conn: sqlite3.Connection, enc: Encoder, owner: str, now: float, *
     return claimed
 
 
+_FAILED_TASKS = "SELECT id FROM tasks WHERE run_id = ? AND status = 'failed' ORDER BY created_at"
+_RETRY_FAILED = f"""
+UPDATE tasks SET status = 'pending', retries = retries + 1, error = NULL, not_before = 0,
+    lease_owner = NULL, lease_expires_at = NULL, updated_at = ?
+WHERE id = ? RETURNING {_rows.TASK_COLS}"""
+
+
+def retry_failed(conn: sqlite3.Connection, enc: Encoder, run_id: str, now: float) -> list[Task]:
+    """Give every failed task of a run another attempt (a fresh journal: ``retries + 1``)."""
+    out = []
+    for (task_id,) in conn.execute(_FAILED_TASKS, (run_id,)).fetchall():
+        task = _rows.task(conn.execute(_RETRY_FAILED, (now, task_id)).fetchone())
+        append_event(conn, enc, run_id, "task.requeued",
+                     {"task": task.id, "role": task.role, "retries": task.retries,
+                      "cause": "resume"}, now)
+        out.append(task)
+    return out
+
+
 def heartbeat(conn: sqlite3.Connection, task_id: str, lease: Lease, now: float,
               lease_seconds: float) -> bool:
     """Extend a held lease (no event: it changes no state anyone follows)."""

@@ -223,6 +223,11 @@ class SQLiteBlackboard:
             c, enc, owner, time.time(), run_id=run_id, capacity=capacity, limit=limit,
             lease_seconds=lease_seconds, prestart=prestart))
 
+    async def retry_failed_tasks(self, run_id: str) -> list[Task]:
+        """Put a run's failed tasks back in the queue, each with a fresh journal retry."""
+        enc = self._enc
+        return await self._submit(lambda c: _task_txn.retry_failed(c, enc, run_id, time.time()))
+
     async def heartbeat(self, task_id: str, lease: Lease, lease_seconds: float) -> bool:
         return await self._submit(lambda c: _task_txn.heartbeat(
             c, task_id, lease, time.time(), lease_seconds))

@@ -103,7 +103,8 @@ def _settings(args: argparse.Namespace, *, shared: bool = False) -> CoordinatorS
 async def _drive(args: argparse.Namespace, store: SQLiteBlackboard, coord: Coordinator,
                  run: Run, *, resume: bool) -> int:
     args._run_id = run.id
-    progress = Progress(store, run.id, json_mode=args.json, tty=sys.stdout.isatty())
+    progress = Progress(store, run.id, json_mode=args.json, tty=sys.stdout.isatty(),
+                        after=run.last_seq if resume else 0)
     watcher = asyncio.create_task(progress.watch())
     try:
         final = await (coord.resume(run.id) if resume else coord.drive(run.id))

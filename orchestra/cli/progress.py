@@ -29,7 +29,8 @@ class _AgentLine:
 
 class Progress:
     def __init__(self, store: SQLiteBlackboard, run_id: str, *, json_mode: bool,
-                 tty: bool) -> None:
+                 tty: bool, after: int = 0) -> None:
+        self.after = after
         self.store, self.run_id = store, run_id
         self.json_mode, self.tty = json_mode, tty
         self.agents: dict[str, _AgentLine] = {}
@@ -41,7 +42,8 @@ class Progress:
     async def watch(self) -> None:
         last = 0
         with contextlib.suppress(asyncio.CancelledError):
-            async for event in self.store.follow(self.run_id, poll_interval=0.2):
+            async for event in self.store.follow(self.run_id, starting_after=self.after,
+                                                 poll_interval=0.2):
                 last = event.seq
                 self._apply(event)
                 if self.json_mode:

@@ -9,6 +9,7 @@ the store's leases guarantee a task attempt runs in one place only.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
@@ -16,7 +17,7 @@ from typing import Any
 
 import structlog
 
-from orchestra._errors import NotFoundError, UserError
+from orchestra._errors import NotFoundError, StoreError, UserError
 from orchestra._store.protocol import Blackboard, ClaimSpec
 from orchestra._types import TERMINAL_RUN_STATUSES, Run, RunStatus, Task
 from orchestra.coordinator.execution import TaskExecutor
@@ -147,6 +148,9 @@ class Coordinator:
         try:
             self.jobs.wake(run_id)  # look for work at once
             while True:
+                if executor.fatal is not None:
+                    await self._stop_all(run_id)
+                    raise executor.fatal
                 if executor.stop_error is not None:
                     await self._stop_all(run_id)
                     return await self._transition(run_id, "failed", error=executor.stop_error)
@@ -208,7 +212,8 @@ class Coordinator:
         if jobs:
             await asyncio.gather(*jobs, return_exceptions=True)
             # stopped mid-task: hand the leases back so a resume need not wait for expiry
-            await asyncio.shield(self.store.release_leases(run_id, owners=[self.owner]))
+            with contextlib.suppress(StoreError):  # a broken store: the lease just expires
+                await asyncio.shield(self.store.release_leases(run_id, owners=[self.owner]))
         self.jobs.forget(run_id)
 
     async def _finish_if_done(self, run_id: str) -> Run | None:
@@ -244,8 +249,12 @@ class Coordinator:
             return await self.store.get_run(run_id)
 
     async def _revive_failed(self, run_id: str) -> None:
-        """A failed run being resumed: its cap-stopped or failed tasks get another go."""
+        """A failed run being resumed: its failed tasks get another go (a fresh journal
+        retry each); tasks a usage cap stopped are still pending and simply continue."""
+        retried = await self.store.retry_failed_tasks(run_id)
         await self.store.set_run_status(run_id, "running")
+        if retried:
+            log.info("retrying failed tasks", run=run_id, tasks=len(retried))
 
     def agent(self, run_id: str, role: str) -> AgentState:
         key = agent_id_for(run_id, role)

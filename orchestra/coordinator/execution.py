@@ -37,6 +37,7 @@ class TaskExecutor:
     def __init__(self, coordinator: Coordinator) -> None:
         self.c = coordinator
         self.stop_error: str | None = None
+        self.fatal: BaseException | None = None
         self.leases: dict[str, tuple[str, Lease]] = {}
 
     def _retry_at(self, task: Task) -> float:
@@ -76,8 +77,10 @@ class TaskExecutor:
         except ModelAPIError as exc:
             await self._fail(task, lease, str(exc), retry=exc.retryable)
             return
-        except StoreError:
-            raise
+        except StoreError as exc:  # the store itself failed: stop the run, tell the caller
+            self.fatal = exc
+            self.c.jobs.wake(task.run_id)
+            return
         except (OrchestraError, Exception) as exc:  # a bug in a role, route or tool wrapper
             bound.exception("task crashed")
             await self._fail(task, lease, f"{type(exc).__name__}: {exc}", retry=True)

@@ -37,18 +37,25 @@ def _json_candidates(text: str) -> list[str]:
 
 def extract_json(text: str) -> Any:
     """The first JSON value found in ``text`` (whole text, a fenced block, or ``{...}``)."""
-    error: json.JSONDecodeError | None = None
+    errors: list[json.JSONDecodeError] = []
     for candidate in _json_candidates(text):
         try:
             return json.loads(candidate)
         except json.JSONDecodeError as exc:
-            error = error or exc
-    detail = f" ({error.msg} at line {error.lineno} column {error.colno})" if error else ""
-    raise OutputError(f"Your reply is not valid JSON{detail}.")
+            errors.append(exc)
+    if not errors:
+        raise OutputError("Your reply is not valid JSON.")
+    # report the candidate that parsed furthest: for a fenced block that is the error
+    # inside the block, not "Expecting value at line 1 column 1" at the opening fence
+    error = max(errors, key=lambda e: e.pos)
+    near = error.doc[max(0, error.pos - 30):error.pos + 10]
+    raise OutputError(f"Your reply is not valid JSON ({error.msg} at line {error.lineno} "
+                      f"column {error.colno}, near {near!r}).")
 
 
 def parse_output(text: str, output: type[pydantic.BaseModel], *, truncated: bool) -> Any:
     """Validate the final answer against the role's output model."""
+    data: Any = None
     try:
         data = extract_json(text)
         return output.model_validate(data)
@@ -58,17 +65,29 @@ def parse_output(text: str, output: type[pydantic.BaseModel], *, truncated: bool
                 f"{'.'.join(str(p) for p in e['loc']) or '(root)'}: {e['msg']}"
                 for e in exc.errors()[:10])
             message = f"Your JSON does not match the {output.__name__} schema: {problems}."
+            if _echoes_schema(data):
+                # sending the schema again would invite the same copy
+                fields = ", ".join(output.model_fields)
+                raise OutputError(f"You replied with the JSON schema itself, not an answer. "
+                                  f"Reply with only a JSON object with the fields {fields}, "
+                                  f"filled in with your actual answer.") from exc
         else:
             message = str(exc)
         if truncated:
             message += " Your reply was cut off by the token limit: answer more briefly."
         schema = json.dumps(output.model_json_schema(), separators=(",", ":"))
-        raise OutputError(f"{message} Reply with only a JSON object matching this schema: "
-                          f"{schema[:4000]}") from exc
+        raise OutputError(f"{message} Reply with only a JSON object (your answer, not the "
+                          f"schema) matching this schema: {schema[:4000]}") from exc
 
 
 _CALL_KEYS = frozenset({"name", "tool", "function", "arguments", "parameters", "args", "id",
                         "type"})
+
+
+def _echoes_schema(data: Any) -> bool:
+    """True when ``data`` looks like a JSON schema (weak models copy the one we send)."""
+    return (isinstance(data, dict) and isinstance(data.get("properties"), dict)
+            and data.get("type") == "object")
 
 
 def _as_call(obj: Any, index: int, tool_names: Collection[str], *, tagged: bool
