@@ -9,6 +9,7 @@ reach SQL through one thread hop per call: each operation is a sync function in
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import sqlite3
 import time
@@ -116,17 +117,23 @@ class SQLiteBlackboard:
             raise UserError(f"max_batch must be >= 1 and busy_timeout >= 0, got {max_batch} "
                             f"and {busy_timeout}")
         encoder = Encoder(max_payload_bytes)
-        await asyncio.to_thread(schema.check_file, path, verify_only=verify_only)
+        # the file checks read a few bytes; cheaper inline than a thread-pool start-up
+        schema.check_file(path, verify_only=verify_only)
         writer = await connect(path, busy_timeout)
+        # the reader's thread starts while the writer checks and migrates (resume latency)
+        reader_opening = asyncio.ensure_future(connect(path, busy_timeout))
         reader: aiosqlite.Connection | None = None
         try:
             await on_thread(writer, partial(_prepare, path=path, durability=durability,
                                             busy_timeout=busy_timeout, verify_only=verify_only))
-            reader = await connect(path, busy_timeout)
+            reader = await reader_opening
             await on_thread(reader, partial(configure, durability=durability,
                                             busy_timeout=busy_timeout, writer=False))
         except BaseException:
             await writer.close()
+            if reader is None:
+                with contextlib.suppress(BaseException):
+                    reader = await reader_opening
             if reader is not None:
                 await reader.close()
             raise

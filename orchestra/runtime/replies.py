@@ -80,6 +80,7 @@ def parse_output(text: str, output: type[pydantic.BaseModel], *, truncated: bool
                           f"schema) matching this schema: {schema[:4000]}") from exc
 
 
+_TOOL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")
 _CALL_KEYS = frozenset({"name", "tool", "function", "arguments", "parameters", "args", "id",
                         "type"})
 
@@ -98,10 +99,12 @@ def _as_call(obj: Any, index: int, tool_names: Collection[str], *, tagged: bool
     args = obj.get("arguments", obj.get("parameters", obj.get("args")))
     if not isinstance(name, str) or args is None:
         return None
-    if not tagged and name not in tool_names and not obj.keys() <= _CALL_KEYS:
-        # bare JSON with keys beside name/arguments, naming no tool: an answer (say a
-        # plan with a "name"), not a call; calling it a call to an unknown tool would
-        # steer the model away from answering (seen with Qwen2.5-Coder-0.5B)
+    if not tagged and name not in tool_names and (
+            not obj.keys() <= _CALL_KEYS or not _TOOL_NAME.fullmatch(name)):
+        # bare JSON naming no tool, with keys beside name/arguments or a name no function
+        # can have ("calc/add.py"): an answer (say a plan), not a call; calling it a call
+        # to an unknown tool would steer the model away from answering (both seen with
+        # Qwen2.5-Coder-0.5B)
         return None
     if isinstance(args, str):
         raw = args

@@ -20,12 +20,17 @@ from agents.pipeline import build_pipeline
 from orchestra import Coordinator, FunctionModel, SQLiteBlackboard, reply, tool_call
 from orchestra.models.base import ModelRequest, ModelResponse
 
-# the architect's first reply to the one-module calc spec: a plan, shaped like a call
+# the architect's first replies to the one-module calc spec: a plan, shaped like a call
 QWEN_PLAN_AS_CALL = (
     '```json\n{\n  "name": "calc/add.py",\n  "arguments": {\n    "path": "./calc/add.py",\n'
     '    "purpose": "Build a module named \'calc/add.py\' with a single function \'add(a: int, '
     'b: int) -> int\'. This function returns the sum of two integers."\n  },\n'
     '  "public_api": "add",\n  "test_path": "./tests/test_add.py"\n}\n```')
+# the same, with the module spec wrapped whole in "arguments" (another seed)
+QWEN_PLAN_AS_PURE_CALL = (
+    '{\n  "name": "calc/add.py",\n  "arguments": {\n    "path": "./calc",\n'
+    '    "purpose": "A simple module to add two integers",\n    "public_api": ["add"],\n'
+    '    "test_path": "./tests"\n  }\n}')
 # a coder calling a function of the module it should write, as if it were a tool
 QWEN_INVENTED_CALL = '```json\n{\n  "name": "slugify",\n  "arguments": {\n    "text": "Hello, World!"\n  }\n}\n```'  # noqa: E501
 # a coder's text tool call (the tool exists; the test file does not yet)
@@ -61,7 +66,8 @@ def _claim(summary: str) -> str:
 Step = tuple[str | None, Callable[[], ModelResponse]]
 SCRIPT: dict[tuple[str, int], list[Step]] = {
     ("architect", 1): [
-        (None, lambda: reply(QWEN_PLAN_AS_CALL)),
+        (None, lambda: reply(QWEN_PLAN_AS_PURE_CALL)),
+        ("does not match the ProjectPlan schema", lambda: reply(QWEN_PLAN_AS_CALL)),
         ("does not match the ProjectPlan schema", lambda: reply(json.dumps(PLAN))),
     ],
     ("coder", 1): [
@@ -145,7 +151,7 @@ async def test_weak_model_replies_are_fed_back_and_recovered(tmp_path: Path) -> 
     assert any(e.kind == "module.approved" for e in events)
     feedback = {(role, rnd, turn): text for role, rnd, turn, text in script.seen}
     # the plan shaped like a call was not sent back as "unknown tool"
-    assert "unknown tool" not in feedback[("architect", 1, 1)]
+    assert "unknown tool" not in feedback[("architect", 1, 1)] + feedback[("architect", 1, 2)]
     # an invented call is told what the tools are, and how to give the answer
     assert "final answer itself, not as a tool call" in feedback[("coder", 1, 1)]
     # the JSON error points inside the fence, not at its first character
