@@ -120,6 +120,24 @@ class Chatter(WorkRole):
     recall = False
 
 
+class _History(Sequence[Message]):
+    """The request's history (system prompt dropped) in the workload's dict shape,
+    converted message by message on access: the fake model reads only the last one,
+    so a long history costs no per-call copy (as LangGraph passes its state list)."""
+
+    def __init__(self, messages: Sequence[Any]) -> None:
+        self._messages = messages
+
+    def __len__(self) -> int:
+        return len(self._messages) - 1
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        m = self._messages[i] if i < 0 else self._messages[i + 1]
+        return {"role": m.role, "content": m.content}
+
+
 class FakeAdapter:
     """orchestra's Model interface over the workload's FakeModel (JSON text replies)."""
 
@@ -131,9 +149,7 @@ class FakeAdapter:
     async def request(self, request: ModelRequest) -> ModelResponse:
         if self.on_call is not None:
             self.on_call()
-        messages: list[Message] = [{"role": m.role, "content": m.content}
-                                   for m in request.messages[1:]]
-        reply = await self.fake.complete(messages)
+        reply = await self.fake.complete(_History(request.messages))
         return ModelResponse(text=json.dumps({k: v for k, v in reply.items()
                                               if k not in ("role", "agent")}))
 
