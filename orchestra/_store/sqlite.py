@@ -22,9 +22,7 @@ import aiosqlite
 
 from orchestra._errors import StoreError, UserError
 from orchestra._store import (
-    _approval_txn,
     _board_queries,
-    _board_txn,
     _journal_txn,
     _queries,
     _run_txn,
@@ -34,13 +32,12 @@ from orchestra._store import (
 from orchestra._store._codec import Encoder
 from orchestra._store._connection import configure, connect, on_thread
 from orchestra._store._event_txn import append_event
+from orchestra._store._sqlite_board import BoardMethods
 from orchestra._store._writer import GroupCommitWriter
 from orchestra._store.protocol import (
     Blackboard,
     ClaimSpec,
     Lease,
-    NewHandoff,
-    NewNote,
     NewTask,
     StepResult,
     Writes,
@@ -48,14 +45,10 @@ from orchestra._store.protocol import (
 from orchestra._types import (
     JSON,
     AgentInfo,
-    Approval,
     CompactionRecord,
     Durability,
     Event,
-    Handoff,
     Message,
-    Note,
-    Plan,
     Run,
     RunStatus,
     Step,
@@ -67,7 +60,7 @@ T = TypeVar("T")
 _FOLLOW_PAGE = 500
 
 
-class SQLiteBlackboard:
+class SQLiteBlackboard(BoardMethods):
     """The durable store of runs, in one SQLite file.
 
     Open it with ``await SQLiteBlackboard.open(path)`` and close it with ``await
@@ -319,64 +312,6 @@ class SQLiteBlackboard:
 
     async def agent_infos(self, run_id: str) -> list[AgentInfo]:
         return await self._read(lambda c: _board_queries.agent_infos(c, run_id))
-
-    # -- board ----------------------------------------------------------------
-    async def post_plan(self, run_id: str, author: str, body: JSON) -> Plan:
-        enc = self._enc
-        return await self._submit(lambda c: _board_txn.post_plan(c, enc, run_id, author, body,
-                                                                  time.time()))
-
-    async def post_handoff(self, run_id: str, from_agent: str, handoff: NewHandoff) -> Handoff:
-        enc = self._enc
-        return await self._submit(lambda c: _board_txn.post_handoff(
-            c, enc, run_id, from_agent, handoff, time.time()))
-
-    async def post_note(self, run_id: str, author: str, note: NewNote) -> Note:
-        enc = self._enc
-        return await self._submit(lambda c: _board_txn.post_note(c, enc, run_id, author, note,
-                                                                  time.time()))
-
-    async def get_plans(self, run_id: str) -> list[Plan]:
-        return await self._read(lambda c: _board_queries.get_plans(c, run_id))
-
-    async def latest_plan(self, run_id: str) -> Plan | None:
-        return await self._read(lambda c: _board_queries.latest_plan(c, run_id))
-
-    async def get_handoffs(self, run_id: str, *, to_role: str | None = None,
-                           from_agent: str | None = None) -> list[Handoff]:
-        return await self._read(lambda c: _board_queries.get_handoffs(c, run_id, to_role,
-                                                                      from_agent))
-
-    async def search_notes(self, run_id: str | None = None, *, text: str | None = None,
-                           author: str | None = None, tag: str | None = None,
-                           limit: int = 50) -> list[Note]:
-        """Notes matching every word of ``text`` (FTS5, best bm25 first, ``rank`` set);
-        without ``text``, newest first. ``run_id``, ``author`` and ``tag`` filters combine."""
-        return await self._read(lambda c: _board_queries.search_notes(c, run_id, text, author,
-                                                                      tag, limit))
-
-    # -- approvals ------------------------------------------------------------
-    async def request_approval(self, task_id: str, lease: Lease, *, retry: int, step: int,
-                               tool: str, arguments: JSON) -> Approval:
-        enc = self._enc
-        return await self._submit(lambda c: _approval_txn.request_approval(
-            c, enc, task_id, lease, retry=retry, step=step, tool=tool, arguments=arguments,
-            now=time.time()))
-
-    async def find_approval(self, task_id: str, retry: int, step: int) -> Approval | None:
-        return await self._read(lambda c: _queries.find_approval(c, task_id, retry, step))
-
-    async def get_approval(self, approval_id: str) -> Approval:
-        return await self._read(lambda c: _queries.get_approval(c, approval_id))
-
-    async def list_approvals(self, run_id: str, *, status: str | None = None) -> list[Approval]:
-        return await self._read(lambda c: _queries.list_approvals(c, run_id, status))
-
-    async def decide_approval(self, approval_id: str, *, approved: bool, by: str,
-                              reason: str | None = None) -> Approval:
-        enc = self._enc
-        return await self._submit(lambda c: _approval_txn.decide_approval(
-            c, enc, approval_id, approved=approved, by=by, reason=reason, now=time.time()))
 
     # -- events ---------------------------------------------------------------
     async def append_event(self, run_id: str, kind: str, data: JSON) -> Event:
