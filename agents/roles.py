@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 
 from agents.testrunner import TestReport, run_pytest
 from agents.workspace import Workspace, WorkspaceError
-from orchestra import ModelRetry, Role, SlidingWindow, ToolContext, tool
+from orchestra import ModelRetry, ModelSettings, Role, SlidingWindow, ToolContext, tool
 
 
 class ModuleSpec(BaseModel):
@@ -99,6 +99,7 @@ class Architect(WorkspaceRole):
 
     name = "architect"
     output = ProjectPlan
+    settings = ModelSettings(max_tokens=1500)  # a runaway reply stops early, not at a timeout
     concurrency = 1
 
 
@@ -110,6 +111,7 @@ class Coder(WorkspaceRole):
 
     name = "coder"
     output = CodeResult
+    settings = ModelSettings(max_tokens=3000)
     compaction = SlidingWindow(last=24)
     concurrency = 1
 
@@ -132,6 +134,7 @@ class Reviewer(WorkspaceRole):
 
     name = "reviewer"
     output = Review
+    settings = ModelSettings(max_tokens=1000)
     compaction = SlidingWindow(last=12)
     concurrency = 1
 

@@ -24,7 +24,7 @@ import pydantic
 
 from orchestra._errors import RoleDefinitionError
 from orchestra.compaction import CompactionPolicy, KeepAll
-from orchestra.models.base import Model, OutputSchema
+from orchestra.models.base import Model, ModelSettings, OutputSchema
 from orchestra.tools import Tool, ToolContext
 
 _INT_LIMITS = ("max_turns", "output_retries", "concurrency", "max_attempts")
@@ -45,6 +45,9 @@ class Role:
     """Type of the final answer: a pydantic model (validated JSON) or ``str``."""
     model: ClassVar[Model | str | None] = None
     """A Model, a model spec string, or None to use the pipeline's model."""
+    settings: ClassVar[ModelSettings | None] = None
+    """Sampling and limits for this role's model calls, e.g. ``ModelSettings(max_tokens=800,
+    temperature=0.2)``: a cap on output tokens stops a runaway reply early."""
     compaction: ClassVar[CompactionPolicy] = KeepAll()
     """How this agent's context stays small (its stored history is never cut)."""
     tools: ClassVar[tuple[Tool, ...]] = ()
@@ -93,6 +96,9 @@ class Role:
             value = getattr(cls, field)
             if not isinstance(value, int) or value < 1:
                 raise RoleDefinitionError(role, field, f"{value!r} must be an int >= 1")
+        if cls.settings is not None and not isinstance(cls.settings, ModelSettings):
+            raise RoleDefinitionError(role, "settings", f"{cls.settings!r} is not a "
+                                      "ModelSettings (e.g. ModelSettings(max_tokens=800))")
         if not isinstance(cls.tool_timeout, (int, float)) or cls.tool_timeout <= 0:
             raise RoleDefinitionError(role, "tool_timeout", f"{cls.tool_timeout!r} must be > 0")
         cls._declared_tools = _collect_tools(cls)

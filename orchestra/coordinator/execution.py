@@ -62,6 +62,7 @@ class TaskExecutor:
             work = run_task(store=self.c.store, role=role, model=self.c.models[task.role],
                             agent=agent, task=task, lease=lease,
                             route=self.c.pipeline.routes.get(task.role), limits=limits,
+                            settings=type(role).settings,
                             claim_next=lambda: self.c.claim_spec(task))
             outcome = await (asyncio.wait_for(work, timeout) if timeout else work)
         except TimeoutError:

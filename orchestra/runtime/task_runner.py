@@ -167,7 +167,7 @@ class TaskRunner:
                     pending.append(msg)
                 if all(r.is_error for r in results):
                     failures += 1
-                    last_problem = results[-1].content
+                    last_problem = "every tool call failed; the last: " + results[-1].content
                 else:
                     failures = 0
             else:
@@ -191,9 +191,9 @@ class TaskRunner:
                 task_msgs.append(feedback)
                 pending.append(feedback)
             if failures > cls.output_retries:
-                return await self._fail(f"the model's output was still invalid after "
-                                        f"{cls.output_retries} retries: {last_problem}",
-                                        pending, journal)
+                return await self._fail(f"the model's output was still unusable after "
+                                        f"{cls.output_retries} retries (output_retries): "
+                                        f"{last_problem}", pending, journal)
         return await self._fail(f"no final answer after max_turns={cls.max_turns} model calls "
                                 f"(the model kept calling tools); raise max_turns or simplify "
                                 f"the task", pending, journal)

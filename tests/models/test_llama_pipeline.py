@@ -42,12 +42,13 @@ Build `calc/add.py` with one function:
 
 `add(a: int, b: int) -> int` returns the sum of `a` and `b`.
 
-Write its pytest file `tests/test_add.py` with two tests: `add(1, 2) == 3` and
-`add(-1, 1) == 0`. Only this one module. Standard library only.
+Write its pytest file `tests/test_add.py` with two tests: `add(1, 2) == 3` and `add(-1, 1) == 0`.
+Only this one module. Standard library only.
 """
 
 TERMINAL = {"completed", "failed", "cancelled"}
-SETTINGS = ModelSettings(temperature=0.2, max_tokens=768, seed=7)
+# with this seed Qwen2.5-Coder-0.5B (Q4_K_M) gets a plan through to the coder
+SETTINGS = ModelSettings(temperature=0.5, max_tokens=768, seed=14)
 
 
 class Bounded:

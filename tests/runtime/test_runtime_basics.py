@@ -104,7 +104,7 @@ async def test_invalid_output_is_fed_back_then_fails(tmp_path: Path, bad: str, e
     run = await store.get_run(run_id)
     assert run.status == "failed"
     (task,) = await store.list_tasks(run_id)
-    assert task.status == "failed" and "still invalid after 2 retries" in (task.error or "")
+    assert task.status == "failed" and "still unusable after 2 retries" in (task.error or "")
     assert len(model.calls) == 3  # first try + 2 retries
     assert expect in model.calls[1].messages[-1].content
     # everything the model was told is stored; the store stays consistent
