@@ -51,18 +51,10 @@ async def dispatch(args: argparse.Namespace) -> int:
 
 
 def _split_models(specs: list[str]) -> tuple[str | None, dict[str, str]]:
-    default: str | None = None
-    per_role: dict[str, str] = {}
-    for spec in specs:
-        head, eq, tail = spec.partition("=")
-        if eq and ":" not in head:
-            per_role[head] = tail
-        elif default is not None:
-            raise UserError(f"two default models given ({default!r} and {spec!r}); use "
-                            "ROLE=SPEC for per-role models")
-        else:
-            default = spec
-    return default, per_role
+    """``--model`` values as (default spec, per-role specs), each parsed (a typo fails now)."""
+    from orchestra.models.spec import resolve_model_specs
+
+    return resolve_model_specs(None, specs, environ={})
 
 
 def _models(pipeline: Pipeline, run_input: Any, cli: list[str]) -> dict[str, Model]:

@@ -263,10 +263,3 @@ class Coordinator:
             state = self.agents[key] = AgentState(key, role, run_id,
                                                   exclusive=not self.settings.shared)
         return state
-
-    async def run_exists(self, run_id: str) -> bool:
-        try:
-            await self.store.get_run(run_id)
-        except NotFoundError:
-            return False
-        return True
