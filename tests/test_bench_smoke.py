@@ -54,3 +54,20 @@ def test_floor_side_quick(tmp_path: Path) -> None:
     records = _run_harness(tmp_path, "--sides", "floor", "--scenarios", "S1,S2")
     assert [(r["scenario"], r["durability"]) for r in records] == [("S1", "none"), ("S2", "none")]
     assert records[1]["makespan_s"] >= 17 * 0.05
+
+
+@pytest.mark.slow
+def test_orchestra_side_quick(tmp_path: Path) -> None:
+    """The orchestra side runs every scenario and checks the workload's final state."""
+    records = _run_harness(
+        tmp_path,
+        *("--sides", "orchestra", "--pipelines", "5", "--turns", "60"),
+        *("--durabilities", "default", "--kill-points", "next"),
+    )
+    by_scenario = {r["scenario"]: r for r in records}
+    assert set(by_scenario) == {"S1", "S2", "S3", "S4"}
+    assert by_scenario["S1"]["steps"] == 5 * 17
+    assert by_scenario["S1"]["synchronous"] == "NORMAL"
+    assert by_scenario["S3"]["turns"] == 60
+    assert by_scenario["S4"]["duplicates"] == 0  # killed on entering call 10: none repeated
+    assert by_scenario["S4"]["calls_killed_process"] == 9
