@@ -46,6 +46,13 @@ class TaskExecutor:
         return time.time() + delay
 
     async def execute(self, task: Task) -> None:
+        try:
+            await self._execute(task)
+        finally:
+            # whatever happened, messages this task committed join the agent's history
+            self.c.agent(task.run_id, task.role).task_done(task.id)
+
+    async def _execute(self, task: Task) -> None:
         lease = Lease(self.c.owner, task.attempt)
         role = self.c.pipeline.role(task.role)
         bound = log.bind(run=task.run_id, task=task.id, agent=f"{task.run_id}/{task.role}",
@@ -88,10 +95,7 @@ class TaskExecutor:
             return
         finally:
             self.leases.pop(task.id, None)
-        try:
-            await self._settle(task, lease, outcome, bound)
-        finally:
-            agent.task_done(task.id)
+        await self._settle(task, lease, outcome, bound)
 
     async def _settle(self, task: Task, lease: Lease, outcome: TaskOutcome,
                       bound: structlog.typing.FilteringBoundLogger) -> None:
