@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import json
 import random
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
@@ -210,3 +211,19 @@ def header_map(headers: Any) -> dict[str, str]:
         return {str(k): str(v) for k, v in headers.items()}
     except AttributeError:
         return {}
+
+
+def classify_sdk_error(sdk: Any, endpoint: Endpoint, exc: Exception,
+                       timeout: float) -> Failure | None:
+    """Map an exception of the official openai/anthropic SDKs (same class names) to a
+    ``Failure``; None for anything else (it propagates as is)."""
+    if isinstance(exc, sdk.APITimeoutError):
+        return endpoint.timed_out(timeout)
+    if isinstance(exc, sdk.APIConnectionError):
+        return endpoint.unreachable(exc.__cause__ or exc)
+    if isinstance(exc, sdk.APIStatusError):
+        return endpoint.status_failure(
+            exc.status_code, exc.body, header_map(exc.response.headers), exc.message)
+    if isinstance(exc, json.JSONDecodeError):
+        return endpoint.malformed(exc)
+    return None

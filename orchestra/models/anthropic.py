@@ -18,7 +18,13 @@ from orchestra._errors import UserError
 from orchestra._types import Message
 from orchestra.models._chat_format import schema_name
 from orchestra.models._guard import check_allowed
-from orchestra.models._http import Backoff, Endpoint, Failure, call_with_retries, header_map
+from orchestra.models._http import (
+    Backoff,
+    Endpoint,
+    Failure,
+    call_with_retries,
+    classify_sdk_error,
+)
 from orchestra.models.base import (
     FinishReason,
     ModelRequest,
@@ -237,14 +243,4 @@ class AnthropicModel:
         return request.settings.timeout or self.timeout
 
     def _classify(self, exc: Exception, request: ModelRequest) -> Failure | None:
-        sdk = self._sdk
-        if isinstance(exc, sdk.APITimeoutError):
-            return self._endpoint.timed_out(self._timeout(request))
-        if isinstance(exc, sdk.APIConnectionError):
-            return self._endpoint.unreachable(exc.__cause__ or exc)
-        if isinstance(exc, sdk.APIStatusError):
-            return self._endpoint.status_failure(
-                exc.status_code, exc.body, header_map(exc.response.headers), exc.message)
-        if isinstance(exc, json.JSONDecodeError):
-            return self._endpoint.malformed(exc)
-        return None
+        return classify_sdk_error(self._sdk, self._endpoint, exc, self._timeout(request))

@@ -19,7 +19,13 @@ import structlog
 from orchestra._errors import UserError
 from orchestra.models._chat_format import ResponseFormatMode, ShapeError, chat_body, chat_response
 from orchestra.models._guard import check_allowed
-from orchestra.models._http import Backoff, Endpoint, Failure, call_with_retries, header_map
+from orchestra.models._http import (
+    Backoff,
+    Endpoint,
+    Failure,
+    call_with_retries,
+    classify_sdk_error,
+)
 from orchestra.models.base import ModelRequest, ModelResponse
 
 if TYPE_CHECKING:
@@ -175,17 +181,7 @@ class OpenAIModel:
         return request.settings.timeout or self.timeout
 
     def _classify(self, exc: Exception, request: ModelRequest) -> Failure | None:
-        sdk = self._sdk
-        if isinstance(exc, sdk.APITimeoutError):
-            return self._endpoint.timed_out(self._timeout(request))
-        if isinstance(exc, sdk.APIConnectionError):
-            return self._endpoint.unreachable(exc.__cause__ or exc)
-        if isinstance(exc, sdk.APIStatusError):
-            return self._endpoint.status_failure(
-                exc.status_code, exc.body, header_map(exc.response.headers), exc.message)
-        if isinstance(exc, json.JSONDecodeError):
-            return self._endpoint.malformed(exc)
-        return None
+        return classify_sdk_error(self._sdk, self._endpoint, exc, self._timeout(request))
 
 
 def _rejects_format(body: object, message: str) -> bool:
