@@ -91,6 +91,17 @@ class WorkspaceRole(Role):
         }
 
 
+class TestingRole(WorkspaceRole):
+    """Workspace roles that may also run the workspace's tests for real."""
+
+    __test__ = False  # not a pytest test class, despite the name
+
+    @tool
+    async def run_tests(self, ctx: ToolContext, path: str) -> dict[str, Any]:
+        """Run pytest on a test file or directory of the workspace."""
+        return await self.tests(path)
+
+
 class Architect(WorkspaceRole):
     """You are the architect of a small Python project. Read the spec you are given (and
     the workspace, if it has files), then reply with the plan as a JSON object: the
@@ -103,7 +114,7 @@ class Architect(WorkspaceRole):
     concurrency = 1
 
 
-class Coder(WorkspaceRole):
+class Coder(TestingRole):
     """You are a careful Python developer. You implement exactly one module of a plan and
     its pytest tests, writing the files with write_file. If you get review comments,
     revise the code to address every one. When the files are written, reply with a JSON
@@ -120,13 +131,8 @@ class Coder(WorkspaceRole):
         """Create or replace a text file in the workspace."""
         return await self.workspace.write_file(path, content)
 
-    @tool
-    async def run_tests(self, ctx: ToolContext, path: str) -> dict[str, Any]:
-        """Run pytest on a test file or directory of the workspace."""
-        return await self.tests(path)
 
-
-class Reviewer(WorkspaceRole):
+class Reviewer(TestingRole):
     """You review one module: run its tests with run_tests, read the code, and decide.
     Approve only if the tests pass and the code meets the spec. Otherwise request
     changes with concrete comments (what fails, where, how to fix). Reply with a JSON
@@ -137,11 +143,6 @@ class Reviewer(WorkspaceRole):
     settings = ModelSettings(max_tokens=1000)
     compaction = SlidingWindow(last=12)
     concurrency = 1
-
-    @tool
-    async def run_tests(self, ctx: ToolContext, path: str) -> dict[str, Any]:
-        """Run pytest on a test file or directory of the workspace."""
-        return await self.tests(path)
 
     async def check_output(self, ctx: ToolContext, output: Any) -> None:
         """An approval must be backed by a real passing test run."""
