@@ -34,6 +34,7 @@ _SUMMARY_LINE = re.compile(r"\bin \d+(?:\.\d+)?s\b")
 _SUMMARY_COUNT = re.compile(r"(\d+) (passed|failed|errors?)\b")
 # After the kill, how long to wait for the pipe to drain before giving up on it.
 _DRAIN_TIMEOUT_S = 2.0
+_COLUMNS = 80
 
 
 class TestReport(BaseModel):
@@ -94,6 +95,10 @@ async def run_pytest(
         PYTHONPATH=str(workspace.root),
         PYTHONDONTWRITEBYTECODE="1",
         PYTEST_DISABLE_PLUGIN_AUTOLOAD="1",
+        # pytest sizes its separator lines and diffs to the terminal; pin the width so
+        # the same tests give the same output on every machine (replays depend on it).
+        COLUMNS=str(_COLUMNS),
+        LINES="24",
     )
 
     started = time.monotonic()

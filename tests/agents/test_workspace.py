@@ -247,6 +247,24 @@ async def test_run_pytest_passing_and_failing(root: Path) -> None:
     assert report.passed
 
 
+async def test_run_pytest_output_does_not_depend_on_the_terminal_width(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """CI and a laptop must see the same output: recorded sessions replay against it."""
+    _write(root, "tests/test_w.py", "def test_w():\n    assert 'a' * 30 == 'a' * 31\n")
+    outputs = []
+    for columns in ("40", "200"):
+        monkeypatch.setenv("COLUMNS", columns)
+        report = await run_pytest(root)
+        assert report.tests_failed == 1
+        outputs.append(_strip_timing(report.output))
+    assert outputs[0] == outputs[1]
+
+
+def _strip_timing(output: str) -> str:
+    return re.sub(r"in \d+(?:\.\d+)?s", "", output)
+
+
 async def test_run_pytest_counts_collection_errors(root: Path) -> None:
     _write(root, "tests/test_broken.py", "import not_a_module\n")
     report = await run_pytest(root)
