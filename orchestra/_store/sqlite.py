@@ -70,7 +70,8 @@ class SQLiteBlackboard(BoardMethods):
     """
 
     def __init__(self, path: str, writer: aiosqlite.Connection, reader: aiosqlite.Connection,
-                 encoder: Encoder, *, max_batch: int) -> None:
+                 encoder: Encoder, *, max_batch: int, durability: Durability = "normal",
+                 busy_timeout: float = 30.0) -> None:
         """Use :meth:`open`; this only wires already-prepared connections together."""
         self.path = path
         self._writer_conn = writer
@@ -79,7 +80,9 @@ class SQLiteBlackboard(BoardMethods):
         self._closed = False
         self._followers = 0
         self._committed = asyncio.Event()
-        self._writer = GroupCommitWriter(writer, on_commit=self._notify, max_batch=max_batch)
+        self._writer = GroupCommitWriter(writer, on_commit=self._notify, max_batch=max_batch,
+                                         inline=durability == "normal",
+                                         busy_timeout=busy_timeout)
 
     @classmethod
     async def open(cls, path: str | os.PathLike[str], *, durability: Durability = "normal",
@@ -130,7 +133,8 @@ class SQLiteBlackboard(BoardMethods):
             if reader is not None:
                 await reader.close()
             raise
-        return cls(path, writer, reader, encoder, max_batch=max_batch)
+        return cls(path, writer, reader, encoder, max_batch=max_batch, durability=durability,
+                   busy_timeout=busy_timeout)
 
     async def close(self) -> None:
         """Commit queued writes, wake followers (they stop) and close both connections."""

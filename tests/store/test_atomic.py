@@ -127,8 +127,14 @@ async def test_lease_check_writes_nothing(store: SQLiteBlackboard, claimed: Clai
     assert query(db_path, "SELECT COUNT(*) FROM notes") == [(0,)]
 
 
-async def test_cancelling_the_caller_that_sent_a_batch_strands_nobody(
-        store: SQLiteBlackboard) -> None:
+async def test_cancelling_the_caller_that_sent_a_batch_strands_nobody(tmp_path: Path) -> None:
+    # durability "full": every batch hops to the writer thread (at "normal" a lone
+    # write runs inline and cannot be cancelled mid-hop at all)
+    async with await SQLiteBlackboard.open(tmp_path / "full.db", durability="full") as store:
+        await _cancel_the_batch_sender(store)
+
+
+async def _cancel_the_batch_sender(store: SQLiteBlackboard) -> None:
     run = await store.create_run("p", {})
     leader = asyncio.ensure_future(store.append_event(run.id, "leader", {}))
     await asyncio.sleep(0)  # the leader found the writer idle and sent its batch

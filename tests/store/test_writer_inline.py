@@ -1,0 +1,63 @@
+"""At durability "normal" a lone write runs inline on the loop: it must never block it.
+
+Two hazards of running SQLite on the event loop, each tested on a real file: a
+write lock held by another process (the loop must not sit in busy_timeout), and a
+coroutine that only writes (it must still yield between writes).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from pathlib import Path
+
+from orchestra._store import SQLiteBlackboard
+
+
+async def test_a_lock_held_elsewhere_is_waited_for_off_the_loop(
+        store: SQLiteBlackboard, db_path: Path) -> None:
+    run = await store.create_run("p", {})
+    other = sqlite3.connect(db_path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # another process holds the write lock
+    try:
+        write = asyncio.ensure_future(store.append_event(run.id, "blocked", {}))
+        ticks = 0
+        for _ in range(20):  # the loop keeps running while the write waits for the lock
+            await asyncio.sleep(0.01)
+            ticks += 1
+        assert ticks == 20 and not write.done()
+    finally:
+        other.execute("COMMIT")
+        other.close()
+    event = await asyncio.wait_for(write, 10.0)
+    assert event.kind == "blocked"
+    # the next lone write is back inline, and still sees the lock policy restored
+    assert (await store.append_event(run.id, "after", {})).seq == event.seq + 1
+
+
+async def test_a_coroutine_that_only_writes_lets_others_run(store: SQLiteBlackboard) -> None:
+    run = await store.create_run("p", {})
+    ran = asyncio.Event()
+
+    async def writer() -> int:
+        n = 0
+        while not ran.is_set():
+            await store.append_event(run.id, "tick", {"n": n})
+            n += 1
+            if n > 10_000:
+                break
+        return n
+
+    async def other() -> None:
+        ran.set()
+
+    writes, _ = await asyncio.wait_for(asyncio.gather(writer(), other()), 30.0)
+    assert writes < 10
+
+
+async def test_full_durability_writes_from_the_thread(tmp_path: Path) -> None:
+    async with await SQLiteBlackboard.open(tmp_path / "f.db", durability="full") as store:
+        run = await store.create_run("p", {})
+        got = await asyncio.gather(*(store.append_event(run.id, "e", {"i": i})
+                                     for i in range(20)))
+        assert sorted(e.seq for e in got) == list(range(2, 22))
