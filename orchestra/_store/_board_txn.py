@@ -113,7 +113,8 @@ def post_handoff(conn: sqlite3.Connection, enc: Encoder, run_id: str, from_agent
     handoff_id = new_id()
     task = insert_task(conn, enc, run_id, NewTask(
         role=handoff.to_role, input=handoff.payload, max_attempts=handoff.max_attempts,
-        key=handoff.key, cause=f"handoff:{handoff_id}"), now, parent_id=parent_id)
+        key=handoff.key, cause=f"handoff:{handoff_id}"), now, parent_id=parent_id,
+        announce=False)
     if task.cause != f"handoff:{handoff_id}":  # the key matched an existing task
         row = conn.execute(_HANDOFF_OF_TASK, (task.id,)).fetchone()
         if row is None:
@@ -124,6 +125,7 @@ def post_handoff(conn: sqlite3.Connection, enc: Encoder, run_id: str, from_agent
     note = enc.text(handoff.note, f"handoff note to {handoff.to_role!r}")
     conn.execute(_INSERT_HANDOFF, (handoff_id, run_id, from_agent, handoff.to_role, payload,
                                    note, task.id, now))
+    # also announces the task it created (there is no separate task.created)
     append_event(conn, enc, run_id, "handoff.posted",
                  {"handoff": handoff_id, "from": from_agent, "to_role": handoff.to_role,
                   "task": task.id}, now)

@@ -7,6 +7,7 @@ effects, and an interrupted one is found with none of them.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 
 from orchestra._errors import StoreError, UserError
@@ -40,8 +41,9 @@ WHERE status != 'completed'
 RETURNING attempts"""
 _FINISH_TASK = f"""
 UPDATE tasks SET status = ?, result = ?, error = ?, lease_owner = NULL, lease_expires_at = NULL,
-    updated_at = ?
+    updated_at = ?, result_msg = ?
 WHERE id = ? RETURNING {_rows.TASK_COLS}"""
+_MESSAGE_ROWID = "SELECT rowid FROM messages WHERE agent_id = ? AND seq = ?"
 _RETRY_TASK = f"""
 UPDATE tasks SET status = 'pending', retries = retries + 1, not_before = ?, error = ?,
     lease_owner = NULL, lease_expires_at = NULL, updated_at = ?
@@ -87,16 +89,47 @@ def _dedupe_reply(output: JSON, writes: Writes, agent_id: str, last_seq: int) ->
     return {**output, "text": None, "text_seq": last_seq, "text_agent": agent_id}
 
 
+def _is_last_reply(result: JSON, writes: Writes) -> bool:
+    """Whether ``result`` is exactly the JSON of the last (assistant) message appended."""
+    if not writes.messages or not isinstance(result, dict | list):
+        return False
+    last = writes.messages[-1]
+    if last.role != "assistant" or len(last.content) < 64 or last.content[:1] not in "{[":
+        return False
+    try:
+        reply = json.loads(last.content)
+    except ValueError:
+        return False
+    return same_json(reply, result)
+
+
+def same_json(a: JSON, b: JSON) -> bool:
+    """Equal as JSON values: unlike ``==``, ``1``, ``1.0`` and ``true`` all differ."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        assert isinstance(b, dict)
+        return a.keys() == b.keys() and all(same_json(v, b[k]) for k, v in a.items())
+    if isinstance(a, list):
+        assert isinstance(b, list)
+        return len(a) == len(b) and all(same_json(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
+
+
 def complete_step(conn: sqlite3.Connection, enc: Encoder, result: StepResult, lease: Lease,
                   agent_id: str, writes: Writes | None, now: float,
-                  info: LeaseInfo | None = None) -> None:
-    """Record a step's output (or error), apply its writes and add it to the run's totals."""
+                  info: LeaseInfo | None = None) -> int:
+    """Record a step's output (or error), apply its writes and add it to the run's totals.
+
+    Returns the seq of the last message it appended (0 if none).
+    """
     _check_kind(result.kind)
     if info is None:
         info = check_lease(conn, result.task_id, lease)
     status = "completed" if result.error is None else "failed"
     field = f"step {result.step} of task {result.task_id}"
     stored = result.output
+    last_seq = 0
     if writes:
         last_seq = apply_writes(conn, enc, info.run_id, agent_id, result.task_id, writes, now)
         stored = _dedupe_reply(stored, writes, agent_id, last_seq)
@@ -119,6 +152,7 @@ def complete_step(conn: sqlite3.Connection, enc: Encoder, result: StepResult, le
                        "tokens_out": result.tokens_out}, now,
                       tokens_in=result.tokens_in, tokens_out=result.tokens_out,
                       cost=result.cost)
+    return last_seq
 
 
 def complete_task(conn: sqlite3.Connection, enc: Encoder, task_id: str, lease: Lease,
@@ -129,12 +163,17 @@ def complete_task(conn: sqlite3.Connection, enc: Encoder, task_id: str, lease: L
     if step is not None:
         if step.task_id != task_id:
             raise UserError(f"complete_task({task_id!r}) got a step of task {step.task_id!r}")
-        complete_step(conn, enc, step, lease, agent_id, writes, now, info)
+        last_seq = complete_step(conn, enc, step, lease, agent_id, writes, now, info)
     else:
-        apply_writes(conn, enc, info.run_id, agent_id, task_id, writes, now)
-    result_text = enc.json(result, f"result of task {task_id}")
+        last_seq = apply_writes(conn, enc, info.run_id, agent_id, task_id, writes, now)
+    result_text: str | None = enc.json(result, f"result of task {task_id}")
+    result_msg = None
+    if writes and _is_last_reply(result, writes):
+        row = conn.execute(_MESSAGE_ROWID, (agent_id, last_seq)).fetchone()
+        if row is not None:
+            result_text, result_msg = None, row[0]
     task = _rows.task(conn.execute(_FINISH_TASK, ("completed", result_text, None, now,
-                                                  task_id)).fetchone())
+                                                  result_msg, task_id)).fetchone())
     append_event(conn, enc, info.run_id, "task.completed",
                  {"task": task_id, "role": info.role}, now)
     return task
@@ -154,7 +193,7 @@ def fail_task(conn: sqlite3.Connection, enc: Encoder, task_id: str, lease: Lease
                      {"task": task_id, "role": info.role, "retries": task.retries,
                       "not_before": retry_at, "error": short(error)}, now)
         return task
-    task = _rows.task(conn.execute(_FINISH_TASK, ("failed", None, error_text, now,
+    task = _rows.task(conn.execute(_FINISH_TASK, ("failed", None, error_text, now, None,
                                                   task_id)).fetchone())
     append_event(conn, enc, info.run_id, "task.failed",
                  {"task": task_id, "role": info.role, "error": short(error)}, now)

@@ -30,10 +30,13 @@ Row = tuple[Any, ...]
 
 RUN_COLS = ("id, pipeline, input, status, created_at, updated_at, error, tokens_in, "
             "tokens_out, cost, steps, last_seq")
+# A result equal to the task's final reply is stored once, in that reply's message
+# (``result`` NULL, ``result_msg`` its rowid); reading a task resolves it. Used only
+# on the unaliased ``tasks`` table (SELECT ... FROM tasks, UPDATE tasks ... RETURNING).
 TASK_COLS = ('id, run_id, role, input, status, attempt, retries, max_attempts, lease_owner, '
-             'lease_expires_at, not_before, result, error, parent_id, cause, "key", '
-             "created_at, updated_at")
-TASK_COLS_T = ", ".join("t." + c.strip() for c in TASK_COLS.split(","))
+             'lease_expires_at, not_before, '
+             'COALESCE(result, (SELECT m.content FROM messages m WHERE m.rowid = '
+             'tasks.result_msg)), error, parent_id, cause, "key", created_at, updated_at')
 PLAN_COLS = "run_id, version, author, body, created_at"
 HANDOFF_COLS = "id, run_id, from_agent, to_role, payload, note, task_id, created_at"
 NOTE_COLS = "id, run_id, author, body, tags, created_at"

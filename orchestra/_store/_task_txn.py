@@ -14,7 +14,7 @@ from collections.abc import Collection, Sequence
 from orchestra._errors import LeaseLostError, NotFoundError, UserError
 from orchestra._store import _rows
 from orchestra._store._codec import Encoder, new_id
-from orchestra._store._event_txn import append_event
+from orchestra._store._event_txn import append_event, require_run
 from orchestra._store.protocol import Lease, NewTask
 from orchestra._types import Task
 
@@ -86,11 +86,13 @@ def check_lease(conn: sqlite3.Connection, task_id: str, lease: Lease) -> LeaseIn
 
 
 def insert_task(conn: sqlite3.Connection, enc: Encoder, run_id: str, new: NewTask, now: float,
-                *, parent_id: str | None = None, cause: str | None = None) -> Task:
-    """Create a pending task and its ``task.created`` event.
+                *, parent_id: str | None = None, cause: str | None = None,
+                announce: bool = True) -> Task:
+    """Create a pending task and (``announce``) its ``task.created`` event.
 
     A task whose ``key`` already exists in the run is not created again: the
-    existing one is returned and nothing is written.
+    existing one is returned and nothing is written. A handoff's task is announced
+    by the ``handoff.posted`` event, which names it, so it passes ``announce=False``.
     """
     if not new.role:
         raise UserError("a task needs a role, got an empty string")
@@ -104,8 +106,11 @@ def insert_task(conn: sqlite3.Connection, enc: Encoder, run_id: str, new: NewTas
     parent = new.parent_id if new.parent_id is not None else parent_id
     why = new.cause if new.cause is not None else cause
     input_text = enc.json(new.input, f"task input for {new.role!r}")
-    append_event(conn, enc, run_id, "task.created",  # first: it refuses an unknown run
-                 {"task": task_id, "role": new.role, "cause": why}, now)
+    if announce:
+        append_event(conn, enc, run_id, "task.created",  # first: it refuses an unknown run
+                     {"task": task_id, "role": new.role, "cause": why}, now)
+    else:
+        require_run(conn, run_id)
     conn.execute(_INSERT, (task_id, run_id, new.role, input_text, new.max_attempts,
                            new.not_before, parent, why, new.key, now, now))
     return Task(task_id, run_id, new.role, new.input, "pending", max_attempts=new.max_attempts,

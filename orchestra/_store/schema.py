@@ -193,7 +193,13 @@ CREATE TABLE events (
 ) WITHOUT ROWID;
 """
 
-MIGRATIONS: tuple[str, ...] = (V1,)
+# v2: a task result equal to its final reply points at that message instead of
+# repeating it (a long-lived agent's file grows by its messages, once).
+V2 = """
+ALTER TABLE tasks ADD COLUMN result_msg INTEGER;
+"""
+
+MIGRATIONS: tuple[str, ...] = (V1, V2)
 """Script ``i`` (0-based) takes the schema from version ``i`` to ``i + 1``. Append only."""
 
 LATEST_VERSION = len(MIGRATIONS)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from store_helpers import query
 
-from orchestra._store import NewTask, SQLiteBlackboard
+from orchestra._store import NewTask, SQLiteBlackboard, schema
 
 PROCESSES = 4
 TASKS = 10_000
@@ -45,7 +45,7 @@ def run_workers(path: Path, tmp_path: Path) -> list[list[str]]:
 def test_processes_creating_one_new_file_at_once_migrate_it_once(tmp_path: Path) -> None:
     path = tmp_path / "new.db"
     assert run_workers(path, tmp_path) == [[]] * PROCESSES
-    assert query(path, "SELECT version FROM orchestra_schema") == [(1,)]
+    assert query(path, "SELECT version FROM orchestra_schema") == [(schema.LATEST_VERSION,)]
 
 
 @pytest.mark.slow

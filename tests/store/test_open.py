@@ -53,18 +53,19 @@ async def test_durability_sets_synchronous(db_path: Path) -> None:
 def test_a_failing_migration_does_not_bump_the_version(tmp_path: Path) -> None:
     path = str(tmp_path / "m.db")
     conn = sqlite3.connect(path, isolation_level=None)
-    assert schema.migrate(conn, path) == schema.LATEST_VERSION
+    n = schema.migrate(conn, path)
+    assert n == schema.LATEST_VERSION
     broken = "CREATE TABLE half_done (x INTEGER);\nINSERT INTO no_such_table VALUES (1);\n"
-    with pytest.raises(StoreError, match="migration to schema version 2 failed"):
+    with pytest.raises(StoreError, match=f"migration to schema version {n + 1} failed"):
         schema.migrate(conn, path, migrations=(*schema.MIGRATIONS, broken))
-    assert conn.execute("SELECT version FROM orchestra_schema").fetchone() == (1,)
+    assert conn.execute("SELECT version FROM orchestra_schema").fetchone() == (n,)
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
     assert "half_done" not in tables
     fixed = "CREATE TABLE half_done (x INTEGER);\n"
     with pytest.raises(SchemaVersionError, match="migrations are pending"):
         schema.migrate(conn, path, migrations=(*schema.MIGRATIONS, fixed), verify_only=True)
-    assert schema.migrate(conn, path, migrations=(*schema.MIGRATIONS, fixed)) == 2
-    assert conn.execute("SELECT version FROM orchestra_schema").fetchone() == (2,)
+    assert schema.migrate(conn, path, migrations=(*schema.MIGRATIONS, fixed)) == n + 1
+    assert conn.execute("SELECT version FROM orchestra_schema").fetchone() == (n + 1,)
     conn.close()
 
 
