@@ -16,7 +16,8 @@ If that coroutine is cancelled mid-hop, the batch's other callers are settled af
 a FIFO barrier on the same thread, so nobody is left waiting.
 
 Inline writes: with ``inline=True`` (durability "normal", where a commit appends to
-the WAL without an fsync) a batch of ONE op runs synchronously on the event loop.
+the WAL without an fsync) a write that finds the writer idle waits one loop turn for
+others to join it; if it is still alone, it runs synchronously on the event loop.
 The hop to the thread and back costs more than such a write (measured: ~25% of a
 sequential pipeline step), and a lone write has nothing to amortize it over. Batches
 of several ops, and every batch at durability "full" (an fsync per commit), still go
@@ -126,6 +127,7 @@ class GroupCommitWriter:
         self._inline = inline
         self._busy_ms = int(busy_timeout * 1000)
         self._waits = True  # the connection's busy_timeout is _busy_ms (False: 0)
+        self._flush_scheduled = False
         self._loop = asyncio.get_running_loop()
         self._queue: deque[_Queued] = deque()
         self._busy = False
@@ -141,13 +143,31 @@ class GroupCommitWriter:
         future: asyncio.Future[Any] = self._loop.create_future()
         self._queue.append((op, future))
         if not self._busy:
-            batch = self._take_batch()
-            if batch is not None:
-                if not await self._send(batch):  # settles ``future`` before it returns
-                    # Ran inline, without suspending: a coroutine that only writes must
-                    # still let the rest of the loop run between its writes.
-                    await asyncio.sleep(0)
+            if self._inline:
+                # Flush once the writes that are ready this loop turn have joined: a lone
+                # one runs inline, several go to the thread as one group commit.
+                if not self._flush_scheduled:
+                    self._flush_scheduled = True
+                    self._idle.clear()
+                    self._loop.call_soon(self._flush)
+            else:
+                batch = self._take_batch()
+                if batch is not None:
+                    await self._send(batch)  # settles ``future`` before it returns
         return cast(T, await future)
+
+    def _flush(self) -> None:
+        self._flush_scheduled = False
+        if self._busy:
+            return
+        batch = self._take_batch()
+        if batch is None:
+            self._idle.set()
+        elif len(batch.items) == 1 and self._run_inline(batch):
+            batch.sent = True
+            self._settle(batch)
+        else:
+            self._spawn(self._send(batch), batch)
 
     async def close(self) -> None:
         """Commit everything queued, then refuse new writes."""
@@ -166,15 +186,9 @@ class GroupCommitWriter:
         self._idle.clear()
         return _Batch(items)
 
-    async def _send(self, batch: _Batch) -> bool:
-        """One hop to the connection's thread (or inline), then settle the batch's futures.
-
-        Returns whether it suspended (False: the batch ran inline).
-        """
+    async def _send(self, batch: _Batch) -> None:
+        """One hop to the connection's thread, then settle the batch's futures."""
         batch.sent = True  # on_thread queues the job before its first suspension point
-        if self._inline and len(batch.items) == 1 and self._run_inline(batch):
-            self._settle(batch)
-            return False
         try:
             await on_thread(self._conn, self._waiting(batch))
         except asyncio.CancelledError:
@@ -184,7 +198,6 @@ class GroupCommitWriter:
         except Exception as exc:  # the hop itself failed (connection closed): nothing ran
             batch.fail(_not_committed(exc))
         self._settle(batch)
-        return True
 
     def _run_inline(self, batch: _Batch) -> bool:
         """Run ``batch`` on the loop if the write lock is free now; False if it is not.

@@ -1,0 +1,110 @@
+"""Where an S1 step's time goes: SQL statements per step, their cost, WAL pages per step.
+
+    python -m benchmarks.profile_step [--pipelines 100]
+
+Runs the S1 workload (orchestra side, default durability) once to warm up, then
+again while timing every statement the store's writer executes, and reports per
+step: statements by kind with their mean cost, the total time in SQLite, and the
+WAL frames (4 KiB pages) each step appends. This is the profile behind the S1 and
+S2 notes in the README: it is measured, not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import re
+import sqlite3
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from benchmarks import orchestra_side as side
+from benchmarks.workload import FakeModel
+from orchestra import Coordinator, SQLiteBlackboard
+from orchestra._store import _writer
+from orchestra._store._connection import raw
+
+STEPS_PER_PIPELINE = 17
+_FRAME = 4096 + 24  # a WAL frame: one page plus its header
+
+
+class _Timed:
+    """A sqlite3 connection whose execute/executemany calls are timed by statement."""
+
+    def __init__(self, conn: sqlite3.Connection, stats: dict[str, list[float]]) -> None:
+        self._conn = conn
+        self._stats = stats
+
+    @property
+    def in_transaction(self) -> bool:
+        return self._conn.in_transaction
+
+    def _timed(self, name: str, sql: str, *args: Any) -> Any:
+        start = time.perf_counter()
+        out = getattr(self._conn, name)(sql, *args)
+        entry = self._stats[re.sub(r"\s+", " ", sql).strip()[:90]]
+        entry[0] += 1
+        entry[1] += time.perf_counter() - start
+        return out
+
+    def execute(self, sql: str, *args: Any) -> Any:
+        return self._timed("execute", sql, *args)
+
+    def executemany(self, sql: str, *args: Any) -> Any:
+        return self._timed("executemany", sql, *args)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._conn, name)
+
+
+async def _profile(pipelines: int, db: Path) -> None:
+    stats: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
+    original = _writer._Batch.run
+
+    def timed_run(batch: Any, conn: sqlite3.Connection, begun: bool = False) -> None:
+        original(batch, _Timed(conn, stats), begun)  # type: ignore[arg-type]
+
+    store = await SQLiteBlackboard.open(db)
+    coord = Coordinator(store, side.pipeline(side.FakeAdapter(FakeModel(0.0))),
+                        settings=side._settings())
+    try:
+        for _ in range(5):
+            await coord.run({})
+        wal = Path(f"{db}-wal")
+        # no checkpoints while measuring: the WAL then grows by exactly what commits wrote
+        conn = raw(store._writer_conn)
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        conn.execute("PRAGMA wal_autocheckpoint = 0")
+        _writer._Batch.run = timed_run  # type: ignore[method-assign]
+        frames_before, started = wal.stat().st_size, time.perf_counter()
+        for _ in range(pipelines):
+            await coord.run({})
+        wall = time.perf_counter() - started
+        frames = (wal.stat().st_size - frames_before) / _FRAME
+    finally:
+        _writer._Batch.run = original  # type: ignore[method-assign]
+        await store.close()
+    steps = pipelines * STEPS_PER_PIPELINE
+    in_sql = sum(t for _, t in stats.values())
+    print(f"{steps} steps: {wall / steps * 1e3:.3f} ms/step wall, "
+          f"{in_sql / steps * 1e3:.3f} ms/step in SQLite calls, "
+          f"{sum(n for n, _ in stats.values()) / steps:.1f} statements/step"
+          + (f", {frames / steps:.1f} WAL pages/step" if frames > 0 else ""))
+    print(" per step   mean us  us/step  statement")
+    for sql, (n, t) in sorted(stats.items(), key=lambda kv: -kv[1][1]):
+        print(f"{n / steps:9.2f} {t / n * 1e6:9.1f} {t / steps * 1e6:8.1f}  {sql}")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--pipelines", type=int, default=100)
+    args = p.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        asyncio.run(_profile(args.pipelines, Path(tmp) / "profile.db"))
+
+
+if __name__ == "__main__":
+    main()
