@@ -231,13 +231,23 @@ def read_version(conn: sqlite3.Connection, path: str) -> int:
     Raises ``NotAStoreError`` for a corrupt file or another program's database and
     ``SchemaVersionError`` for a file written by a newer orchestra.
     """
+    # One read transaction, so the three reads see one snapshot: read one by one, a
+    # process migrating the file in between would show tables without the id.
+    own = not conn.in_transaction
     try:
-        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
-        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        version = 0
-        if app_id == APPLICATION_ID and "orchestra_schema" in tables:
-            row = conn.execute("SELECT version FROM orchestra_schema").fetchone()
-            version = 0 if row is None else int(row[0])
+        if own:
+            conn.execute("BEGIN")
+        try:
+            app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+            tables = {r[0] for r in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table'")}
+            version = 0
+            if app_id == APPLICATION_ID and "orchestra_schema" in tables:
+                row = conn.execute("SELECT version FROM orchestra_schema").fetchone()
+                version = 0 if row is None else int(row[0])
+        finally:
+            if own and conn.in_transaction:
+                conn.execute("COMMIT")
     except sqlite3.Error as exc:
         raise open_error(path, exc) from exc
     if app_id != APPLICATION_ID and (app_id != 0 or tables):
