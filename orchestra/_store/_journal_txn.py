@@ -74,30 +74,33 @@ def start_step(conn: sqlite3.Connection, enc: Encoder, task_id: str, retry: int,
                       "attempt": row[0]}, now)
 
 
+def _last_reply(writes: Writes) -> str | None:
+    """The last message appended, if it is a reply long enough to be worth storing once."""
+    if not writes.messages:
+        return None
+    last = writes.messages[-1]
+    return last.content if last.role == "assistant" and len(last.content) >= 64 else None
+
+
 def _dedupe_reply(output: JSON, writes: Writes, agent_id: str, last_seq: int) -> JSON:
     """A model step's reply text is also the last message it appended: store it once.
 
     The journal row keeps a pointer (``text_seq``) that ``get_steps`` resolves, so a
     long-lived agent's file grows by its messages, not by twice its messages.
     """
-    if (not isinstance(output, dict) or not writes.messages or last_seq <= 0
-            or not isinstance(output.get("text"), str) or len(output["text"]) < 64):
-        return output
-    last = writes.messages[-1]
-    if last.role != "assistant" or last.content != output["text"]:
+    text = _last_reply(writes)
+    if not isinstance(output, dict) or last_seq <= 0 or text is None or output.get("text") != text:
         return output
     return {**output, "text": None, "text_seq": last_seq, "text_agent": agent_id}
 
 
 def _is_last_reply(result: JSON, writes: Writes) -> bool:
     """Whether ``result`` is exactly the JSON of the last (assistant) message appended."""
-    if not writes.messages or not isinstance(result, dict | list):
-        return False
-    last = writes.messages[-1]
-    if last.role != "assistant" or len(last.content) < 64 or last.content[:1] not in "{[":
+    text = _last_reply(writes)
+    if text is None or not isinstance(result, dict | list) or text[:1] not in "{[":
         return False
     try:
-        reply = json.loads(last.content)
+        reply = json.loads(text)
     except ValueError:
         return False
     return same_json(reply, result)

@@ -196,11 +196,12 @@ async def test_resuming_a_failed_run_gives_its_failed_task_another_go(tmp_path: 
         assert final.status == "completed", final.error
 
 
+def overloaded(request: ModelRequest) -> str:
+    raise ModelAPIError("503 overloaded, try again", model="m", retryable=True, status=503)
+
+
 async def test_retryable_model_error_is_retried_once_then_completes(tmp_path: Path) -> None:
     path = tmp_path / "s.db"
-
-    def overloaded(request: ModelRequest) -> str:
-        raise ModelAPIError("503 overloaded, try again", model="m", retryable=True, status=503)
 
     model = ScriptedModel([overloaded, reply('{"value": 7}')])
     async with await SQLiteBlackboard.open(path) as store:
@@ -223,9 +224,6 @@ async def test_retryable_model_error_is_retried_once_then_completes(tmp_path: Pa
 
 async def test_a_failed_model_call_stays_failed_in_the_journal(tmp_path: Path) -> None:
     path = tmp_path / "s.db"
-
-    def overloaded(request: ModelRequest) -> str:
-        raise ModelAPIError("503 overloaded, try again", model="m", retryable=True, status=503)
 
     model = ScriptedModel([overloaded, reply('{"value": 7}')])
     async with await SQLiteBlackboard.open(path) as store:
