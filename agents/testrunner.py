@@ -90,7 +90,7 @@ async def run_pytest(
         command += ["-p", plugin]
     if target_arg is not None:
         command.append(target_arg)
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTEST_ADDOPTS", "PYTEST_PLUGINS")}
+    env = {k: v for k, v in os.environ.items() if not _changes_pytest_output(k)}
     env.update(
         PYTHONPATH=str(workspace.root),
         PYTHONDONTWRITEBYTECODE="1",
@@ -157,6 +157,22 @@ async def run_pytest(
         timed_out=timed_out,
         command=command,
     )
+
+
+# Variables that change what pytest prints: a CI marker (pytest then stops truncating
+# its summary lines), colour switches, options and plugins from the caller's shell.
+_OUTPUT_VARS = frozenset(
+    {"CI", "BUILD_NUMBER", "PY_COLORS", "FORCE_COLOR", "NO_COLOR", "PYTHONWARNINGS"}
+)
+
+
+def _changes_pytest_output(name: str) -> bool:
+    """Whether the caller's ``name`` variable must not reach the pytest child.
+
+    The model reads the output and a recorded session replays only if it is the same
+    on every machine, so the child sees none of the caller's pytest settings.
+    """
+    return name in _OUTPUT_VARS or name.startswith("PYTEST_")
 
 
 def _check_target(workspace: Workspace, target: str | None) -> str | None:

@@ -239,8 +239,9 @@ class ReplayModel:
         self.key_mode = key
         self.recorded = read_recording(self.path)
         if key == "task":
-            self.recorded = [replace(c, key=_digest(task_local(c.request)))
-                             for c in self.recorded]
+            # Keep the cut request too: a mismatch is explained against what was keyed.
+            self.recorded = [replace(c, request=local, key=_digest(local))
+                             for c in self.recorded for local in [task_local(c.request)]]
         self.calls: list[ModelRequest] = []
         self._by_key: dict[str, deque[int]] = {}
         for position, call in enumerate(self.recorded):
@@ -293,15 +294,33 @@ class ReplayModel:
         if not self.recorded:
             return ReplayMismatchError(f"{where}: the recording is empty. {fix}",
                                        key=key, index=index, field=None)
+        # The same conversation first (longest run of equal leading messages), then
+        # the fewest differing fields: the call this one was most likely meant to be.
         nearest = min(self.recorded, key=lambda call: (
+            -_shared_messages(call.request, canonical),
             _count_differences(call.request, canonical), abs(call.index - index)))
         diff = _first_difference(nearest.request, canonical, "")
         field, was, now = diff if diff is not None else ("", None, None)
+        at, was, now = _around_first_change(was, now)
         return ReplayMismatchError(
             f"{where} has no recorded response. The nearest recorded request (call "
-            f"{nearest.index}, key {nearest.key}) differs first at {field or '<root>'}: "
+            f"{nearest.index}, key {nearest.key}) differs first at {field or '<root>'}{at}: "
             f"recorded {_show(was)}, now {_show(now)}. {fix}",
             key=key, index=index, field=field)
+
+
+def _around_first_change(was: Any, now: Any) -> tuple[str, Any, Any]:
+    """For two long strings, the stretch around their first differing character.
+
+    A tool's output often differs deep inside (a line width, a timing): showing both
+    from the start would show two equal prefixes and hide the change.
+    """
+    if not (isinstance(was, str) and isinstance(now, str)) or len(was) + len(now) <= 200:
+        return "", was, now
+    offset = next((i for i, (a, b) in enumerate(zip(was, now, strict=False)) if a != b),
+                  min(len(was), len(now)))
+    start = max(0, offset - 30)
+    return f" (character {offset})", was[start:start + 100], now[start:start + 100]
 
 
 def _show(value: Any) -> str:
@@ -333,6 +352,19 @@ def _first_difference(a: Any, b: Any, path: str) -> tuple[str, Any, Any] | None:
                 return found
         return None
     return None if a == b else (path, a, b)
+
+
+def _shared_messages(a: Any, b: Any) -> int:
+    """How many leading messages two requests have in common."""
+    first, second = a.get("messages"), b.get("messages")
+    if not isinstance(first, list) or not isinstance(second, list):
+        return 0
+    shared = 0
+    for x, y in zip(first, second, strict=False):
+        if x != y:
+            break
+        shared += 1
+    return shared
 
 
 def _count_differences(a: Any, b: Any) -> int:

@@ -261,6 +261,25 @@ async def test_run_pytest_output_does_not_depend_on_the_terminal_width(
     assert outputs[0] == outputs[1]
 
 
+async def test_run_pytest_output_does_not_depend_on_the_callers_ci_or_pytest_settings(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under CI=true pytest stops truncating its summary lines; the child must not see it."""
+    _write(root, "tests/test_w.py", "def test_w():\n    assert 'a' * 30 == 'b' * 90\n")
+    plain = _strip_timing((await run_pytest(root)).output)
+    for name, value in [
+        ("CI", "true"),
+        ("BUILD_NUMBER", "7"),
+        ("PY_COLORS", "1"),
+        ("PYTEST_ADDOPTS", "-v -rA"),
+        ("PYTHONWARNINGS", "error"),
+    ]:
+        monkeypatch.setenv(name, value)
+    report = await run_pytest(root)
+    assert report.tests_failed == 1
+    assert _strip_timing(report.output) == plain
+
+
 def _strip_timing(output: str) -> str:
     return re.sub(r"in \d+(?:\.\d+)?s", "", output)
 

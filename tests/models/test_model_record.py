@@ -118,6 +118,31 @@ async def test_strict_mismatch_names_key_index_and_first_differing_field(
     assert "strict=False" in message
 
 
+async def test_task_keyed_mismatch_points_at_the_same_conversation_and_the_changed_stretch(
+        tmp_path: Path) -> None:
+    """A tool output that changed deep inside: the error shows that stretch, not its start."""
+    path = tmp_path / "calls.jsonl"
+    recorder = RecordingModel(StubModel(echo), path)
+    output = "x" * 300 + " 2 failed " + "y" * 300
+
+    def conversation(task: str, tool_output: str) -> ModelRequest:
+        return ModelRequest((Message("system", "sys"), Message("user", task, name="task"),
+                             Message("assistant", "running"), Message("user", tool_output)))
+
+    await recorder.request(ask("other"))
+    await recorder.request(conversation("module a", output))
+    await recorder.request(conversation("module b", "short"))
+    replay = ReplayModel(path, key="task")
+    changed = conversation("module a", output.replace("2 failed", "3 failed"))
+    with pytest.raises(ReplayMismatchError) as info:
+        await replay.request(changed)
+    message = str(info.value)
+    assert info.value.field == "messages[3].content"
+    assert "nearest recorded request (call 1," in message
+    assert "(character 301)" in message
+    assert "2 failed" in message and "3 failed" in message
+
+
 async def test_strict_reports_a_request_repeated_more_often_than_recorded(
         tmp_path: Path) -> None:
     path = tmp_path / "calls.jsonl"
