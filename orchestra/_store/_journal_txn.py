@@ -14,7 +14,7 @@ from orchestra._errors import StoreError, UserError
 from orchestra._store import _rows
 from orchestra._store._board_txn import apply_writes, register_agent
 from orchestra._store._codec import Encoder, short
-from orchestra._store._event_txn import append_event, append_step_event
+from orchestra._store._event_txn import append_event, append_step_event, batched_events
 from orchestra._store._task_txn import LeaseInfo, check_lease
 from orchestra._store.protocol import Lease, StepResult, Writes
 from orchestra._types import JSON, StepKind, Task
@@ -126,6 +126,13 @@ def complete_step(conn: sqlite3.Connection, enc: Encoder, result: StepResult, le
 
     Returns the seq of the last message it appended (0 if none).
     """
+    with batched_events(conn, now):
+        return _complete_step(conn, enc, result, lease, agent_id, writes, now, info)
+
+
+def _complete_step(conn: sqlite3.Connection, enc: Encoder, result: StepResult, lease: Lease,
+                   agent_id: str, writes: Writes | None, now: float,
+                   info: LeaseInfo | None) -> int:
     _check_kind(result.kind)
     if info is None:
         info = check_lease(conn, result.task_id, lease)
@@ -162,6 +169,13 @@ def complete_task(conn: sqlite3.Connection, enc: Encoder, task_id: str, lease: L
                   result: JSON, agent_id: str, writes: Writes | None, step: StepResult | None,
                   now: float) -> Task:
     """End a task successfully: its last step, its writes, its result and its event."""
+    with batched_events(conn, now):
+        return _complete_task(conn, enc, task_id, lease, result, agent_id, writes, step, now)
+
+
+def _complete_task(conn: sqlite3.Connection, enc: Encoder, task_id: str, lease: Lease,
+                   result: JSON, agent_id: str, writes: Writes | None, step: StepResult | None,
+                   now: float) -> Task:
     info = check_lease(conn, task_id, lease)
     if step is not None:
         if step.task_id != task_id:

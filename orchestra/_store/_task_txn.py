@@ -31,14 +31,14 @@ _LEASE = (
 _CLAIM = f"""
 UPDATE tasks SET status = 'running', attempt = attempt + 1, lease_owner = ?1,
     lease_expires_at = ?2, updated_at = ?3
-WHERE id = (
+WHERE id IN (
     SELECT t.id FROM tasks t JOIN runs r ON r.id = t.run_id
     WHERE t.status = 'pending' AND t.not_before <= ?3
       AND r.status IN ('pending', 'running', 'waiting')
       AND (?4 IS NULL OR t.run_id = ?4)
       AND (?5 IS NULL OR t.role IN (SELECT value FROM json_each(?5)))
     ORDER BY t.created_at, t.rowid
-    LIMIT 1)
+    LIMIT ?6)
 RETURNING {_rows.TASK_COLS}"""
 _HEARTBEAT = (
     "UPDATE tasks SET lease_expires_at = ?, updated_at = ? "
@@ -128,17 +128,27 @@ def insert_tasks(conn: sqlite3.Connection, enc: Encoder, run_id: str, tasks: Seq
 def claim(conn: sqlite3.Connection, enc: Encoder, owner: str, now: float, *,
           run_id: str | None, roles: Collection[str] | None, lease_seconds: float) -> Task | None:
     """Lease the oldest claimable pending task to ``owner``, or return None."""
+    tasks = _claim(conn, enc, owner, now, run_id=run_id, roles=roles,
+                   lease_seconds=lease_seconds, limit=1)
+    return tasks[0] if tasks else None
+
+
+def _claim(conn: sqlite3.Connection, enc: Encoder, owner: str, now: float, *,
+           run_id: str | None, roles: Collection[str] | None, lease_seconds: float,
+           limit: int) -> list[Task]:
+    """Lease up to ``limit`` of the oldest claimable pending tasks to ``owner``."""
     if not owner:
         raise UserError("claim_task needs a non-empty owner")
     roles_json = None if roles is None else json.dumps(sorted(roles))
-    row = conn.execute(_CLAIM, (owner, now + lease_seconds, now, run_id, roles_json)).fetchone()
-    if row is None:
-        return None
-    task = _rows.task(row)
-    append_event(conn, enc, task.run_id, "task.claimed",
-                 {"task": task.id, "role": task.role, "attempt": task.attempt, "owner": owner},
-                 now)
-    return task
+    rows = conn.execute(_CLAIM, (owner, now + lease_seconds, now, run_id, roles_json,
+                                 limit)).fetchall()
+    # RETURNING gives rows in no set order; hand them out oldest first, as claimed
+    tasks = sorted((_rows.task(row) for row in rows), key=lambda t: t.created_at)
+    for task in tasks:
+        append_event(conn, enc, task.run_id, "task.claimed",
+                     {"task": task.id, "role": task.role, "attempt": task.attempt,
+                      "owner": owner}, now)
+    return tasks
 
 
 _PRESTART = """
@@ -159,16 +169,20 @@ def claim_many(conn: sqlite3.Connection, enc: Encoder, owner: str, now: float, *
     free = {role: n for role, n in capacity.items() if n > 0}
     claimed: list[Task] = []
     while free and len(claimed) < limit:
-        task = claim(conn, enc, owner, now, run_id=run_id, roles=tuple(free),
-                     lease_seconds=lease_seconds)
-        if task is None:
+        # As many as every free role can still take: fewer back means none are left,
+        # so a worker with room for more learns it without a second, empty claim.
+        want = min(limit - len(claimed), *free.values())
+        tasks = _claim(conn, enc, owner, now, run_id=run_id, roles=tuple(free),
+                       lease_seconds=lease_seconds, limit=want)
+        for task in tasks:
+            claimed.append(task)
+            if task.attempt == 1 and task.role in prestart:
+                conn.execute(_PRESTART, (task.id, task.retries, now))
+            free[task.role] -= 1
+            if not free[task.role]:
+                del free[task.role]
+        if len(tasks) < want:
             break
-        claimed.append(task)
-        if task.attempt == 1 and task.role in prestart:
-            conn.execute(_PRESTART, (task.id, task.retries, now))
-        free[task.role] -= 1
-        if not free[task.role]:
-            del free[task.role]
     return claimed
 
 

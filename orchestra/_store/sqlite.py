@@ -31,7 +31,7 @@ from orchestra._store import (
 )
 from orchestra._store._codec import Encoder
 from orchestra._store._connection import configure, connect, on_thread
-from orchestra._store._event_txn import append_event
+from orchestra._store._event_txn import append_event, batched_events
 from orchestra._store._sqlite_board import BoardMethods
 from orchestra._store._writer import GroupCommitWriter
 from orchestra._store.protocol import (
@@ -260,12 +260,13 @@ class SQLiteBlackboard(BoardMethods):
 
         def op(c: sqlite3.Connection) -> tuple[Task, list[Task]]:
             now = time.time()
-            done = _journal_txn.complete_task(c, enc, task_id, lease, result, agent_id,
-                                              writes, step, now)
-            nxt = _task_txn.claim_many(c, enc, claim.owner, now, run_id=claim.run_id,
-                                       capacity=dict(claim.capacity), limit=claim.limit,
-                                       lease_seconds=claim.lease_seconds,
-                                       prestart=claim.prestart)
+            with batched_events(c, now):
+                done = _journal_txn.complete_task(c, enc, task_id, lease, result, agent_id,
+                                                  writes, step, now)
+                nxt = _task_txn.claim_many(c, enc, claim.owner, now, run_id=claim.run_id,
+                                           capacity=dict(claim.capacity), limit=claim.limit,
+                                           lease_seconds=claim.lease_seconds,
+                                           prestart=claim.prestart)
             return done, nxt
 
         return await self._submit(op)
