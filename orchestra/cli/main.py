@@ -27,9 +27,17 @@ Every command accepts --json for machine-readable output.
 """
 
 
+class UsageError(SystemExit):
+    """Bad command-line arguments; ``main`` reports it as text or, with --json, as JSON."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(EXIT_USAGE)
+        self.message = message
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(EXIT_USAGE, f"orchestra: error: {message} (see `{self.prog} --help`)\n")
+        raise UsageError(f"{message} (see `{self.prog} --help`)")
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -50,6 +58,8 @@ def _model_flags(p: argparse.ArgumentParser) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="orchestra", description="Durable multi-agent pipelines on SQLite.",
                      epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    # --json is accepted before the command too (`orchestra --json runs`)
+    parser.add_argument("--json", dest="json_first", action="store_true", help=argparse.SUPPRESS)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     p = sub.add_parser("demo", help="run the stock pipeline offline on a bundled spec")
@@ -127,7 +137,13 @@ def _configure_logging(verbose: bool) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except UsageError as exc:
+        # a script asking for --json gets JSON on stdout even for bad arguments
+        return _fail(argparse.Namespace(json="--json" in argv), EXIT_USAGE, exc.message)
+    args.json = args.json or args.json_first
     _configure_logging(verbose=False)
     from orchestra.cli import commands  # imported after parsing: `--help` stays instant
 
@@ -151,9 +167,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_OK
 
 
-def _fail(args: argparse.Namespace, code: int, exc: Exception) -> int:
+def _fail(args: argparse.Namespace, code: int, exc: Exception | str) -> int:
     if getattr(args, "json", False):
-        print(json.dumps({"error": str(exc), "type": type(exc).__name__, "exit": code}))
+        kind = "UsageError" if isinstance(exc, str) else type(exc).__name__
+        print(json.dumps({"error": str(exc), "type": kind, "exit": code}))
     else:
         print(f"orchestra: error: {exc}", file=sys.stderr)
     return code

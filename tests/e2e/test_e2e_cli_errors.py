@@ -134,7 +134,8 @@ CASES: list[tuple[str, list[str], int, str]] = [
     ("directory-as-db", ["runs", "--db", "{root}/full"], EXIT_STORE, "is a directory"),
 ]
 JSON_CASES = {"show-unknown-run", "resume-completed", "run-conflicting-flags",
-              "demo-non-empty-workspace", "junk-runs", "corrupt-show"}
+              "demo-non-empty-workspace", "junk-runs", "corrupt-show",
+              "argparse-missing-run", "argparse-bad-int"}
 
 
 # A bad model spec is reported with the list of accepted forms under the error line.
@@ -216,10 +217,12 @@ def test_exit_codes_are_documented_in_help() -> None:
 def test_runs_json_lists_runs(inputs: Path, reference: Reference) -> None:
     db = inputs / "store.db"
     before = tree(inputs)
-    res, active = cli_many(["runs", "--db", db, "--json"],
-                           ["runs", "--db", db, "--json", "--active"])
+    res, active, first = cli_many(["runs", "--db", db, "--json"],
+                                  ["runs", "--db", db, "--json", "--active"],
+                                  ["--json", "runs", "--db", db])  # --json before the command
     assert tree(inputs) == before, "reading wrote to the store"
     assert res.code == 0, res
+    assert (first.code, first.stdout) == (0, res.stdout), first
     runs = {r["id"]: r for r in json.loads(res.stdout)}
     cancelled = (inputs / "cancelled.txt").read_text()
     assert set(runs) == {reference.run_id, cancelled}
