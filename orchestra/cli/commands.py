@@ -23,8 +23,29 @@ from orchestra.coordinator.pipeline import Pipeline, load_pipeline
 from orchestra.models.base import Model
 
 DEMO_NOTICE = ("This demo runs on a SCRIPTED model session shipped with orchestra "
-               "(agents/demo/session.jsonl): no real model is called. Everything else is "
-               "real: the tools write files, pytest really runs, the board really fills.")
+               "(agents/demo/session.jsonl, and the script that recorded it for any "
+               "request it lacks): no real model is called. Everything else is real: the "
+               "tools write files, pytest really runs, the board really fills.")
+
+
+def demo_spec() -> str:
+    """The demo's model spec, recorded in the run's input like any other."""
+    from agents.demo.director import DEMO_DIR
+
+    return "replay-task:" + str(DEMO_DIR / "session.jsonl")
+
+
+def demo_model() -> Model:
+    """The shipped session replayed per task; what it lacks, the script that recorded it answers.
+
+    The session holds real pytest reports; another pytest or Python version may word
+    them differently, and the demo must still run (and say so) rather than fail.
+    """
+    from agents.demo.director import DEMO_DIR, director_model
+    from orchestra.models.record import ReplayModel
+
+    return ReplayModel(DEMO_DIR / "session.jsonl", key="task", name="demo",
+                       fallback=director_model())
 
 
 @contextlib.asynccontextmanager
@@ -80,7 +101,8 @@ def _models(pipeline: Pipeline, run_input: Any, cli: list[str]) -> dict[str, Mod
             raise UserError(f"no model for role {role.name!r}: pass --model SPEC or set "
                             "ORCHESTRA_MODEL (e.g. openai:gpt-4.1-mini, ollama:qwen2.5-coder)")
         if spec not in cache:
-            cache[spec] = load_model(spec)
+            # the shipped session gets its director as fallback (`orchestra resume` too)
+            cache[spec] = demo_model() if spec == demo_spec() else load_model(spec)
         out[role.name] = cache[spec]
     return out
 
@@ -152,7 +174,7 @@ async def _start(args: argparse.Namespace, ref: str, run_input: Any) -> int:
 
 
 async def cmd_demo(args: argparse.Namespace) -> int:
-    from agents.demo.director import DEMO_DIR, spec_text
+    from agents.demo.director import spec_text
 
     workspace = Path(args.workspace).resolve()
     if workspace.exists() and any(workspace.iterdir()):
@@ -164,7 +186,7 @@ async def cmd_demo(args: argparse.Namespace) -> int:
     workspace.mkdir(parents=True, exist_ok=True)
     scripted = not args.model
     if scripted:
-        args.model = ["replay-task:" + str(DEMO_DIR / "session.jsonl")]
+        args.model = [demo_spec()]
         if not args.json:
             print(DEMO_NOTICE)
     run_input = {"spec": spec_text(), "workspace": str(workspace), "max_rounds": 3}

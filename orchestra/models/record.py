@@ -25,8 +25,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal, get_args
 
+import structlog
+
 from orchestra._errors import UserError
 from orchestra.models.base import FinishReason, Model, ModelRequest, ModelResponse, ToolCall, Usage
+
+log = structlog.get_logger("orchestra.models")
 
 __all__ = [
     "RecordedCall",
@@ -228,15 +232,21 @@ class ReplayModel:
     With ``strict=True`` an unrecorded request raises :class:`ReplayMismatchError`
     naming the key, the call index and the first field where it differs from the
     nearest recorded request. With ``strict=False`` it gets the next unused response
-    in file order instead.
+    in file order instead. With a ``fallback`` model, an unrecorded request is sent
+    to it (counted in ``fallbacks``, explained in a warning): a recording made by a
+    deterministic script stays usable when the world around it changes a little,
+    e.g. another pytest version printing its report differently.
     """
 
     def __init__(self, path: str | os.PathLike[str], *, strict: bool = True,
-                 name: str = "replay", key: Literal["request", "task"] = "request") -> None:
+                 name: str = "replay", key: Literal["request", "task"] = "request",
+                 fallback: Model | None = None) -> None:
         self.path = Path(path)
         self.strict = strict
         self.name = name
         self.key_mode = key
+        self.fallback = fallback
+        self.fallbacks = 0
         self.recorded = read_recording(self.path)
         if key == "task":
             # Keep the cut request too: a mismatch is explained against what was keyed.
@@ -266,6 +276,15 @@ class ReplayModel:
         queue = self._by_key.get(key)
         if queue:
             position = queue.popleft()
+        elif self.fallback is not None:
+            self.fallbacks += 1
+            if self.fallbacks == 1:
+                mismatch = self._mismatch(canonical, key, index,
+                                          recorded_before=key in self._by_key)
+                log.warning("request not in the recording; asking the fallback model",
+                            recording=str(self.path), fallback=self.fallback.name,
+                            why=str(mismatch))
+            return await self.fallback.request(request)
         elif self.strict:
             raise self._mismatch(canonical, key, index, recorded_before=key in self._by_key)
         else:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -77,3 +78,33 @@ async def test_buggy_wrap_is_caught_by_its_tests(tmp_path: Path) -> None:
     assert failed
     for test_name in failed:
         assert test_name in MODULES["wrap"]["review_comment"]
+
+
+async def test_the_demo_model_answers_requests_its_session_lacks() -> None:
+    """Another pytest may word a report differently: the demo then asks its director,
+    which answers as the recording would have."""
+    from agents.demo.director import director_model
+    from orchestra.models.base import ModelRequest
+    from orchestra.models.record import ReplayModel, read_recording
+
+    replay = ReplayModel(DEMO / "session.jsonl", key="task", fallback=director_model())
+    calls = read_recording(DEMO / "session.jsonl")
+    reviewer = next(c for c in calls if c.request["messages"][0]["content"].startswith(
+        "You review") and c.request["messages"][-1]["role"] == "tool")
+    recorded = reviewer.response
+    messages = _messages(reviewer.request["messages"])
+    # the reviewer's request with the test report worded differently
+    report = messages[-1]
+    changed = (*messages[:-1], replace(report, content=report.content.replace("\n", "\n ", 1)))
+    answered = await replay.request(ModelRequest(changed))
+    assert replay.fallbacks == 1
+    assert (answered.text, answered.tool_calls) == (recorded.text, recorded.tool_calls)
+
+
+def _messages(raw: list[dict[str, Any]]) -> tuple[Any, ...]:
+    from orchestra import Message
+    from orchestra._types import ToolCallRecord
+
+    return tuple(Message(m["role"], m["content"], tuple(
+        ToolCallRecord(c["id"], c["name"], c["arguments"]) for c in m.get("tool_calls") or []),
+        tool_call_id=m.get("tool_call_id"), name=m.get("name")) for m in raw)

@@ -18,8 +18,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 REPO = Path(__file__).resolve().parents[2]
-DEMO_SESSION = REPO / "agents" / "demo" / "session.jsonl"
-DEMO_MODEL = f"replay-task:{DEMO_SESSION}"
+DEMO_MODEL = f"replay-task:{REPO / 'agents' / 'demo' / 'session.jsonl'}"  # as cmd_demo
 CLI_TIMEOUT = 90.0
 
 T = TypeVar("T")

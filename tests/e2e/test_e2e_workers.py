@@ -25,7 +25,7 @@ from e2e_helpers import (
 
 from agents.pipeline import build_pipeline
 from orchestra import Coordinator, SQLiteBlackboard
-from orchestra.models.spec import load_model
+from orchestra.cli.commands import demo_model, demo_spec
 
 pytestmark = pytest.mark.slow
 
@@ -34,7 +34,8 @@ async def create_run(db: Path, workspace: Path) -> str:
     """Create the demo's run (and its first task) without driving it."""
     run_input = demo_input(workspace)
     pipeline = build_pipeline(run_input)
-    model = load_model(run_input["model"])
+    assert run_input["model"] == demo_spec()
+    model = demo_model()  # what `orchestra worker` loads for it
     async with await SQLiteBlackboard.open(db) as store:
         coord = Coordinator(store, pipeline, models={r.name: model for r in pipeline.roles})
         run = await coord.start(run_input)

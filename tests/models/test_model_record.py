@@ -143,6 +143,17 @@ async def test_task_keyed_mismatch_points_at_the_same_conversation_and_the_chang
     assert "2 failed" in message and "3 failed" in message
 
 
+async def test_a_fallback_model_answers_what_the_recording_lacks(tmp_path: Path) -> None:
+    path = tmp_path / "calls.jsonl"
+    await RecordingModel(StubModel(echo), path).request(ask("a"))
+    live = StubModel(lambda r: ModelResponse(text="live", usage=Usage(1, 1), model="f"))
+    replay = ReplayModel(path, fallback=live)
+    assert (await replay.request(ask("a"))).text == "echo a"  # recorded: no fallback call
+    assert (await replay.request(ask("b"))).text == "live"
+    assert (await replay.request(ask("a"))).text == "live"  # recorded once, served once
+    assert (replay.fallbacks, live.calls, replay.remaining) == (2, 2, 0)
+
+
 async def test_strict_reports_a_request_repeated_more_often_than_recorded(
         tmp_path: Path) -> None:
     path = tmp_path / "calls.jsonl"
