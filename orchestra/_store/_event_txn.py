@@ -99,10 +99,8 @@ def append_event(conn: sqlite3.Connection, enc: Encoder, run_id: str, kind: str,
                  now: float) -> Event:
     """Append one event to ``run_id``'s log; ``NotFoundError`` if the run does not exist."""
     batch = _open.get(id(conn))
-    if batch is not None and run_id in batch.runs:
-        tally = batch.runs[run_id]
-        tally.seq += 1
-        tally.dirty = True
+    tally = _counted_on(batch, run_id)
+    if tally is not None:
         return _add(batch, enc, run_id, tally.seq, kind, data, now)
     row = conn.execute(_NEXT_SEQ, (now, run_id)).fetchone()
     return _insert(conn, enc, run_id, kind, data, now, row, batch)
@@ -113,10 +111,8 @@ def append_step_event(conn: sqlite3.Connection, enc: Encoder, run_id: str, kind:
                       cost: float) -> Event:
     """Append a step's event and add the step to the run's totals in one statement."""
     batch = _open.get(id(conn))
-    if batch is not None and run_id in batch.runs:
-        tally = batch.runs[run_id]
-        tally.seq += 1
-        tally.dirty = True
+    tally = _counted_on(batch, run_id)
+    if tally is not None:
         tally.tokens_in += tokens_in
         tally.tokens_out += tokens_out
         tally.cost += cost
@@ -125,6 +121,15 @@ def append_step_event(conn: sqlite3.Connection, enc: Encoder, run_id: str, kind:
     row = conn.execute(_NEXT_SEQ_WITH_TOTALS,
                        (now, run_id, tokens_in, tokens_out, cost)).fetchone()
     return _insert(conn, enc, run_id, kind, data, now, row, batch)
+
+
+def _counted_on(batch: _Batch | None, run_id: str) -> _RunTally | None:
+    """The run's tally with its next seq taken, if this batch already reserved one."""
+    tally = None if batch is None else batch.runs.get(run_id)
+    if tally is not None:
+        tally.seq += 1
+        tally.dirty = True
+    return tally
 
 
 def _insert(conn: sqlite3.Connection, enc: Encoder, run_id: str, kind: str, data: JSON,
@@ -138,7 +143,8 @@ def _insert(conn: sqlite3.Connection, enc: Encoder, run_id: str, kind: str, data
     return Event(run_id, row[0], kind, data, now)
 
 
-def _add(batch: _Batch, enc: Encoder, run_id: str, seq: int, kind: str, data: JSON,
+def _add(batch: _Batch | None, enc: Encoder, run_id: str, seq: int, kind: str, data: JSON,
          now: float) -> Event:
+    assert batch is not None
     batch.rows.append((run_id, seq, kind, enc.json(data, f"event {kind!r} data"), now))
     return Event(run_id, seq, kind, data, now)
