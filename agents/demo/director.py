@@ -20,6 +20,8 @@ from typing import Any
 from orchestra import FunctionModel, ModelRequest, ModelResponse, reply, tool_call
 
 DEMO_DIR = Path(__file__).parent
+SESSION = DEMO_DIR / "session.jsonl"
+"""The shipped recording of this director's traffic (``python -m agents.demo.record``)."""
 
 
 @cache

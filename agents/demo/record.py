@@ -10,7 +10,7 @@ import asyncio
 import tempfile
 from pathlib import Path
 
-from agents.demo.director import DEMO_DIR, director_model, spec_text
+from agents.demo.director import SESSION, director_model, spec_text
 from agents.pipeline import build_pipeline
 from orchestra import Coordinator, SQLiteBlackboard
 from orchestra.models.record import RecordingModel
@@ -34,4 +34,4 @@ async def record(out: Path) -> str:
 
 
 if __name__ == "__main__":
-    print(asyncio.run(record(DEMO_DIR / "session.jsonl")))
+    print(asyncio.run(record(SESSION)))

@@ -30,9 +30,9 @@ DEMO_NOTICE = ("This demo runs on a SCRIPTED model session shipped with orchestr
 
 def demo_spec() -> str:
     """The demo's model spec, recorded in the run's input like any other."""
-    from agents.demo.director import DEMO_DIR
+    from agents.demo.director import SESSION
 
-    return "replay-task:" + str(DEMO_DIR / "session.jsonl")
+    return f"replay-task:{SESSION}"
 
 
 def demo_model() -> Model:
@@ -41,10 +41,10 @@ def demo_model() -> Model:
     The session holds real pytest reports; another pytest or Python version may word
     them differently, and the demo must still run (and say so) rather than fail.
     """
-    from agents.demo.director import DEMO_DIR, director_model
+    from agents.demo.director import SESSION, director_model
     from orchestra.models.record import ReplayModel
 
-    return ReplayModel(DEMO_DIR / "session.jsonl", key="task", name="demo",
+    return ReplayModel(SESSION, key="task", name="demo",
                        fallback=director_model())
 
 
