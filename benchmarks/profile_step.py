@@ -31,6 +31,9 @@ STEPS_PER_PIPELINE = 17
 _FRAME = 4096 + 24  # a WAL frame: one page plus its header
 
 
+_KEYS: dict[str, str] = {}  # SQL text -> its one-line label
+
+
 class _Timed:
     """A sqlite3 connection whose execute/executemany calls are timed by statement."""
 
@@ -45,9 +48,13 @@ class _Timed:
     def _timed(self, name: str, sql: str, *args: Any) -> Any:
         start = time.perf_counter()
         out = getattr(self._conn, name)(sql, *args)
-        entry = self._stats[re.sub(r"\s+", " ", sql).strip()[:90]]
+        elapsed = time.perf_counter() - start  # before the bookkeeping below
+        key = _KEYS.get(sql)
+        if key is None:
+            key = _KEYS[sql] = re.sub(r"\s+", " ", sql).strip()[:90]
+        entry = self._stats[key]
         entry[0] += 1
-        entry[1] += time.perf_counter() - start
+        entry[1] += elapsed
         return out
 
     def execute(self, sql: str, *args: Any) -> Any:

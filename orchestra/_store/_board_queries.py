@@ -27,7 +27,7 @@ _LATEST_PLAN = f"SELECT {_rows.PLAN_COLS} FROM plans WHERE run_id = ? ORDER BY v
 _HANDOFFS = f"""
 SELECT {_rows.HANDOFF_COLS} FROM handoffs
 WHERE run_id = ?1 AND (?2 IS NULL OR to_role = ?2) AND (?3 IS NULL OR from_agent = ?3)
-ORDER BY created_at, rowid"""
+ORDER BY created_at, position"""
 _NOTE_FILTERS = """(?2 IS NULL OR n.run_id = ?2) AND (?3 IS NULL OR n.author = ?3)
   AND (?4 IS NULL OR EXISTS (SELECT 1 FROM json_each(n.tags) WHERE value = ?4))"""
 _SEARCH_NOTES = f"""

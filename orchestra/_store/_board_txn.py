@@ -33,10 +33,6 @@ _INSERT_PLAN = (
     "INSERT INTO plans (run_id, version, author, body, created_at) VALUES (?, ?, ?, ?, ?)"
 )
 _HANDOFF_OF_TASK = f"SELECT {_rows.HANDOFF_COLS} FROM handoffs WHERE task_id = ?"
-_INSERT_HANDOFF = (
-    "INSERT INTO handoffs (id, run_id, from_agent, to_role, payload, note, task_id, created_at) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
-)
 _INSERT_NOTE = (
     "INSERT INTO notes (run_id, author, tags, body, created_at) VALUES (?, ?, ?, ?, ?) RETURNING id"
 )
@@ -111,20 +107,18 @@ def post_handoff(conn: sqlite3.Connection, enc: Encoder, run_id: str, from_agent
     handoff that created that task is returned.
     """
     handoff_id = new_id()
+    note = enc.text(handoff.note, f"handoff note to {handoff.to_role!r}")
+    # the task's row is the handoff's record (the ``handoffs`` view reads it back)
     task = insert_task(conn, enc, run_id, NewTask(
         role=handoff.to_role, input=handoff.payload, max_attempts=handoff.max_attempts,
         key=handoff.key, cause=f"handoff:{handoff_id}"), now, parent_id=parent_id,
-        announce=False)
+        announce=False, handoff=(from_agent, note))
     if task.cause != f"handoff:{handoff_id}":  # the key matched an existing task
         row = conn.execute(_HANDOFF_OF_TASK, (task.id,)).fetchone()
         if row is None:
             raise UserError(f"handoff key {handoff.key!r} names task {task.id}, which was not "
                             "created by a handoff; use a different key")
         return _rows.handoff(row)
-    payload = enc.json(handoff.payload, f"handoff payload to {handoff.to_role!r}")
-    note = enc.text(handoff.note, f"handoff note to {handoff.to_role!r}")
-    conn.execute(_INSERT_HANDOFF, (handoff_id, run_id, from_agent, handoff.to_role, payload,
-                                   note, task.id, now))
     # also announces the task it created (there is no separate task.created)
     append_event(conn, enc, run_id, "handoff.posted",
                  {"handoff": handoff_id, "from": from_agent, "to_role": handoff.to_role,

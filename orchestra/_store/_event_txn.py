@@ -5,10 +5,11 @@ transaction that makes the change: a rolled-back change takes its seq with it.
 
 A hot write that reports several changes at once (a task's end: its step, its
 handoff, its completion, the next claim) wraps its work in :func:`batched_events`:
-the first event of a run reserves its seq with the usual ``UPDATE ... RETURNING``
-(which also proves the run exists), later ones count on from it in memory, and on
-leaving the block one ``UPDATE`` stores the run's new ``last_seq`` and totals and one
-``executemany`` inserts the rows. Same rows, same seqs, a third of the statements.
+the first event of a run reads its ``last_seq`` (which also proves the run exists;
+the transaction holds the write lock, so nobody else can take a seq meanwhile), later
+ones count on from it in memory, and on leaving the block one ``UPDATE`` stores the
+run's new ``last_seq`` and totals and one ``executemany`` inserts the rows. Same rows,
+same seqs, a third of the statements, and the run's row is written once.
 """
 
 from __future__ import annotations
@@ -35,16 +36,16 @@ _SET_SEQ_WITH_TOTALS = (
 )
 _INSERT_EVENT = "INSERT INTO events (run_id, seq, kind, data, at) VALUES (?, ?, ?, ?, ?)"
 _RUN_EXISTS = "SELECT 1 FROM runs WHERE id = ?"
+_LAST_SEQ = "SELECT last_seq FROM runs WHERE id = ?"
 
 
 class _RunTally:
     """What a batch owes one run's row: its last seq and the step totals to add."""
 
-    __slots__ = ("cost", "dirty", "seq", "steps", "tokens_in", "tokens_out")
+    __slots__ = ("cost", "seq", "steps", "tokens_in", "tokens_out")
 
     def __init__(self, seq: int) -> None:
         self.seq = seq
-        self.dirty = False
         self.tokens_in = self.tokens_out = self.steps = 0
         self.cost = 0.0
 
@@ -79,10 +80,8 @@ def batched_events(conn: sqlite3.Connection, now: float) -> Iterator[None]:
     finally:
         del _open[key]
     for run_id, tally in batch.runs.items():
-        if tally.dirty:
-            conn.execute(_SET_SEQ_WITH_TOTALS, (tally.seq, now, tally.tokens_in,
-                                                tally.tokens_out, tally.cost, tally.steps,
-                                                run_id))
+        conn.execute(_SET_SEQ_WITH_TOTALS, (tally.seq, now, tally.tokens_in, tally.tokens_out,
+                                            tally.cost, tally.steps, run_id))
     if batch.rows:
         conn.executemany(_INSERT_EVENT, batch.rows)
 
@@ -99,11 +98,10 @@ def append_event(conn: sqlite3.Connection, enc: Encoder, run_id: str, kind: str,
                  now: float) -> Event:
     """Append one event to ``run_id``'s log; ``NotFoundError`` if the run does not exist."""
     batch = _open.get(id(conn))
-    tally = _counted_on(batch, run_id)
-    if tally is not None:
-        return _add(batch, enc, run_id, tally.seq, kind, data, now)
+    if batch is not None:
+        return _add(batch, enc, run_id, _next_seq(conn, batch, run_id).seq, kind, data, now)
     row = conn.execute(_NEXT_SEQ, (now, run_id)).fetchone()
-    return _insert(conn, enc, run_id, kind, data, now, row, batch)
+    return _insert(conn, enc, run_id, kind, data, now, row)
 
 
 def append_step_event(conn: sqlite3.Connection, enc: Encoder, run_id: str, kind: str,
@@ -111,8 +109,8 @@ def append_step_event(conn: sqlite3.Connection, enc: Encoder, run_id: str, kind:
                       cost: float) -> Event:
     """Append a step's event and add the step to the run's totals in one statement."""
     batch = _open.get(id(conn))
-    tally = _counted_on(batch, run_id)
-    if tally is not None:
+    if batch is not None:
+        tally = _next_seq(conn, batch, run_id)
         tally.tokens_in += tokens_in
         tally.tokens_out += tokens_out
         tally.cost += cost
@@ -120,31 +118,30 @@ def append_step_event(conn: sqlite3.Connection, enc: Encoder, run_id: str, kind:
         return _add(batch, enc, run_id, tally.seq, kind, data, now)
     row = conn.execute(_NEXT_SEQ_WITH_TOTALS,
                        (now, run_id, tokens_in, tokens_out, cost)).fetchone()
-    return _insert(conn, enc, run_id, kind, data, now, row, batch)
+    return _insert(conn, enc, run_id, kind, data, now, row)
 
 
-def _counted_on(batch: _Batch | None, run_id: str) -> _RunTally | None:
-    """The run's tally with its next seq taken, if this batch already reserved one."""
-    tally = None if batch is None else batch.runs.get(run_id)
-    if tally is not None:
-        tally.seq += 1
-        tally.dirty = True
+def _next_seq(conn: sqlite3.Connection, batch: _Batch, run_id: str) -> _RunTally:
+    """The run's tally with its next seq taken; the first one of a run reads ``last_seq``."""
+    tally = batch.runs.get(run_id)
+    if tally is None:
+        row = conn.execute(_LAST_SEQ, (run_id,)).fetchone()
+        if row is None:
+            raise NotFoundError(f"run {run_id!r} does not exist")
+        tally = batch.runs[run_id] = _RunTally(row[0])
+    tally.seq += 1
     return tally
 
 
 def _insert(conn: sqlite3.Connection, enc: Encoder, run_id: str, kind: str, data: JSON,
-            now: float, row: tuple[int] | None, batch: _Batch | None) -> Event:
+            now: float, row: tuple[int] | None) -> Event:
     if row is None:
         raise NotFoundError(f"run {run_id!r} does not exist")
-    if batch is not None:
-        batch.runs[run_id] = _RunTally(row[0])
-        return _add(batch, enc, run_id, row[0], kind, data, now)
     conn.execute(_INSERT_EVENT, (run_id, row[0], kind, enc.json(data, f"event {kind!r} data"), now))
     return Event(run_id, row[0], kind, data, now)
 
 
-def _add(batch: _Batch | None, enc: Encoder, run_id: str, seq: int, kind: str, data: JSON,
+def _add(batch: _Batch, enc: Encoder, run_id: str, seq: int, kind: str, data: JSON,
          now: float) -> Event:
-    assert batch is not None
     batch.rows.append((run_id, seq, kind, enc.json(data, f"event {kind!r} data"), now))
     return Event(run_id, seq, kind, data, now)

@@ -35,7 +35,6 @@ _DELETE = (
     "DELETE FROM messages WHERE agent_id IN (SELECT id FROM agents WHERE run_id = ?1)",
     "DELETE FROM compactions WHERE agent_id IN (SELECT id FROM agents WHERE run_id = ?1)",
     "DELETE FROM agents WHERE run_id = ?1",
-    "DELETE FROM handoffs WHERE run_id = ?1",
     "DELETE FROM notes WHERE run_id = ?1",
     "DELETE FROM plans WHERE run_id = ?1",
     "DELETE FROM tasks WHERE run_id = ?1",

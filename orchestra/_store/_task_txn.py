@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterator, Sequence
+from contextlib import contextmanager
 
 from orchestra._errors import LeaseLostError, NotFoundError, UserError
 from orchestra._store import _rows
@@ -20,9 +21,10 @@ from orchestra._types import Task
 
 _BY_KEY = f'SELECT {_rows.TASK_COLS} FROM tasks WHERE run_id = ? AND "key" = ?'
 _INSERT = (
-    "INSERT INTO tasks (id, run_id, role, input, status, max_attempts, not_before, parent_id, "
-    '  cause, "key", created_at, updated_at) '
-    "VALUES (?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?)"
+    "INSERT INTO tasks (id, run_id, role, input, status, attempt, lease_owner, lease_expires_at, "
+    '  max_attempts, not_before, parent_id, cause, "key", from_agent, handoff_note, created_at, '
+    "  updated_at) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 _LEASE = (
     "SELECT run_id, role, status, lease_owner, attempt, retries, max_attempts "
@@ -40,6 +42,10 @@ WHERE id IN (
     ORDER BY t.created_at, t.rowid
     LIMIT ?6)
 RETURNING {_rows.TASK_COLS}"""
+_PRESTART = """
+INSERT OR IGNORE INTO steps (task_id, retry, step, kind, name, input_digest, status, attempts,
+    started_at)
+VALUES (?, ?, 1, 'model', 'model', '', 'started', 1, ?)"""
 _HEARTBEAT = (
     "UPDATE tasks SET lease_expires_at = ?, updated_at = ? "
     "WHERE id = ? AND status = 'running' AND lease_owner = ? AND attempt = ?"
@@ -54,6 +60,47 @@ _REQUEUE = (
     "UPDATE tasks SET status = 'pending', lease_owner = NULL, lease_expires_at = NULL, "
     f"updated_at = ? WHERE id = ? RETURNING {_rows.TASK_COLS}"
 )
+
+
+class Claimer:
+    """A worker's free capacity, spent on tasks as its own transaction creates them.
+
+    Used by ``complete_task_and_claim`` once the run's older pending tasks are claimed
+    (so oldest-first still holds): a task the finishing task routes is inserted
+    already leased, instead of being inserted pending, entered in the claim queue's
+    index, and updated again by a claim. Callers announce ``claimed`` afterwards.
+    """
+
+    __slots__ = ("capacity", "claimed", "lease_seconds", "limit", "owner")
+
+    def __init__(self, owner: str, capacity: dict[str, int], limit: int,
+                 lease_seconds: float) -> None:
+        self.owner = owner
+        self.capacity = capacity
+        self.limit = limit
+        self.lease_seconds = lease_seconds
+        self.claimed: list[Task] = []
+
+    def take(self, role: str, not_before: float, now: float) -> bool:
+        if self.limit <= 0 or self.capacity.get(role, 0) <= 0 or not_before > now:
+            return False
+        self.capacity[role] -= 1
+        self.limit -= 1
+        return True
+
+
+# At most one claimer per connection; a connection runs one write at a time.
+_claimers: dict[int, Claimer] = {}
+
+
+@contextmanager
+def claiming(conn: sqlite3.Connection, claimer: Claimer) -> Iterator[Claimer]:
+    """Tasks inserted on ``conn`` inside the block are claimed by ``claimer`` while it has room."""
+    _claimers[id(conn)] = claimer
+    try:
+        yield claimer
+    finally:
+        del _claimers[id(conn)]
 
 
 class LeaseInfo:
@@ -87,12 +134,14 @@ def check_lease(conn: sqlite3.Connection, task_id: str, lease: Lease) -> LeaseIn
 
 def insert_task(conn: sqlite3.Connection, enc: Encoder, run_id: str, new: NewTask, now: float,
                 *, parent_id: str | None = None, cause: str | None = None,
-                announce: bool = True) -> Task:
-    """Create a pending task and (``announce``) its ``task.created`` event.
+                announce: bool = True, handoff: tuple[str, str] | None = None) -> Task:
+    """Create a pending task (or, inside :func:`claiming`, a claimed one) and
+    (``announce``) its ``task.created`` event.
 
     A task whose ``key`` already exists in the run is not created again: the
     existing one is returned and nothing is written. A handoff's task is announced
-    by the ``handoff.posted`` event, which names it, so it passes ``announce=False``.
+    by the ``handoff.posted`` event, which names it, so it passes ``announce=False``
+    and ``handoff=(from_agent, note)``: the task's row is the handoff's record.
     """
     if not new.role:
         raise UserError("a task needs a role, got an empty string")
@@ -111,8 +160,22 @@ def insert_task(conn: sqlite3.Connection, enc: Encoder, run_id: str, new: NewTas
                      {"task": task_id, "role": new.role, "cause": why}, now)
     else:
         require_run(conn, run_id)
-    conn.execute(_INSERT, (task_id, run_id, new.role, input_text, new.max_attempts,
-                           new.not_before, parent, why, new.key, now, now))
+    from_agent, note = handoff if handoff is not None else (None, None)
+    claimer = _claimers.get(id(conn))
+    if claimer is not None and claimer.take(new.role, new.not_before, now):
+        lease_ends = now + claimer.lease_seconds
+        conn.execute(_INSERT, (task_id, run_id, new.role, input_text, "running", 1,
+                               claimer.owner, lease_ends, new.max_attempts, new.not_before,
+                               parent, why, new.key, from_agent, note, now, now))
+        task = Task(task_id, run_id, new.role, new.input, "running", attempt=1,
+                    max_attempts=new.max_attempts, lease_owner=claimer.owner,
+                    lease_expires_at=lease_ends, not_before=new.not_before, parent_id=parent,
+                    cause=why, key=new.key, created_at=now, updated_at=now)
+        claimer.claimed.append(task)
+        return task
+    conn.execute(_INSERT, (task_id, run_id, new.role, input_text, "pending", 0, None, None,
+                           new.max_attempts, new.not_before, parent, why, new.key, from_agent,
+                           note, now, now))
     return Task(task_id, run_id, new.role, new.input, "pending", max_attempts=new.max_attempts,
                 not_before=new.not_before, parent_id=parent, cause=why, key=new.key,
                 created_at=now, updated_at=now)
@@ -135,7 +198,7 @@ def claim(conn: sqlite3.Connection, enc: Encoder, owner: str, now: float, *,
 
 def _claim(conn: sqlite3.Connection, enc: Encoder, owner: str, now: float, *,
            run_id: str | None, roles: Collection[str] | None, lease_seconds: float,
-           limit: int) -> list[Task]:
+           limit: int, announce: bool = True) -> list[Task]:
     """Lease up to ``limit`` of the oldest claimable pending tasks to ``owner``."""
     if not owner:
         raise UserError("claim_task needs a non-empty owner")
@@ -144,27 +207,33 @@ def _claim(conn: sqlite3.Connection, enc: Encoder, owner: str, now: float, *,
                                  limit)).fetchall()
     # RETURNING gives rows in no set order; hand them out oldest first, as claimed
     tasks = sorted((_rows.task(row) for row in rows), key=lambda t: t.created_at)
+    if announce:
+        announce_claims(conn, enc, tasks, owner, now)
+    return tasks
+
+
+def announce_claims(conn: sqlite3.Connection, enc: Encoder, tasks: Sequence[Task], owner: str,
+                    now: float, prestart: Collection[str] = ()) -> None:
+    """The ``task.claimed`` events of ``tasks``; a fresh task of a role in ``prestart``
+    also gets its first step, a model call, journaled as started."""
     for task in tasks:
         append_event(conn, enc, task.run_id, "task.claimed",
                      {"task": task.id, "role": task.role, "attempt": task.attempt,
                       "owner": owner}, now)
-    return tasks
-
-
-_PRESTART = """
-INSERT OR IGNORE INTO steps (task_id, retry, step, kind, name, input_digest, status, attempts,
-    started_at)
-VALUES (?, ?, 1, 'model', 'model', '', 'started', 1, ?)"""
+        if task.attempt == 1 and task.role in prestart:
+            conn.execute(_PRESTART, (task.id, task.retries, now))
 
 
 def claim_many(conn: sqlite3.Connection, enc: Encoder, owner: str, now: float, *,
                run_id: str | None, capacity: dict[str, int], limit: int,
-               lease_seconds: float, prestart: Collection[str] = ()) -> list[Task]:
+               lease_seconds: float, prestart: Collection[str] = (),
+               announce: bool = True) -> list[Task]:
     """Claim up to ``limit`` tasks, at most ``capacity[role]`` per role, in one transaction.
 
     A fresh task (first claim) of a role in ``prestart`` also gets its first step, a
     model call, journaled as started here: the worker calls the model right away, and
-    this spares that start record a transaction of its own.
+    this spares that start record a transaction of its own. With ``announce=False``
+    the caller announces them (events and started steps) with :func:`announce_claims`.
     """
     free = {role: n for role, n in capacity.items() if n > 0}
     claimed: list[Task] = []
@@ -173,11 +242,11 @@ def claim_many(conn: sqlite3.Connection, enc: Encoder, owner: str, now: float, *
         # so a worker with room for more learns it without a second, empty claim.
         want = min(limit - len(claimed), *free.values())
         tasks = _claim(conn, enc, owner, now, run_id=run_id, roles=tuple(free),
-                       lease_seconds=lease_seconds, limit=want)
+                       lease_seconds=lease_seconds, limit=want, announce=False)
+        if announce:
+            announce_claims(conn, enc, tasks, owner, now, prestart)
         for task in tasks:
             claimed.append(task)
-            if task.attempt == 1 and task.role in prestart:
-                conn.execute(_PRESTART, (task.id, task.retries, now))
             free[task.role] -= 1
             if not free[task.role]:
                 del free[task.role]

@@ -199,7 +199,25 @@ V2 = """
 ALTER TABLE tasks ADD COLUMN result_msg INTEGER;
 """
 
-MIGRATIONS: tuple[str, ...] = (V1, V2)
+# v3: a handoff is its task's row. Handoffs and tasks were 1:1 (the payload was the
+# task's input, twice); a handoff table with two indexes of its own made every
+# routed step write three more B-trees. ``handoffs`` stays readable as a view, and a
+# handoff's id is still the one in its task's ``cause`` ("handoff:<id>").
+V3 = """
+ALTER TABLE tasks ADD COLUMN from_agent TEXT;
+ALTER TABLE tasks ADD COLUMN handoff_note TEXT;
+UPDATE tasks SET from_agent = h.from_agent, handoff_note = h.note
+FROM handoffs AS h WHERE h.task_id = tasks.id;
+DROP INDEX handoffs_run;
+DROP INDEX handoffs_task;
+DROP TABLE handoffs;
+CREATE VIEW handoffs AS
+SELECT substr(cause, 9) AS id, run_id, from_agent, role AS to_role, input AS payload,
+    handoff_note AS note, id AS task_id, created_at, rowid AS position
+FROM tasks WHERE from_agent IS NOT NULL;
+"""
+
+MIGRATIONS: tuple[str, ...] = (V1, V2, V3)
 """Script ``i`` (0-based) takes the schema from version ``i`` to ``i + 1``. Append only."""
 
 LATEST_VERSION = len(MIGRATIONS)

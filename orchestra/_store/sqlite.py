@@ -261,12 +261,22 @@ class SQLiteBlackboard(BoardMethods):
         def op(c: sqlite3.Connection) -> tuple[Task, list[Task]]:
             now = time.time()
             with batched_events(c, now):
-                done = _journal_txn.complete_task(c, enc, task_id, lease, result, agent_id,
-                                                  writes, step, now)
-                nxt = _task_txn.claim_many(c, enc, claim.owner, now, run_id=claim.run_id,
-                                           capacity=dict(claim.capacity), limit=claim.limit,
-                                           lease_seconds=claim.lease_seconds,
-                                           prestart=claim.prestart)
+                # the run's older pending tasks first; room left over takes the tasks this
+                # one routes as they are inserted (see ``_task_txn.Claimer``)
+                older = _task_txn.claim_many(c, enc, claim.owner, now, run_id=claim.run_id,
+                                             capacity=dict(claim.capacity), limit=claim.limit,
+                                             lease_seconds=claim.lease_seconds,
+                                             announce=False)
+                room = dict(claim.capacity)
+                for task in older:
+                    room[task.role] -= 1
+                claimer = _task_txn.Claimer(claim.owner, room, claim.limit - len(older),
+                                            claim.lease_seconds)
+                with _task_txn.claiming(c, claimer):
+                    done = _journal_txn.complete_task(c, enc, task_id, lease, result, agent_id,
+                                                      writes, step, now)
+                nxt = older + claimer.claimed
+                _task_txn.announce_claims(c, enc, nxt, claim.owner, now, claim.prestart)
             return done, nxt
 
         return await self._submit(op)
