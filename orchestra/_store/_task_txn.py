@@ -51,6 +51,7 @@ _HEARTBEAT = (
     "WHERE id = ? AND status = 'running' AND lease_owner = ? AND attempt = ?"
 )
 _EXISTS = "SELECT 1 FROM tasks WHERE id = ?"
+_RUN_HAS_PENDING = "SELECT 1 FROM tasks WHERE run_id = ? AND status = 'pending' LIMIT 1"
 _LOST_LEASES = f"""
 SELECT {_rows.TASK_COLS} FROM tasks
 WHERE status = 'running' AND (?1 IS NULL OR run_id = ?1)
@@ -237,6 +238,8 @@ def claim_many(conn: sqlite3.Connection, enc: Encoder, owner: str, now: float, *
     """
     free = {role: n for role, n in capacity.items() if n > 0}
     claimed: list[Task] = []
+    if run_id is not None and conn.execute(_RUN_HAS_PENDING, (run_id,)).fetchone() is None:
+        return claimed  # the usual case for a busy run: an index probe, not a claim scan
     while free and len(claimed) < limit:
         # As many as every free role can still take: fewer back means none are left,
         # so a worker with room for more learns it without a second, empty claim.

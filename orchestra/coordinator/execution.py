@@ -31,6 +31,36 @@ if TYPE_CHECKING:
 log = structlog.get_logger("orchestra.coordinator")
 
 
+class _TaskLog:
+    """The coordinator's logger bound to one task, bound only if something is logged:
+    most tasks log nothing, and binding costs more than the rest of a task's setup."""
+
+    __slots__ = ("_log", "_task")
+
+    def __init__(self, task: Task) -> None:
+        self._task = task
+        self._log: structlog.typing.FilteringBoundLogger | None = None
+
+    def _bound(self) -> structlog.typing.FilteringBoundLogger:
+        if self._log is None:
+            t = self._task
+            self._log = log.bind(run=t.run_id, task=t.id, agent=f"{t.run_id}/{t.role}",
+                                 attempt=t.attempt)
+        return self._log
+
+    def info(self, event: str, **kw: object) -> None:
+        self._bound().info(event, **kw)
+
+    def warning(self, event: str, **kw: object) -> None:
+        self._bound().warning(event, **kw)
+
+    def error(self, event: str, **kw: object) -> None:
+        self._bound().error(event, **kw)
+
+    def exception(self, event: str, **kw: object) -> None:
+        self._bound().exception(event, **kw)
+
+
 class TaskExecutor:
     """Runs claimed tasks for a coordinator."""
 
@@ -55,8 +85,7 @@ class TaskExecutor:
     async def _execute(self, task: Task) -> None:
         lease = Lease(self.c.owner, task.attempt)
         role = self.c.pipeline.role(task.role)
-        bound = log.bind(run=task.run_id, task=task.id, agent=f"{task.run_id}/{task.role}",
-                         attempt=task.attempt)
+        bound = _TaskLog(task)
         self.leases[task.id] = (task.run_id, lease)
         timeout = type(role).task_timeout
         agent = self.c.agent(task.run_id, task.role)
@@ -98,7 +127,7 @@ class TaskExecutor:
         await self._settle(task, lease, outcome, bound)
 
     async def _settle(self, task: Task, lease: Lease, outcome: TaskOutcome,
-                      bound: structlog.typing.FilteringBoundLogger) -> None:
+                      bound: _TaskLog) -> None:
         if outcome.status == "completed":
             claimed = outcome.extra.get("claimed") or []
             self.c.adopt(task.run_id, claimed, self)

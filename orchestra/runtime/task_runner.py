@@ -79,7 +79,6 @@ class TaskRunner:
         self.task, self.lease, self.route = task, lease, route
         self.limits, self.settings = limits, settings or ModelSettings()
         self.claim_next = claim_next
-        self.log = log.bind(run=task.run_id, task=task.id, agent=agent.agent_id)
         self.tools: dict[str, Tool] = role.bound_tools()
         if type(role).recall:
             self.tools.update(builtin_tools())
@@ -242,7 +241,8 @@ class TaskRunner:
                                  "summaries; the policy keeps asking for more")
 
     def _note_summary(self, request: SummaryRequest) -> None:
-        self.log.debug("compacted", messages=len(request.messages))
+        log.debug("compacted", run=self.task.run_id, task=self.task.id,
+                  agent=self.agent.agent_id, messages=len(request.messages))
 
     def _check_limits(self) -> None:
         cap = type(self.role).max_tokens_per_agent
