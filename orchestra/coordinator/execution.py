@@ -131,8 +131,10 @@ class TaskExecutor:
         if outcome.status == "completed":
             claimed = outcome.extra.get("claimed") or []
             self.c.adopt(task.run_id, claimed, self)
-            if not claimed:
-                self.c.jobs.wake(task.run_id)  # maybe work appeared that nobody claimed yet
+            if not claimed and not outcome.extra.get("looked"):
+                # nobody looked for the run's next work: maybe some is waiting unclaimed
+                # (a claim that looked with room to spare and found none needs no second look)
+                self.c.jobs.wake(task.run_id)
             return
         self.c.jobs.wake(task.run_id)
         if outcome.status == "failed":

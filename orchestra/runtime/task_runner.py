@@ -285,7 +285,7 @@ class TaskRunner:
         self.agent.tokens_used += self.tokens
         return TaskOutcome("completed", data, steps_replayed=journal.replayed,
                            steps_executed=journal.executed, tokens=self.tokens,
-                           extra={"claimed": claimed})
+                           extra={"claimed": claimed, "looked": spec is not None})
 
     async def _fail(self, error: str, pending: list[Message], journal: Journal) -> TaskOutcome:
         self.agent.tokens_used += self.tokens
