@@ -17,7 +17,7 @@ from orchestra._store import _rows
 from orchestra._store._codec import Encoder, new_id
 from orchestra._store._event_txn import append_event, require_run
 from orchestra._store.protocol import Lease, NewTask
-from orchestra._types import Task
+from orchestra._types import Task, TaskStatus
 
 _BY_KEY = f'SELECT {_rows.TASK_COLS} FROM tasks WHERE run_id = ? AND "key" = ?'
 _INSERT = (
@@ -163,23 +163,21 @@ def insert_task(conn: sqlite3.Connection, enc: Encoder, run_id: str, new: NewTas
         require_run(conn, run_id)
     from_agent, note = handoff if handoff is not None else (None, None)
     claimer = _claimers.get(id(conn))
+    status: TaskStatus = "pending"
+    attempt, owner, lease_ends = 0, None, None
     if claimer is not None and claimer.take(new.role, new.not_before, now):
+        status, attempt, owner = "running", 1, claimer.owner
         lease_ends = now + claimer.lease_seconds
-        conn.execute(_INSERT, (task_id, run_id, new.role, input_text, "running", 1,
-                               claimer.owner, lease_ends, new.max_attempts, new.not_before,
-                               parent, why, new.key, from_agent, note, now, now))
-        task = Task(task_id, run_id, new.role, new.input, "running", attempt=1,
-                    max_attempts=new.max_attempts, lease_owner=claimer.owner,
-                    lease_expires_at=lease_ends, not_before=new.not_before, parent_id=parent,
-                    cause=why, key=new.key, created_at=now, updated_at=now)
-        claimer.claimed.append(task)
-        return task
-    conn.execute(_INSERT, (task_id, run_id, new.role, input_text, "pending", 0, None, None,
-                           new.max_attempts, new.not_before, parent, why, new.key, from_agent,
-                           note, now, now))
-    return Task(task_id, run_id, new.role, new.input, "pending", max_attempts=new.max_attempts,
+    conn.execute(_INSERT, (task_id, run_id, new.role, input_text, status, attempt, owner,
+                           lease_ends, new.max_attempts, new.not_before, parent, why, new.key,
+                           from_agent, note, now, now))
+    task = Task(task_id, run_id, new.role, new.input, status, attempt=attempt,
+                max_attempts=new.max_attempts, lease_owner=owner, lease_expires_at=lease_ends,
                 not_before=new.not_before, parent_id=parent, cause=why, key=new.key,
                 created_at=now, updated_at=now)
+    if claimer is not None and owner is not None:
+        claimer.claimed.append(task)
+    return task
 
 
 def insert_tasks(conn: sqlite3.Connection, enc: Encoder, run_id: str, tasks: Sequence[NewTask],
