@@ -71,3 +71,15 @@ def test_orchestra_side_quick(tmp_path: Path) -> None:
     assert by_scenario["S3"]["turns"] == 60
     assert by_scenario["S4"]["duplicates"] == 0  # killed on entering call 10: none repeated
     assert by_scenario["S4"]["calls_killed_process"] == 9
+
+
+def test_store_floor_replays_what_the_store_wrote(tmp_path: Path) -> None:
+    """The store-floor tool replays the recorded transactions faithfully (it checks the
+    replayed files' row counts against the recorded one) and reports all four ways."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks.store_floor", "--pipelines", "2", "--reps", "1"],
+        cwd=REPO, capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    for label in ("today", "today, grouped", "one record", "record + grouped"):
+        assert f"{label}  " in proc.stdout
