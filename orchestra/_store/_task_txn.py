@@ -155,7 +155,8 @@ def insert_task(conn: sqlite3.Connection, enc: Encoder, run_id: str, new: NewTas
     task_id = new_id()
     parent = new.parent_id if new.parent_id is not None else parent_id
     why = new.cause if new.cause is not None else cause
-    input_text = enc.json(new.input, f"task input for {new.role!r}")
+    input_text = enc.json(new.input, f"handoff payload to {new.role!r}" if handoff is not None
+                          else f"task input for {new.role!r}")
     if announce:
         append_event(conn, enc, run_id, "task.created",  # first: it refuses an unknown run
                      {"task": task_id, "role": new.role, "cause": why}, now)

@@ -92,6 +92,22 @@ async def test_handoff_creates_its_task(store: SQLiteBlackboard, claimed: Claim)
     assert (await kinds(store, run.id)).count("handoff.posted") == 2
 
 
+async def test_a_handoff_payload_that_is_not_json_is_refused_by_name(
+        store: SQLiteBlackboard, claimed: Claim) -> None:
+    run, task, lease = await claimed("architect")
+    agent = f"{run.id}/architect"
+    with pytest.raises(UserError, match="handoff payload to 'coder' is not JSON-serializable"):
+        await store.post_handoff(run.id, agent, NewHandoff("coder", {"when": object()}))
+    with pytest.raises(UserError, match="handoff payload to 'coder'"):
+        await store.complete_task(task.id, lease, {"ok": True}, agent_id=agent,
+                                  writes=Writes(handoffs=[NewHandoff("coder", {1j})]))
+    # nothing was written, and the task can still be completed
+    assert await store.get_handoffs(run.id) == []
+    assert [t.role for t in await store.list_tasks(run.id)] == ["architect"]
+    await store.complete_task(task.id, lease, {"ok": True}, agent_id=agent)
+    assert (await store.get_task(task.id)).status == "completed"
+
+
 async def test_notes_full_text_search(store: SQLiteBlackboard) -> None:
     run = await store.create_run("p", {})
     other = await store.create_run("p", {})
