@@ -35,6 +35,7 @@ from benchmarks import orchestra_side as side
 from benchmarks.workload import FakeModel
 from orchestra import Coordinator, SQLiteBlackboard
 from orchestra._store import _writer
+from orchestra._store._connection import configure
 
 STEPS_PER_PIPELINE = 17
 WARMUP = 5
@@ -104,9 +105,7 @@ async def _fresh(db: Path) -> sqlite3.Connection:
     store = await SQLiteBlackboard.open(db)
     await store.close()
     conn = sqlite3.connect(db, isolation_level=None, check_same_thread=False)
-    for pragma in ("journal_mode = WAL", "synchronous = NORMAL", "foreign_keys = ON",
-                   "temp_store = MEMORY", "cache_size = -65536"):
-        conn.execute(f"PRAGMA {pragma}")
+    configure(conn, durability="normal", busy_timeout=30.0, writer=True)
     return conn
 
 
