@@ -101,7 +101,11 @@ class Handoff:
 
 @dataclass(frozen=True, slots=True)
 class Note:
-    """Shared knowledge any agent can write and full-text search."""
+    """Shared knowledge any agent can write and full-text search.
+
+    ``rank`` is set by a text search: higher is more relevant, comparable only
+    within one result (each backend scores in its own way).
+    """
 
     id: int
     run_id: str

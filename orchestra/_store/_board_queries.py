@@ -31,10 +31,10 @@ ORDER BY created_at, position"""
 _NOTE_FILTERS = """(?2 IS NULL OR n.run_id = ?2) AND (?3 IS NULL OR n.author = ?3)
   AND (?4 IS NULL OR EXISTS (SELECT 1 FROM json_each(n.tags) WHERE value = ?4))"""
 _SEARCH_NOTES = f"""
-SELECT {_rows.NOTE_COLS_N}, bm25(notes_fts) AS rank
+SELECT {_rows.NOTE_COLS_N}, -bm25(notes_fts) AS rank
 FROM notes_fts JOIN notes n ON n.id = notes_fts.rowid
 WHERE notes_fts MATCH ?1 AND {_NOTE_FILTERS}
-ORDER BY rank LIMIT ?5"""
+ORDER BY rank DESC LIMIT ?5"""
 _LIST_NOTES = f"""
 SELECT {_rows.NOTE_COLS_N} FROM notes n WHERE {_NOTE_FILTERS}
 ORDER BY n.id DESC LIMIT ?5"""
@@ -110,7 +110,8 @@ def fts_query(text: str) -> str | None:
 
 def search_notes(conn: sqlite3.Connection, run_id: str | None, text: str | None,
                  author: str | None, tag: str | None, limit: int) -> list[Note]:
-    """With ``text``: best bm25 match first (``rank``). Without: newest first."""
+    """With ``text``: most relevant first (``rank`` = -bm25: higher is better). Without:
+    newest first."""
     rows: list[Any]
     if text is not None:
         query = fts_query(text)

@@ -61,7 +61,7 @@ class BoardMethods:
     async def search_notes(self, run_id: str | None = None, *, text: str | None = None,
                            author: str | None = None, tag: str | None = None,
                            limit: int = 50) -> list[Note]:
-        """Notes matching every word of ``text`` (FTS5, best bm25 first, ``rank`` set);
+        """Notes matching every word of ``text`` (FTS5, most relevant first, ``rank`` set);
         without ``text``, newest first. ``run_id``, ``author`` and ``tag`` filters combine."""
         return await self._read(lambda c: _board_queries.search_notes(c, run_id, text, author,
                                                                       tag, limit))

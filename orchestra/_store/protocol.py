@@ -122,13 +122,9 @@ class ClaimSpec:
     """Roles whose first step is always a model call: journal it as started on claim."""
 
 
-class Blackboard(Protocol):
-    """Durable store of runs. ``SQLiteBlackboard`` is the implementation."""
+class RunStore(Protocol):
+    """Runs, and reads of their tasks. A run's id is unique in the store."""
 
-    # -- lifecycle -----------------------------------------------------------
-    async def close(self) -> None: ...
-
-    # -- runs ----------------------------------------------------------------
     async def create_run(self, pipeline: str, input: JSON, *, run_id: str | None = None,
                          tasks: Sequence[NewTask] = ()) -> Run: ...
     async def get_run(self, run_id: str) -> Run: ...
@@ -136,23 +132,33 @@ class Blackboard(Protocol):
     async def set_run_status(self, run_id: str, status: RunStatus, *, error: str | None = None,
                              only_from: Collection[RunStatus] | None = None) -> Run: ...
     async def delete_run(self, run_id: str) -> None: ...
-
-    # -- tasks and leases ----------------------------------------------------
-    async def add_tasks(self, run_id: str, tasks: Sequence[NewTask]) -> list[Task]: ...
     async def get_task(self, task_id: str) -> Task: ...
     async def list_tasks(self, run_id: str, *, status: str | None = None,
                          role: str | None = None) -> list[Task]: ...
     async def task_counts(self, run_id: str) -> dict[str, int]: ...
+
+
+class TaskQueue(Protocol):
+    """Tasks as a leased work queue.
+
+    A claim takes the oldest ready tasks (``pending``, ``not_before`` passed, run
+    live) and bumps ``attempt``, the fencing token: every write under a ``Lease``
+    is refused with ``LeaseLostError`` (and writes nothing) unless the task is still
+    ``running`` with that owner and attempt. A task's ``key`` is unique per run:
+    adding it again returns the existing task and writes nothing.
+    """
+
+    async def add_tasks(self, run_id: str, tasks: Sequence[NewTask]) -> list[Task]: ...
     async def claim_task(self, owner: str, *, run_id: str | None = None,
                          roles: Collection[str] | None = None,
                          lease_seconds: float = 30.0) -> Task | None: ...
     async def claim_tasks(self, owner: str, *, capacity: dict[str, int], limit: int,
                           run_id: str | None = None, lease_seconds: float = 30.0,
                           prestart: frozenset[str] = frozenset()) -> list[Task]: ...
-    async def retry_failed_tasks(self, run_id: str) -> list[Task]: ...
     async def heartbeat(self, task_id: str, lease: Lease, lease_seconds: float) -> bool: ...
     async def release_leases(self, run_id: str | None = None, *,
                              owners: Collection[str] = ()) -> list[Task]: ...
+    async def retry_failed_tasks(self, run_id: str) -> list[Task]: ...
     async def complete_task(self, task_id: str, lease: Lease, result: JSON, *,
                             agent_id: str, writes: Writes | None = None,
                             step: StepResult | None = None) -> Task: ...
@@ -165,7 +171,15 @@ class Blackboard(Protocol):
                         retry_at: float | None = None, agent_id: str | None = None,
                         writes: Writes | None = None) -> Task: ...
 
-    # -- step journal --------------------------------------------------------
+
+class StepJournal(Protocol):
+    """The record of every model call, tool call and compaction, per task and retry.
+
+    A completed step is final: completing it again raises ``StoreError`` and applies
+    nothing; starting it again is a no-op. Starting an unfinished step again counts
+    one more attempt (a step re-run after a crash).
+    """
+
     async def get_steps(self, task_id: str, retry: int) -> list[Step]: ...
     async def start_step(self, task_id: str, retry: int, step: int, kind: StepKind,
                          name: str, input_digest: str, lease: Lease) -> None: ...
@@ -173,7 +187,11 @@ class Blackboard(Protocol):
                             writes: Writes | None = None) -> None: ...
     async def step_counts(self, run_id: str) -> dict[str, int]: ...
 
-    # -- agents' messages ----------------------------------------------------
+
+class AgentHistory(Protocol):
+    """Each agent's append-only history: ``seq`` is 1, 2, 3... per agent, assigned
+    by the store when the messages commit (they arrive in a ``Writes``)."""
+
     async def get_messages(self, agent_id: str, *, after_seq: int = 0,
                            limit: int | None = None) -> list[Message]: ...
     async def search_messages(self, agent_id: str, text: str, *,
@@ -181,7 +199,12 @@ class Blackboard(Protocol):
     async def get_compactions(self, agent_id: str) -> list[CompactionRecord]: ...
     async def agent_infos(self, run_id: str) -> list[AgentInfo]: ...
 
-    # -- board ---------------------------------------------------------------
+
+class Board(Protocol):
+    """What agents share: versioned plans, handoffs (each commits with the task it
+    creates), and notes with full-text search (``Note.rank``: higher is more
+    relevant, comparable only within one result)."""
+
     async def post_plan(self, run_id: str, author: str, body: JSON) -> Plan: ...
     async def post_handoff(self, run_id: str, from_agent: str, handoff: NewHandoff) -> Handoff: ...
     async def post_note(self, run_id: str, author: str, note: NewNote) -> Note: ...
@@ -193,7 +216,11 @@ class Blackboard(Protocol):
                            author: str | None = None, tag: str | None = None,
                            limit: int = 50) -> list[Note]: ...
 
-    # -- approvals -----------------------------------------------------------
+
+class Approvals(Protocol):
+    """Human decisions on tool calls: requesting parks the task (``waiting``, no
+    lease); deciding puts it back in the queue. A decision is final."""
+
     async def request_approval(self, task_id: str, lease: Lease, *, retry: int, step: int,
                                tool: str, arguments: JSON) -> Approval: ...
     async def find_approval(self, task_id: str, retry: int, step: int) -> Approval | None: ...
@@ -202,9 +229,24 @@ class Blackboard(Protocol):
     async def decide_approval(self, approval_id: str, *, approved: bool, by: str,
                               reason: str | None = None) -> Approval: ...
 
-    # -- events --------------------------------------------------------------
+
+class EventLog(Protocol):
+    """Each run's append-only log. Its ``seq`` is 1, 2, 3... with no gap and no
+    duplicate, whichever processes write: an event commits with the change it
+    reports, and a change rolled back takes its event with it."""
+
     async def append_event(self, run_id: str, kind: str, data: JSON) -> Event: ...
     async def events(self, run_id: str, *, starting_after: int = 0,
                      limit: int = 500) -> list[Event]: ...
-    def follow(self, run_id: str, *, starting_after: int = 0,
-               poll_interval: float = 0.2) -> AsyncIterator[Event]: ...
+    def follow(self, run_id: str, *, starting_after: int = 0) -> AsyncIterator[Event]:
+        """Every event after ``starting_after``, in seq order, each once, including
+        those committed later by any process, until the store is closed."""
+        ...
+
+
+class Blackboard(RunStore, TaskQueue, StepJournal, AgentHistory, Board, Approvals, EventLog,
+                 Protocol):
+    """The whole store, as the runtime and coordinator use it. ``SQLiteBlackboard``
+    implements it; ``tests/store_contract`` is what any implementation must pass."""
+
+    async def close(self) -> None: ...

@@ -122,7 +122,7 @@ async def test_notes_full_text_search(store: SQLiteBlackboard) -> None:
     ranked = await store.search_notes(run.id, text="SQLite")
     assert [n.author for n in ranked] == ["coder", "arch"]  # bm25: more mentions rank first
     assert ranked[0].rank is not None and ranked[1].rank is not None
-    assert ranked[0].rank < ranked[1].rank
+    assert ranked[0].rank > ranked[1].rank
     assert [n.body for n in await store.search_notes(tag="decision")] == [
         "Postgres later", "We chose SQLite because it is embedded"]
     assert [n.run_id for n in await store.search_notes(tag="decision", author="arch",

@@ -1,0 +1,34 @@
+"""The backends the store contract runs against: one entry per implementation.
+
+A backend opens a fresh, empty store in a test's temporary directory and names it
+with a ``spec`` string, so that child processes (``_child.py``) can open the same
+store. A PostgreSQL backend adds one entry to ``BACKENDS`` (its ``fresh`` creating an
+empty database or schema, ``open`` connecting to it) and runs this suite unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from orchestra._store import Blackboard, SQLiteBlackboard
+
+
+async def _open_sqlite(spec: str, **options: Any) -> Blackboard:
+    return await SQLiteBlackboard.open(spec, **options)
+
+
+@dataclass(frozen=True)
+class Backend:
+    name: str
+    fresh: Callable[[Path], str]
+    """Make an empty store under a temporary directory; return its spec."""
+    open: Callable[..., Awaitable[Blackboard]]
+    """``await open(spec, max_payload_bytes=...)``: a new handle on the store."""
+
+
+BACKENDS: dict[str, Backend] = {
+    "sqlite": Backend("sqlite", lambda tmp: str(tmp / "contract.db"), _open_sqlite),
+}

@@ -1,0 +1,64 @@
+"""RunStore: runs, their status changes, deletion, and reads of their tasks."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import Claimed
+
+from orchestra._errors import LeaseLostError, NotFoundError, UserError
+from orchestra._store import Blackboard, NewTask
+
+
+async def test_a_run_round_trips_and_changes_status(store: Blackboard) -> None:
+    run = await store.create_run("pipe", {"goal": "g"}, run_id="r1",
+                                 tasks=[NewTask("a", {"i": 1}), NewTask("b", [1, 2])])
+    assert (run.id, run.pipeline, run.input, run.status) == ("r1", "pipe", {"goal": "g"}, "pending")
+    assert await store.get_run("r1") == run
+    assert [t.role for t in await store.list_tasks("r1")] == ["a", "b"]
+    assert await store.task_counts("r1") == {"pending": 2}
+    running = await store.set_run_status("r1", "running", only_from=("pending",))
+    assert running.status == "running"
+    with pytest.raises(UserError, match="is running"):
+        await store.set_run_status("r1", "running", only_from=("pending",))
+    with pytest.raises(UserError, match="already exists"):
+        await store.create_run("pipe", {}, run_id="r1")
+    failed = await store.set_run_status("r1", "failed", error="why")
+    assert (failed.status, failed.error) == ("failed", "why")
+    assert [r.id for r in await store.list_runs(active_only=True)] == []
+    assert [r.id for r in await store.list_runs()] == ["r1"]
+
+
+async def test_cancelling_a_run_cancels_and_fences_its_live_tasks(store: Blackboard,
+                                                                claimed: Claimed) -> None:
+    run, task, lease = await claimed()
+    await store.add_tasks(run.id, [NewTask("later", {})])
+    await store.set_run_status(run.id, "cancelled")
+    assert await store.task_counts(run.id) == {"cancelled": 2}
+    with pytest.raises(LeaseLostError):
+        await store.complete_task(task.id, lease, {}, agent_id=f"{run.id}/coder")
+    assert await store.claim_task("w2") is None
+
+
+async def test_delete_removes_a_finished_run_and_refuses_a_live_one(store: Blackboard,
+                                                                  claimed: Claimed) -> None:
+    run, task, lease = await claimed()
+    with pytest.raises(UserError, match="cancel it first"):
+        await store.delete_run(run.id)
+    await store.complete_task(task.id, lease, {"ok": 1}, agent_id=f"{run.id}/coder")
+    await store.set_run_status(run.id, "completed")
+    await store.delete_run(run.id)
+    with pytest.raises(NotFoundError):
+        await store.get_run(run.id)
+    with pytest.raises(NotFoundError):
+        await store.get_task(task.id)
+    assert await store.list_runs() == []
+
+
+async def test_unknown_ids_raise_not_found(store: Blackboard) -> None:
+    for call in (store.get_run("nope"), store.list_tasks("nope"), store.task_counts("nope"),
+                 store.get_task("nope"), store.events("nope"), store.get_plans("nope"),
+                 store.get_approval("nope"), store.step_counts("nope"),
+                 store.add_tasks("nope", [NewTask("a", {})]),
+                 store.append_event("nope", "x", {}), store.set_run_status("nope", "failed")):
+        with pytest.raises(NotFoundError):
+            await call

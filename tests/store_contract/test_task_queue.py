@@ -1,0 +1,102 @@
+"""TaskQueue: claims, leases and fencing, keys, retries, completion and failure."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+from conftest import Claimed, Opener
+
+from orchestra._errors import LeaseLostError, UserError
+from orchestra._store import Blackboard, Lease, NewTask
+
+
+async def test_claims_take_the_oldest_ready_task_and_bump_the_attempt(store: Blackboard) -> None:
+    run = await store.create_run("p", {}, tasks=[NewTask("a", {"i": i}) for i in range(3)])
+    await store.add_tasks(run.id, [NewTask("a", {"i": 9}, not_before=time.time() + 3600)])
+    got = [await store.claim_task("w", run_id=run.id) for _ in range(4)]
+    assert [t.input["i"] if t else None for t in got] == [0, 1, 2, None]
+    assert all(t is not None and (t.attempt, t.status, t.lease_owner) == (1, "running", "w")
+               for t in got[:3])
+    assert await store.claim_task("w", run_id=run.id, roles=["b"]) is None
+
+
+async def test_claim_tasks_respects_capacity_and_limit(store: Blackboard) -> None:
+    run = await store.create_run("p", {}, tasks=[NewTask(r, {}) for r in "aaabbc"])
+    got = await store.claim_tasks("w", capacity={"a": 2, "b": 5}, limit=3, run_id=run.id)
+    roles = sorted(t.role for t in got)
+    assert len(got) == 3 and roles.count("a") <= 2 and "c" not in roles
+    rest = await store.claim_tasks("w", capacity={"a": 9, "b": 9, "c": 9}, limit=9, run_id=run.id)
+    assert sorted(t.role for t in got + rest) == list("aaabbc")
+
+
+async def test_task_keys_are_idempotent(store: Blackboard) -> None:
+    run = await store.create_run("p", {})
+    first = await store.add_tasks(run.id, [NewTask("a", {"v": 1}, key="k")])
+    again = await store.add_tasks(run.id, [NewTask("a", {"v": 2}, key="k")])
+    assert [t.id for t in again] == [first[0].id] and again[0].input == {"v": 1}
+    assert len(await store.list_tasks(run.id)) == 1
+    with pytest.raises(UserError):
+        await store.add_tasks(run.id, [NewTask("", {})])
+
+
+async def test_a_stale_lease_writes_nothing(store: Blackboard, claimed: Claimed) -> None:
+    run, task, lease = await claimed(lease_seconds=0.01)
+    await asyncio.sleep(0.05)
+    released = await store.release_leases(run.id)
+    assert [t.id for t in released] == [task.id]
+    again = await store.claim_task("w2", run_id=run.id)
+    assert again is not None and again.attempt == lease.attempt + 1
+    before = await store.events(run.id)
+    for write in (store.complete_task(task.id, lease, {"stale": 1}, agent_id=f"{run.id}/coder"),
+                  store.fail_task(task.id, lease, "stale"),
+                  store.start_step(task.id, 0, 1, "tool", "t", "d", lease)):
+        with pytest.raises(LeaseLostError):
+            await write
+    assert await store.events(run.id) == before
+    assert not await store.heartbeat(task.id, lease, 30)
+    assert await store.heartbeat(task.id, Lease("w2", again.attempt), 30)
+    done = await store.complete_task(task.id, Lease("w2", again.attempt), {"ok": 1},
+                                     agent_id=f"{run.id}/coder")
+    assert (done.status, done.result) == ("completed", {"ok": 1})
+
+
+async def test_release_by_owner_requeues_only_that_owners_tasks(store: Blackboard) -> None:
+    run = await store.create_run("p", {}, tasks=[NewTask("a", {}), NewTask("a", {})])
+    mine = await store.claim_task("dead", run_id=run.id)
+    theirs = await store.claim_task("alive", run_id=run.id)
+    assert mine is not None and theirs is not None
+    released = await store.release_leases(owners=["dead"])
+    assert [t.id for t in released] == [mine.id]
+    assert (await store.get_task(mine.id)).status == "pending"
+    assert (await store.get_task(theirs.id)).status == "running"
+
+
+async def test_fail_retries_within_budget_then_fails(store: Blackboard) -> None:
+    run = await store.create_run("p", {}, tasks=[NewTask("a", {}, max_attempts=2)])
+    task = await store.claim_task("w", run_id=run.id)
+    assert task is not None
+    retried = await store.fail_task(task.id, Lease("w", task.attempt), "e1", retry_at=0.0)
+    assert (retried.status, retried.retries) == ("pending", 1)
+    task = await store.claim_task("w", run_id=run.id)
+    assert task is not None
+    failed = await store.fail_task(task.id, Lease("w", task.attempt), "e2", retry_at=0.0)
+    assert (failed.status, failed.error) == ("failed", "e2")
+    again = await store.retry_failed_tasks(run.id)
+    assert [(t.id, t.status, t.retries) for t in again] == [(task.id, "pending", 2)]
+
+
+async def test_concurrent_claims_from_two_handles_never_share_a_task(open_store: Opener) -> None:
+    a, b = await open_store(), await open_store()
+    run = await a.create_run("p", {}, tasks=[NewTask("x", {"i": i}) for i in range(60)])
+
+    async def drain(store: Blackboard, owner: str) -> list[str]:
+        ids = []
+        while (task := await store.claim_task(owner, run_id=run.id)) is not None:
+            ids.append(task.id)
+        return ids
+
+    results = await asyncio.gather(*(drain(s, f"w{i}") for i, s in enumerate([a, b, a, b])))
+    ids = [i for r in results for i in r]
+    assert len(ids) == len(set(ids)) == 60
