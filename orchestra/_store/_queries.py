@@ -15,11 +15,12 @@ from orchestra._store import _rows
 from orchestra._types import Approval, Event, Run, Step, Task
 
 _RUN = f"SELECT {_rows.RUN_COLS} FROM runs WHERE id = ?"
-_RUNS = f"SELECT {_rows.RUN_COLS} FROM runs ORDER BY created_at DESC LIMIT ?"
-_ACTIVE_RUNS = (
-    f"SELECT {_rows.RUN_COLS} FROM runs WHERE status IN ('pending', 'running', 'waiting') "
-    "ORDER BY created_at DESC LIMIT ?"
-)
+# newest first; ``(created_at, id) < cursor`` is the keyset page boundary (ties broken by id)
+_RUNS = f"""
+SELECT {_rows.RUN_COLS} FROM runs
+WHERE (?1 = 0 OR status IN ('pending', 'running', 'waiting')) AND (?2 IS NULL OR status = ?2)
+  AND (?3 IS NULL OR pipeline = ?3) AND (?4 IS NULL OR (created_at, id) < (?4, ?5))
+ORDER BY created_at DESC, id DESC LIMIT ?6"""
 _RUN_EXISTS = "SELECT 1 FROM runs WHERE id = ?"
 _TASK = f"SELECT {_rows.TASK_COLS} FROM tasks WHERE id = ?"
 _TASK_EXISTS = "SELECT 1 FROM tasks WHERE id = ?"
@@ -55,8 +56,11 @@ def get_run(conn: sqlite3.Connection, run_id: str) -> Run:
     return _rows.run(row)
 
 
-def list_runs(conn: sqlite3.Connection, active_only: bool, limit: int) -> list[Run]:
-    rows = conn.execute(_ACTIVE_RUNS if active_only else _RUNS, (limit,)).fetchall()
+def list_runs(conn: sqlite3.Connection, active_only: bool, limit: int, status: str | None,
+              pipeline: str | None, before: tuple[float, str] | None) -> list[Run]:
+    at, run_id = before if before is not None else (None, None)
+    rows = conn.execute(_RUNS, (int(active_only), status, pipeline, at, run_id,
+                                limit)).fetchall()
     return [_rows.run(r) for r in rows]
 
 

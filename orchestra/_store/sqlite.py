@@ -179,8 +179,13 @@ class SQLiteBlackboard(BoardMethods):
     async def get_run(self, run_id: str) -> Run:
         return await self._read(lambda c: _queries.get_run(c, run_id))
 
-    async def list_runs(self, *, active_only: bool = False, limit: int = 100) -> list[Run]:
-        return await self._read(lambda c: _queries.list_runs(c, active_only, limit))
+    async def list_runs(self, *, active_only: bool = False, limit: int = 100,
+                        status: RunStatus | None = None, pipeline: str | None = None,
+                        before: tuple[float, str] | None = None) -> list[Run]:
+        """Runs newest first; ``before`` = ``(created_at, id)`` of the last run of the
+        previous page (keyset pagination: stable while runs are being created)."""
+        return await self._read(lambda c: _queries.list_runs(c, active_only, limit, status,
+                                                             pipeline, before))
 
     async def set_run_status(self, run_id: str, status: RunStatus, *, error: str | None = None,
                              only_from: Collection[RunStatus] | None = None) -> Run:

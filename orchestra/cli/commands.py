@@ -6,7 +6,6 @@ import argparse
 import asyncio
 import contextlib
 import json
-import os
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -19,33 +18,14 @@ from orchestra.cli import inspect_cmds
 from orchestra.cli.main import EXIT_CANCELLED, EXIT_FAILED, EXIT_OK, EXIT_WAITING
 from orchestra.cli.progress import Progress
 from orchestra.coordinator.coordinator import Coordinator, CoordinatorSettings
-from orchestra.coordinator.pipeline import Pipeline, load_pipeline
-from orchestra.models.base import Model
+from orchestra.coordinator.pipeline import load_pipeline
+from orchestra.coordinator.run_models import demo_spec, record_models
+from orchestra.coordinator.run_models import models_for_run as _models
 
 DEMO_NOTICE = ("This demo runs on a SCRIPTED model session shipped with orchestra "
                "(agents/demo/session.jsonl, and the script that recorded it for any "
                "request it lacks): no real model is called. Everything else is real: the "
                "tools write files, pytest really runs, the board really fills.")
-
-
-def demo_spec() -> str:
-    """The demo's model spec, recorded in the run's input like any other."""
-    from agents.demo.director import SESSION
-
-    return f"replay-task:{SESSION}"
-
-
-def demo_model() -> Model:
-    """The shipped session replayed per task; what it lacks, the script that recorded it answers.
-
-    The session holds real pytest reports; another pytest or Python version may word
-    them differently, and the demo must still run (and say so) rather than fail.
-    """
-    from agents.demo.director import SESSION, director_model
-    from orchestra.models.record import ReplayModel
-
-    return ReplayModel(SESSION, key="task", name="demo",
-                       fallback=director_model())
 
 
 @contextlib.asynccontextmanager
@@ -64,47 +44,11 @@ async def open_store(args: argparse.Namespace, *, must_exist: bool) -> AsyncIter
 
 async def dispatch(args: argparse.Namespace) -> int:
     handlers = {"demo": cmd_demo, "run": cmd_run, "resume": cmd_resume, "cancel": cmd_cancel,
-                "worker": cmd_worker}
+                "worker": cmd_worker, "serve": cmd_serve}
     handler = handlers.get(args.command)
     if handler is not None:
         return await handler(args)
     return await inspect_cmds.dispatch(args, open_store)
-
-
-def _split_models(specs: list[str]) -> tuple[str | None, dict[str, str]]:
-    """``--model`` values as (default spec, per-role specs), each parsed (a typo fails now)."""
-    from orchestra.models.spec import resolve_model_specs
-
-    return resolve_model_specs(None, specs, environ={})
-
-
-def _models(pipeline: Pipeline, run_input: Any, cli: list[str]) -> dict[str, Model]:
-    """Per-role models: CLI flags, then the run's recorded specs, then $ORCHESTRA_MODEL."""
-    from orchestra.models.spec import load_model
-
-    default, per_role = _split_models(cli)
-    recorded = run_input.get("models", {}) if isinstance(run_input, dict) else {}
-    if default is None and isinstance(run_input, dict):
-        default = run_input.get("model")
-    default = default or os.environ.get("ORCHESTRA_MODEL")
-    unknown = set(per_role) - {r.name for r in pipeline.roles}
-    if unknown:
-        raise UserError(f"--model for unknown role(s) {sorted(unknown)}; roles: "
-                        f"{sorted(r.name for r in pipeline.roles)}")
-    cache: dict[str, Model] = {}
-    out: dict[str, Model] = {}
-    for role in pipeline.roles:
-        spec = per_role.get(role.name) or recorded.get(role.name) or default
-        if spec is None:
-            if type(role).model is not None or pipeline.model is not None:
-                continue
-            raise UserError(f"no model for role {role.name!r}: pass --model SPEC or set "
-                            "ORCHESTRA_MODEL (e.g. openai:gpt-4.1-mini, ollama:qwen2.5-coder)")
-        if spec not in cache:
-            # the shipped session gets its director as fallback (`orchestra resume` too)
-            cache[spec] = demo_model() if spec == demo_spec() else load_model(spec)
-        out[role.name] = cache[spec]
-    return out
 
 
 def _settings(args: argparse.Namespace, *, shared: bool = False) -> CoordinatorSettings:
@@ -157,12 +101,7 @@ async def cmd_run(args: argparse.Namespace) -> int:
 
 async def _start(args: argparse.Namespace, ref: str, run_input: Any) -> int:
     pipeline = load_pipeline(ref, run_input)
-    default, per_role = _split_models(args.model)
-    if isinstance(run_input, dict):
-        if default:
-            run_input["model"] = default
-        if per_role:
-            run_input["models"] = per_role
+    record_models(run_input, args.model)
     models = _models(pipeline, run_input, args.model)  # refuses --model for unknown roles
     settings = _settings(args)  # bad flags fail before the store file is created
     async with open_store(args, must_exist=False) as store:
@@ -248,3 +187,17 @@ async def cmd_worker(args: argparse.Namespace) -> int:
             elif args.run or (args.idle_exit is not None and now - idle_since >= args.idle_exit):
                 return EXIT_OK
             await asyncio.sleep(0.2)
+
+
+async def cmd_serve(args: argparse.Namespace) -> int:
+    """The HTTP API and a worker pool on the store, until interrupted."""
+    try:
+        from orchestra.server.security import load_token
+        from orchestra.server.serve import serve, settings_from_args
+    except ImportError as exc:
+        raise UserError(f"`orchestra serve` needs the server extra: pip install "
+                        f"'orchestra[server]' ({exc})") from exc
+    settings = settings_from_args(load_token(args.token_file), args.cors, args.workers,
+                                  args.concurrency, args.max_tokens, args.model,
+                                  args.ping_interval, args.max_body)
+    return await serve(args.db, args.host, args.port, settings, access_log=args.access_log)

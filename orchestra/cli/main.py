@@ -119,7 +119,28 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--run", help="serve only this run")
     p.add_argument("--idle-exit", type=float, default=None, metavar="SECONDS",
                    help="exit after this long with no active runs")
+    _serve_parser(sub)
     return parser
+
+
+def _serve_parser(sub: argparse._SubParsersAction[_Parser]) -> None:
+    p = sub.add_parser("serve", help="the HTTP API (+ SSE) and a worker pool on the store")
+    _common(p)
+    _model_flags(p)
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address to listen on (default 127.0.0.1; others need a token)")
+    p.add_argument("--port", type=int, default=8765, help="port (default 8765; 0: any free)")
+    p.add_argument("--workers", type=int, default=4,
+                   help="runs driven at once by this server (default 4; 0: API only)")
+    p.add_argument("--token-file", help="file holding the bearer token (default: "
+                                        "$ORCHESTRA_TOKEN; none: no auth, loopback only)")
+    p.add_argument("--cors", action="append", default=[], metavar="ORIGIN",
+                   help="allow browser calls from this origin (repeatable; default none)")
+    p.add_argument("--ping-interval", type=float, default=15.0, metavar="SECONDS",
+                   help="keepalive on a quiet event stream (default 15)")
+    p.add_argument("--max-body", type=int, default=1 << 20, metavar="BYTES",
+                   help="largest request body (default 1 MiB)")
+    p.add_argument("--access-log", action="store_true", help="log every request to stderr")
 
 
 def _configure_logging(verbose: bool) -> None:

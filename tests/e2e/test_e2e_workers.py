@@ -25,7 +25,7 @@ from e2e_helpers import (
 
 from agents.pipeline import build_pipeline
 from orchestra import Coordinator, SQLiteBlackboard
-from orchestra.cli.commands import demo_model, demo_spec
+from orchestra.coordinator.run_models import demo_model, demo_spec
 
 pytestmark = pytest.mark.slow
 

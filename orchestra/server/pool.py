@@ -1,0 +1,168 @@
+"""The server's workers: drive the store's active runs in the background.
+
+The same coordinator as ``orchestra worker``, in shared mode: several servers and
+workers may serve one store, the store's leases keeping each task attempt in one
+place. A run is driven here whether or not any client is connected; a restarted
+server picks up what a killed one was running (tasks leased by a dead process on
+this host go back to the queue at once instead of waiting for the lease to expire).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Sequence
+
+import structlog
+
+from orchestra._errors import UserError
+from orchestra._store.protocol import Blackboard
+from orchestra._types import Run
+from orchestra.coordinator.coordinator import Coordinator, CoordinatorSettings
+from orchestra.coordinator.owners import dead_local_owners
+from orchestra.coordinator.pipeline import load_pipeline
+from orchestra.coordinator.run_models import models_for_run
+
+log = structlog.get_logger("orchestra.server")
+
+_ERROR_BACKOFF = 5.0
+"""Seconds before a run whose driving raised is tried again."""
+
+
+class RunPool:
+    """Up to ``workers`` runs driven at once by this process."""
+
+    def __init__(self, store: Blackboard, *, workers: int, settings: CoordinatorSettings,
+                 models: Sequence[str] = (), scan_interval: float = 0.5) -> None:
+        self._store = store
+        self.workers = workers
+        self._settings = settings
+        self._models = tuple(models)
+        self._scan_interval = scan_interval
+        self._jobs: dict[str, tuple[Coordinator, asyncio.Task[None]]] = {}
+        self._not_before: dict[str, float] = {}
+        self.unservable: dict[str, str] = {}
+        """Runs this server cannot drive (pipeline or model not loadable here) and why."""
+        self._wake = asyncio.Event()
+
+    def serving(self, run_id: str) -> bool:
+        return run_id in self._jobs
+
+    def kick(self) -> None:
+        """Look for work now (a run was created, resumed or an approval decided)."""
+        self._wake.set()
+
+    async def run(self) -> None:
+        """Scan for runs to drive until cancelled."""
+        while True:
+            self._wake.clear()
+            if self.workers > len(self._jobs):
+                try:
+                    await self._scan()
+                except Exception as exc:  # a broken store: keep the server up, try again
+                    log.warning("scan failed", error=str(exc))
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self._scan_interval):
+                    await self._wake.wait()
+
+    async def _scan(self) -> None:
+        now = time.monotonic()
+        runs = await self._store.list_runs(active_only=True, limit=1000)
+        for run in reversed(runs):  # oldest first
+            if len(self._jobs) >= self.workers:
+                return
+            if run.id in self._jobs or self._not_before.get(run.id, 0.0) > now:
+                continue
+            if run.status == "waiting" and not await self._has_pending(run.id):
+                continue  # parked on a human: nothing to drive until someone decides
+            await self._serve(run)
+
+    async def _has_pending(self, run_id: str) -> bool:
+        return (await self._store.task_counts(run_id)).get("pending", 0) > 0
+
+    async def _serve(self, run: Run) -> None:
+        try:
+            pipeline = load_pipeline(run.pipeline, run.input)
+            coord = Coordinator(self._store, pipeline,
+                                models=models_for_run(pipeline, run.input, self._models),
+                                settings=self._with_run_caps(run))
+        except UserError as exc:
+            if run.id not in self.unservable:
+                log.warning("cannot serve run", run=run.id, error=str(exc))
+            self.unservable[run.id] = str(exc)
+            self._not_before[run.id] = time.monotonic() + 30.0
+            return
+        self.unservable.pop(run.id, None)
+        running = await self._store.list_tasks(run.id, status="running")
+        dead = dead_local_owners({t.lease_owner for t in running}, me=coord.owner)
+        if dead:
+            await self._store.release_leases(run.id, owners=dead)
+        job = asyncio.create_task(self._drive(coord, run.id), name=f"drive {run.id}")
+        self._jobs[run.id] = (coord, job)
+        log.info("serving run", run=run.id, owner=coord.owner)
+
+    def _with_run_caps(self, run: Run) -> CoordinatorSettings:
+        cap = run.input.get("max_tokens") if isinstance(run.input, dict) else None
+        if not isinstance(cap, int) or cap == self._settings.max_tokens_per_run:
+            return self._settings
+        from dataclasses import replace
+
+        return replace(self._settings, max_tokens_per_run=cap)
+
+    async def _drive(self, coord: Coordinator, run_id: str) -> None:
+        backoff = 0.0
+        try:
+            final = await coord.drive(run_id)
+            log.info("run left this server", run=run_id, status=final.status)
+            if final.status in ("pending", "running"):
+                backoff = 1.0  # stopped without finishing (a cap, a cancel race): not hot
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.error("driving run failed", run=run_id, error=str(exc))
+            backoff = _ERROR_BACKOFF
+        finally:
+            self._jobs.pop(run_id, None)
+            if backoff:
+                self._not_before[run_id] = time.monotonic() + backoff
+            self.kick()
+
+    async def cancel(self, run_id: str) -> Run | None:
+        """Cancel a run driven here (its running tasks stop now); ``None`` if not ours."""
+        entry = self._jobs.get(run_id)
+        return None if entry is None else await entry[0].cancel(run_id)
+
+    async def unserved(self, run_id: str) -> str | None:
+        """Why nobody serves this active run, or ``None`` if someone does (or none must).
+
+        Interim evidence until the store tracks serving processes: a run is served if
+        this server drives it, a task holds a live lease, or it wrote an event within
+        one lease period.
+        """
+        run = await self._store.get_run(run_id)
+        if run.status not in ("pending", "running") and not (
+                run.status == "waiting" and await self._has_pending(run_id)):
+            return None
+        if run_id in self._jobs:
+            return None
+        if run_id in self.unservable:
+            return f"this server cannot serve run {run_id}: {self.unservable[run_id]}"
+        now = time.time()
+        running = await self._store.list_tasks(run_id, status="running")
+        if any((t.lease_expires_at or 0) > now for t in running):
+            return None
+        last = await self._store.events(run_id, starting_after=max(run.last_seq - 1, 0), limit=1)
+        if last and now - last[-1].at < self._settings.lease_seconds:
+            return None
+        if self.workers > len(self._jobs):
+            return None  # this server picks it up at its next scan
+        return (f"run {run_id} is {run.status} but no worker is serving it: start "
+                "`orchestra serve` or `orchestra worker` on its store")
+
+    async def close(self) -> None:
+        """Stop driving: running tasks stop and hand their leases back (resumable)."""
+        jobs = [job for _, job in self._jobs.values()]
+        for job in jobs:
+            job.cancel()
+        await asyncio.gather(*jobs, return_exceptions=True)

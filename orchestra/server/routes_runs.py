@@ -1,0 +1,185 @@
+"""Runs: start, list, poll, stream, cancel, resume; approvals."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Header, Query
+from fastapi.responses import JSONResponse, StreamingResponse
+
+from orchestra._errors import UserError
+from orchestra._types import Approval, RunStatus
+from orchestra.coordinator.coordinator import Coordinator
+from orchestra.coordinator.owners import dead_local_owners
+from orchestra.coordinator.pipeline import load_pipeline
+from orchestra.coordinator.run_models import models_for_run, record_models
+from orchestra.server.app import Services, services
+from orchestra.server.problems import Problem
+from orchestra.server.schemas import (
+    Decision,
+    RunAccepted,
+    RunCreate,
+    RunDetail,
+    RunPage,
+    decode_cursor,
+    encode_cursor,
+)
+from orchestra.server.sse import EventStream, StreamOptions
+
+router = APIRouter(prefix="/v1")
+Svc = Annotated[Services, Depends(services)]
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    404: {"description": "No such run or approval"},
+    409: {"description": "The request does not fit the run's state"},
+    422: {"description": "A malformed request; `detail` names the field"},
+}
+
+
+def _json(data: Any, status: int = 200) -> JSONResponse:
+    return JSONResponse(data, status_code=status)
+
+
+def _invalid(field: str, exc: Exception) -> Problem:
+    return Problem(422, f"{field}: {exc}", errors=[{"field": field, "message": str(exc)}])
+
+
+def _model_specs(model: str | dict[str, str] | None) -> list[str]:
+    if model is None:
+        return []
+    if isinstance(model, str):
+        return [model]
+    return [f"{role}={spec}" for role, spec in model.items()]
+
+
+@router.post("/runs", status_code=202, response_model=RunAccepted, responses=_ERRORS)
+async def create_run(body: RunCreate, svc: Svc) -> JSONResponse:
+    """Start a run; it is driven in the background whether or not anyone watches."""
+    run_input = dict(body.input)
+    try:
+        pipeline = load_pipeline(body.pipeline, run_input)
+    except UserError as exc:
+        raise _invalid("pipeline", exc) from exc
+    try:
+        record_models(run_input, _model_specs(body.model))
+        models = models_for_run(pipeline, run_input, svc.settings.models)
+    except UserError as exc:
+        raise _invalid("model", exc) from exc
+    if body.max_tokens is not None:
+        run_input["max_tokens"] = body.max_tokens
+    try:
+        coord = Coordinator(svc.store, pipeline, models=models,
+                            settings=svc.settings.coordinator)
+        run = await coord.start(run_input)
+    except UserError as exc:
+        raise _invalid("input", exc) from exc
+    svc.pool.kick()
+    return JSONResponse({"run_id": run.id, "status": run.status}, status_code=202,
+                        headers={"Location": f"/v1/runs/{run.id}"})
+
+
+@router.get("/runs", response_model=RunPage, responses=_ERRORS)
+async def list_runs(svc: Svc, active: bool = False, status: RunStatus | None = None,
+                    pipeline: str | None = None,
+                    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+                    cursor: str | None = None) -> JSONResponse:
+    """Runs, newest first; ``active=true`` finds the runs still going after a restart."""
+    before = decode_cursor(cursor) if cursor else None
+    runs = await svc.store.list_runs(active_only=active, status=status, pipeline=pipeline,
+                                     limit=limit, before=before)
+    nxt = encode_cursor(runs[-1].created_at, runs[-1].id) if len(runs) == limit else None
+    return _json({"runs": [dataclasses.asdict(r) for r in runs], "next_cursor": nxt})
+
+
+@router.get("/runs/{run_id}", response_model=RunDetail, responses=_ERRORS)
+async def get_run(run_id: str, svc: Svc) -> JSONResponse:
+    """The polling endpoint: status, task and step totals, per-agent state, usage."""
+    store = svc.store
+    run = await store.get_run(run_id)
+    return _json({
+        "run": dataclasses.asdict(run),
+        "status": run.status,
+        "usage": {"tokens_in": run.tokens_in, "tokens_out": run.tokens_out, "cost": run.cost,
+                  "steps": run.steps},
+        "tasks": await store.task_counts(run_id),
+        "steps": await store.step_counts(run_id),
+        "agents": [dataclasses.asdict(a) for a in await store.agent_infos(run_id)],
+        "approvals_pending": [dataclasses.asdict(a) for a in
+                              await store.list_approvals(run_id, status="pending")],
+        "served_here": svc.pool.serving(run_id),
+    })
+
+
+@router.get("/runs/{run_id}/stream", responses={
+    **_ERRORS, 200: {"description": "Server-Sent Events: `id: <seq>`, `event: <kind>`, "
+                     "`data: {run_id, seq_id, kind, at, data}`",
+                     "content": {"text/event-stream": {}}}})
+async def stream(run_id: str, svc: Svc,
+                 starting_after: Annotated[int, Query(ge=0)] = 0,
+                 include_pings: bool = False,
+                 last_event_id: Annotated[str | None, Header()] = None) -> StreamingResponse:
+    """The run's events after a cursor: stored ones first, then live ones as they
+    commit, until the run's terminal event. Reconnect with ``Last-Event-ID``."""
+    cursor = starting_after
+    if last_event_id is not None:  # a reconnect: the browser keeps the first URL's query
+        if not last_event_id.strip().isdigit():
+            raise _invalid("Last-Event-ID", ValueError(
+                f"{last_event_id!r} is not an event seq (a non-negative integer)"))
+        cursor = int(last_event_id)
+    await svc.store.get_run(run_id)  # 404 before the stream starts
+    options = StreamOptions(svc.settings.ping_interval, include_pings,
+                            svc.settings.liveness_interval)
+    events = EventStream(svc.store, svc.feeds, svc.pool.unserved, run_id, cursor, options)
+    return StreamingResponse(events.frames(), media_type="text/event-stream",
+                             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+
+
+@router.post("/runs/{run_id}/cancel", response_model=RunAccepted, responses=_ERRORS)
+async def cancel(run_id: str, svc: Svc) -> JSONResponse:
+    """Cancel a run: no new step starts; the state stays consistent."""
+    run = await svc.pool.cancel(run_id)
+    if run is None:
+        await svc.store.get_run(run_id)
+        run = await svc.store.set_run_status(
+            run_id, "cancelled", only_from=("pending", "running", "waiting", "failed"))
+    return _json({"run_id": run.id, "status": run.status})
+
+
+@router.post("/runs/{run_id}/resume", status_code=202, response_model=RunAccepted,
+             responses=_ERRORS)
+async def resume(run_id: str, svc: Svc) -> JSONResponse:
+    """Continue a failed, stopped or interrupted run in the background."""
+    store = svc.store
+    run = await store.get_run(run_id)
+    Coordinator.check_resumable(run)  # completed or cancelled: 409
+    if not svc.pool.serving(run_id):
+        running = await store.list_tasks(run_id, status="running")
+        dead = dead_local_owners({t.lease_owner for t in running}, me="")
+        if dead:
+            await store.release_leases(run_id, owners=dead)
+        if run.status == "failed":
+            await store.retry_failed_tasks(run_id)
+            failed: tuple[RunStatus, ...] = ("failed",)
+            run = await store.set_run_status(run_id, "running", only_from=failed)
+        svc.pool.kick()
+    return _json({"run_id": run.id, "status": run.status}, 202)
+
+
+@router.get("/runs/{run_id}/approvals", response_model=list[Approval], responses=_ERRORS)
+async def approvals(run_id: str, svc: Svc,
+                    status: Annotated[str | None, Query(pattern="^(pending|approved|denied)$")]
+                    = None) -> JSONResponse:
+    """The run's tool calls that wait for (or got) a human decision."""
+    await svc.store.get_run(run_id)
+    found = await svc.store.list_approvals(run_id, status=status)
+    return _json([dataclasses.asdict(a) for a in found])
+
+
+@router.post("/approvals/{approval_id}", response_model=Approval, responses=_ERRORS)
+async def decide(approval_id: str, body: Decision, svc: Svc) -> JSONResponse:
+    """Approve or deny a pending tool call; the run continues in the background.
+    A decision cannot be changed: deciding again is a 409."""
+    approval = await svc.store.decide_approval(approval_id, approved=body.approve, by=body.by,
+                                               reason=body.reason)
+    svc.pool.kick()
+    return _json(dataclasses.asdict(approval))

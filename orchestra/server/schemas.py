@@ -1,0 +1,102 @@
+"""Request and response bodies of the HTTP API (pydantic: validated at the boundary,
+and the source of the OpenAPI document)."""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from orchestra._types import RunStatus
+from orchestra.server.problems import Problem
+
+
+class RunCreate(BaseModel):
+    """Start a run of a pipeline in the background."""
+
+    model_config = ConfigDict(extra="forbid")
+    pipeline: str = Field(min_length=3, examples=["mypackage.pipelines:build"],
+                          description="Import path of the pipeline factory, "
+                                      "'package.module:factory'")
+    input: dict[str, Any] = Field(default_factory=dict, description="The run's input")
+    model: str | dict[str, str] | None = Field(
+        None, description="A model spec for every role, or {role: spec}; default: the "
+                          "pipeline's own models or $ORCHESTRA_MODEL on the server")
+    max_tokens: int | None = Field(None, ge=1, description="Stop the run (resumably) after "
+                                                            "this many tokens")
+
+
+class RunAccepted(BaseModel):
+    run_id: str
+    status: RunStatus
+
+
+class RunOut(BaseModel):
+    id: str
+    pipeline: str
+    input: Any
+    status: RunStatus
+    created_at: float
+    updated_at: float
+    error: str | None = None
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost: float = 0.0
+    steps: int = 0
+    last_seq: int = 0
+
+
+class RunPage(BaseModel):
+    runs: list[RunOut]
+    next_cursor: str | None = Field(None, description="Pass as ?cursor= for the next page")
+
+
+class Usage(BaseModel):
+    tokens_in: int
+    tokens_out: int
+    cost: float
+    steps: int
+
+
+class RunDetail(BaseModel):
+    """What a polling client needs: status, progress, per-agent state, usage."""
+
+    run: RunOut
+    status: RunStatus
+    usage: Usage
+    tasks: dict[str, int] = Field(description="Task counts by status")
+    steps: dict[str, int] = Field(description="Journal totals: completed, reissued, ...")
+    agents: list[dict[str, Any]] = Field(description="Per agent: messages, steps, tokens, "
+                                                     "restart point")
+    approvals_pending: list[dict[str, Any]]
+    served_here: bool = Field(description="This server is driving the run now")
+
+
+class Decision(BaseModel):
+    """A human's answer to a pending tool call."""
+
+    model_config = ConfigDict(extra="forbid")
+    approve: bool
+    reason: str | None = Field(None, max_length=4000, description="Why (the model sees a "
+                                                                   "denial's reason)")
+    by: str = Field("api", min_length=1, max_length=200, description="Who decides")
+
+
+def encode_cursor(created_at: float, run_id: str) -> str:
+    raw = json.dumps([created_at, run_id]).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[float, str]:
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        at, run_id = json.loads(raw)
+        if not isinstance(at, int | float) or not isinstance(run_id, str):
+            raise ValueError(cursor)
+    except (ValueError, TypeError) as exc:
+        raise Problem(422, f"cursor: {cursor!r} is not a cursor this API returned; pass "
+                           "next_cursor from the previous page",
+                      errors=[{"field": "cursor", "message": "invalid cursor"}]) from exc
+    return float(at), run_id

@@ -1,0 +1,126 @@
+"""A run's event stream as Server-Sent Events: the stored backlog, then live events.
+
+The cursor is the event ``seq``: every frame carries ``id: <seq>``, so a client
+that reconnects with ``Last-Event-ID`` (or ``?starting_after=``) continues right
+after the last event it saw. The stream ends after the run's terminal event.
+While nothing happens it sends a keepalive every ``ping_interval`` seconds, and
+it says once (an ``event: stream.no_worker`` frame, without an id) when the run is
+active but nobody serves it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+
+from orchestra._store.protocol import Blackboard
+from orchestra._types import TERMINAL_RUN_STATUSES
+from orchestra.server.feeds import TERMINAL_EVENTS, Feeds, Frame, Subscriber, backlog
+
+Liveness = Callable[[str], Awaitable[str | None]]
+"""``run_id`` → why nobody serves it, or ``None`` when someone does (or none is needed)."""
+
+
+@dataclass(frozen=True, slots=True)
+class StreamOptions:
+    ping_interval: float
+    """Seconds of silence before a keepalive."""
+    include_pings: bool = False
+    """Keepalives as ``event: ping`` (visible to EventSource) instead of ``: ping`` comments."""
+    liveness_interval: float = 5.0
+    """How often a quiet stream checks that someone still serves its run."""
+
+
+class EventStream:
+    """One client's stream of one run."""
+
+    def __init__(self, store: Blackboard, feeds: Feeds, liveness: Liveness, run_id: str,
+                 cursor: int, options: StreamOptions) -> None:
+        self._store, self._feeds, self._liveness = store, feeds, liveness
+        self.run_id, self.cursor, self._opt = run_id, cursor, options
+        self._done = False
+
+    def _take(self, frame: Frame) -> str | None:
+        """The frame's text if it is the next one; ``None`` for a duplicate."""
+        if frame.seq <= self.cursor:
+            return None
+        self.cursor = frame.seq
+        self._done = frame.kind in TERMINAL_EVENTS
+        return frame.text
+
+    async def _catch_up(self, until: int | None = None) -> AsyncIterator[str]:
+        async for frame in backlog(self._store, self.run_id, self.cursor, until):
+            text = self._take(frame)
+            if text is not None:
+                yield text
+            if self._done:
+                return
+
+    async def frames(self) -> AsyncIterator[str]:
+        """The SSE text of every event after the cursor, then keepalives, until the end."""
+        run = await self._store.get_run(self.run_id)
+        async for text in self._catch_up():
+            yield text
+        if self._done or (run.status in TERMINAL_RUN_STATUSES and self.cursor >= run.last_seq):
+            return
+        sub, position = self._feeds.subscribe(self.run_id, self.cursor)
+        try:
+            if position > self.cursor:  # handed out before we subscribed
+                async for text in self._catch_up(position):
+                    yield text
+            async for text in self._live(sub):
+                yield text
+        finally:
+            self._feeds.unsubscribe(self.run_id, sub)
+
+    async def _live(self, sub: Subscriber) -> AsyncIterator[str]:
+        loop = asyncio.get_running_loop()
+        last_write = last_check = loop.time()
+        said_orphaned = False
+        while not self._done:
+            if sub.lagged:  # the queue overflowed: the store has what was dropped
+                sub.lagged = False
+                async for text in self._catch_up():
+                    yield text
+                continue
+            now = loop.time()
+            wait = min(last_write + self._opt.ping_interval,
+                       last_check + self._opt.liveness_interval) - now
+            try:
+                async with asyncio.timeout(max(wait, 0.0)):
+                    frame = await sub.queue.get()
+            except TimeoutError:
+                now = loop.time()
+                if now - last_check >= self._opt.liveness_interval:
+                    last_check = now
+                    why = await self._liveness(self.run_id)
+                    if why is not None and not said_orphaned:
+                        said_orphaned = True
+                        last_write = now
+                        yield self._notice("stream.no_worker", why)
+                    said_orphaned = said_orphaned and why is not None
+                if loop.time() - last_write >= self._opt.ping_interval:
+                    last_write = loop.time()
+                    yield self._ping()
+                continue
+            if frame.seq > self.cursor + 1:  # the feed started after our cursor
+                async for text in self._catch_up(frame.seq - 1):
+                    yield text
+            live = self._take(frame)
+            if live is not None:
+                last_write = last_check = loop.time()
+                said_orphaned = False
+                yield live
+
+    def _ping(self) -> str:
+        if not self._opt.include_pings:
+            return ": ping\n\n"
+        data = json.dumps({"run_id": self.run_id, "at": time.time()})
+        return f"event: ping\ndata: {data}\n\n"
+
+    def _notice(self, kind: str, detail: str) -> str:
+        data = json.dumps({"run_id": self.run_id, "seq_id": self.cursor, "detail": detail})
+        return f"event: {kind}\ndata: {data}\n\n"
