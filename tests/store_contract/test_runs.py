@@ -62,3 +62,24 @@ async def test_unknown_ids_raise_not_found(store: Blackboard) -> None:
                  store.append_event("nope", "x", {}), store.set_run_status("nope", "failed")):
         with pytest.raises(NotFoundError):
             await call
+
+
+async def test_runs_are_listed_newest_first_in_keyset_pages_with_filters(
+        store: Blackboard) -> None:
+    for i in range(5):
+        await store.create_run("even" if i % 2 == 0 else "odd", {}, run_id=f"r{i}")
+    await store.set_run_status("r4", "completed")
+    everything = await store.list_runs()
+    assert [r.id for r in everything] == ["r4", "r3", "r2", "r1", "r0"]
+    pages, before = [], None
+    while True:
+        page = await store.list_runs(limit=2, before=before)
+        pages.append([r.id for r in page])
+        if len(page) < 2:
+            break
+        before = (page[-1].created_at, page[-1].id)
+    assert pages == [["r4", "r3"], ["r2", "r1"], ["r0"]]
+    assert [r.id for r in await store.list_runs(pipeline="even")] == ["r4", "r2", "r0"]
+    assert [r.id for r in await store.list_runs(pipeline="even", active_only=True)] == [
+        "r2", "r0"]
+    assert [r.id for r in await store.list_runs(status="completed")] == ["r4"]
