@@ -58,12 +58,10 @@ async def dispatch(args: argparse.Namespace, open_store: OpenStore) -> int:
     async with open_store(args, must_exist=True) as store:
         if args.command == "runs":
             runs = await store.list_runs(active_only=args.active)
-            lines = [f"{r.id}  {r.status:<10} {r.pipeline:<34} {_age(r.created_at)}  "
-                     f"steps={r.steps} tokens={r.tokens_in + r.tokens_out}" for r in runs]
-            emit(args, [run_dict(r) for r in runs], "\n".join(lines) or "no runs")
+            emit(args, [run_dict(r) for r in runs], runs_text(runs))
         elif args.command == "show":
             data = await show_data(store, args.run)
-            emit(args, data, _show_text(data))
+            emit(args, data, show_text(data))
         elif args.command == "events":
             await _events(args, store)
         elif args.command == "board":
@@ -78,7 +76,13 @@ async def dispatch(args: argparse.Namespace, open_store: OpenStore) -> int:
     return 0
 
 
-def _show_text(d: dict[str, Any]) -> str:
+def runs_text(runs: list[Run]) -> str:
+    lines = [f"{r.id}  {r.status:<10} {r.pipeline:<34} {_age(r.created_at)}  "
+             f"steps={r.steps} tokens={r.tokens_in + r.tokens_out}" for r in runs]
+    return "\n".join(lines) or "no runs"
+
+
+def show_text(d: dict[str, Any]) -> str:
     run = d["run"]
     lines = [f"run {run['id']}  {run['status']}  pipeline {run['pipeline']}",
              f"  tokens in/out {run['tokens_in']}/{run['tokens_out']}  steps {run['steps']}"

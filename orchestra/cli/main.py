@@ -120,6 +120,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--idle-exit", type=float, default=None, metavar="SECONDS",
                    help="exit after this long with no active runs")
     _serve_parser(sub)
+    for name in ("runs", "show", "events", "approve", "deny", "cancel"):
+        sub.choices[name].add_argument(
+            "--server", metavar="URL", help="work through `orchestra serve` at URL instead "
+                                            "of the --db file (token: $ORCHESTRA_TOKEN)")
     return parser
 
 
@@ -169,6 +173,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     from orchestra.cli import commands  # imported after parsing: `--help` stays instant
 
     try:
+        if getattr(args, "server", None):
+            from orchestra.cli import remote
+
+            return remote.dispatch(args)
         return asyncio.run(commands.dispatch(args))
     except KeyboardInterrupt:
         run_id = getattr(args, "_run_id", None) or getattr(args, "run", None)

@@ -39,8 +39,6 @@ class ServerSettings:
     """Seconds of silence on a stream before a keepalive."""
     liveness_interval: float = 5.0
     """How often a quiet stream checks that someone serves its run."""
-    poll_interval: float = 0.1
-    """How often a run's feed looks for events committed by other processes."""
     scan_interval: float = 0.5
     """How often the pool looks for runs to drive (its own requests wake it at once)."""
     max_body_bytes: int = 1 << 20
@@ -66,7 +64,7 @@ def create_app(store: Blackboard, settings: ServerSettings = ServerSettings()) -
     """The API over ``store`` (opened and closed by the caller)."""
     from orchestra.server import routes_board, routes_runs
 
-    svc = Services(store, settings, Feeds(store, poll_interval=settings.poll_interval),
+    svc = Services(store, settings, Feeds(store),
                    RunPool(store, workers=settings.workers, settings=settings.coordinator,
                            models=settings.models, scan_interval=settings.scan_interval))
 

@@ -66,10 +66,9 @@ class _Feed:
 class Feeds:
     """The live feeds of this server's streams, one per run that has subscribers."""
 
-    def __init__(self, store: Blackboard, *, poll_interval: float = 0.1,
-                 queue_size: int = 1000, linger: float = 5.0) -> None:
+    def __init__(self, store: Blackboard, *, queue_size: int = 1000,
+                 linger: float = 5.0) -> None:
         self._store = store
-        self._poll = poll_interval
         self._queue_size = queue_size
         self._linger = linger
         self._feeds: dict[str, _Feed] = {}
@@ -110,8 +109,7 @@ class Feeds:
 
     async def _pump(self, feed: _Feed) -> None:
         try:
-            async for event in self._store.follow(feed.run_id, starting_after=feed.seq,
-                                                  poll_interval=self._poll):
+            async for event in self._store.follow(feed.run_id, starting_after=feed.seq):
                 frame = encode(event)
                 feed.seq = event.seq
                 for sub in feed.subscribers:

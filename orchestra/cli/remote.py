@@ -1,0 +1,77 @@
+"""``--server URL``: runs, show, events, approve, deny and cancel through the HTTP API
+of ``orchestra serve`` instead of opening the store file (token: $ORCHESTRA_TOKEN)."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import getpass
+import os
+import sys
+from typing import TYPE_CHECKING
+
+from orchestra._errors import NotFoundError, OrchestraError, UserError
+from orchestra._types import Event, Run
+from orchestra.cli import inspect_cmds
+from orchestra.cli.main import EXIT_OK
+
+if TYPE_CHECKING:
+    from orchestra.client import Client
+
+COMMANDS = frozenset({"runs", "show", "events", "approve", "deny", "cancel"})
+
+
+def dispatch(args: argparse.Namespace) -> int:
+    try:
+        from orchestra.client import ApiError, Client
+    except ImportError as exc:
+        raise UserError(f"--server needs the server extra: pip install 'orchestra[server]' "
+                        f"({exc})") from exc
+    with Client(args.server, token=os.environ.get("ORCHESTRA_TOKEN") or None) as api:
+        try:
+            return _run(args, api)
+        except ApiError as exc:
+            if exc.status == 404:
+                raise NotFoundError(exc.detail) from exc
+            if 400 <= exc.status < 500:
+                raise UserError(f"{args.server}: {exc.detail}") from exc
+            raise OrchestraError(f"{args.server}: {exc}") from exc
+
+
+def _run(args: argparse.Namespace, api: Client) -> int:
+    if args.command == "runs":
+        runs = [Run(**r) for r in api.runs.list(active=args.active, limit=100)["runs"]]
+        inspect_cmds.emit(args, [inspect_cmds.run_dict(r) for r in runs],
+                          inspect_cmds.runs_text(runs))
+    elif args.command == "show":
+        data = api.runs.get(args.run)
+        inspect_cmds.emit(args, data, inspect_cmds.show_text(data))
+    elif args.command == "events":
+        _events(args, api)
+    elif args.command in ("approve", "deny"):
+        by = args.by or getpass.getuser()
+        approval = api.approvals.decide(args.approval, args.command == "approve", by=by,
+                                        reason=args.reason)
+        inspect_cmds.emit(args, approval, f"approval {approval['id']} {approval['status']} "
+                                          f"by {by}; the server continues the run")
+    elif args.command == "cancel":
+        run = api.runs.cancel(args.run)
+        inspect_cmds.emit(args, {"run": run["run_id"], "status": run["status"]},
+                          f"run {run['run_id']} cancelled")
+    return EXIT_OK
+
+
+def _events(args: argparse.Namespace, api: Client) -> None:
+    # without --follow: what is stored now (the stream would wait for more)
+    stop_at = None if args.follow else api.runs.get(args.run)["run"]["last_seq"]
+    if stop_at is not None and stop_at <= args.after:
+        return
+    for e in api.runs.stream(args.run, starting_after=args.after, reconnect=args.follow):
+        if e.seq is None:  # a notice (nobody serves the run), not an event
+            detail = e.data.get("detail", "") if isinstance(e.data, dict) else ""
+            print(f"({e.kind}: {detail})", file=sys.stderr)
+            continue
+        event = Event(args.run, e.seq, e.kind, e.data, e.at or 0.0)
+        inspect_cmds.emit(args, dataclasses.asdict(event), inspect_cmds.event_line(event))
+        if stop_at is not None and e.seq >= stop_at:
+            return
