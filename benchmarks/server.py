@@ -1,0 +1,213 @@
+"""``orchestra serve`` under load: ``python -m benchmarks.server``.
+
+Measures, against a real server process on 127.0.0.1:
+
+* **event latency**, commit to client: a run parks on an approval while the
+  followers connect (1, then 100, spread over client processes so that one
+  client's parsing does not queue the others), then the approval is granted and
+  the run emits a steady stream of events; each follower records when each frame
+  arrived. Latency = arrival time - the event's ``at`` (taken in the committing
+  transaction, so it includes the commit itself). Medians over ``--repeats`` trials.
+* **server memory** (VmRSS) with no stream open and with 100 open idle streams.
+* **GET /v1/runs/{id} requests per second** from ``--concurrency`` keep-alive
+  connections in one client process, for ``--seconds``.
+
+The client processes share the machine's cores with the server: figures are an
+upper bound on latency and a lower bound on throughput.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+REPO = Path(__file__).resolve().parents[1]
+PIPELINE = "benchmarks.server_pipeline:build"
+TERMINAL = ("run.completed", "run.failed", "run.cancelled")
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("ORCHESTRA_TOKEN", "PYTHONPATH")}
+    env["PYTHONPATH"] = str(REPO)
+    return env
+
+
+def start_server(db: Path) -> tuple[subprocess.Popen[str], str]:
+    argv = [sys.executable, "-m", "orchestra.cli.main", "serve", "--db", str(db), "--port", "0"]
+    proc = subprocess.Popen(argv, env=_env(), stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    if "listening on " not in line:
+        raise SystemExit(f"server did not start: {line!r}")
+    return proc, line.split("listening on ", 1)[1].split()[0]
+
+
+def rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise RuntimeError("no VmRSS")
+
+
+def wait_status(url: str, run_id: str, status: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while httpx.get(f"{url}/v1/runs/{run_id}").json()["status"] != status:
+        if time.monotonic() > deadline:
+            raise SystemExit(f"run {run_id} never reached {status}")
+        time.sleep(0.05)
+
+
+# -- the follower child: n streams of one run, one line per stream when it ends -----------
+async def _follow(client: httpx.AsyncClient, run_id: str, ready: asyncio.Event,
+                  opened: list[int], n: int) -> list[tuple[int, float, float]]:
+    rows: list[tuple[int, float, float]] = []
+    async with client.stream("GET", f"/v1/runs/{run_id}/stream") as response:
+        opened.append(1)
+        if len(opened) == n:
+            ready.set()
+        async for line in response.aiter_lines():
+            if line.startswith("data: "):
+                now = time.time()
+                data = json.loads(line[6:])
+                rows.append((data["seq_id"], data["at"], now))
+                if data["kind"] in TERMINAL:
+                    break
+    return rows
+
+
+async def follower_child(url: str, run_id: str, n: int) -> None:
+    limits = httpx.Limits(max_connections=n + 1, max_keepalive_connections=n + 1)
+    async with httpx.AsyncClient(base_url=url, timeout=None, limits=limits) as client:
+        ready, opened = asyncio.Event(), []
+        jobs = [asyncio.create_task(_follow(client, run_id, ready, opened, n)) for _ in range(n)]
+        await ready.wait()
+        print("ready", flush=True)
+        results = await asyncio.gather(*jobs)
+    print(json.dumps(results), flush=True)
+
+
+def latency_trial(url: str, pid: int, followers: int, procs: int, turns: int,
+                  delay: float) -> dict[str, Any]:
+    run_id = httpx.post(f"{url}/v1/runs", json={"pipeline": PIPELINE, "input": {
+        "park": True, "turns": turns, "delay": delay}}).json()["run_id"]
+    wait_status(url, run_id, "waiting")
+    rss_before = rss_kib(pid)
+    per = [followers // procs + (1 if i < followers % procs else 0) for i in range(procs)]
+    children = [subprocess.Popen([sys.executable, "-m", "benchmarks.server", "_follow", url,
+                                  run_id, str(n)], env=_env(), stdout=subprocess.PIPE,
+                                 text=True) for n in per if n]
+    for child in children:
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == "ready"
+    time.sleep(0.5)
+    rss_open = rss_kib(pid)
+    [approval] = httpx.get(f"{url}/v1/runs/{run_id}/approvals").json()
+    go = time.time()
+    httpx.post(f"{url}/v1/approvals/{approval['id']}", json={"approve": True})
+    latencies: list[float] = []
+    complete = 0
+    last_seq = None
+    for child in children:
+        out, _ = child.communicate(timeout=600)
+        for rows in json.loads(out.strip().splitlines()[-1]):
+            seqs = [r[0] for r in rows]
+            last_seq = last_seq or seqs[-1]
+            complete += seqs == list(range(seqs[0], seqs[0] + len(seqs))) and seqs[-1] == last_seq
+            latencies += [(recv - at) * 1000 for _, at, recv in rows if at >= go]
+    latencies.sort()
+    return {"followers": followers, "events": len(latencies) // followers,
+            "complete_streams": complete,
+            "p50_ms": latencies[len(latencies) // 2],
+            "p99_ms": latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))],
+            "max_ms": latencies[-1], "rss_idle_kib": rss_before, "rss_streams_kib": rss_open}
+
+
+async def _hammer(url: str, path: str, concurrency: int, seconds: float) -> int:
+    done = 0
+    limits = httpx.Limits(max_connections=concurrency)
+    async with httpx.AsyncClient(base_url=url, limits=limits) as client:
+        deadline = time.monotonic() + seconds
+
+        async def worker() -> None:
+            nonlocal done
+            while time.monotonic() < deadline:
+                response = await client.get(path)
+                response.raise_for_status()
+                done += 1
+
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return done
+
+
+def rps_trial(url: str, concurrency: int, seconds: float) -> float:
+    run_id = httpx.post(f"{url}/v1/runs", json={"pipeline": PIPELINE, "input": {
+        "turns": 5, "delay": 0}}).json()["run_id"]
+    wait_status(url, run_id, "completed")
+    done = asyncio.run(_hammer(url, f"/v1/runs/{run_id}", concurrency, seconds))
+    return done / seconds
+
+
+def _spread(values: list[float]) -> str:
+    return f"{statistics.median(values):.1f} ({min(values):.1f}-{max(values):.1f})"
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "_follow":
+        asyncio.run(follower_child(argv[1], argv[2], int(argv[3])))
+        return 0
+    p = argparse.ArgumentParser(prog="python -m benchmarks.server", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--turns", type=int, default=100, help="tool calls per run (3 events each)")
+    p.add_argument("--delay", type=float, default=0.02, help="seconds per model call")
+    p.add_argument("--procs", type=int, default=4, help="client processes for 100 followers")
+    p.add_argument("--seconds", type=float, default=5.0, help="length of the requests/s run")
+    p.add_argument("--concurrency", type=int, default=16)
+    args = p.parse_args(argv)
+    with tempfile.TemporaryDirectory() as tmp:
+        proc, url = start_server(Path(tmp) / "bench.db")
+        try:
+            results: dict[int, list[dict[str, Any]]] = {1: [], 100: []}
+            for _ in range(args.repeats):
+                for followers in (1, 100):
+                    trial = latency_trial(url, proc.pid, followers,
+                                          1 if followers == 1 else args.procs, args.turns,
+                                          args.delay)
+                    print(json.dumps(trial), file=sys.stderr, flush=True)
+                    results[followers].append(trial)
+            rps = [rps_trial(url, args.concurrency, args.seconds) for _ in range(args.repeats)]
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+    print(f"orchestra serve, {args.repeats} trials, {args.turns} tool calls per run at "
+          f"{args.delay * 1000:.0f} ms per model call; median (min-max)")
+    for followers, trials in results.items():
+        complete = sum(t["complete_streams"] for t in trials)
+        print(f"  {followers:>3} follower(s): commit-to-client p50 "
+              f"{_spread([t['p50_ms'] for t in trials])} ms, p99 "
+              f"{_spread([t['p99_ms'] for t in trials])} ms, max "
+              f"{_spread([t['max_ms'] for t in trials])} ms; {trials[0]['events']} live events "
+              f"per stream; {complete}/{followers * len(trials)} streams complete and in order")
+    many = results[100]
+    print(f"  server RSS: {_spread([t['rss_idle_kib'] / 1024 for t in many])} MiB with no "
+          f"stream, {_spread([t['rss_streams_kib'] / 1024 for t in many])} MiB with 100 open "
+          "streams")
+    print(f"  GET /v1/runs/{{id}}: {_spread(rps)} requests/s ({args.concurrency} connections, "
+          f"{args.seconds:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
