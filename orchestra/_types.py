@@ -8,21 +8,50 @@ used only at the boundary where data comes from a model or a user.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple, get_args
 
 JSON = Any
 """A value that round-trips through ``json.dumps`` / ``json.loads``."""
 
+# The vocabulary, defined once: the Literals type the records, the tuples (derived from
+# them) check values at run time and fill the schema's CHECK constraints.
 RunStatus = Literal["pending", "running", "waiting", "completed", "failed", "cancelled"]
-TaskStatus = Literal["pending", "running", "waiting", "completed", "failed", "cancelled"]
+TaskStatus = RunStatus
 StepKind = Literal["model", "tool", "compaction"]
 StepStatus = Literal["started", "completed", "failed"]
 ApprovalStatus = Literal["pending", "approved", "denied"]
 MessageRole = Literal["system", "user", "assistant", "tool"]
 Durability = Literal["normal", "full"]
 
-TERMINAL_RUN_STATUSES: frozenset[str] = frozenset({"completed", "failed", "cancelled"})
-TERMINAL_TASK_STATUSES: frozenset[str] = frozenset({"completed", "failed", "cancelled"})
+RUN_STATUSES: tuple[RunStatus, ...] = get_args(RunStatus)
+TASK_STATUSES: tuple[TaskStatus, ...] = RUN_STATUSES
+STEP_KINDS: tuple[StepKind, ...] = get_args(StepKind)
+STEP_STATUSES: tuple[StepStatus, ...] = get_args(StepStatus)
+APPROVAL_STATUSES: tuple[ApprovalStatus, ...] = get_args(ApprovalStatus)
+MESSAGE_ROLES: tuple[MessageRole, ...] = get_args(MessageRole)
+LIVE_RUN_STATUSES: tuple[RunStatus, ...] = ("pending", "running", "waiting")
+TERMINAL_RUN_STATUSES: frozenset[str] = frozenset(RUN_STATUSES) - frozenset(LIVE_RUN_STATUSES)
+TERMINAL_TASK_STATUSES: frozenset[str] = TERMINAL_RUN_STATUSES
+
+
+class AgentId(NamedTuple):
+    """An agent is one role inside one run; its id is ``"run/role"`` (``str(agent_id)``).
+
+    The one place that format is built or parsed: roles may contain ``/``, run ids
+    may not (``parse`` splits at the first one).
+    """
+
+    run_id: str
+    role: str
+
+    def __str__(self) -> str:
+        return f"{self.run_id}/{self.role}" if self.run_id else self.role
+
+    @classmethod
+    def parse(cls, text: str) -> AgentId:
+        """``"run/role"`` -> ``AgentId``; text without a ``/`` is a role of no run."""
+        run_id, sep, role = text.partition("/")
+        return cls(run_id, role) if sep else cls("", text)
 
 
 @dataclass(frozen=True, slots=True)

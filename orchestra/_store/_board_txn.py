@@ -16,7 +16,16 @@ from orchestra._store._codec import Encoder, new_id
 from orchestra._store._event_txn import append_event, require_run
 from orchestra._store._task_txn import insert_task
 from orchestra._store.protocol import NewHandoff, NewNote, NewTask, Writes
-from orchestra._types import JSON, CompactionRecord, Handoff, Message, Note, Plan
+from orchestra._types import (
+    JSON,
+    MESSAGE_ROLES,
+    AgentId,
+    CompactionRecord,
+    Handoff,
+    Message,
+    Note,
+    Plan,
+)
 
 _INSERT_AGENT = "INSERT OR IGNORE INTO agents (id, run_id, role, created_at) VALUES (?, ?, ?, ?)"
 _LAST_MESSAGE_SEQ = "SELECT COALESCE(MAX(seq), 0) FROM messages WHERE agent_id = ?"
@@ -36,20 +45,14 @@ _HANDOFF_OF_TASK = f"SELECT {_rows.HANDOFF_COLS} FROM handoffs WHERE task_id = ?
 _INSERT_NOTE = (
     "INSERT INTO notes (run_id, author, tags, body, created_at) VALUES (?, ?, ?, ?, ?) RETURNING id"
 )
-_MESSAGE_ROLES = frozenset({"system", "user", "assistant", "tool"})
-
-
-def role_of(agent_id: str, run_id: str) -> str:
-    """Agent ids are ``f"{run_id}/{role}"``; anything else is its own role name."""
-    prefix = run_id + "/"
-    return agent_id[len(prefix):] if agent_id.startswith(prefix) else agent_id.rsplit("/", 1)[-1]
+_MESSAGE_ROLES = frozenset(MESSAGE_ROLES)
 
 
 def register_agent(conn: sqlite3.Connection, run_id: str, agent_id: str, now: float) -> None:
     """Create the agent's row on its first write (agents are implicit in the API)."""
     if not agent_id:
         raise UserError("agent_id must be a non-empty string")
-    conn.execute(_INSERT_AGENT, (agent_id, run_id, role_of(agent_id, run_id), now))
+    conn.execute(_INSERT_AGENT, (agent_id, run_id, AgentId.parse(agent_id).role, now))
 
 
 def append_messages(conn: sqlite3.Connection, enc: Encoder, agent_id: str, task_id: str | None,

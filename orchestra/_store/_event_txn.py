@@ -50,7 +50,7 @@ class _RunTally:
         self.cost = 0.0
 
 
-class _Batch:
+class _EventBatch:
     __slots__ = ("rows", "runs")
 
     def __init__(self) -> None:
@@ -59,7 +59,7 @@ class _Batch:
 
 
 # One open batch per connection at most; a connection runs one write at a time.
-_open: dict[int, _Batch] = {}
+_open: dict[int, _EventBatch] = {}
 
 
 @contextmanager
@@ -73,7 +73,7 @@ def batched_events(conn: sqlite3.Connection, now: float) -> Iterator[None]:
     if key in _open:
         yield
         return
-    batch = _Batch()
+    batch = _EventBatch()
     _open[key] = batch
     try:
         yield
@@ -121,7 +121,7 @@ def append_step_event(conn: sqlite3.Connection, enc: Encoder, run_id: str, kind:
     return _insert(conn, enc, run_id, kind, data, now, row)
 
 
-def _next_seq(conn: sqlite3.Connection, batch: _Batch, run_id: str) -> _RunTally:
+def _next_seq(conn: sqlite3.Connection, batch: _EventBatch, run_id: str) -> _RunTally:
     """The run's tally with its next seq taken; the first one of a run reads ``last_seq``."""
     tally = batch.runs.get(run_id)
     if tally is None:
@@ -141,7 +141,7 @@ def _insert(conn: sqlite3.Connection, enc: Encoder, run_id: str, kind: str, data
     return Event(run_id, row[0], kind, data, now)
 
 
-def _add(batch: _Batch, enc: Encoder, run_id: str, seq: int, kind: str, data: JSON,
+def _add(batch: _EventBatch, enc: Encoder, run_id: str, seq: int, kind: str, data: JSON,
          now: float) -> Event:
     batch.rows.append((run_id, seq, kind, enc.json(data, f"event {kind!r} data"), now))
     return Event(run_id, seq, kind, data, now)

@@ -17,7 +17,7 @@ from orchestra._store._codec import Encoder, short
 from orchestra._store._event_txn import append_event, append_step_event, batched_events
 from orchestra._store._task_txn import LeaseInfo, check_lease
 from orchestra._store.protocol import Lease, StepResult, Writes
-from orchestra._types import JSON, StepKind, Task
+from orchestra._types import JSON, STEP_KINDS, StepKind, Task
 
 _START_STEP = """
 INSERT INTO steps (task_id, retry, step, kind, name, input_digest, status, attempts, started_at)
@@ -50,7 +50,7 @@ UPDATE tasks SET status = 'pending', retries = retries + 1, not_before = ?, erro
 WHERE id = ? RETURNING {_rows.TASK_COLS}"""
 
 
-_KINDS = frozenset({"model", "tool", "compaction"})
+_KINDS = frozenset(STEP_KINDS)
 
 
 def _check_kind(kind: str) -> None:

@@ -12,7 +12,12 @@ from typing import Any, cast
 
 from orchestra._errors import StoreError
 from orchestra._types import (
+    APPROVAL_STATUSES,
     JSON,
+    MESSAGE_ROLES,
+    RUN_STATUSES,
+    STEP_KINDS,
+    STEP_STATUSES,
     Approval,
     CompactionRecord,
     Event,
@@ -49,11 +54,11 @@ APPROVAL_COLS = ("id, run_id, task_id, step, tool, arguments, status, decided_by
                  "created_at, decided_at")
 EVENT_COLS = "run_id, seq, kind, data, at"
 
-_RUN_STATUSES = frozenset({"pending", "running", "waiting", "completed", "failed", "cancelled"})
-_STEP_STATUSES = frozenset({"started", "completed", "failed"})
-_STEP_KINDS = frozenset({"model", "tool", "compaction"})
-_APPROVAL_STATUSES = frozenset({"pending", "approved", "denied"})
-_MESSAGE_ROLES = frozenset({"system", "user", "assistant", "tool"})
+_RUN_STATUSES = frozenset(RUN_STATUSES)
+_STEP_STATUSES = frozenset(STEP_STATUSES)
+_STEP_KINDS = frozenset(STEP_KINDS)
+_APPROVAL_STATUSES = frozenset(APPROVAL_STATUSES)
+_MESSAGE_ROLES = frozenset(MESSAGE_ROLES)
 
 
 def bad_row(table: str, key: object, problem: str) -> StoreError:
@@ -63,7 +68,8 @@ def bad_row(table: str, key: object, problem: str) -> StoreError:
     )
 
 
-def _json(table: str, key: object, column: str, text: Any) -> JSON:
+def json_of(table: str, key: object, column: str, text: Any) -> JSON:
+    """Parse a JSON column, or raise ``StoreError`` naming the row (never skip it)."""
     if text is None:
         return None
     if not isinstance(text, str):
@@ -82,31 +88,31 @@ def _enum(table: str, key: object, column: str, value: Any, allowed: Collection[
 
 def run(row: Row) -> Run:
     key = row[0]
-    return Run(key, row[1], _json("runs", key, "input", row[2]),
+    return Run(key, row[1], json_of("runs", key, "input", row[2]),
                _enum("runs", key, "status", row[3], _RUN_STATUSES), *row[4:])
 
 
 def task(row: Row) -> Task:
     # float(): RETURNING hands back a REAL column holding 0.0 as the int 0.
     key = row[0]
-    return Task(key, row[1], row[2], _json("tasks", key, "input", row[3]),
+    return Task(key, row[1], row[2], json_of("tasks", key, "input", row[3]),
                 _enum("tasks", key, "status", row[4], _RUN_STATUSES), row[5], row[6], row[7],
-                row[8], row[9], float(row[10]), _json("tasks", key, "result", row[11]), row[12],
+                row[8], row[9], float(row[10]), json_of("tasks", key, "result", row[11]), row[12],
                 row[13], row[14], row[15], row[16], row[17])
 
 
 def plan(row: Row) -> Plan:
-    return Plan(row[0], row[1], row[2], _json("plans", (row[0], row[1]), "body", row[3]), row[4])
+    return Plan(row[0], row[1], row[2], json_of("plans", (row[0], row[1]), "body", row[3]), row[4])
 
 
 def handoff(row: Row) -> Handoff:
-    return Handoff(row[0], row[1], row[2], row[3], _json("handoffs", row[0], "payload", row[4]),
+    return Handoff(row[0], row[1], row[2], row[3], json_of("handoffs", row[0], "payload", row[4]),
                    row[5], row[6], row[7])
 
 
 def note(row: Row, rank: float | None = None) -> Note:
     key = row[0]
-    tags = _json("notes", key, "tags", row[4])
+    tags = json_of("notes", key, "tags", row[4])
     if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
         raise bad_row("notes", key, f"column tags is {tags!r}, not a list of strings")
     return Note(key, row[1], row[2], row[3], tuple(tags), row[5], rank)
@@ -116,7 +122,7 @@ def message(row: Row) -> Message:
     key = (row[5], row[6])
     calls: tuple[ToolCallRecord, ...] = ()
     if row[2] is not None:
-        raw = _json("messages", key, "tool_calls", row[2])
+        raw = json_of("messages", key, "tool_calls", row[2])
         try:
             calls = tuple(ToolCallRecord(c["id"], c["name"], c["arguments"]) for c in raw)
         except (TypeError, KeyError) as exc:
@@ -133,20 +139,21 @@ def step(row: Row) -> Step:
     key = (row[0], row[1], row[2])
     return Step(row[0], row[1], row[2], _enum("steps", key, "kind", row[3], _STEP_KINDS),
                 row[4], row[5], _enum("steps", key, "status", row[6], _STEP_STATUSES),
-                _json("steps", key, "output", row[7]), row[8], row[9], row[10], row[11],
+                json_of("steps", key, "output", row[7]), row[8], row[9], row[10], row[11],
                 row[12], row[13], row[14])
 
 
 def approval(row: Row) -> Approval:
     key = row[0]
     return Approval(key, row[1], row[2], row[3], row[4],
-                    _json("approvals", key, "arguments", row[5]),
+                    json_of("approvals", key, "arguments", row[5]),
                     _enum("approvals", key, "status", row[6], _APPROVAL_STATUSES), row[7],
                     row[8], row[9], row[10])
 
 
 def event(row: Row) -> Event:
-    return Event(row[0], row[1], row[2], _json("events", (row[0], row[1]), "data", row[3]), row[4])
+    data = json_of("events", (row[0], row[1]), "data", row[3])
+    return Event(row[0], row[1], row[2], data, row[4])
 
 
 def many_tasks(rows: list[Row]) -> list[Task]:

@@ -11,7 +11,7 @@ from orchestra._store._codec import Encoder, new_id, short
 from orchestra._store._event_txn import append_event, require_run
 from orchestra._store._task_txn import insert_tasks
 from orchestra._store.protocol import NewTask
-from orchestra._types import JSON, TERMINAL_RUN_STATUSES, Run, RunStatus, Task
+from orchestra._types import JSON, RUN_STATUSES, TERMINAL_RUN_STATUSES, Run, RunStatus, Task
 
 _INSERT = (
     "INSERT INTO runs (id, pipeline, input, status, created_at, updated_at) "
@@ -26,7 +26,7 @@ _CANCEL_TASKS = (
     "updated_at = ? WHERE run_id = ? AND status IN ('pending', 'running', 'waiting') "
     "RETURNING id, role"
 )
-_STATUSES = frozenset({"pending", "running", "waiting", "completed", "failed", "cancelled"})
+_STATUSES = frozenset(RUN_STATUSES)
 # Children before parents, so foreign keys hold at every statement.
 _DELETE = (
     "DELETE FROM events WHERE run_id = ?1",
@@ -45,8 +45,9 @@ _DELETE = (
 def create_run(conn: sqlite3.Connection, enc: Encoder, pipeline: str, input: JSON,
                run_id: str | None, tasks: Sequence[NewTask], now: float) -> Run:
     run_id = new_id(12) if run_id is None else run_id
-    if not run_id:
-        raise UserError("run_id must be a non-empty string")
+    if not run_id or "/" in run_id:
+        raise UserError(f"run_id must be a non-empty string without '/' (agent ids are "
+                        f"'run/role'), got {run_id!r}")
     if conn.execute(_EXISTS, (run_id,)).fetchone() is not None:
         raise UserError(f"run {run_id!r} already exists; choose another run_id or resume it")
     conn.execute(_INSERT, (run_id, pipeline, enc.json(input, f"input of run {run_id}"), now, now))

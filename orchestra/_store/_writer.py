@@ -39,19 +39,19 @@ from orchestra._store._connection import on_thread, raw
 
 T = TypeVar("T")
 Op = Callable[[sqlite3.Connection], Any]
-Outcome = tuple[bool, Any]  # (ok, result or exception)
+OpResult = tuple[bool, Any]  # (ok, result or exception)
 _Queued = tuple[Op, "asyncio.Future[Any]"]
 
 
 def run_batch(conn: sqlite3.Connection, ops: list[Op], *, begun: bool = False
-              ) -> list[Outcome]:
+              ) -> list[OpResult]:
     """Run ``ops`` in one transaction; an op that raises is rolled back to its savepoint.
 
     ``BEGIN IMMEDIATE`` takes the write lock up front, so a writer in another process
     waits in ``busy_timeout`` instead of deadlocking when both try to upgrade a read
     transaction. Any ``BaseException`` rolls the whole batch back and propagates.
     """
-    outcomes: list[Outcome] = []
+    outcomes: list[OpResult] = []
     if not begun:
         conn.execute("BEGIN IMMEDIATE")
     try:
@@ -91,7 +91,7 @@ class _Batch:
 
     def __init__(self, items: list[_Queued]) -> None:
         self.items = items
-        self.outcomes: list[Outcome] | None = None
+        self.outcomes: list[OpResult] | None = None
         self.committed = False
         self.sent = False
 

@@ -19,7 +19,7 @@ import structlog
 
 from orchestra._errors import NotFoundError, StoreError, UserError
 from orchestra._store.protocol import Blackboard, ClaimSpec
-from orchestra._types import TERMINAL_RUN_STATUSES, Run, RunStatus, Task
+from orchestra._types import LIVE_RUN_STATUSES, TERMINAL_RUN_STATUSES, Run, RunStatus, Task
 from orchestra.coordinator.execution import TaskExecutor
 from orchestra.coordinator.jobs import Jobs
 from orchestra.coordinator.owners import dead_local_owners, new_owner_id
@@ -29,7 +29,7 @@ from orchestra.runtime.agent_state import AgentState, agent_id_for
 
 log = structlog.get_logger("orchestra.coordinator")
 
-_LIVE: tuple[RunStatus, ...] = ("pending", "running", "waiting")
+_LIVE = LIVE_RUN_STATUSES
 
 
 @dataclass(frozen=True, slots=True)

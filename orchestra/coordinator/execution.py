@@ -21,7 +21,7 @@ from orchestra._errors import (
     UserError,
 )
 from orchestra._store.protocol import Lease, Writes
-from orchestra._types import Task
+from orchestra._types import AgentId, Task
 from orchestra.runtime.journal import RecordedStepError
 from orchestra.runtime.task_runner import RunLimits, TaskOutcome, run_task
 
@@ -44,7 +44,7 @@ class _TaskLog:
     def _bound(self) -> structlog.typing.FilteringBoundLogger:
         if self._log is None:
             t = self._task
-            self._log = log.bind(run=t.run_id, task=t.id, agent=f"{t.run_id}/{t.role}",
+            self._log = log.bind(run=t.run_id, task=t.id, agent=str(AgentId(t.run_id, t.role)),
                                  attempt=t.attempt)
         return self._log
 

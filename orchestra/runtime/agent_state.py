@@ -14,13 +14,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from orchestra._store.protocol import Blackboard
-from orchestra._types import CompactionRecord, Message
+from orchestra._types import AgentId, CompactionRecord, Message
 from orchestra.compaction import message_tokens
 
 
 def agent_id_for(run_id: str, role: str) -> str:
     """Agents are one per role per run; their id is derived, never invented."""
-    return f"{run_id}/{role}"
+    return str(AgentId(run_id, role))
 
 
 @dataclass(slots=True)

@@ -9,7 +9,6 @@ model step), so replay never appends twice.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -22,6 +21,7 @@ from orchestra._types import Message, Task, ToolCallRecord
 from orchestra.compaction import SummaryRequest, View
 from orchestra.models.base import Model, ModelRequest, ModelSettings, ToolCall
 from orchestra.roles import Role
+from orchestra.runtime import keys
 from orchestra.runtime.agent_state import AgentState
 from orchestra.runtime.builtin_tools import builtin_tools
 from orchestra.runtime.compactor import summarize
@@ -134,7 +134,7 @@ class TaskRunner:
                 return Outcome(record, resp.usage.input_tokens, resp.usage.output_tokens,
                                resp.usage.cost, Writes(messages=[*to_flush, reply]))
 
-            digest = f"{len(request.messages)}:{_digest(request.messages[-1].content)}"
+            digest = f"{len(request.messages)}:{keys.digest(request.messages[-1].content)}"
             record, uncommitted = await journal.run_deferred(n, "model", "model", digest, call,
                                                              wait_start=False)
             usage = record.get("usage", [0, 0])
@@ -204,8 +204,7 @@ class TaskRunner:
         n = journal.reserve()
         ctx = ToolContext(run_id=self.task.run_id, task_id=self.task.id,
                           agent_id=self.agent.agent_id, role=self.task.role, step=n,
-                          idempotency_key=f"{self.task.run_id}:{self.task.id}:"
-                                          f"{self.task.retries}:{n}",
+                          idempotency_key=keys.idempotency_key(self.task, n),
                           board=self.store, task_input=self.task.input)
 
         async def check() -> Outcome:
@@ -292,10 +291,6 @@ class TaskRunner:
         return TaskOutcome("failed", error=error, steps_replayed=journal.replayed,
                            steps_executed=journal.executed, tokens=self.tokens,
                            extra={"pending": list(pending)})
-
-
-def _digest(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
 async def run_task(**kwargs: Any) -> TaskOutcome:

@@ -9,7 +9,6 @@ cancellation escape.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from orchestra._errors import ModelRetry
 from orchestra._store.protocol import Blackboard, Lease
 from orchestra._types import Task
 from orchestra.models.base import ToolCall
+from orchestra.runtime import keys
 from orchestra.runtime.journal import Journal, Outcome
 from orchestra.tools import Tool, ToolContext, render_tool_result
 
@@ -41,10 +41,6 @@ class ToolResult:
     call: ToolCall
     content: str
     is_error: bool
-
-
-def _digest(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def _validate(call: ToolCall, tools: dict[str, Tool]) -> tuple[Tool, dict[str, Any]] | str:
@@ -105,7 +101,7 @@ class ToolRunner:
         if isinstance(checked, str):
             return ToolResult(call, checked, True)
         tool, args = checked
-        digest = _digest(call.arguments)
+        digest = keys.digest(call.arguments)
         if self.journal.lookup(n, "tool", tool.name) is None and self.needs_approval(tool):
             denial = await self._approval(tool, args, n)
             if denial is not None:
@@ -133,8 +129,7 @@ class ToolRunner:
     async def _execute(self, tool: Tool, args: dict[str, Any], n: int) -> Outcome:
         ctx = ToolContext(run_id=self.task.run_id, task_id=self.task.id,
                           agent_id=self.agent_id, role=self.task.role, step=n,
-                          idempotency_key=f"{self.task.run_id}:{self.task.id}:"
-                                          f"{self.task.retries}:{n}",
+                          idempotency_key=keys.idempotency_key(self.task, n),
                           board=self.store, task_input=self.task.input)
         timeout = tool.timeout or self.default_timeout
         try:
