@@ -11,7 +11,7 @@ from orchestra._store._codec import Encoder, new_id, short
 from orchestra._store._event_txn import append_event, require_run
 from orchestra._store._task_txn import insert_tasks
 from orchestra._store.protocol import NewTask
-from orchestra._types import JSON, RUN_STATUSES, TERMINAL_RUN_STATUSES, Run, RunStatus, Task
+from orchestra._types import JSON, RUN_STATUSES, Run, RunStatus, Task
 
 _INSERT = (
     "INSERT INTO runs (id, pipeline, input, status, created_at, updated_at) "
@@ -27,19 +27,6 @@ _CANCEL_TASKS = (
     "RETURNING id, role"
 )
 _STATUSES = frozenset(RUN_STATUSES)
-# Children before parents, so foreign keys hold at every statement.
-_DELETE = (
-    "DELETE FROM events WHERE run_id = ?1",
-    "DELETE FROM approvals WHERE run_id = ?1",
-    "DELETE FROM steps WHERE task_id IN (SELECT id FROM tasks WHERE run_id = ?1)",
-    "DELETE FROM messages WHERE agent_id IN (SELECT id FROM agents WHERE run_id = ?1)",
-    "DELETE FROM compactions WHERE agent_id IN (SELECT id FROM agents WHERE run_id = ?1)",
-    "DELETE FROM agents WHERE run_id = ?1",
-    "DELETE FROM notes WHERE run_id = ?1",
-    "DELETE FROM plans WHERE run_id = ?1",
-    "DELETE FROM tasks WHERE run_id = ?1",
-    "DELETE FROM runs WHERE id = ?1",
-)
 
 
 def create_run(conn: sqlite3.Connection, enc: Encoder, pipeline: str, input: JSON,
@@ -85,14 +72,3 @@ def set_run_status(conn: sqlite3.Connection, enc: Encoder, run_id: str, status: 
         for task_id, role in conn.execute(_CANCEL_TASKS, (now, run_id)).fetchall():
             append_event(conn, enc, run_id, "task.cancelled", {"task": task_id, "role": role}, now)
     return _rows.run(conn.execute(_GET, (run_id,)).fetchone())
-
-
-def delete_run(conn: sqlite3.Connection, run_id: str) -> None:
-    """Delete a finished run and everything it owns (retention)."""
-    row = conn.execute(_STATUS, (run_id,)).fetchone()
-    if row is None:
-        raise NotFoundError(f"run {run_id!r} does not exist")
-    if row[0] not in TERMINAL_RUN_STATUSES:
-        raise UserError(f"run {run_id} is {row[0]}; cancel it first, then delete it")
-    for statement in _DELETE:
-        conn.execute(statement, (run_id,))

@@ -110,6 +110,15 @@ class StepResult:
 
 
 @dataclass(frozen=True, slots=True)
+class Pruned:
+    """What a prune deleted: the runs, the rows, the bytes returned to the OS."""
+
+    runs: list[str]
+    rows: int
+    freed_bytes: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class ClaimSpec:
     """What a worker finishing a task will take next, in the same transaction."""
 
@@ -133,11 +142,21 @@ class RunStore(Protocol):
                         before: tuple[float, str] | None = None) -> list[Run]: ...
     async def set_run_status(self, run_id: str, status: RunStatus, *, error: str | None = None,
                              only_from: Collection[RunStatus] | None = None) -> Run: ...
-    async def delete_run(self, run_id: str) -> None: ...
+    async def fork_run(self, run_id: str, at_seq: int, *, fork_id: str | None = None,
+                       input: JSON = None) -> Run: ...
     async def get_task(self, task_id: str) -> Task: ...
     async def list_tasks(self, run_id: str, *, status: str | None = None,
                          role: str | None = None) -> list[Task]: ...
     async def task_counts(self, run_id: str) -> dict[str, int]: ...
+
+
+class Retention(Protocol):
+    """Deleting finished runs completely (every row and index entry they own)."""
+
+    async def delete_run(self, run_id: str) -> None: ...
+    async def prune_runs(self, *, finished_before: float | None = None,
+                         keep: int | None = None, vacuum: bool = False,
+                         batch_rows: int = 20_000) -> Pruned: ...
 
 
 class TaskQueue(Protocol):
@@ -246,8 +265,8 @@ class EventLog(Protocol):
         ...
 
 
-class Blackboard(RunStore, TaskQueue, StepJournal, AgentHistory, Board, Approvals, EventLog,
-                 Protocol):
+class Blackboard(RunStore, Retention, TaskQueue, StepJournal, AgentHistory, Board, Approvals,
+                 EventLog, Protocol):
     """The whole store, as the runtime and coordinator use it. ``SQLiteBlackboard``
     implements it; ``tests/store_contract`` is what any implementation must pass."""
 

@@ -33,6 +33,7 @@ from orchestra._store._codec import Encoder
 from orchestra._store._connection import configure, connect, on_thread
 from orchestra._store._event_txn import append_event, batched_events
 from orchestra._store._sqlite_board import BoardMethods
+from orchestra._store._sqlite_runs import RunCopyMethods
 from orchestra._store._writer import GroupCommitWriter
 from orchestra._store.protocol import (
     Blackboard,
@@ -60,7 +61,7 @@ T = TypeVar("T")
 _FOLLOW_PAGE = 500
 
 
-class SQLiteBlackboard(BoardMethods):
+class SQLiteBlackboard(BoardMethods, RunCopyMethods):
     """The durable store of runs, in one SQLite file.
 
     Open it with ``await SQLiteBlackboard.open(path)`` and close it with ``await
@@ -74,6 +75,7 @@ class SQLiteBlackboard(BoardMethods):
                  busy_timeout: float = 30.0) -> None:
         """Use :meth:`open`; this only wires already-prepared connections together."""
         self.path = path
+        self._busy_timeout = busy_timeout
         self._writer_conn = writer
         self._reader = reader
         self._enc = encoder
@@ -193,10 +195,6 @@ class SQLiteBlackboard(BoardMethods):
         allowed = None if only_from is None else frozenset(only_from)
         return await self._submit(lambda c: _run_txn.set_run_status(
             c, enc, run_id, status, error, allowed, time.time()))
-
-    async def delete_run(self, run_id: str) -> None:
-        """Delete a finished run and everything it owns; a live run must be cancelled first."""
-        await self._submit(lambda c: _run_txn.delete_run(c, run_id))
 
     # -- tasks and leases -----------------------------------------------------
     async def add_tasks(self, run_id: str, tasks: Sequence[NewTask]) -> list[Task]:

@@ -19,7 +19,7 @@ from orchestra.cli.main import EXIT_CANCELLED, EXIT_FAILED, EXIT_OK, EXIT_WAITIN
 from orchestra.cli.progress import Progress
 from orchestra.coordinator.coordinator import Coordinator, CoordinatorSettings
 from orchestra.coordinator.pipeline import load_pipeline
-from orchestra.coordinator.run_models import demo_spec, record_models
+from orchestra.coordinator.run_models import demo_spec, record_models, split_models
 from orchestra.coordinator.run_models import models_for_run as _models
 
 DEMO_NOTICE = ("This demo runs on a SCRIPTED model session shipped with orchestra "
@@ -44,7 +44,7 @@ async def open_store(args: argparse.Namespace, *, must_exist: bool) -> AsyncIter
 
 async def dispatch(args: argparse.Namespace) -> int:
     handlers = {"demo": cmd_demo, "run": cmd_run, "resume": cmd_resume, "cancel": cmd_cancel,
-                "worker": cmd_worker, "serve": cmd_serve}
+                "worker": cmd_worker, "serve": cmd_serve, "fork": cmd_fork, "prune": cmd_prune}
     handler = handlers.get(args.command)
     if handler is not None:
         return await handler(args)
@@ -145,6 +145,69 @@ async def cmd_resume(args: argparse.Namespace) -> int:
         if not args.json:
             print(f"resuming run {run.id} ({run.status})")
         return await _drive(args, store, coord, run, resume=True)
+
+
+def _with_models(run_input: Any, cli: list[str]) -> Any:
+    """``run_input`` recording the ``--model`` flags (they win over the recorded specs)."""
+    default, per_role = split_models(cli)
+    if not default and not per_role:
+        return run_input
+    if not isinstance(run_input, dict):
+        raise UserError("--model needs a run whose input is a JSON object (it records models)")
+    out = dict(run_input)
+    if default:
+        out["model"] = default
+        out.pop("models", None)
+    if per_role:
+        out["models"] = {**out.get("models", {}), **per_role}
+    return out
+
+
+async def cmd_fork(args: argparse.Namespace) -> int:
+    async with open_store(args, must_exist=True) as store:
+        source = await store.get_run(args.run)
+        run_input = _with_models(source.input, args.model)
+        pipeline = load_pipeline(source.pipeline, run_input)
+        models = _models(pipeline, run_input, args.model)  # a bad --model fails before forking
+        settings = _settings(args)
+        fork = await store.fork_run(source.id, args.at,
+                                    input=None if run_input is source.input else run_input)
+        if args.no_run or fork.status in ("completed", "cancelled"):
+            inspect_cmds.emit(args, inspect_cmds.run_dict(fork),
+                              f"run {fork.id} forked from {source.id} after event {args.at} "
+                              f"({fork.status}); run it with: orchestra resume {fork.id} "
+                              f"--db {args.db}")
+            return EXIT_OK
+        if not args.json:
+            print(f"run {fork.id} forked from {source.id} after event {args.at}; running it")
+        coord = Coordinator(store, pipeline, models=models, settings=settings)
+        return await _drive(args, store, coord, fork, resume=True)
+
+
+def _timestamp(text: str | None) -> float | None:
+    if text is None:
+        return None
+    import datetime
+
+    try:
+        return datetime.datetime.fromisoformat(text).timestamp()
+    except ValueError:
+        raise UserError(f"--finished-before {text!r} is not a date; use YYYY-MM-DD or "
+                        "YYYY-MM-DDTHH:MM (local time)") from None
+
+
+async def cmd_prune(args: argparse.Namespace) -> int:
+    before = _timestamp(args.finished_before)
+    if before is None and args.keep is None:
+        raise UserError("prune needs --finished-before DATE or --keep N (or both)")
+    async with open_store(args, must_exist=True) as store:
+        pruned = await store.prune_runs(finished_before=before, keep=args.keep,
+                                        vacuum=args.vacuum)
+    freed = f"; {pruned.freed_bytes / 1e6:.1f} MB returned to the OS" if args.vacuum else ""
+    inspect_cmds.emit(args, {"runs": pruned.runs, "rows": pruned.rows,
+                             "freed_bytes": pruned.freed_bytes},
+                      f"pruned {len(pruned.runs)} finished run(s), {pruned.rows} rows{freed}")
+    return EXIT_OK
 
 
 async def cmd_cancel(args: argparse.Namespace) -> int:

@@ -12,7 +12,7 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from orchestra._store import SQLiteBlackboard
-from orchestra._types import Event, Run
+from orchestra._types import AgentId, Event, Run
 
 OpenStore = Callable[..., AbstractAsyncContextManager[SQLiteBlackboard]]
 
@@ -135,12 +135,12 @@ async def _board(args: argparse.Namespace, store: SQLiteBlackboard) -> None:
     if "handoffs" in kinds:
         hs = await store.get_handoffs(args.run)
         out["handoffs"] = [dataclasses.asdict(h) for h in hs]
-        text += [f"handoff {h.from_agent.rsplit('/', 1)[-1]} -> {h.to_role}: {h.note} "
+        text += [f"handoff {AgentId.parse(h.from_agent).role} -> {h.to_role}: {h.note} "
                  f"(task {h.task_id})" for h in hs]
     if "notes" in kinds:
         notes = await store.search_notes(args.run, text=args.search)
         out["notes"] = [dataclasses.asdict(n) for n in notes]
-        text += [f"note [{', '.join(n.tags)}] {n.author.rsplit('/', 1)[-1]}: {n.body[:300]}"
+        text += [f"note [{', '.join(n.tags)}] {AgentId.parse(n.author).role}: {n.body[:300]}"
                  for n in notes]
     if "approvals" in kinds:
         aps = await store.list_approvals(args.run)

@@ -82,6 +82,23 @@ def build_parser() -> argparse.ArgumentParser:
     _model_flags(p)
     p.add_argument("run", help="run id")
 
+    p = sub.add_parser("fork", help="a new run as RUN was right after event SEQ, then run it")
+    _common(p)
+    _model_flags(p)
+    p.add_argument("run", help="run id")
+    p.add_argument("--at", type=int, required=True, metavar="SEQ",
+                   help="event seq to fork after (see `orchestra events RUN`)")
+    p.add_argument("--no-run", action="store_true", help="only create the fork")
+
+    p = sub.add_parser("prune", help="delete finished runs completely")
+    _common(p)
+    p.add_argument("--finished-before", metavar="DATE",
+                   help="runs finished before this local date/time (2026-11-01, "
+                        "2026-11-01T12:00)")
+    p.add_argument("--keep", type=int, metavar="N", help="keep the N most recently finished")
+    p.add_argument("--vacuum", action="store_true",
+                   help="also return the freed space to the OS (rewrites the file)")
+
     p = sub.add_parser("runs", help="list runs")
     _common(p)
     p.add_argument("--active", action="store_true", help="only runs not yet finished")

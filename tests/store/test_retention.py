@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from store_helpers import TABLES, count_rows, fts_consistent
+from store_helpers import TABLES, count_rows, fts_consistent, query
 
 from orchestra._errors import UserError
 from orchestra._store import (
@@ -61,3 +61,29 @@ async def test_delete_refuses_a_live_run(store: SQLiteBlackboard, db_path: Path)
         with pytest.raises(UserError, match=f"run {run_id} is {status}; cancel it first"):
             await store.delete_run(run_id)
         assert count_rows(db_path) == before
+
+
+async def test_prune_leaves_no_row_or_fts_entry_and_vacuum_shrinks_the_file(
+        store: SQLiteBlackboard, db_path: Path) -> None:
+    doomed = [await populate(store) for _ in range(3)]
+    kept = await populate(store)
+    for run_id in doomed:
+        await store.set_run_status(run_id, "completed")
+    await store.post_note(doomed[0], "x", NewNote("padding " * 20_000))
+    kept_counts = count_rows(db_path, kept)
+    assert query(db_path, "SELECT COUNT(*) FROM notes_fts")[0][0] == 5
+    size = disk_size(db_path)
+    pruned = await store.prune_runs(finished_before=9e12, batch_rows=2, vacuum=True)
+    assert sorted(pruned.runs) == sorted(doomed)
+    for run_id in doomed:
+        assert count_rows(db_path, run_id) == dict.fromkeys(TABLES, 0)
+    assert count_rows(db_path) == kept_counts  # nothing orphaned, the live run untouched
+    assert query(db_path, "SELECT COUNT(*) FROM notes_fts")[0][0] == 1  # FTS entries gone
+    assert query(db_path, "SELECT rowid FROM notes_fts WHERE notes_fts MATCH 'padding'") == []
+    assert fts_consistent(db_path)
+    assert pruned.freed_bytes > 100_000 and disk_size(db_path) < size - 100_000
+
+
+def disk_size(path: Path) -> int:
+    wal = path.with_name(path.name + "-wal")
+    return path.stat().st_size + (wal.stat().st_size if wal.exists() else 0)
