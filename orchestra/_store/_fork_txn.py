@@ -1,115 +1,139 @@
 """Fork a run at an event: a new run holding the old one's state right after that event.
 
-The event log says exactly what existed at a seq: which tasks (``task.created``,
-``handoff.posted``) and in which state, which steps had completed (``step.*``, under
-the retry the task was in), which notes, plans and approvals. Those rows are copied
-under new ids; everything later is left out, so resuming the fork replays the copied
-steps from its journal and runs the rest anew. Messages and compactions carry no
-event of their own: they commit in the same write as their step or task end, with
-that write's timestamp, so they are cut by the fork point's time.
+Every write commits its rows and its events with one timestamp (``now``), in seq
+order, so "right after event N" is "every row written at or before event N's time":
+tasks, finished steps, messages, compactions, notes, plans and approvals of the run
+up to then are copied under new ids (agents become ``fork/role``), and everything
+later is left out. What the rows no longer show, a task's state at that point, is
+read off the event log (its last ``task.*`` event). Resuming the fork replays the
+copied steps from its journal and runs the rest anew.
 
 The fork point is widened to the end of its write (a task's end reports its step,
 its handoffs and its completion together): a state in the middle of one commit
-never existed. The source run is only read.
+never existed. The copy is set-based SQL over a temporary id map, so its cost is
+the rows copied, not Python per row. The source run is only read.
 """
 
 from __future__ import annotations
 
-import json
 import sqlite3
-from dataclasses import dataclass, field
 
 from orchestra._errors import NotFoundError, UserError
 from orchestra._store import _rows
 from orchestra._store._codec import Encoder, new_id
-from orchestra._types import JSON, TERMINAL_RUN_STATUSES, AgentId, Run
+from orchestra._types import JSON, TERMINAL_RUN_STATUSES, Run
 
-_RUN = "SELECT pipeline, input, status, last_seq FROM runs WHERE id = ?"
-_EVENTS = "SELECT seq, kind, data, at FROM events WHERE run_id = ? AND seq <= ? ORDER BY seq"
+_RUN = "SELECT pipeline, input, last_seq FROM runs WHERE id = ?"
+_AT = "SELECT at FROM events WHERE run_id = ? AND seq = ?"
 _SAME_WRITE = "SELECT seq, at FROM events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT 256"
-_TASKS = """
-SELECT id, role, input, status, max_attempts, not_before, COALESCE(result,
-    (SELECT m.content FROM messages m WHERE m.rowid = tasks.result_msg)), error, parent_id,
-    cause, "key", created_at, updated_at, from_agent, handoff_note
-FROM tasks WHERE run_id = ?"""
-_INSERT_TASK = """
-INSERT INTO tasks (id, run_id, role, input, status, attempt, retries, max_attempts, not_before,
-    result, error, parent_id, cause, "key", created_at, updated_at, from_agent, handoff_note)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
-_STEPS = """
-SELECT s.task_id, s.retry, s.step, s.kind, s.name, s.input_digest, s.status, s.output, s.error,
-    s.attempts, s.tokens_in, s.tokens_out, s.cost, s.started_at, s.finished_at
-FROM steps s JOIN tasks t ON t.id = s.task_id WHERE t.run_id = ?"""
-_INSERT_STEP = "INSERT INTO steps VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-_AGENTS = "SELECT id, role, created_at FROM agents WHERE run_id = ? AND created_at <= ?"
-_MESSAGES = """
-SELECT seq, task_id, role, content, tool_calls, tool_call_id, name, created_at
-FROM messages WHERE agent_id = ? AND created_at <= ? ORDER BY seq"""
-_COMPACTIONS = """
-SELECT first_seq, last_seq, summary, task_id, step, created_at
-FROM compactions WHERE agent_id = ? AND created_at <= ? ORDER BY id"""
-_NOTES = "SELECT id, author, tags, body, created_at FROM notes WHERE run_id = ? ORDER BY id"
-_PLANS = "SELECT version, author, body, created_at FROM plans WHERE run_id = ? ORDER BY version"
-_APPROVALS = """
-SELECT id, task_id, retry, step, tool, arguments, status, decided_by, reason, created_at,
-    decided_at FROM approvals WHERE run_id = ?"""
-
-
-@dataclass
-class _TaskAt:
-    """A task as the log shows it at the fork point."""
-
-    status: str = "pending"
-    claims: int = 0
-    retries: int = 0
-
-
-@dataclass
-class _Cut:
-    """What existed at the fork point, read off the event log."""
-
-    tasks: dict[str, _TaskAt] = field(default_factory=dict)
-    steps: set[tuple[str, int, int]] = field(default_factory=set)
-    notes: set[int] = field(default_factory=set)
-    plans: set[int] = field(default_factory=set)
-    approvals: dict[str, bool] = field(default_factory=dict)
-    """Approval id -> decided by the fork point."""
-    run_status: str | None = None
-
-
-_TASK_STATUS = {"task.claimed": "running", "task.completed": "completed",
+_TASK_STATUS = {"task.created": "pending", "handoff.posted": "pending",
+                "task.claimed": "running", "task.completed": "completed",
                 "task.failed": "failed", "task.retrying": "pending",
                 "task.requeued": "pending", "task.cancelled": "cancelled",
                 "task.waiting": "waiting"}
+_TASK_EVENTS = f"""
+SELECT kind, json_extract(data, '$.task'), json_extract(data, '$.retries'),
+       json_extract(data, '$.approval')
+FROM events WHERE run_id = ?1 AND seq <= ?2
+  AND kind IN ({", ".join(f"'{k}'" for k in _TASK_STATUS)}, 'approval.requested',
+               'approval.decided', 'run.completed', 'run.failed', 'run.cancelled',
+               'run.running', 'run.pending', 'run.waiting')
+ORDER BY seq"""
+_MAP = """
+CREATE TEMP TABLE IF NOT EXISTS fork_ids (
+    old TEXT PRIMARY KEY, new TEXT NOT NULL, status TEXT, claims INTEGER, retries INTEGER
+) WITHOUT ROWID"""
+_INSERT_MAP = "INSERT INTO fork_ids VALUES (?, ?, ?, ?, ?)"
 
 
-def _read_cut(events: list[tuple[int, str, JSON, float]]) -> _Cut:
-    cut = _Cut()
-    for _, kind, data, _ in events:
-        task_id = data.get("task") if isinstance(data, dict) else None
-        if kind in ("task.created", "handoff.posted") and task_id:
-            cut.tasks[task_id] = _TaskAt()
-        elif kind in _TASK_STATUS and task_id in cut.tasks:
-            state = cut.tasks[task_id]
-            state.status = _TASK_STATUS[kind]
-            state.claims += kind == "task.claimed"
-            if isinstance(data.get("retries"), int):
-                state.retries = data["retries"]
-        elif kind in ("step.completed", "step.failed") and task_id in cut.tasks:
-            cut.steps.add((task_id, cut.tasks[task_id].retries, data["step"]))
-        elif kind == "note.posted":
-            cut.notes.add(data["note"])
-        elif kind == "plan.posted":
-            cut.plans.add(data["version"])
-        elif kind == "approval.requested":
-            cut.approvals[data["approval"]] = False
-        elif kind == "approval.decided":
-            cut.approvals[data["approval"]] = True
-        elif kind.startswith("run.") and kind[4:] in TERMINAL_RUN_STATUSES:
-            cut.run_status = kind[4:]
-        elif kind in ("run.running", "run.pending", "run.waiting"):
-            cut.run_status = None
-    return cut
+def _agent(column: str) -> str:
+    """SQL: the agent id ``column`` with the source run's prefix (?1/) made the fork's (?2/)."""
+    return (f"CASE WHEN substr({column}, 1, length(?1) + 1) = ?1 || '/' "
+            f"THEN ?2 || substr({column}, length(?1) + 1) ELSE {column} END")
+
+
+def _mapped(expr: str) -> str:
+    """SQL: the fork's id for the id ``expr`` names (itself when it names nothing copied)."""
+    return f"COALESCE((SELECT new FROM fork_ids WHERE old = {expr}), {expr})"
+
+
+# ?1 source run, ?2 fork, ?3 the fork point's time, ?4 now
+_COPY_TASKS = f"""
+INSERT INTO tasks (id, run_id, role, input, status, attempt, retries, max_attempts, not_before,
+    result, error, parent_id, cause, "key", created_at, updated_at, from_agent, handoff_note)
+SELECT m.new, ?2, t.role, t.input, m.status, m.claims, m.retries, t.max_attempts,
+    CASE WHEN m.status IN ('completed', 'failed', 'cancelled') THEN t.not_before ELSE 0 END,
+    CASE WHEN m.status = 'completed' THEN COALESCE(t.result,
+        (SELECT c.content FROM messages c WHERE c.rowid = t.result_msg)) END,
+    CASE WHEN m.status = 'failed' THEN t.error END,
+    (SELECT p.new FROM fork_ids p WHERE p.old = t.parent_id),
+    CASE WHEN t.cause LIKE 'task:%' THEN 'task:' || {_mapped("substr(t.cause, 6)")}
+         ELSE t.cause END,
+    t."key", t.created_at, CASE WHEN m.status IN ('completed', 'failed', 'cancelled')
+        THEN t.updated_at ELSE ?4 END, {_agent("t.from_agent")}, t.handoff_note
+FROM fork_ids m JOIN tasks t ON t.id = m.old WHERE m.status IS NOT NULL"""
+_COPY_STEPS = """
+INSERT INTO steps (task_id, retry, step, kind, name, input_digest, status, output, error,
+    attempts, tokens_in, tokens_out, cost, started_at, finished_at)
+SELECT m.new, s.retry, s.step, s.kind, s.name, s.input_digest, s.status,
+    replace(s.output, '"text_agent":"' || ?1 || '/', '"text_agent":"' || ?2 || '/'),
+    s.error, s.attempts, s.tokens_in, s.tokens_out, s.cost, s.started_at, s.finished_at
+FROM fork_ids m JOIN steps s ON s.task_id = m.old
+WHERE m.status IS NOT NULL AND s.status IN ('completed', 'failed') AND s.finished_at <= ?3"""
+_COPY_AGENTS = f"""
+INSERT INTO agents (id, run_id, role, created_at)
+SELECT {_agent("id")}, ?2, role, created_at FROM agents WHERE run_id = ?1 AND created_at <= ?3"""
+_COPY_MESSAGES = f"""
+INSERT INTO messages (agent_id, seq, task_id, role, content, tool_calls, tool_call_id, name,
+    created_at)
+SELECT {_agent("m.agent_id")}, m.seq, {_mapped("m.task_id")}, m.role, m.content, m.tool_calls,
+    m.tool_call_id, m.name, m.created_at
+FROM agents a JOIN messages m ON m.agent_id = a.id
+WHERE a.run_id = ?1 AND m.created_at <= ?3 ORDER BY m.agent_id, m.seq"""
+_COPY_COMPACTIONS = f"""
+INSERT INTO compactions (agent_id, first_seq, last_seq, summary, task_id, step, created_at)
+SELECT {_agent("c.agent_id")}, c.first_seq, c.last_seq, c.summary, {_mapped("c.task_id")},
+    c.step, c.created_at
+FROM agents a JOIN compactions c ON c.agent_id = a.id
+WHERE a.run_id = ?1 AND c.created_at <= ?3 ORDER BY c.id"""
+_COPY_NOTES = f"""
+INSERT INTO notes (run_id, author, tags, body, created_at)
+SELECT ?2, {_agent("author")}, tags, body, created_at FROM notes
+WHERE run_id = ?1 AND created_at <= ?3 ORDER BY id"""
+_COPY_PLANS = f"""
+INSERT INTO plans (run_id, version, author, body, created_at)
+SELECT ?2, version, {_agent("author")}, body, created_at FROM plans
+WHERE run_id = ?1 AND created_at <= ?3"""
+# an approval decided after the fork point is pending in the fork
+_COPY_APPROVALS = """
+INSERT INTO approvals (id, run_id, task_id, retry, step, tool, arguments, status, decided_by,
+    reason, created_at, decided_at)
+SELECT a.new, ?2, t.new, p.retry, p.step, p.tool, p.arguments,
+    CASE WHEN p.decided_at <= ?3 THEN p.status ELSE 'pending' END,
+    CASE WHEN p.decided_at <= ?3 THEN p.decided_by END,
+    CASE WHEN p.decided_at <= ?3 THEN p.reason END, p.created_at,
+    CASE WHEN p.decided_at <= ?3 THEN p.decided_at END
+FROM fork_ids a JOIN approvals p ON p.id = a.old JOIN fork_ids t ON t.old = p.task_id
+WHERE a.status IS NULL AND t.status IS NOT NULL"""
+# Ids are random hex and agent ids start with '"<run>/': a plain text replace rewrites the
+# ids an event names without parsing and re-serializing every event's JSON.
+_COPY_EVENTS = """
+INSERT INTO events (run_id, seq, kind, data, at)
+SELECT ?2, e.seq, e.kind, replace(CASE WHEN t.old IS NULL AND a.old IS NULL THEN e.data
+        ELSE replace(replace(e.data, COALESCE(t.old, '"'), COALESCE(t.new, '"')),
+                     COALESCE(a.old, '"'), COALESCE(a.new, '"')) END,
+    '"' || ?1 || '/', '"' || ?2 || '/'), e.at
+FROM events e
+LEFT JOIN fork_ids t ON e.data LIKE '%"task"%' AND t.old = json_extract(e.data, '$.task')
+LEFT JOIN fork_ids a ON e.data LIKE '%"approval"%'
+    AND a.old = json_extract(e.data, '$.approval')
+WHERE e.run_id = ?1 AND e.seq <= ?5"""
+_TOTALS = """
+UPDATE runs SET (tokens_in, tokens_out, cost, steps) = (
+    SELECT COALESCE(SUM(s.tokens_in), 0), COALESCE(SUM(s.tokens_out), 0),
+           COALESCE(SUM(s.cost), 0), COUNT(s.task_id)
+    FROM tasks t JOIN steps s ON s.task_id = t.id WHERE t.run_id = ?1)
+WHERE id = ?1"""
 
 
 def _end_of_write(conn: sqlite3.Connection, run_id: str, seq: int, at: float) -> int:
@@ -121,42 +145,28 @@ def _end_of_write(conn: sqlite3.Connection, run_id: str, seq: int, at: float) ->
     return seq
 
 
-class _Ids:
-    """Old ids to the fork's: tasks get new ids, agents ``run/role`` the fork's run id."""
-
-    def __init__(self, run_id: str, fork_id: str, tasks: dict[str, _TaskAt]) -> None:
-        self.run_id, self.fork_id = run_id, fork_id
-        self.tasks = {old: new_id() for old in tasks}
-        self.approvals: dict[str, str] = {}
-
-    def agent(self, agent_id: str | None) -> str | None:
-        if agent_id is None:
-            return None
-        parsed = AgentId.parse(agent_id)
-        return str(AgentId(self.fork_id, parsed.role)) if parsed.run_id == self.run_id \
-            else agent_id
-
-    def task(self, task_id: str | None) -> str | None:
-        return None if task_id is None else self.tasks.get(task_id)
-
-    def cause(self, cause: str | None) -> str | None:
-        if cause is not None and cause.startswith("task:"):
-            return f"task:{self.tasks.get(cause[5:], cause[5:])}"
-        return cause
-
-    def data(self, data: JSON) -> JSON:
-        """Event data with the task and agent ids it names rewritten."""
-        if not isinstance(data, dict):
-            return data
-        out = dict(data)
-        if isinstance(out.get("task"), str):
-            out["task"] = self.tasks.get(out["task"], out["task"])
-        if isinstance(out.get("approval"), str):
-            out["approval"] = self.approvals.get(out["approval"], out["approval"])
-        for key in ("from", "author"):
-            if isinstance(out.get(key), str):
-                out[key] = self.agent(out[key])
-        return out
+def _state_at(conn: sqlite3.Connection, run_id: str, end: int
+              ) -> tuple[list[tuple[str, str, str | None, int, int]], str | None]:
+    """Rows of the id map (old, new, status, claims, retries) for every task and approval
+    the log shows by ``end`` (approvals have no status), and the run's terminal status then."""
+    tasks: dict[str, tuple[str, int, int]] = {}
+    approvals: list[str] = []
+    run_status: str | None = None
+    for kind, task_id, retries, approval in conn.execute(_TASK_EVENTS, (run_id, end)):
+        if kind.startswith("run."):
+            run_status = kind[4:] if kind[4:] in TERMINAL_RUN_STATUSES else None
+        elif kind == "approval.requested" and approval is not None:
+            approvals.append(approval)
+        elif kind in _TASK_STATUS and task_id is not None:
+            _, claims, before = tasks.get(task_id, ("pending", 0, 0))
+            tasks[task_id] = (_TASK_STATUS[kind], claims + (kind == "task.claimed"),
+                              retries if isinstance(retries, int) else before)
+    rows: list[tuple[str, str, str | None, int, int]] = [
+        (old, new_id(), status if status in TERMINAL_RUN_STATUSES or status == "waiting"
+         else "pending", claims, retries)  # a task at work then is to do again
+        for old, (status, claims, retries) in tasks.items()]
+    rows += [(old, new_id(), None, 0, 0) for old in approvals]
+    return rows, run_status
 
 
 def fork_run(conn: sqlite3.Connection, enc: Encoder, run_id: str, at_seq: int,
@@ -167,123 +177,42 @@ def fork_run(conn: sqlite3.Connection, enc: Encoder, run_id: str, at_seq: int,
     row = conn.execute(_RUN, (run_id,)).fetchone()
     if row is None:
         raise NotFoundError(f"run {run_id!r} does not exist")
-    pipeline, input_text, _, last_seq = row
+    pipeline, input_text, last_seq = row
     if isinstance(at_seq, bool) or not isinstance(at_seq, int) or not 1 <= at_seq <= last_seq:
         raise UserError(f"run {run_id} has events 1..{last_seq}; {at_seq!r} is not one of "
                         "them (see `orchestra events RUN`)")
     fork_id = new_id(12) if fork_id is None else fork_id
-    if not fork_id or conn.execute("SELECT 1 FROM runs WHERE id = ?", (fork_id,)).fetchone():
+    if not fork_id or "/" in fork_id:
+        raise UserError(f"a fork's run id must be a non-empty string without '/', got "
+                        f"{fork_id!r}")
+    if conn.execute("SELECT 1 FROM runs WHERE id = ?", (fork_id,)).fetchone():
         raise UserError(f"run {fork_id!r} already exists; choose another id for the fork")
-    at = conn.execute("SELECT at FROM events WHERE run_id = ? AND seq = ?",
-                      (run_id, at_seq)).fetchone()[0]
+    at = conn.execute(_AT, (run_id, at_seq)).fetchone()[0]
     end = _end_of_write(conn, run_id, at_seq, at)
-    events = [(seq, kind, _rows.json_of("events", (run_id, seq), "data", data), t)
-              for seq, kind, data, t in conn.execute(_EVENTS, (run_id, end)).fetchall()]
-    cut = _read_cut(events)
-    ids = _Ids(run_id, fork_id, cut.tasks)
-    live = any(t.status not in TERMINAL_RUN_STATUSES for t in cut.tasks.values())
-    status = cut.run_status if cut.run_status is not None and not live else "pending"
+    ids, run_status = _state_at(conn, run_id, end)
+    live = any(status not in TERMINAL_RUN_STATUSES for _, _, status, _, _ in ids
+               if status is not None)
+    status = run_status if run_status is not None and not live else "pending"
     run_input = input_text if input is None else enc.json(input, f"input of run {fork_id}")
     conn.execute("INSERT INTO runs (id, pipeline, input, status, created_at, updated_at, "
                  "last_seq) VALUES (?, ?, ?, ?, ?, ?, ?)",
                  (fork_id, pipeline, run_input, status, now, now, end + 1))
-    _copy_tasks(conn, cut, ids, now)
-    totals = _copy_steps(conn, cut, ids)
-    _copy_history(conn, ids, at)
-    _copy_board(conn, cut, ids)  # before the events: it names the approvals' new ids
-    rows = [(fork_id, seq, kind, enc.json(ids.data(data), "event data"), t)
-            for seq, kind, data, t in events]
-    rows.append((fork_id, end + 1, "run.forked",
-                 enc.json({"from": run_id, "at": end}, "event data"), now))
-    conn.executemany("INSERT INTO events (run_id, seq, kind, data, at) VALUES (?, ?, ?, ?, ?)",
-                     rows)
-    conn.execute("UPDATE runs SET tokens_in = ?, tokens_out = ?, cost = ?, steps = ? "
-                 "WHERE id = ?", (*totals, fork_id))
+    conn.execute(_MAP)
+    conn.execute("DELETE FROM fork_ids")
+    conn.executemany(_INSERT_MAP, ids)
+    args = (run_id, fork_id, at, now, end)
+    for statement in (_COPY_TASKS, _COPY_STEPS, _COPY_AGENTS, _COPY_MESSAGES, _COPY_COMPACTIONS,
+                      _COPY_NOTES, _COPY_PLANS, _COPY_APPROVALS, _COPY_EVENTS):
+        conn.execute(statement, args[:_params(statement)])
+    conn.execute("INSERT INTO events (run_id, seq, kind, data, at) VALUES (?, ?, ?, ?, ?)",
+                 (fork_id, end + 1, "run.forked",
+                  enc.json({"from": run_id, "at": end}, "event data"), now))
+    conn.execute(_TOTALS, (fork_id,))
+    conn.execute("DELETE FROM fork_ids")
     return _rows.run(conn.execute(f"SELECT {_rows.RUN_COLS} FROM runs WHERE id = ?",
                                   (fork_id,)).fetchone())
 
 
-def _copy_tasks(conn: sqlite3.Connection, cut: _Cut, ids: _Ids, now: float) -> None:
-    rows = []
-    for (old, role, input_text, _, max_attempts, not_before, result, error, parent, cause,
-         key, created, updated, from_agent, note) in conn.execute(_TASKS, (ids.run_id,)):
-        state = cut.tasks.get(old)
-        if state is None:
-            continue  # created after the fork point
-        finished = state.status in ("completed", "failed", "cancelled")
-        status = state.status if finished or state.status == "waiting" else "pending"
-        rows.append((ids.tasks[old], ids.fork_id, role, input_text, status, state.claims,
-                     state.retries, max_attempts, not_before if finished else 0.0,
-                     result if state.status == "completed" else None,
-                     error if state.status == "failed" else None, ids.task(parent),
-                     ids.cause(cause), key, created, updated if finished else now,
-                     ids.agent(from_agent), note))
-    conn.executemany(_INSERT_TASK, rows)
-
-
-def _copy_steps(conn: sqlite3.Connection, cut: _Cut, ids: _Ids) -> tuple[int, int, float, int]:
-    """Copy the steps finished by the fork point; return the fork's totals."""
-    rows = []
-    tokens_in = tokens_out = 0
-    cost = 0.0
-    for row in conn.execute(_STEPS, (ids.run_id,)):
-        if (row[0], row[1], row[2]) not in cut.steps:
-            continue
-        output = row[7]
-        if output is not None and '"text_agent"' in output:
-            value = json.loads(output)
-            value["text_agent"] = ids.agent(value.get("text_agent"))
-            output = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-        rows.append((ids.tasks[row[0]], *row[1:7], output, *row[8:]))
-        tokens_in += row[10]
-        tokens_out += row[11]
-        cost += row[12]
-    conn.executemany(_INSERT_STEP, rows)
-    return tokens_in, tokens_out, cost, len(rows)
-
-
-def _copy_history(conn: sqlite3.Connection, ids: _Ids, at: float) -> None:
-    """Agents, their messages and compactions committed by the fork point's write."""
-    for agent_id, role, created in conn.execute(_AGENTS, (ids.run_id, at)).fetchall():
-        new_agent = ids.agent(agent_id)
-        conn.execute("INSERT INTO agents (id, run_id, role, created_at) VALUES (?, ?, ?, ?)",
-                     (new_agent, ids.fork_id, role, created))
-        conn.executemany(
-            "INSERT INTO messages (agent_id, seq, task_id, role, content, tool_calls, "
-            "tool_call_id, name, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [(new_agent, seq, ids.task(task), *rest) for seq, task, *rest
-             in conn.execute(_MESSAGES, (agent_id, at))])
-        conn.executemany(
-            "INSERT INTO compactions (agent_id, first_seq, last_seq, summary, task_id, step, "
-            "created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            [(new_agent, first, last, summary, ids.task(task), step, created)
-             for first, last, summary, task, step, created
-             in conn.execute(_COMPACTIONS, (agent_id, at))])
-
-
-def _copy_board(conn: sqlite3.Connection, cut: _Cut, ids: _Ids) -> None:
-    """Notes, plans and approvals posted by the fork point (decisions made after it undone)."""
-    conn.executemany(
-        "INSERT INTO notes (run_id, author, tags, body, created_at) VALUES (?, ?, ?, ?, ?)",
-        [(ids.fork_id, ids.agent(author), tags, body, created)
-         for note_id, author, tags, body, created in conn.execute(_NOTES, (ids.run_id,))
-         if note_id in cut.notes])
-    conn.executemany(
-        "INSERT INTO plans (run_id, version, author, body, created_at) VALUES (?, ?, ?, ?, ?)",
-        [(ids.fork_id, version, ids.agent(author), body, created)
-         for version, author, body, created in conn.execute(_PLANS, (ids.run_id,))
-         if version in cut.plans])
-    rows = []
-    for (old, task, retry, step, tool, args, status, by, reason, created,
-         decided) in conn.execute(_APPROVALS, (ids.run_id,)):
-        if old not in cut.approvals or task not in ids.tasks:
-            continue
-        if not cut.approvals[old]:
-            status, by, reason, decided = "pending", None, None, None
-        ids.approvals[old] = new_id()
-        rows.append((ids.approvals[old], ids.fork_id, ids.tasks[task], retry, step, tool, args,
-                     status, by, reason, created, decided))
-    conn.executemany(
-        "INSERT INTO approvals (id, run_id, task_id, retry, step, tool, arguments, status, "
-        "decided_by, reason, created_at, decided_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        rows)
+def _params(statement: str) -> int:
+    """How many of (?1 source, ?2 fork, ?3 time, ?4 now, ?5 end) ``statement`` uses."""
+    return max(n for n in range(1, 6) if f"?{n}" in statement)
