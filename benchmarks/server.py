@@ -68,32 +68,48 @@ def wait_status(url: str, run_id: str, status: str, timeout: float = 60) -> None
         time.sleep(0.05)
 
 
-# -- the follower child: n streams of one run, one line per stream when it ends -----------
-async def _follow(client: httpx.AsyncClient, run_id: str, ready: asyncio.Event,
-                  opened: list[int], n: int) -> list[tuple[int, float, float]]:
+# -- the follower child: n streams of one run over raw sockets (a light client: what is
+# measured is the server, not an HTTP library's parsing) ---------------------------------
+async def _follow(host: str, port: int, run_id: str, ready: asyncio.Event, opened: list[int],
+                  n: int) -> list[tuple[int, float, float]]:
+    reader, writer = await asyncio.open_connection(host, port)
+    writer.write(f"GET /v1/runs/{run_id}/stream HTTP/1.1\r\nHost: {host}\r\n"
+                 "Accept: text/event-stream\r\n\r\n".encode())
+    head = await reader.readuntil(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200") and b"chunked" in head.lower(), head
+    opened.append(1)
+    if len(opened) == n:
+        ready.set()
     rows: list[tuple[int, float, float]] = []
-    async with client.stream("GET", f"/v1/runs/{run_id}/stream") as response:
-        opened.append(1)
-        if len(opened) == n:
-            ready.set()
-        async for line in response.aiter_lines():
-            if line.startswith("data: "):
-                now = time.time()
-                data = json.loads(line[6:])
-                rows.append((data["seq_id"], data["at"], now))
-                if data["kind"] in TERMINAL:
-                    break
-    return rows
+    buffer = b""
+    try:
+        while True:
+            size = int((await reader.readline()).strip(), 16)
+            if size == 0:
+                return rows
+            chunk = (await reader.readexactly(size + 2))[:-2]
+            now = time.time()
+            buffer += chunk
+            *frames, buffer = buffer.split(b"\n\n")
+            for frame in frames:
+                for line in frame.split(b"\n"):
+                    if line.startswith(b"data: "):
+                        data = json.loads(line[6:])
+                        rows.append((data["seq_id"], data["at"], now))
+                        if data["kind"] in TERMINAL:
+                            return rows
+    finally:
+        writer.close()
 
 
 async def follower_child(url: str, run_id: str, n: int) -> None:
-    limits = httpx.Limits(max_connections=n + 1, max_keepalive_connections=n + 1)
-    async with httpx.AsyncClient(base_url=url, timeout=None, limits=limits) as client:
-        ready, opened = asyncio.Event(), []
-        jobs = [asyncio.create_task(_follow(client, run_id, ready, opened, n)) for _ in range(n)]
-        await ready.wait()
-        print("ready", flush=True)
-        results = await asyncio.gather(*jobs)
+    host, port = url.removeprefix("http://").rsplit(":", 1)
+    ready, opened = asyncio.Event(), []
+    jobs = [asyncio.create_task(_follow(host, int(port), run_id, ready, opened, n))
+            for _ in range(n)]
+    await ready.wait()
+    print("ready", flush=True)
+    results = await asyncio.gather(*jobs)
     print(json.dumps(results), flush=True)
 
 

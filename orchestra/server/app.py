@@ -55,7 +55,8 @@ class Services:
     pool: RunPool
 
 
-def services(request: Request) -> Services:
+async def services(request: Request) -> Services:
+    """The endpoints' dependency (async: FastAPI would run a sync one on a thread)."""
     svc: Services = request.app.state.services
     return svc
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from typing import Annotated, Any
 
@@ -96,16 +97,19 @@ async def get_run(run_id: str, svc: Svc) -> JSONResponse:
     """The polling endpoint: status, task and step totals, per-agent state, usage."""
     store = svc.store
     run = await store.get_run(run_id)
+    # queued together on the store's reader: one wait instead of four round trips
+    tasks, steps, agents, pending = await asyncio.gather(
+        store.task_counts(run_id), store.step_counts(run_id), store.agent_infos(run_id),
+        store.list_approvals(run_id, status="pending"))
     return _json({
         "run": dataclasses.asdict(run),
         "status": run.status,
         "usage": {"tokens_in": run.tokens_in, "tokens_out": run.tokens_out, "cost": run.cost,
                   "steps": run.steps},
-        "tasks": await store.task_counts(run_id),
-        "steps": await store.step_counts(run_id),
-        "agents": [dataclasses.asdict(a) for a in await store.agent_infos(run_id)],
-        "approvals_pending": [dataclasses.asdict(a) for a in
-                              await store.list_approvals(run_id, status="pending")],
+        "tasks": tasks,
+        "steps": steps,
+        "agents": [dataclasses.asdict(a) for a in agents],
+        "approvals_pending": [dataclasses.asdict(a) for a in pending],
         "served_here": svc.pool.serving(run_id),
     })
 

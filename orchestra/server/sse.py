@@ -80,40 +80,58 @@ class EventStream:
         loop = asyncio.get_running_loop()
         last_write = last_check = loop.time()
         said_orphaned = False
+        held: Frame | None = None
         while not self._done:
             if sub.lagged:  # the queue overflowed: the store has what was dropped
                 sub.lagged = False
                 async for text in self._catch_up():
                     yield text
                 continue
-            now = loop.time()
-            wait = min(last_write + self._opt.ping_interval,
-                       last_check + self._opt.liveness_interval) - now
-            try:
-                async with asyncio.timeout(max(wait, 0.0)):
-                    frame = await sub.queue.get()
-            except TimeoutError:
+            if held is not None:
+                frame, held = held, None
+            else:
                 now = loop.time()
-                if now - last_check >= self._opt.liveness_interval:
-                    last_check = now
-                    why = await self._liveness(self.run_id)
-                    if why is not None and not said_orphaned:
-                        said_orphaned = True
-                        last_write = now
-                        yield self._notice("stream.no_worker", why)
-                    said_orphaned = said_orphaned and why is not None
-                if loop.time() - last_write >= self._opt.ping_interval:
-                    last_write = loop.time()
-                    yield self._ping()
-                continue
+                wait = min(last_write + self._opt.ping_interval,
+                           last_check + self._opt.liveness_interval) - now
+                try:
+                    async with asyncio.timeout(max(wait, 0.0)):
+                        frame = await sub.queue.get()
+                except TimeoutError:
+                    now = loop.time()
+                    if now - last_check >= self._opt.liveness_interval:
+                        last_check = now
+                        why = await self._liveness(self.run_id)
+                        if why is not None and not said_orphaned:
+                            last_write = now
+                            yield self._notice("stream.no_worker", why)
+                        said_orphaned = why is not None
+                    if loop.time() - last_write >= self._opt.ping_interval:
+                        last_write = loop.time()
+                        yield self._ping()
+                    continue
             if frame.seq > self.cursor + 1:  # the feed started after our cursor
                 async for text in self._catch_up(frame.seq - 1):
                     yield text
-            live = self._take(frame)
-            if live is not None:
+            live, held = self._take_ready(frame, sub)
+            if live:
                 last_write = last_check = loop.time()
                 said_orphaned = False
                 yield live
+
+    def _take_ready(self, frame: Frame, sub: Subscriber) -> tuple[str, Frame | None]:
+        """``frame`` and the frames queued right behind it, as one write (events come in
+        bursts: one send per burst instead of one per event). A frame after a gap is
+        handed back, for the caller to fill the gap from the store first."""
+        texts = []
+        while True:
+            text = self._take(frame)
+            if text is not None:
+                texts.append(text)
+            if self._done or sub.queue.empty():
+                return "".join(texts), None
+            frame = sub.queue.get_nowait()
+            if frame.seq > self.cursor + 1:
+                return "".join(texts), frame
 
     def _ping(self) -> str:
         if not self._opt.include_pings:
