@@ -262,5 +262,5 @@ async def cmd_serve(args: argparse.Namespace) -> int:
                         f"'orchestra[server]' ({exc})") from exc
     settings = settings_from_args(load_token(args.token_file), args.cors, args.workers,
                                   args.concurrency, args.max_tokens, args.model,
-                                  args.ping_interval, args.max_body)
+                                  args.ping_interval, args.liveness_interval, args.max_body)
     return await serve(args.db, args.host, args.port, settings, access_log=args.access_log)

@@ -159,6 +159,8 @@ def _serve_parser(sub: argparse._SubParsersAction[_Parser]) -> None:
                    help="allow browser calls from this origin (repeatable; default none)")
     p.add_argument("--ping-interval", type=float, default=15.0, metavar="SECONDS",
                    help="keepalive on a quiet event stream (default 15)")
+    p.add_argument("--liveness-interval", type=float, default=5.0, metavar="SECONDS",
+                   help="how often a quiet stream checks its run is served (default 5)")
     p.add_argument("--max-body", type=int, default=1 << 20, metavar="BYTES",
                    help="largest request body (default 1 MiB)")
     p.add_argument("--access-log", action="store_true", help="log every request to stderr")

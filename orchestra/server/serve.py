@@ -59,9 +59,11 @@ async def serve(db: str, host: str, port: int, settings: ServerSettings, *,
 
 def settings_from_args(token: str | None, cors: list[str], workers: int, concurrency: int,
                        max_tokens: int | None, models: list[str], ping_interval: float,
-                       max_body: int) -> ServerSettings:
+                       liveness_interval: float, max_body: int) -> ServerSettings:
     if concurrency < 1:
         raise UserError(f"--concurrency must be >= 1, got {concurrency}")
+    if liveness_interval <= 0:
+        raise UserError(f"--liveness-interval must be > 0 seconds, got {liveness_interval}")
     if max_body < 1:
         raise UserError(f"--max-body must be >= 1 byte, got {max_body}")
     return ServerSettings(token=token, cors_origins=tuple(cors), workers=workers,
@@ -69,5 +71,5 @@ def settings_from_args(token: str | None, cors: list[str], workers: int, concurr
                                                           max_tokens_per_run=max_tokens,
                                                           shared=True),
                           models=tuple(models), ping_interval=ping_interval,
-                          max_body_bytes=max_body)
+                          liveness_interval=liveness_interval, max_body_bytes=max_body)
 

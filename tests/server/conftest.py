@@ -11,7 +11,8 @@ from server_helpers import Server
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     root = tmp_path_factory.mktemp("serve")
-    srv = Server(root / "serve.db", args=("--ping-interval", "0.3")).start()
+    flags = ("--ping-interval", "0.3", "--liveness-interval", "0.3")
+    srv = Server(root / "serve.db", args=flags).start()
     try:
         yield srv
     finally:

@@ -231,3 +231,29 @@ def test_board_reads(server: Server) -> None:
     assert httpx.get(f"{base}/handoffs").json() == []
     assert httpx.get(f"{base}/notes", params={"search": "x", "tag": "y"}).json() == []
     assert json.loads(httpx.get(f"{base}/approvals").text) == []
+
+
+def test_a_stream_says_when_nobody_can_serve_its_run(server: Server) -> None:
+    from orchestra import NewTask, SQLiteBlackboard
+
+    async def orphan() -> str:  # made by another process, with a pipeline this server lacks
+        store = await SQLiteBlackboard.open(server.db)
+        try:
+            run = await store.create_run("no_such_module:build", {}, tasks=[NewTask("x", {})])
+        finally:
+            await store.close()
+        return run.id
+
+    run_id = asyncio.run(orphan())
+    with httpx.stream("GET", f"{server.url}/v1/runs/{run_id}/stream", timeout=30) as r:
+        lines, notice = [], None
+        for line in r.iter_lines():
+            lines.append(line)
+            if lines[-2:-1] == ["event: stream.no_worker"]:
+                notice = json.loads(line[len("data: "):])
+                break
+    assert notice is not None
+    assert "id: 2" in lines  # the backlog came first
+    assert notice["run_id"] == run_id and notice["seq_id"] == 2
+    assert "cannot serve" in notice["detail"] and "no_such_module" in notice["detail"]
+    httpx.post(f"{server.url}/v1/runs/{run_id}/cancel").raise_for_status()
