@@ -161,6 +161,8 @@ def test_an_idle_stream_carries_keepalives(server: Server) -> None:
                 if sum(1 for x in lines if x == ping) >= 2:
                     break
         assert lines.count(ping) == 2
+    resumed = httpx.post(f"{server.url}/v1/runs/{run_id}/resume")  # nothing to do yet
+    assert resumed.status_code == 202 and resumed.json()["status"] == "waiting"
     assert httpx.post(f"{server.url}/v1/runs/{run_id}/cancel").json()["status"] == "cancelled"
 
 
