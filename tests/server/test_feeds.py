@@ -5,6 +5,7 @@ slow stream's mailbox overflows or a stream subscribes behind the feed."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 
 from orchestra import NewTask, SQLiteBlackboard
@@ -19,6 +20,14 @@ async def _never_orphaned(run_id: str) -> str | None:
 def _seqs(texts: list[str]) -> list[int]:
     return [int(line[4:]) for text in texts for line in text.splitlines()
             if line.startswith("id: ")]
+
+
+async def _until(check: Callable[[], bool]) -> None:
+    for _ in range(3000):
+        if check():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("timed out")
 
 
 async def _collect(stream: EventStream, out: list[str], delay: float = 0.0) -> None:
@@ -39,8 +48,7 @@ async def test_many_streams_share_one_follower_and_slow_ones_lose_nothing(
         readers = [asyncio.create_task(_collect(
             EventStream(store, feeds, _never_orphaned, run.id, 0, options), out,
             delay=0.002 if i % 2 else 0.0)) for i, out in enumerate(outs)]
-        while feeds.open_feeds == 0 or any(not out for out in outs):
-            await asyncio.sleep(0.01)
+        await _until(lambda: feeds.open_feeds == 1 and all(outs))
         assert feeds.open_feeds == 1 and store._followers == 1  # one poller for 20 streams
         for i in range(200):
             await store.append_event(run.id, "tick", {"i": i})
@@ -67,12 +75,10 @@ async def test_a_stream_that_subscribes_behind_the_feed_reads_the_gap_from_the_s
         options = StreamOptions(ping_interval=60)
         early = asyncio.create_task(_collect(
             EventStream(store, feeds, _never_orphaned, run.id, 0, options), first))
-        while not first:
-            await asyncio.sleep(0.01)
+        await _until(lambda: bool(first))
         for i in range(30):
             await store.append_event(run.id, "tick", {"i": i})
-        while _seqs(first)[-1:] != [32]:
-            await asyncio.sleep(0.01)
+        await _until(lambda: _seqs(first)[-1:] == [32])
         # a late stream starting at seq 5: the feed is at 32, the stream must not skip 6..32
         late: list[str] = []
         later = asyncio.create_task(_collect(
