@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from orchestra._types import RunStatus
+from orchestra._types import Run, RunStatus
 from orchestra.server.problems import Problem
 
 
@@ -33,23 +33,8 @@ class RunAccepted(BaseModel):
     status: RunStatus
 
 
-class RunOut(BaseModel):
-    id: str
-    pipeline: str
-    input: Any
-    status: RunStatus
-    created_at: float
-    updated_at: float
-    error: str | None = None
-    tokens_in: int = 0
-    tokens_out: int = 0
-    cost: float = 0.0
-    steps: int = 0
-    last_seq: int = 0
-
-
 class RunPage(BaseModel):
-    runs: list[RunOut]
+    runs: list[Run]
     next_cursor: str | None = Field(None, description="Pass as ?cursor= for the next page")
 
 
@@ -63,7 +48,7 @@ class Usage(BaseModel):
 class RunDetail(BaseModel):
     """What a polling client needs: status, progress, per-agent state, usage."""
 
-    run: RunOut
+    run: Run
     status: RunStatus
     usage: Usage
     tasks: dict[str, int] = Field(description="Task counts by status")
