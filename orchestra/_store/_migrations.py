@@ -1,0 +1,205 @@
+"""The schema's history: the scripts that brought each version to the next.
+
+Never edited once released: a file at version ``i`` runs scripts ``i + 1`` onwards.
+The schema as it is now is ``schema.sql``; a change is a new script here plus the
+same change there.
+"""
+
+from __future__ import annotations
+
+_RUN_STATUSES = "('pending', 'running', 'waiting', 'completed', 'failed', 'cancelled')"
+
+V1 = f"""
+CREATE TABLE orchestra_schema (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    version INTEGER NOT NULL
+);
+CREATE TABLE runs (
+    id TEXT PRIMARY KEY,
+    pipeline TEXT NOT NULL,
+    input TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN {_RUN_STATUSES}),
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL,
+    error TEXT,
+    tokens_in INTEGER NOT NULL DEFAULT 0,
+    tokens_out INTEGER NOT NULL DEFAULT 0,
+    cost REAL NOT NULL DEFAULT 0,
+    steps INTEGER NOT NULL DEFAULT 0,
+    last_seq INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX runs_created ON runs (created_at);
+CREATE TABLE tasks (
+    id TEXT PRIMARY KEY,
+    run_id TEXT NOT NULL REFERENCES runs (id),
+    role TEXT NOT NULL,
+    input TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN {_RUN_STATUSES}),
+    attempt INTEGER NOT NULL DEFAULT 0,
+    retries INTEGER NOT NULL DEFAULT 0,
+    max_attempts INTEGER NOT NULL DEFAULT 3,
+    lease_owner TEXT,
+    lease_expires_at REAL,
+    not_before REAL NOT NULL DEFAULT 0,
+    result TEXT,
+    error TEXT,
+    parent_id TEXT,
+    cause TEXT,
+    "key" TEXT,
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL
+);
+CREATE UNIQUE INDEX tasks_key ON tasks (run_id, "key") WHERE "key" IS NOT NULL;
+CREATE INDEX tasks_run ON tasks (run_id, status);
+-- The claim queue: pending tasks only, oldest first. Walking it in order finds the
+-- next claimable task in O(log n); an index on (status, role, not_before) would make
+-- every claim sort all pending tasks by age.
+CREATE INDEX tasks_queue ON tasks (created_at) WHERE status = 'pending';
+CREATE INDEX tasks_leased ON tasks (run_id) WHERE status = 'running';
+CREATE TABLE plans (
+    run_id TEXT NOT NULL REFERENCES runs (id),
+    version INTEGER NOT NULL,
+    author TEXT NOT NULL,
+    body TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    PRIMARY KEY (run_id, version)
+);
+CREATE TABLE handoffs (
+    id TEXT PRIMARY KEY,
+    run_id TEXT NOT NULL REFERENCES runs (id),
+    from_agent TEXT NOT NULL,
+    to_role TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    note TEXT NOT NULL,
+    task_id TEXT NOT NULL REFERENCES tasks (id),
+    created_at REAL NOT NULL
+);
+CREATE INDEX handoffs_run ON handoffs (run_id, created_at);
+CREATE INDEX handoffs_task ON handoffs (task_id);
+CREATE TABLE notes (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id TEXT NOT NULL REFERENCES runs (id),
+    author TEXT NOT NULL,
+    tags TEXT NOT NULL,
+    body TEXT NOT NULL,
+    created_at REAL NOT NULL
+);
+CREATE INDEX notes_run ON notes (run_id, id);
+CREATE VIRTUAL TABLE notes_fts USING fts5 (body, tags, content = 'notes', content_rowid = 'id');
+CREATE TRIGGER notes_fts_insert AFTER INSERT ON notes BEGIN
+    INSERT INTO notes_fts (rowid, body, tags) VALUES (new.id, new.body, new.tags);
+END;
+CREATE TRIGGER notes_fts_delete AFTER DELETE ON notes BEGIN
+    INSERT INTO notes_fts (notes_fts, rowid, body, tags)
+    VALUES ('delete', old.id, old.body, old.tags);
+END;
+CREATE TRIGGER notes_fts_update AFTER UPDATE ON notes BEGIN
+    INSERT INTO notes_fts (notes_fts, rowid, body, tags)
+    VALUES ('delete', old.id, old.body, old.tags);
+    INSERT INTO notes_fts (rowid, body, tags) VALUES (new.id, new.body, new.tags);
+END;
+CREATE TABLE agents (
+    id TEXT PRIMARY KEY,
+    run_id TEXT NOT NULL REFERENCES runs (id),
+    role TEXT NOT NULL,
+    created_at REAL NOT NULL
+);
+CREATE INDEX agents_run ON agents (run_id);
+-- No FTS index on messages: they are the hottest, largest table, and
+-- search_messages (a LIKE scan of one agent's history) is rare. Messages and steps
+-- are rowid tables: their rows are large, and measured, a rowid table plus the
+-- primary-key index inserts faster than a WITHOUT ROWID table holding whole rows.
+CREATE TABLE messages (
+    agent_id TEXT NOT NULL REFERENCES agents (id),
+    seq INTEGER NOT NULL,
+    task_id TEXT,
+    role TEXT NOT NULL CHECK (role IN ('system', 'user', 'assistant', 'tool')),
+    content TEXT NOT NULL,
+    tool_calls TEXT,
+    tool_call_id TEXT,
+    name TEXT,
+    created_at REAL NOT NULL,
+    PRIMARY KEY (agent_id, seq)
+);
+CREATE TABLE compactions (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    agent_id TEXT NOT NULL REFERENCES agents (id),
+    first_seq INTEGER NOT NULL,
+    last_seq INTEGER NOT NULL,
+    summary TEXT NOT NULL,
+    task_id TEXT,
+    step INTEGER,
+    created_at REAL NOT NULL
+);
+CREATE INDEX compactions_agent ON compactions (agent_id, id);
+CREATE TABLE steps (
+    task_id TEXT NOT NULL REFERENCES tasks (id),
+    retry INTEGER NOT NULL,
+    step INTEGER NOT NULL,
+    kind TEXT NOT NULL CHECK (kind IN ('model', 'tool', 'compaction')),
+    name TEXT NOT NULL,
+    input_digest TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('started', 'completed', 'failed')),
+    output TEXT,
+    error TEXT,
+    attempts INTEGER NOT NULL DEFAULT 1,
+    tokens_in INTEGER NOT NULL DEFAULT 0,
+    tokens_out INTEGER NOT NULL DEFAULT 0,
+    cost REAL NOT NULL DEFAULT 0,
+    started_at REAL NOT NULL,
+    finished_at REAL,
+    PRIMARY KEY (task_id, retry, step)
+);
+CREATE TABLE approvals (
+    id TEXT PRIMARY KEY,
+    run_id TEXT NOT NULL REFERENCES runs (id),
+    task_id TEXT NOT NULL REFERENCES tasks (id),
+    retry INTEGER NOT NULL,
+    step INTEGER NOT NULL,
+    tool TEXT NOT NULL,
+    arguments TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('pending', 'approved', 'denied')),
+    decided_by TEXT,
+    reason TEXT,
+    created_at REAL NOT NULL,
+    decided_at REAL,
+    UNIQUE (task_id, retry, step)
+);
+CREATE INDEX approvals_run ON approvals (run_id, status);
+CREATE TABLE events (
+    run_id TEXT NOT NULL REFERENCES runs (id),
+    seq INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    data TEXT NOT NULL,
+    at REAL NOT NULL,
+    PRIMARY KEY (run_id, seq)
+) WITHOUT ROWID;
+"""
+
+# v2: a task result equal to its final reply points at that message instead of
+# repeating it (a long-lived agent's file grows by its messages, once).
+V2 = """
+ALTER TABLE tasks ADD COLUMN result_msg INTEGER;
+"""
+
+# v3: a handoff is its task's row. Handoffs and tasks were 1:1 (the payload was the
+# task's input, twice); a handoff table with two indexes of its own made every
+# routed step write three more B-trees. ``handoffs`` stays readable as a view, and a
+# handoff's id is still the one in its task's ``cause`` ("handoff:<id>").
+V3 = """
+ALTER TABLE tasks ADD COLUMN from_agent TEXT;
+ALTER TABLE tasks ADD COLUMN handoff_note TEXT;
+UPDATE tasks SET from_agent = h.from_agent, handoff_note = h.note
+FROM handoffs AS h WHERE h.task_id = tasks.id;
+DROP INDEX handoffs_run;
+DROP INDEX handoffs_task;
+DROP TABLE handoffs;
+CREATE VIEW handoffs AS
+SELECT substr(cause, 9) AS id, run_id, from_agent, role AS to_role, input AS payload,
+    handoff_note AS note, id AS task_id, created_at, rowid AS position
+FROM tasks WHERE from_agent IS NOT NULL;
+"""
+
+MIGRATIONS: tuple[str, ...] = (V1, V2, V3)
+"""Script ``i`` (0-based) takes the schema from version ``i`` to ``i + 1``. Append only;
+``schema.sql`` must always equal their result (``tests/store/test_schema.py``)."""

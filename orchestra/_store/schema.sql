@@ -1,0 +1,196 @@
+-- The orchestra store, as it is now (schema version 3). A new store is created from this
+-- file; an older one is brought here by the migrations in schema.py, and a test checks
+-- that both give the same tables, columns, indexes, views and triggers.
+--
+-- What is where:
+--   runs      one row per run: status, totals, and last_seq (the event log's counter)
+--   tasks     the work queue, leases (attempt = fencing token), results; a handoff is
+--             its task's row (from_agent, handoff_note), read through the handoffs view
+--   steps     the journal: one row per model call, tool call or compaction of a task
+--             attempt (retry); a completed row is final and replayed, never re-run
+--   agents, messages, compactions   each agent's (run/role) append-only history
+--   plans, notes (+ notes_fts)      the board; approvals: human decisions on tool calls
+--   events    each run's append-only log, seq gap-free per run
+--
+-- Stored once: a model step's reply text is also its last message, so its output holds
+-- {"text": null, "text_seq": N, "text_agent": ID} instead; a task result equal to its
+-- final reply is NULL with result_msg = that message's rowid. Reads resolve both.
+-- Vocabularies (CHECK lists) are orchestra._types' Literals; a test keeps them equal.
+
+CREATE TABLE orchestra_schema (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    version INTEGER NOT NULL
+);
+
+CREATE TABLE runs (
+    id TEXT PRIMARY KEY,
+    pipeline TEXT NOT NULL,
+    input TEXT NOT NULL,
+    status TEXT NOT NULL
+        CHECK (status IN ('pending', 'running', 'waiting', 'completed', 'failed', 'cancelled')),
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL,
+    error TEXT,
+    tokens_in INTEGER NOT NULL DEFAULT 0,
+    tokens_out INTEGER NOT NULL DEFAULT 0,
+    cost REAL NOT NULL DEFAULT 0,
+    steps INTEGER NOT NULL DEFAULT 0,
+    last_seq INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX runs_created ON runs (created_at);
+
+CREATE TABLE tasks (
+    -- the queue
+    id TEXT PRIMARY KEY,
+    run_id TEXT NOT NULL REFERENCES runs (id),
+    role TEXT NOT NULL,
+    input TEXT NOT NULL,
+    status TEXT NOT NULL
+        CHECK (status IN ('pending', 'running', 'waiting', 'completed', 'failed', 'cancelled')),
+    -- the lease: attempt counts claims and fences every write made under one
+    attempt INTEGER NOT NULL DEFAULT 0,
+    retries INTEGER NOT NULL DEFAULT 0,
+    max_attempts INTEGER NOT NULL DEFAULT 3,
+    lease_owner TEXT,
+    lease_expires_at REAL,
+    not_before REAL NOT NULL DEFAULT 0,
+    -- the outcome
+    result TEXT,
+    error TEXT,
+    -- where it came from: parent task, "run" / "task:<id>" / "handoff:<id>", idempotency key
+    parent_id TEXT,
+    cause TEXT,
+    "key" TEXT,
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL,
+    result_msg INTEGER,         -- v2: the result is this message's content
+    from_agent TEXT,            -- v3: set when a handoff created the task
+    handoff_note TEXT
+);
+CREATE UNIQUE INDEX tasks_key ON tasks (run_id, "key") WHERE "key" IS NOT NULL;
+CREATE INDEX tasks_run ON tasks (run_id, status);
+-- The claim queue: pending tasks only, oldest first. Walking it in order finds the
+-- next claimable task in O(log n); an index on (status, role, not_before) would make
+-- every claim sort all pending tasks by age.
+CREATE INDEX tasks_queue ON tasks (created_at) WHERE status = 'pending';
+CREATE INDEX tasks_leased ON tasks (run_id) WHERE status = 'running';
+
+CREATE TABLE plans (
+    run_id TEXT NOT NULL REFERENCES runs (id),
+    version INTEGER NOT NULL,
+    author TEXT NOT NULL,
+    body TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    PRIMARY KEY (run_id, version)
+);
+
+CREATE TABLE notes (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id TEXT NOT NULL REFERENCES runs (id),
+    author TEXT NOT NULL,
+    tags TEXT NOT NULL,
+    body TEXT NOT NULL,
+    created_at REAL NOT NULL
+);
+CREATE INDEX notes_run ON notes (run_id, id);
+CREATE VIRTUAL TABLE notes_fts USING fts5 (body, tags, content = 'notes', content_rowid = 'id');
+CREATE TRIGGER notes_fts_insert AFTER INSERT ON notes BEGIN
+    INSERT INTO notes_fts (rowid, body, tags) VALUES (new.id, new.body, new.tags);
+END;
+CREATE TRIGGER notes_fts_delete AFTER DELETE ON notes BEGIN
+    INSERT INTO notes_fts (notes_fts, rowid, body, tags)
+    VALUES ('delete', old.id, old.body, old.tags);
+END;
+CREATE TRIGGER notes_fts_update AFTER UPDATE ON notes BEGIN
+    INSERT INTO notes_fts (notes_fts, rowid, body, tags)
+    VALUES ('delete', old.id, old.body, old.tags);
+    INSERT INTO notes_fts (rowid, body, tags) VALUES (new.id, new.body, new.tags);
+END;
+
+CREATE TABLE agents (
+    id TEXT PRIMARY KEY,        -- "run/role"
+    run_id TEXT NOT NULL REFERENCES runs (id),
+    role TEXT NOT NULL,
+    created_at REAL NOT NULL
+);
+CREATE INDEX agents_run ON agents (run_id);
+
+-- No FTS index on messages: they are the hottest, largest table, and
+-- search_messages (a LIKE scan of one agent's history) is rare. Messages and steps
+-- are rowid tables: their rows are large, and measured, a rowid table plus the
+-- primary-key index inserts faster than a WITHOUT ROWID table holding whole rows.
+CREATE TABLE messages (
+    agent_id TEXT NOT NULL REFERENCES agents (id),
+    seq INTEGER NOT NULL,
+    task_id TEXT,
+    role TEXT NOT NULL CHECK (role IN ('system', 'user', 'assistant', 'tool')),
+    content TEXT NOT NULL,
+    tool_calls TEXT,
+    tool_call_id TEXT,
+    name TEXT,
+    created_at REAL NOT NULL,
+    PRIMARY KEY (agent_id, seq)
+);
+
+CREATE TABLE compactions (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    agent_id TEXT NOT NULL REFERENCES agents (id),
+    first_seq INTEGER NOT NULL,
+    last_seq INTEGER NOT NULL,
+    summary TEXT NOT NULL,
+    task_id TEXT,
+    step INTEGER,
+    created_at REAL NOT NULL
+);
+CREATE INDEX compactions_agent ON compactions (agent_id, id);
+
+CREATE TABLE steps (
+    task_id TEXT NOT NULL REFERENCES tasks (id),
+    retry INTEGER NOT NULL,
+    step INTEGER NOT NULL,
+    kind TEXT NOT NULL CHECK (kind IN ('model', 'tool', 'compaction')),
+    name TEXT NOT NULL,
+    input_digest TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('started', 'completed', 'failed')),
+    output TEXT,
+    error TEXT,
+    attempts INTEGER NOT NULL DEFAULT 1,
+    tokens_in INTEGER NOT NULL DEFAULT 0,
+    tokens_out INTEGER NOT NULL DEFAULT 0,
+    cost REAL NOT NULL DEFAULT 0,
+    started_at REAL NOT NULL,
+    finished_at REAL,
+    PRIMARY KEY (task_id, retry, step)
+);
+
+CREATE TABLE approvals (
+    id TEXT PRIMARY KEY,
+    run_id TEXT NOT NULL REFERENCES runs (id),
+    task_id TEXT NOT NULL REFERENCES tasks (id),
+    retry INTEGER NOT NULL,
+    step INTEGER NOT NULL,
+    tool TEXT NOT NULL,
+    arguments TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('pending', 'approved', 'denied')),
+    decided_by TEXT,
+    reason TEXT,
+    created_at REAL NOT NULL,
+    decided_at REAL,
+    UNIQUE (task_id, retry, step)
+);
+CREATE INDEX approvals_run ON approvals (run_id, status);
+
+CREATE TABLE events (
+    run_id TEXT NOT NULL REFERENCES runs (id),
+    seq INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    data TEXT NOT NULL,
+    at REAL NOT NULL,
+    PRIMARY KEY (run_id, seq)
+) WITHOUT ROWID;
+
+-- A handoff is its task's row; its id is the one in the task's cause ("handoff:<id>").
+CREATE VIEW handoffs AS
+SELECT substr(cause, 9) AS id, run_id, from_agent, role AS to_role, input AS payload,
+    handoff_note AS note, id AS task_id, created_at, rowid AS position
+FROM tasks WHERE from_agent IS NOT NULL;
