@@ -7,13 +7,12 @@ replays up to the step and finds the decision.
 
 from __future__ import annotations
 
-import sqlite3
-
 from orchestra._errors import NotFoundError, UserError
 from orchestra._store import _rows
-from orchestra._store._codec import Encoder, new_id
+from orchestra._store._codec import new_id
 from orchestra._store._event_txn import append_event
 from orchestra._store._task_txn import check_lease
+from orchestra._store._txn import Txn
 from orchestra._store.protocol import Lease
 from orchestra._types import JSON, Approval
 
@@ -38,32 +37,32 @@ _UNPARK_TASK = (
 )
 
 
-def request_approval(conn: sqlite3.Connection, enc: Encoder, task_id: str, lease: Lease, *,
-                     retry: int, step: int, tool: str, arguments: JSON, now: float) -> Approval:
+def request_approval(tx: Txn, task_id: str, lease: Lease, *,
+                     retry: int, step: int, tool: str, arguments: JSON) -> Approval:
     """Create (or find) the approval for this step and park the task while it is pending."""
-    info = check_lease(conn, task_id, lease)
-    row = conn.execute(_BY_STEP, (task_id, retry, step)).fetchone()
+    info = check_lease(tx, task_id, lease)
+    row = tx.execute(_BY_STEP, (task_id, retry, step)).fetchone()
     if row is None:
-        args = enc.json(arguments, f"arguments of tool {tool!r} awaiting approval")
+        args = tx.enc.json(arguments, f"arguments of tool {tool!r} awaiting approval")
         approval_id = new_id()
-        conn.execute(_INSERT, (approval_id, info.run_id, task_id, retry, step, tool, args, now))
-        append_event(conn, enc, info.run_id, "approval.requested",
-                     {"approval": approval_id, "task": task_id, "step": step, "tool": tool}, now)
+        tx.execute(_INSERT, (approval_id, info.run_id, task_id, retry, step, tool, args, tx.now))
+        append_event(tx, info.run_id, "approval.requested",
+                     {"approval": approval_id, "task": task_id, "step": step, "tool": tool})
         approval = Approval(approval_id, info.run_id, task_id, step, tool, arguments, "pending",
-                            created_at=now)
+                            created_at=tx.now)
     else:
         approval = _rows.approval(row)
         if approval.status != "pending":
             return approval  # already decided: the caller proceeds, the task stays running
-    conn.execute(_PARK_TASK, (now, task_id))
-    append_event(conn, enc, info.run_id, "task.waiting",
-                 {"task": task_id, "role": info.role, "approval": approval.id}, now)
+    tx.execute(_PARK_TASK, (tx.now, task_id))
+    append_event(tx, info.run_id, "task.waiting",
+                 {"task": task_id, "role": info.role, "approval": approval.id})
     return approval
 
 
-def decide_approval(conn: sqlite3.Connection, enc: Encoder, approval_id: str, *, approved: bool,
-                    by: str, reason: str | None, now: float) -> Approval:
-    row = conn.execute(_BY_ID, (approval_id,)).fetchone()
+def decide_approval(tx: Txn, approval_id: str, *, approved: bool,
+                    by: str, reason: str | None) -> Approval:
+    row = tx.execute(_BY_ID, (approval_id,)).fetchone()
     if row is None:
         raise NotFoundError(f"approval {approval_id!r} does not exist")
     current = _rows.approval(row)
@@ -73,14 +72,14 @@ def decide_approval(conn: sqlite3.Connection, enc: Encoder, approval_id: str, *,
             "a decision cannot be changed"
         )
     status = "approved" if approved else "denied"
-    reason_text = enc.optional_text(reason, f"reason for approval {approval_id}")
-    approval = _rows.approval(conn.execute(_DECIDE, (status, by, reason_text, now,
+    reason_text = tx.enc.optional_text(reason, f"reason for approval {approval_id}")
+    approval = _rows.approval(tx.execute(_DECIDE, (status, by, reason_text, tx.now,
                                                      approval_id)).fetchone())
-    append_event(conn, enc, approval.run_id, "approval.decided",
+    append_event(tx, approval.run_id, "approval.decided",
                  {"approval": approval_id, "task": approval.task_id, "approved": approved,
-                  "by": by}, now)
-    unparked = conn.execute(_UNPARK_TASK, (now, approval.task_id)).fetchone()
+                  "by": by})
+    unparked = tx.execute(_UNPARK_TASK, (tx.now, approval.task_id)).fetchone()
     if unparked is not None:
-        append_event(conn, enc, approval.run_id, "task.requeued",
-                     {"task": approval.task_id, "role": unparked[0], "reason": "approval"}, now)
+        append_event(tx, approval.run_id, "task.requeued",
+                     {"task": approval.task_id, "role": unparked[0], "reason": "approval"})
     return approval

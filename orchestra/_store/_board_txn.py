@@ -7,14 +7,14 @@ and the messages it produced, commit together or not at all.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
 
 from orchestra._errors import UserError
 from orchestra._store import _rows
-from orchestra._store._codec import Encoder, new_id
+from orchestra._store._codec import new_id
 from orchestra._store._event_txn import append_event, require_run
 from orchestra._store._task_txn import insert_task
+from orchestra._store._txn import Txn
 from orchestra._store.protocol import NewHandoff, NewNote, NewTask, Writes
 from orchestra._types import (
     JSON,
@@ -48,22 +48,22 @@ _INSERT_NOTE = (
 _MESSAGE_ROLES = frozenset(MESSAGE_ROLES)
 
 
-def register_agent(conn: sqlite3.Connection, run_id: str, agent_id: str, now: float) -> None:
+def register_agent(tx: Txn, run_id: str, agent_id: str) -> None:
     """Create the agent's row on its first write (agents are implicit in the API)."""
     if not agent_id:
         raise UserError("agent_id must be a non-empty string")
-    conn.execute(_INSERT_AGENT, (agent_id, run_id, AgentId.parse(agent_id).role, now))
+    tx.execute(_INSERT_AGENT, (agent_id, run_id, AgentId.parse(agent_id).role, tx.now))
 
 
-def append_messages(conn: sqlite3.Connection, enc: Encoder, agent_id: str, task_id: str | None,
-                    messages: Sequence[Message], now: float) -> int:
+def append_messages(tx: Txn, agent_id: str, task_id: str | None,
+                    messages: Sequence[Message]) -> int:
     """Append to the agent's history; the store assigns ``seq`` (max + 1) and ``task_id``.
 
     Returns the seq of the last message appended (0 when there were none).
     """
     if not messages:
         return 0
-    seq: int = conn.execute(_LAST_MESSAGE_SEQ, (agent_id,)).fetchone()[0]
+    seq: int = tx.execute(_LAST_MESSAGE_SEQ, (agent_id,)).fetchone()[0]
     rows = []
     for m in messages:
         seq += 1
@@ -72,81 +72,79 @@ def append_messages(conn: sqlite3.Connection, enc: Encoder, agent_id: str, task_
         field = f"message {seq} of {agent_id}"
         calls = None
         if m.tool_calls:
-            calls = enc.json([{"id": c.id, "name": c.name, "arguments": c.arguments}
+            calls = tx.enc.json([{"id": c.id, "name": c.name, "arguments": c.arguments}
                               for c in m.tool_calls], field + " tool_calls")
-        rows.append((agent_id, seq, task_id, m.role, enc.text(m.content, field + " content"),
-                     calls, m.tool_call_id, m.name, now))
-    conn.executemany(_INSERT_MESSAGE, rows)
+        rows.append((agent_id, seq, task_id, m.role, tx.enc.text(m.content, field + " content"),
+                     calls, m.tool_call_id, m.name, tx.now))
+    tx.executemany(_INSERT_MESSAGE, rows)
     return seq
 
 
-def record_compaction(conn: sqlite3.Connection, enc: Encoder, agent_id: str,
-                      task_id: str | None, record: CompactionRecord, now: float) -> int:
+def record_compaction(tx: Txn, agent_id: str,
+                      task_id: str | None, record: CompactionRecord) -> int:
     if record.first_seq > record.last_seq:
         raise UserError(f"compaction of {agent_id}: first_seq {record.first_seq} > "
                         f"last_seq {record.last_seq}")
-    summary = enc.text(record.summary, f"compaction summary of {agent_id}")
-    row = conn.execute(_INSERT_COMPACTION, (
+    summary = tx.enc.text(record.summary, f"compaction summary of {agent_id}")
+    row = tx.execute(_INSERT_COMPACTION, (
         agent_id, record.first_seq, record.last_seq, summary,
-        record.task_id if record.task_id is not None else task_id, record.step, now)).fetchone()
+        record.task_id if record.task_id is not None else task_id, record.step, tx.now)).fetchone()
     return int(row[0])
 
 
-def post_plan(conn: sqlite3.Connection, enc: Encoder, run_id: str, author: str, body: JSON,
-              now: float) -> Plan:
+def post_plan(tx: Txn, run_id: str, author: str, body: JSON) -> Plan:
     """A new plan version supersedes the previous ones."""
-    text = enc.json(body, f"plan body from {author!r}")
-    version = conn.execute(_NEXT_PLAN_VERSION, (run_id,)).fetchone()[0]
-    append_event(conn, enc, run_id, "plan.posted", {"version": version, "author": author}, now)
-    conn.execute(_INSERT_PLAN, (run_id, version, author, text, now))
-    return Plan(run_id, version, author, body, now)
+    text = tx.enc.json(body, f"plan body from {author!r}")
+    version = tx.execute(_NEXT_PLAN_VERSION, (run_id,)).fetchone()[0]
+    append_event(tx, run_id, "plan.posted", {"version": version, "author": author})
+    tx.execute(_INSERT_PLAN, (run_id, version, author, text, tx.now))
+    return Plan(run_id, version, author, body, tx.now)
 
 
-def post_handoff(conn: sqlite3.Connection, enc: Encoder, run_id: str, from_agent: str,
-                 handoff: NewHandoff, now: float, *, parent_id: str | None = None) -> Handoff:
+def post_handoff(tx: Txn, run_id: str, from_agent: str,
+                 handoff: NewHandoff, *, parent_id: str | None = None) -> Handoff:
     """Record a handoff and create its receiving task in the same transaction.
 
     With a ``key`` that already names a task of the run, nothing is written and the
     handoff that created that task is returned.
     """
     handoff_id = new_id()
-    note = enc.text(handoff.note, f"handoff note to {handoff.to_role!r}")
+    note = tx.enc.text(handoff.note, f"handoff note to {handoff.to_role!r}")
     # the task's row is the handoff's record (the ``handoffs`` view reads it back)
-    task = insert_task(conn, enc, run_id, NewTask(
+    task = insert_task(tx, run_id, NewTask(
         role=handoff.to_role, input=handoff.payload, max_attempts=handoff.max_attempts,
-        key=handoff.key, cause=f"handoff:{handoff_id}"), now, parent_id=parent_id,
+        key=handoff.key, cause=f"handoff:{handoff_id}"), parent_id=parent_id,
         announce=False, handoff=(from_agent, note))
     if task.cause != f"handoff:{handoff_id}":  # the key matched an existing task
-        row = conn.execute(_HANDOFF_OF_TASK, (task.id,)).fetchone()
+        row = tx.execute(_HANDOFF_OF_TASK, (task.id,)).fetchone()
         if row is None:
             raise UserError(f"handoff key {handoff.key!r} names task {task.id}, which was not "
                             "created by a handoff; use a different key")
         return _rows.handoff(row)
     # also announces the task it created (there is no separate task.created)
-    append_event(conn, enc, run_id, "handoff.posted",
+    append_event(tx, run_id, "handoff.posted",
                  {"handoff": handoff_id, "from": from_agent, "to_role": handoff.to_role,
-                  "task": task.id}, now)
+                  "task": task.id})
     return Handoff(handoff_id, run_id, from_agent, handoff.to_role, handoff.payload,
-                   handoff.note, task.id, now)
+                   handoff.note, task.id, tx.now)
 
 
-def post_note(conn: sqlite3.Connection, enc: Encoder, run_id: str, author: str, note: NewNote,
-              now: float) -> Note:
-    require_run(conn, run_id)
+def post_note(tx: Txn, run_id: str, author: str, note: NewNote) -> Note:
+    require_run(tx, run_id)
     tags = tuple(note.tags)
     if not all(isinstance(t, str) for t in tags):
         raise UserError(f"note tags must be strings, got {tags!r}")
-    body = enc.text(note.body, f"note body from {author!r}")
-    tags_text = enc.json(list(tags), f"note tags from {author!r}")
-    row = conn.execute(_INSERT_NOTE, (run_id, author, tags_text, body, now)).fetchone()
+    body = tx.enc.text(note.body, f"note body from {author!r}")
+    tags_text = tx.enc.json(list(tags), f"note tags from {author!r}")
+    row = tx.execute(_INSERT_NOTE, (run_id, author, tags_text, body, tx.now)).fetchone()
     note_id = int(row[0])
-    append_event(conn, enc, run_id, "note.posted",
-                 {"note": note_id, "author": author, "tags": list(tags)}, now)
-    return Note(note_id, run_id, author, body, tags, now)
+    append_event(tx, run_id, "note.posted",
+                 {"note": note_id, "author": author, "tags": list(tags)})
+    return Note(note_id, run_id, author, body, tags, tx.now)
 
 
-def apply_writes(conn: sqlite3.Connection, enc: Encoder, run_id: str, agent_id: str | None,
-                 task_id: str | None, writes: Writes | None, now: float) -> int:
+def apply_writes(tx: Txn, run_id: str, agent_id: str | None,
+                 task_id: str | None, writes: Writes | None) -> int:
     """Apply a ``Writes`` bundle authored by ``agent_id`` while working on ``task_id``.
 
     Tasks it creates (directly or through handoffs) get ``parent_id = task_id``.
@@ -155,19 +153,19 @@ def apply_writes(conn: sqlite3.Connection, enc: Encoder, run_id: str, agent_id: 
         return 0
     if agent_id is None:
         raise UserError("writes need the agent_id that authored them")
-    register_agent(conn, run_id, agent_id, now)
-    last_seq = append_messages(conn, enc, agent_id, task_id, writes.messages, now)
+    register_agent(tx, run_id, agent_id)
+    last_seq = append_messages(tx, agent_id, task_id, writes.messages)
     for record in writes.compactions:
-        record_compaction(conn, enc, agent_id, task_id, record, now)
+        record_compaction(tx, agent_id, task_id, record)
     for body in writes.plans:
-        post_plan(conn, enc, run_id, agent_id, body, now)
+        post_plan(tx, run_id, agent_id, body)
     for handoff in writes.handoffs:
-        post_handoff(conn, enc, run_id, agent_id, handoff, now, parent_id=task_id)
+        post_handoff(tx, run_id, agent_id, handoff, parent_id=task_id)
     for new_note in writes.notes:
-        post_note(conn, enc, run_id, agent_id, new_note, now)
+        post_note(tx, run_id, agent_id, new_note)
     cause = None if task_id is None else f"task:{task_id}"
     for new_task in writes.tasks:
-        insert_task(conn, enc, run_id, new_task, now, parent_id=task_id, cause=cause)
+        insert_task(tx, run_id, new_task, parent_id=task_id, cause=cause)
     for kind, data in writes.events:
-        append_event(conn, enc, run_id, kind, data, now)
+        append_event(tx, run_id, kind, data)
     return last_seq

@@ -9,17 +9,17 @@ the first event of a run reads its ``last_seq`` (which also proves the run exist
 the transaction holds the write lock, so nobody else can take a seq meanwhile), later
 ones count on from it in memory, and on leaving the block one ``UPDATE`` stores the
 run's new ``last_seq`` and totals and one ``executemany`` inserts the rows. Same rows,
-same seqs, a third of the statements, and the run's row is written once.
+same seqs, a third of the statements, and the run's row is written once. The open
+batch is the transaction object's ``events``: nothing is kept beside it.
 """
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 from orchestra._errors import NotFoundError
-from orchestra._store._codec import Encoder
+from orchestra._store._txn import Txn
 from orchestra._types import JSON, Event
 
 _NEXT_SEQ = (
@@ -50,7 +50,9 @@ class _RunTally:
         self.cost = 0.0
 
 
-class _EventBatch:
+class EventBatch:
+    """Events of one write held back until its end (see :func:`batched_events`)."""
+
     __slots__ = ("rows", "runs")
 
     def __init__(self) -> None:
@@ -58,74 +60,64 @@ class _EventBatch:
         self.rows: list[tuple[str, int, str, str, float]] = []
 
 
-# One open batch per connection at most; a connection runs one write at a time.
-_open: dict[int, _EventBatch] = {}
-
-
 @contextmanager
-def batched_events(conn: sqlite3.Connection, now: float) -> Iterator[None]:
+def batched_events(tx: Txn) -> Iterator[None]:
     """Defer the event rows and ``last_seq`` updates of the enclosed writes to its end.
 
     Nothing is flushed if the block raises: the caller's transaction (or savepoint)
     rolls back the seqs it reserved. Nested use joins the outer batch.
     """
-    key = id(conn)
-    if key in _open:
+    if tx.events is not None:
         yield
         return
-    batch = _EventBatch()
-    _open[key] = batch
+    batch = tx.events = EventBatch()
     try:
         yield
     finally:
-        del _open[key]
+        tx.events = None
     for run_id, tally in batch.runs.items():
-        conn.execute(_SET_SEQ_WITH_TOTALS, (tally.seq, now, tally.tokens_in, tally.tokens_out,
-                                            tally.cost, tally.steps, run_id))
+        tx.execute(_SET_SEQ_WITH_TOTALS, (tally.seq, tx.now, tally.tokens_in, tally.tokens_out,
+                                          tally.cost, tally.steps, run_id))
     if batch.rows:
-        conn.executemany(_INSERT_EVENT, batch.rows)
+        tx.executemany(_INSERT_EVENT, batch.rows)
 
 
-def require_run(conn: sqlite3.Connection, run_id: str) -> None:
-    batch = _open.get(id(conn))
-    if batch is not None and run_id in batch.runs:
-        return  # an event of this batch already found it
-    if conn.execute(_RUN_EXISTS, (run_id,)).fetchone() is None:
+def require_run(tx: Txn, run_id: str) -> None:
+    """``NotFoundError`` unless the run exists (known already if the batch has its seq)."""
+    if tx.events is not None and run_id in tx.events.runs:
+        return
+    if tx.execute(_RUN_EXISTS, (run_id,)).fetchone() is None:
         raise NotFoundError(f"run {run_id!r} does not exist")
 
 
-def append_event(conn: sqlite3.Connection, enc: Encoder, run_id: str, kind: str, data: JSON,
-                 now: float) -> Event:
+def append_event(tx: Txn, run_id: str, kind: str, data: JSON) -> Event:
     """Append one event to ``run_id``'s log; ``NotFoundError`` if the run does not exist."""
-    batch = _open.get(id(conn))
-    if batch is not None:
-        return _add(batch, enc, run_id, _next_seq(conn, batch, run_id).seq, kind, data, now)
-    row = conn.execute(_NEXT_SEQ, (now, run_id)).fetchone()
-    return _insert(conn, enc, run_id, kind, data, now, row)
+    if tx.events is not None:
+        return _add(tx, tx.events, run_id, _next_seq(tx, tx.events, run_id).seq, kind, data)
+    row = tx.execute(_NEXT_SEQ, (tx.now, run_id)).fetchone()
+    return _insert(tx, run_id, kind, data, row)
 
 
-def append_step_event(conn: sqlite3.Connection, enc: Encoder, run_id: str, kind: str,
-                      data: JSON, now: float, *, tokens_in: int, tokens_out: int,
-                      cost: float) -> Event:
+def append_step_event(tx: Txn, run_id: str, kind: str, data: JSON, *, tokens_in: int,
+                      tokens_out: int, cost: float) -> Event:
     """Append a step's event and add the step to the run's totals in one statement."""
-    batch = _open.get(id(conn))
-    if batch is not None:
-        tally = _next_seq(conn, batch, run_id)
+    if tx.events is not None:
+        tally = _next_seq(tx, tx.events, run_id)
         tally.tokens_in += tokens_in
         tally.tokens_out += tokens_out
         tally.cost += cost
         tally.steps += 1
-        return _add(batch, enc, run_id, tally.seq, kind, data, now)
-    row = conn.execute(_NEXT_SEQ_WITH_TOTALS,
-                       (now, run_id, tokens_in, tokens_out, cost)).fetchone()
-    return _insert(conn, enc, run_id, kind, data, now, row)
+        return _add(tx, tx.events, run_id, tally.seq, kind, data)
+    row = tx.execute(_NEXT_SEQ_WITH_TOTALS,
+                     (tx.now, run_id, tokens_in, tokens_out, cost)).fetchone()
+    return _insert(tx, run_id, kind, data, row)
 
 
-def _next_seq(conn: sqlite3.Connection, batch: _EventBatch, run_id: str) -> _RunTally:
+def _next_seq(tx: Txn, batch: EventBatch, run_id: str) -> _RunTally:
     """The run's tally with its next seq taken; the first one of a run reads ``last_seq``."""
     tally = batch.runs.get(run_id)
     if tally is None:
-        row = conn.execute(_LAST_SEQ, (run_id,)).fetchone()
+        row = tx.execute(_LAST_SEQ, (run_id,)).fetchone()
         if row is None:
             raise NotFoundError(f"run {run_id!r} does not exist")
         tally = batch.runs[run_id] = _RunTally(row[0])
@@ -133,15 +125,14 @@ def _next_seq(conn: sqlite3.Connection, batch: _EventBatch, run_id: str) -> _Run
     return tally
 
 
-def _insert(conn: sqlite3.Connection, enc: Encoder, run_id: str, kind: str, data: JSON,
-            now: float, row: tuple[int] | None) -> Event:
+def _insert(tx: Txn, run_id: str, kind: str, data: JSON, row: tuple[int] | None) -> Event:
     if row is None:
         raise NotFoundError(f"run {run_id!r} does not exist")
-    conn.execute(_INSERT_EVENT, (run_id, row[0], kind, enc.json(data, f"event {kind!r} data"), now))
-    return Event(run_id, row[0], kind, data, now)
+    tx.execute(_INSERT_EVENT, (run_id, row[0], kind,
+                               tx.enc.json(data, f"event {kind!r} data"), tx.now))
+    return Event(run_id, row[0], kind, data, tx.now)
 
 
-def _add(batch: _EventBatch, enc: Encoder, run_id: str, seq: int, kind: str, data: JSON,
-         now: float) -> Event:
-    batch.rows.append((run_id, seq, kind, enc.json(data, f"event {kind!r} data"), now))
-    return Event(run_id, seq, kind, data, now)
+def _add(tx: Txn, batch: EventBatch, run_id: str, seq: int, kind: str, data: JSON) -> Event:
+    batch.rows.append((run_id, seq, kind, tx.enc.json(data, f"event {kind!r} data"), tx.now))
+    return Event(run_id, seq, kind, data, tx.now)

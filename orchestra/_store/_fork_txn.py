@@ -20,7 +20,8 @@ import sqlite3
 
 from orchestra._errors import NotFoundError, UserError
 from orchestra._store import _rows
-from orchestra._store._codec import Encoder, new_id
+from orchestra._store._codec import new_id
+from orchestra._store._txn import Txn
 from orchestra._types import JSON, TERMINAL_RUN_STATUSES, Run
 
 _RUN = "SELECT pipeline, input, last_seq FROM runs WHERE id = ?"
@@ -169,12 +170,11 @@ def _state_at(conn: sqlite3.Connection, run_id: str, end: int
     return rows, run_status
 
 
-def fork_run(conn: sqlite3.Connection, enc: Encoder, run_id: str, at_seq: int,
-             fork_id: str | None, input: JSON, now: float) -> Run:
+def fork_run(tx: Txn, run_id: str, at_seq: int, fork_id: str | None, input: JSON) -> Run:
     """Create the fork of ``run_id`` right after event ``at_seq`` (widened to the end of
     its write); ``input`` replaces the run's input when not None (e.g. the models the
     fork runs with). Returns the fork, ``pending`` unless it was finished by then."""
-    row = conn.execute(_RUN, (run_id,)).fetchone()
+    row = tx.execute(_RUN, (run_id,)).fetchone()
     if row is None:
         raise NotFoundError(f"run {run_id!r} does not exist")
     pipeline, input_text, last_seq = row
@@ -185,34 +185,34 @@ def fork_run(conn: sqlite3.Connection, enc: Encoder, run_id: str, at_seq: int,
     if not fork_id or "/" in fork_id:
         raise UserError(f"a fork's run id must be a non-empty string without '/', got "
                         f"{fork_id!r}")
-    if conn.execute("SELECT 1 FROM runs WHERE id = ?", (fork_id,)).fetchone():
+    if tx.execute("SELECT 1 FROM runs WHERE id = ?", (fork_id,)).fetchone():
         raise UserError(f"run {fork_id!r} already exists; choose another id for the fork")
-    at = conn.execute(_AT, (run_id, at_seq)).fetchone()[0]
-    end = _end_of_write(conn, run_id, at_seq, at)
-    ids, run_status = _state_at(conn, run_id, end)
+    at = tx.execute(_AT, (run_id, at_seq)).fetchone()[0]
+    end = _end_of_write(tx.conn, run_id, at_seq, at)
+    ids, run_status = _state_at(tx.conn, run_id, end)
     live = any(status not in TERMINAL_RUN_STATUSES for _, _, status, _, _ in ids
                if status is not None)
     status = run_status if run_status is not None and not live else "pending"
-    run_input = input_text if input is None else enc.json(input, f"input of run {fork_id}")
-    conn.execute("INSERT INTO runs (id, pipeline, input, status, created_at, updated_at, "
+    run_input = input_text if input is None else tx.enc.json(input, f"input of run {fork_id}")
+    tx.execute("INSERT INTO runs (id, pipeline, input, status, created_at, updated_at, "
                  "last_seq) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                 (fork_id, pipeline, run_input, status, now, now, end + 1))
-    conn.execute(_MAP)
-    conn.execute("DELETE FROM fork_ids")
-    conn.executemany(_INSERT_MAP, ids)
-    args = (run_id, fork_id, at, now, end)
+                 (fork_id, pipeline, run_input, status, tx.now, tx.now, end + 1))
+    tx.execute(_MAP)
+    tx.execute("DELETE FROM fork_ids")
+    tx.executemany(_INSERT_MAP, ids)
+    args = (run_id, fork_id, at, tx.now, end)
     for statement in (_COPY_TASKS, _COPY_STEPS, _COPY_AGENTS, _COPY_MESSAGES, _COPY_COMPACTIONS,
                       _COPY_NOTES, _COPY_PLANS, _COPY_APPROVALS, _COPY_EVENTS):
-        conn.execute(statement, args[:_params(statement)])
-    conn.execute("INSERT INTO events (run_id, seq, kind, data, at) VALUES (?, ?, ?, ?, ?)",
+        tx.execute(statement, args[:_params(statement)])
+    tx.execute("INSERT INTO events (run_id, seq, kind, data, at) VALUES (?, ?, ?, ?, ?)",
                  (fork_id, end + 1, "run.forked",
-                  enc.json({"from": run_id, "at": end}, "event data"), now))
-    conn.execute(_TOTALS, (fork_id,))
-    conn.execute("DELETE FROM fork_ids")
-    return _rows.run(conn.execute(f"SELECT {_rows.RUN_COLS} FROM runs WHERE id = ?",
+                  tx.enc.json({"from": run_id, "at": end}, "event data"), tx.now))
+    tx.execute(_TOTALS, (fork_id,))
+    tx.execute("DELETE FROM fork_ids")
+    return _rows.run(tx.execute(f"SELECT {_rows.RUN_COLS} FROM runs WHERE id = ?",
                                   (fork_id,)).fetchone())
 
 
 def _params(statement: str) -> int:
-    """How many of (?1 source, ?2 fork, ?3 time, ?4 now, ?5 end) ``statement`` uses."""
+    """How many of (?1 source, ?2 fork, ?3 time, ?4 tx.now, ?5 end) ``statement`` uses."""
     return max(n for n in range(1, 6) if f"?{n}" in statement)

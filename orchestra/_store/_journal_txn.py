@@ -8,14 +8,14 @@ effects, and an interrupted one is found with none of them.
 from __future__ import annotations
 
 import json
-import sqlite3
 
 from orchestra._errors import StoreError, UserError
 from orchestra._store import _rows
 from orchestra._store._board_txn import apply_writes, register_agent
-from orchestra._store._codec import Encoder, short
+from orchestra._store._codec import short
 from orchestra._store._event_txn import append_event, append_step_event, batched_events
 from orchestra._store._task_txn import LeaseInfo, check_lease
+from orchestra._store._txn import Txn
 from orchestra._store.protocol import Lease, StepResult, Writes
 from orchestra._types import JSON, STEP_KINDS, StepKind, Task
 
@@ -58,20 +58,20 @@ def _check_kind(kind: str) -> None:
         raise UserError(f"step kind must be one of {sorted(_KINDS)}, got {kind!r}")
 
 
-def start_step(conn: sqlite3.Connection, enc: Encoder, task_id: str, retry: int, step: int,
-               kind: StepKind, name: str, input_digest: str, lease: Lease, now: float) -> None:
+def start_step(tx: Txn, task_id: str, retry: int, step: int,
+               kind: StepKind, name: str, input_digest: str, lease: Lease) -> None:
     """Journal that a step is about to run; a restarted step counts one more attempt.
 
     A step already completed is left alone: the runtime replays it instead.
     """
     _check_kind(kind)
-    info = check_lease(conn, task_id, lease)
-    row = conn.execute(_START_STEP, (task_id, retry, step, kind, name, input_digest,
-                                     now)).fetchone()
+    info = check_lease(tx, task_id, lease)
+    row = tx.execute(_START_STEP, (task_id, retry, step, kind, name, input_digest,
+                                     tx.now)).fetchone()
     if row is not None and kind != "model":  # model starts are frequent and effect-free
-        append_event(conn, enc, info.run_id, "step.started",
+        append_event(tx, info.run_id, "step.started",
                      {"task": task_id, "step": step, "kind": kind, "name": name,
-                      "attempt": row[0]}, now)
+                      "attempt": row[0]})
 
 
 def _last_reply(writes: Writes) -> str | None:
@@ -119,99 +119,96 @@ def same_json(a: JSON, b: JSON) -> bool:
     return bool(a == b)
 
 
-def complete_step(conn: sqlite3.Connection, enc: Encoder, result: StepResult, lease: Lease,
-                  agent_id: str, writes: Writes | None, now: float,
+def complete_step(tx: Txn, result: StepResult, lease: Lease,
+                  agent_id: str, writes: Writes | None,
                   info: LeaseInfo | None = None) -> int:
     """Record a step's output (or error), apply its writes and add it to the run's totals.
 
     Returns the seq of the last message it appended (0 if none).
     """
-    with batched_events(conn, now):
-        return _complete_step(conn, enc, result, lease, agent_id, writes, now, info)
+    with batched_events(tx):
+        return _complete_step(tx, result, lease, agent_id, writes, info)
 
 
-def _complete_step(conn: sqlite3.Connection, enc: Encoder, result: StepResult, lease: Lease,
-                   agent_id: str, writes: Writes | None, now: float,
+def _complete_step(tx: Txn, result: StepResult, lease: Lease,
+                   agent_id: str, writes: Writes | None,
                    info: LeaseInfo | None) -> int:
     _check_kind(result.kind)
     if info is None:
-        info = check_lease(conn, result.task_id, lease)
+        info = check_lease(tx, result.task_id, lease)
     status = "completed" if result.error is None else "failed"
     field = f"step {result.step} of task {result.task_id}"
     stored = result.output
     last_seq = 0
     if writes:
-        last_seq = apply_writes(conn, enc, info.run_id, agent_id, result.task_id, writes, now)
+        last_seq = apply_writes(tx, info.run_id, agent_id, result.task_id, writes)
         stored = _dedupe_reply(stored, writes, agent_id, last_seq)
     else:
-        register_agent(conn, info.run_id, agent_id, now)  # its journal counts in agent_infos
-    output = None if stored is None else enc.json(stored, field + " output")
-    error = enc.optional_text(result.error, field + " error")
-    row = conn.execute(_COMPLETE_STEP, (
+        register_agent(tx, info.run_id, agent_id)  # its journal counts in agent_infos
+    output = None if stored is None else tx.enc.json(stored, field + " output")
+    error = tx.enc.optional_text(result.error, field + " error")
+    row = tx.execute(_COMPLETE_STEP, (
         result.task_id, result.retry, result.step, result.kind, result.name, result.input_digest,
-        status, output, error, result.tokens_in, result.tokens_out, result.cost, now)).fetchone()
+        status, output, error, result.tokens_in, result.tokens_out, result.cost, tx.now)).fetchone()
     if row is None:
         raise StoreError(
             f"task {result.task_id} retry {result.retry} step {result.step} "
             f"({result.name}) is already completed; its writes were not applied again. "
             "Replay its recorded output instead of completing it twice."
         )
-    append_step_event(conn, enc, info.run_id, f"step.{status}",
+    append_step_event(tx, info.run_id, f"step.{status}",
                       {"task": result.task_id, "step": result.step, "kind": result.kind,
                        "name": result.name, "tokens_in": result.tokens_in,
-                       "tokens_out": result.tokens_out}, now,
+                       "tokens_out": result.tokens_out},
                       tokens_in=result.tokens_in, tokens_out=result.tokens_out,
                       cost=result.cost)
     return last_seq
 
 
-def complete_task(conn: sqlite3.Connection, enc: Encoder, task_id: str, lease: Lease,
-                  result: JSON, agent_id: str, writes: Writes | None, step: StepResult | None,
-                  now: float) -> Task:
+def complete_task(tx: Txn, task_id: str, lease: Lease, result: JSON, agent_id: str,
+                  writes: Writes | None, step: StepResult | None) -> Task:
     """End a task successfully: its last step, its writes, its result and its event."""
-    with batched_events(conn, now):
-        return _complete_task(conn, enc, task_id, lease, result, agent_id, writes, step, now)
+    with batched_events(tx):
+        return _complete_task(tx, task_id, lease, result, agent_id, writes, step)
 
 
-def _complete_task(conn: sqlite3.Connection, enc: Encoder, task_id: str, lease: Lease,
-                   result: JSON, agent_id: str, writes: Writes | None, step: StepResult | None,
-                   now: float) -> Task:
-    info = check_lease(conn, task_id, lease)
+def _complete_task(tx: Txn, task_id: str, lease: Lease, result: JSON, agent_id: str,
+                   writes: Writes | None, step: StepResult | None) -> Task:
+    info = check_lease(tx, task_id, lease)
     if step is not None:
         if step.task_id != task_id:
             raise UserError(f"complete_task({task_id!r}) got a step of task {step.task_id!r}")
-        last_seq = complete_step(conn, enc, step, lease, agent_id, writes, now, info)
+        last_seq = complete_step(tx, step, lease, agent_id, writes, info)
     else:
-        last_seq = apply_writes(conn, enc, info.run_id, agent_id, task_id, writes, now)
-    result_text: str | None = enc.json(result, f"result of task {task_id}")
+        last_seq = apply_writes(tx, info.run_id, agent_id, task_id, writes)
+    result_text: str | None = tx.enc.json(result, f"result of task {task_id}")
     result_msg = None
     if writes and _is_last_reply(result, writes):
-        row = conn.execute(_MESSAGE_ROWID, (agent_id, last_seq)).fetchone()
+        row = tx.execute(_MESSAGE_ROWID, (agent_id, last_seq)).fetchone()
         if row is not None:
             result_text, result_msg = None, row[0]
-    task = _rows.task(conn.execute(_FINISH_TASK, ("completed", result_text, None, now,
+    task = _rows.task(tx.execute(_FINISH_TASK, ("completed", result_text, None, tx.now,
                                                   result_msg, task_id)).fetchone())
-    append_event(conn, enc, info.run_id, "task.completed",
-                 {"task": task_id, "role": info.role}, now)
+    append_event(tx, info.run_id, "task.completed",
+                 {"task": task_id, "role": info.role})
     return task
 
 
-def fail_task(conn: sqlite3.Connection, enc: Encoder, task_id: str, lease: Lease, error: str,
-              retry_at: float | None, agent_id: str | None, writes: Writes | None,
-              now: float) -> Task:
+def fail_task(tx: Txn, task_id: str, lease: Lease, error: str,
+              retry_at: float | None, agent_id: str | None, writes: Writes | None) -> Task:
     """Requeue the task for a later retry if its budget allows, else fail it for good."""
-    info = check_lease(conn, task_id, lease)
-    apply_writes(conn, enc, info.run_id, agent_id, task_id, writes, now)
-    error_text = enc.text(error, f"error of task {task_id}")
+    info = check_lease(tx, task_id, lease)
+    apply_writes(tx, info.run_id, agent_id, task_id, writes)
+    error_text = tx.enc.text(error, f"error of task {task_id}")
     if retry_at is not None and info.retries + 1 < info.max_attempts:
-        task = _rows.task(conn.execute(_RETRY_TASK, (retry_at, error_text, now,
+        task = _rows.task(tx.execute(_RETRY_TASK, (retry_at, error_text, tx.now,
                                                      task_id)).fetchone())
-        append_event(conn, enc, info.run_id, "task.retrying",
+        append_event(tx, info.run_id, "task.retrying",
                      {"task": task_id, "role": info.role, "retries": task.retries,
-                      "not_before": retry_at, "error": short(error)}, now)
+                      "not_before": retry_at, "error": short(error)})
         return task
-    task = _rows.task(conn.execute(_FINISH_TASK, ("failed", None, error_text, now, None,
+    task = _rows.task(tx.execute(_FINISH_TASK, ("failed", None, error_text, tx.now, None,
                                                   task_id)).fetchone())
-    append_event(conn, enc, info.run_id, "task.failed",
-                 {"task": task_id, "role": info.role, "error": short(error)}, now)
+    append_event(tx, info.run_id, "task.failed",
+                 {"task": task_id, "role": info.role, "error": short(error)})
     return task

@@ -14,6 +14,7 @@ import sqlite3
 from collections.abc import Sequence
 
 from orchestra._errors import NotFoundError, UserError
+from orchestra._store._txn import Txn
 from orchestra._types import TERMINAL_RUN_STATUSES
 
 _TERMINAL = "(" + ", ".join(f"'{s}'" for s in sorted(TERMINAL_RUN_STATUSES)) + ")"
@@ -72,30 +73,30 @@ def batches(runs: Sequence[tuple[str, int]], batch_rows: int) -> list[list[str]]
     return groups
 
 
-def delete_runs(conn: sqlite3.Connection, run_ids: Sequence[str]) -> int:
+def delete_runs(tx: Txn, run_ids: Sequence[str]) -> int:
     """Delete finished runs and every row they own; returns the rows deleted."""
     for run_id in run_ids:
-        row = conn.execute(_STATUS, (run_id,)).fetchone()
+        row = tx.execute(_STATUS, (run_id,)).fetchone()
         if row is None:
             raise NotFoundError(f"run {run_id!r} does not exist")
         if row[0] not in TERMINAL_RUN_STATUSES:
             raise UserError(f"run {run_id} is {row[0]}; cancel it first, then delete it")
     ids = json.dumps(list(run_ids))
-    before = conn.total_changes
+    before = tx.conn.total_changes
     for statement in DELETE_RUNS:
-        conn.execute(statement, (ids,))
-    return conn.total_changes - before
+        tx.execute(statement, (ids,))
+    return tx.conn.total_changes - before
 
 
-def delete_some(conn: sqlite3.Connection, run_id: str, batch_rows: int) -> bool:
+def delete_some(tx: Txn, run_id: str, batch_rows: int) -> bool:
     """Delete up to ``batch_rows`` of a large finished run's oldest events, else of one of
     its agents' oldest messages; False once it has neither (then :func:`delete_runs` it)."""
-    row = conn.execute(_FIRST_EVENT, (run_id,)).fetchone()
+    row = tx.execute(_FIRST_EVENT, (run_id,)).fetchone()
     if row[0] is not None:
-        conn.execute(_EVENT_RANGE, (run_id, row[0] + batch_rows))
+        tx.execute(_EVENT_RANGE, (run_id, row[0] + batch_rows))
         return True
-    row = conn.execute(_FIRST_MESSAGE, (run_id,)).fetchone()
+    row = tx.execute(_FIRST_MESSAGE, (run_id,)).fetchone()
     if row is None:
         return False
-    conn.execute(_MESSAGE_RANGE, (row[0], row[1] + batch_rows))
+    tx.execute(_MESSAGE_RANGE, (row[0], row[1] + batch_rows))
     return True

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Collection, Sequence
 
 from orchestra._errors import NotFoundError, UserError
 from orchestra._store import _rows
-from orchestra._store._codec import Encoder, new_id, short
+from orchestra._store._codec import new_id, short
 from orchestra._store._event_txn import append_event, require_run
 from orchestra._store._task_txn import insert_tasks
+from orchestra._store._txn import Txn
 from orchestra._store.protocol import NewTask
 from orchestra._types import JSON, RUN_STATUSES, Run, RunStatus, Task
 
@@ -29,33 +29,32 @@ _CANCEL_TASKS = (
 _STATUSES = frozenset(RUN_STATUSES)
 
 
-def create_run(conn: sqlite3.Connection, enc: Encoder, pipeline: str, input: JSON,
-               run_id: str | None, tasks: Sequence[NewTask], now: float) -> Run:
+def create_run(tx: Txn, pipeline: str, input: JSON,
+               run_id: str | None, tasks: Sequence[NewTask]) -> Run:
     run_id = new_id(12) if run_id is None else run_id
     if not run_id or "/" in run_id:
         raise UserError(f"run_id must be a non-empty string without '/' (agent ids are "
                         f"'run/role'), got {run_id!r}")
-    if conn.execute(_EXISTS, (run_id,)).fetchone() is not None:
+    if tx.execute(_EXISTS, (run_id,)).fetchone() is not None:
         raise UserError(f"run {run_id!r} already exists; choose another run_id or resume it")
-    conn.execute(_INSERT, (run_id, pipeline, enc.json(input, f"input of run {run_id}"), now, now))
-    append_event(conn, enc, run_id, "run.created", {"pipeline": pipeline}, now)
-    insert_tasks(conn, enc, run_id, tasks, now, cause="run")
-    return _rows.run(conn.execute(_GET, (run_id,)).fetchone())
+    text = tx.enc.json(input, f"input of run {run_id}")
+    tx.execute(_INSERT, (run_id, pipeline, text, tx.now, tx.now))
+    append_event(tx, run_id, "run.created", {"pipeline": pipeline})
+    insert_tasks(tx, run_id, tasks, cause="run")
+    return _rows.run(tx.execute(_GET, (run_id,)).fetchone())
 
 
-def add_tasks(conn: sqlite3.Connection, enc: Encoder, run_id: str, tasks: Sequence[NewTask],
-              now: float) -> list[Task]:
-    require_run(conn, run_id)
-    return insert_tasks(conn, enc, run_id, tasks, now)
+def add_tasks(tx: Txn, run_id: str, tasks: Sequence[NewTask]) -> list[Task]:
+    require_run(tx, run_id)
+    return insert_tasks(tx, run_id, tasks)
 
 
-def set_run_status(conn: sqlite3.Connection, enc: Encoder, run_id: str, status: RunStatus,
-                   error: str | None, only_from: Collection[RunStatus] | None,
-                   now: float) -> Run:
+def set_run_status(tx: Txn, run_id: str, status: RunStatus,
+                   error: str | None, only_from: Collection[RunStatus] | None) -> Run:
     """Change a run's status; ``cancelled`` also cancels its live tasks, fencing their workers."""
     if status not in _STATUSES:
         raise UserError(f"run status must be one of {sorted(_STATUSES)}, got {status!r}")
-    row = conn.execute(_STATUS, (run_id,)).fetchone()
+    row = tx.execute(_STATUS, (run_id,)).fetchone()
     if row is None:
         raise NotFoundError(f"run {run_id!r} does not exist")
     current = row[0]
@@ -64,11 +63,11 @@ def set_run_status(conn: sqlite3.Connection, enc: Encoder, run_id: str, status: 
             f"run {run_id} is {current}; this change needs it to be one of "
             f"{sorted(only_from)}"
         )
-    error_text = enc.optional_text(error, f"error of run {run_id}")
-    conn.execute(_SET_STATUS, (status, error_text, now, run_id))
-    append_event(conn, enc, run_id, f"run.{status}",
-                 {"status": status, "previous": current, "error": short(error)}, now)
+    error_text = tx.enc.optional_text(error, f"error of run {run_id}")
+    tx.execute(_SET_STATUS, (status, error_text, tx.now, run_id))
+    append_event(tx, run_id, f"run.{status}",
+                 {"status": status, "previous": current, "error": short(error)})
     if status == "cancelled":
-        for task_id, role in conn.execute(_CANCEL_TASKS, (now, run_id)).fetchall():
-            append_event(conn, enc, run_id, "task.cancelled", {"task": task_id, "role": role}, now)
-    return _rows.run(conn.execute(_GET, (run_id,)).fetchone())
+        for task_id, role in tx.execute(_CANCEL_TASKS, (tx.now, run_id)).fetchall():
+            append_event(tx, run_id, "task.cancelled", {"task": task_id, "role": role})
+    return _rows.run(tx.execute(_GET, (run_id,)).fetchone())

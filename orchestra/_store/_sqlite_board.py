@@ -8,12 +8,12 @@ them through the store's writer or reader.
 from __future__ import annotations
 
 import sqlite3
-import time
 from collections.abc import Callable
 from typing import TypeVar
 
 from orchestra._store import _approval_txn, _board_queries, _board_txn, _queries
 from orchestra._store._codec import Encoder
+from orchestra._store._txn import Txn
 from orchestra._store.protocol import Lease, NewHandoff, NewNote
 from orchestra._types import JSON, Approval, Handoff, Note, Plan
 
@@ -21,11 +21,11 @@ T = TypeVar("T")
 
 
 class BoardMethods:
-    """Mixed into ``SQLiteBlackboard``, which provides ``_enc``, ``_submit`` and ``_read``."""
+    """Mixed into ``SQLiteBlackboard``, which provides ``_enc``, ``_write`` and ``_read``."""
 
     _enc: Encoder
 
-    async def _submit(self, op: Callable[[sqlite3.Connection], T]) -> T:
+    async def _write(self, op: Callable[[Txn], T]) -> T:
         raise NotImplementedError
 
     async def _read(self, op: Callable[[sqlite3.Connection], T]) -> T:
@@ -33,19 +33,14 @@ class BoardMethods:
 
     # -- board ----------------------------------------------------------------
     async def post_plan(self, run_id: str, author: str, body: JSON) -> Plan:
-        enc = self._enc
-        return await self._submit(lambda c: _board_txn.post_plan(c, enc, run_id, author, body,
-                                                                  time.time()))
+        return await self._write(lambda tx: _board_txn.post_plan(tx, run_id, author, body))
 
     async def post_handoff(self, run_id: str, from_agent: str, handoff: NewHandoff) -> Handoff:
-        enc = self._enc
-        return await self._submit(lambda c: _board_txn.post_handoff(
-            c, enc, run_id, from_agent, handoff, time.time()))
+        return await self._write(lambda tx: _board_txn.post_handoff(tx, run_id, from_agent,
+                                                                      handoff))
 
     async def post_note(self, run_id: str, author: str, note: NewNote) -> Note:
-        enc = self._enc
-        return await self._submit(lambda c: _board_txn.post_note(c, enc, run_id, author, note,
-                                                                  time.time()))
+        return await self._write(lambda tx: _board_txn.post_note(tx, run_id, author, note))
 
     async def get_plans(self, run_id: str) -> list[Plan]:
         return await self._read(lambda c: _board_queries.get_plans(c, run_id))
@@ -69,10 +64,8 @@ class BoardMethods:
     # -- approvals ------------------------------------------------------------
     async def request_approval(self, task_id: str, lease: Lease, *, retry: int, step: int,
                                tool: str, arguments: JSON) -> Approval:
-        enc = self._enc
-        return await self._submit(lambda c: _approval_txn.request_approval(
-            c, enc, task_id, lease, retry=retry, step=step, tool=tool, arguments=arguments,
-            now=time.time()))
+        return await self._write(lambda tx: _approval_txn.request_approval(
+            tx, task_id, lease, retry=retry, step=step, tool=tool, arguments=arguments))
 
     async def find_approval(self, task_id: str, retry: int, step: int) -> Approval | None:
         return await self._read(lambda c: _queries.find_approval(c, task_id, retry, step))
@@ -85,6 +78,5 @@ class BoardMethods:
 
     async def decide_approval(self, approval_id: str, *, approved: bool, by: str,
                               reason: str | None = None) -> Approval:
-        enc = self._enc
-        return await self._submit(lambda c: _approval_txn.decide_approval(
-            c, enc, approval_id, approved=approved, by=by, reason=reason, now=time.time()))
+        return await self._write(lambda tx: _approval_txn.decide_approval(
+            tx, approval_id, approved=approved, by=by, reason=reason))

@@ -9,13 +9,13 @@ from __future__ import annotations
 import asyncio
 import os
 import sqlite3
-import time
 from collections.abc import Callable
 from functools import partial
 from typing import TypeVar
 
 from orchestra._store import _fork_txn, _retention_txn
 from orchestra._store._codec import Encoder
+from orchestra._store._txn import Txn
 from orchestra._store.protocol import Pruned
 from orchestra._types import JSON, Run
 
@@ -30,7 +30,7 @@ class RunCopyMethods:
     _enc: Encoder
     _busy_timeout: float
 
-    async def _submit(self, op: Callable[[sqlite3.Connection], T]) -> T:
+    async def _write(self, op: Callable[[Txn], T]) -> T:
         raise NotImplementedError
 
     async def _read(self, op: Callable[[sqlite3.Connection], T]) -> T:
@@ -45,13 +45,12 @@ class RunCopyMethods:
         the rest anew. ``input`` (when not None) replaces the run's input, e.g. to
         record other models for the fork. The source run is not changed.
         """
-        enc = self._enc
-        return await self._submit(lambda c: _fork_txn.fork_run(c, enc, run_id, at_seq, fork_id,
-                                                               input, time.time()))
+        return await self._write(lambda tx: _fork_txn.fork_run(tx, run_id, at_seq, fork_id,
+                                                                 input))
 
     async def delete_run(self, run_id: str) -> None:
         """Delete a finished run and everything it owns; a live run must be cancelled first."""
-        await self._submit(lambda c: _retention_txn.delete_runs(c, [run_id]))
+        await self._write(lambda tx: _retention_txn.delete_runs(tx, [run_id]))
 
     async def prune_runs(self, *, finished_before: float | None = None,
                          keep: int | None = None, vacuum: bool = False,
@@ -69,10 +68,10 @@ class RunCopyMethods:
         rows = 0
         for group in _retention_txn.batches(runs, batch_rows):
             if len(group) == 1:  # possibly larger than a batch: trim it in bounded writes
-                while await self._submit(partial(_retention_txn.delete_some, run_id=group[0],
-                                                 batch_rows=batch_rows)):
+                while await self._write(partial(_retention_txn.delete_some, run_id=group[0],
+                                                batch_rows=batch_rows)):
                     pass
-            rows += await self._submit(partial(_retention_txn.delete_runs, run_ids=group))
+            rows += await self._write(partial(_retention_txn.delete_runs, run_ids=group))
         freed = await asyncio.to_thread(self._vacuum) if vacuum else 0
         return Pruned(runs=[run_id for run_id, _ in runs], rows=rows, freed_bytes=freed)
 

@@ -8,14 +8,13 @@ so a worker whose task was requeued and reclaimed cannot write over the new owne
 from __future__ import annotations
 
 import json
-import sqlite3
-from collections.abc import Collection, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Collection, Sequence
 
 from orchestra._errors import LeaseLostError, NotFoundError, UserError
 from orchestra._store import _rows
-from orchestra._store._codec import Encoder, new_id
+from orchestra._store._codec import new_id
 from orchestra._store._event_txn import append_event, require_run
+from orchestra._store._txn import Txn
 from orchestra._store.protocol import Lease, NewTask
 from orchestra._types import Task, TaskStatus
 
@@ -90,20 +89,6 @@ class Claimer:
         return True
 
 
-# At most one claimer per connection; a connection runs one write at a time.
-_claimers: dict[int, Claimer] = {}
-
-
-@contextmanager
-def claiming(conn: sqlite3.Connection, claimer: Claimer) -> Iterator[Claimer]:
-    """Tasks inserted on ``conn`` inside the block are claimed by ``claimer`` while it has room."""
-    _claimers[id(conn)] = claimer
-    try:
-        yield claimer
-    finally:
-        del _claimers[id(conn)]
-
-
 class LeaseInfo:
     """What a fenced write needs to know about its task."""
 
@@ -118,9 +103,9 @@ class LeaseInfo:
         self.max_attempts = max_attempts
 
 
-def check_lease(conn: sqlite3.Connection, task_id: str, lease: Lease) -> LeaseInfo:
+def check_lease(tx: Txn, task_id: str, lease: Lease) -> LeaseInfo:
     """Raise ``LeaseLostError`` unless ``lease`` still holds ``task_id``; nothing is written."""
-    row = conn.execute(_LEASE, (task_id,)).fetchone()
+    row = tx.execute(_LEASE, (task_id,)).fetchone()
     if row is None:
         raise NotFoundError(f"task {task_id!r} does not exist")
     run_id, role, status, owner, attempt, retries, max_attempts = row
@@ -133,10 +118,10 @@ def check_lease(conn: sqlite3.Connection, task_id: str, lease: Lease) -> LeaseIn
     return LeaseInfo(task_id, run_id, role, retries, max_attempts)
 
 
-def insert_task(conn: sqlite3.Connection, enc: Encoder, run_id: str, new: NewTask, now: float,
-                *, parent_id: str | None = None, cause: str | None = None,
-                announce: bool = True, handoff: tuple[str, str] | None = None) -> Task:
-    """Create a pending task (or, inside :func:`claiming`, a claimed one) and
+def insert_task(tx: Txn, run_id: str, new: NewTask, *, parent_id: str | None = None,
+                cause: str | None = None, announce: bool = True,
+                handoff: tuple[str, str] | None = None) -> Task:
+    """Create a pending task (or, when ``tx.claimer`` has room, a claimed one) and
     (``announce``) its ``task.created`` event.
 
     A task whose ``key`` already exists in the run is not created again: the
@@ -149,27 +134,27 @@ def insert_task(conn: sqlite3.Connection, enc: Encoder, run_id: str, new: NewTas
     if new.max_attempts < 1:
         raise UserError(f"task for {new.role!r}: max_attempts must be >= 1, got {new.max_attempts}")
     if new.key is not None:
-        row = conn.execute(_BY_KEY, (run_id, new.key)).fetchone()
+        row = tx.execute(_BY_KEY, (run_id, new.key)).fetchone()
         if row is not None:
             return _rows.task(row)
     task_id = new_id()
     parent = new.parent_id if new.parent_id is not None else parent_id
     why = new.cause if new.cause is not None else cause
-    input_text = enc.json(new.input, f"handoff payload to {new.role!r}" if handoff is not None
+    input_text = tx.enc.json(new.input, f"handoff payload to {new.role!r}" if handoff is not None
                           else f"task input for {new.role!r}")
     if announce:
-        append_event(conn, enc, run_id, "task.created",  # first: it refuses an unknown run
-                     {"task": task_id, "role": new.role, "cause": why}, now)
+        append_event(tx, run_id, "task.created",  # first: it refuses an unknown run
+                     {"task": task_id, "role": new.role, "cause": why})
     else:
-        require_run(conn, run_id)
+        require_run(tx, run_id)
     from_agent, note = handoff if handoff is not None else (None, None)
-    claimer = _claimers.get(id(conn))
+    now, claimer = tx.now, tx.claimer
     status: TaskStatus = "pending"
     attempt, owner, lease_ends = 0, None, None
     if claimer is not None and claimer.take(new.role, new.not_before, now):
         status, attempt, owner = "running", 1, claimer.owner
         lease_ends = now + claimer.lease_seconds
-    conn.execute(_INSERT, (task_id, run_id, new.role, input_text, status, attempt, owner,
+    tx.execute(_INSERT, (task_id, run_id, new.role, input_text, status, attempt, owner,
                            lease_ends, new.max_attempts, new.not_before, parent, why, new.key,
                            from_agent, note, now, now))
     task = Task(task_id, run_id, new.role, new.input, status, attempt=attempt,
@@ -181,50 +166,50 @@ def insert_task(conn: sqlite3.Connection, enc: Encoder, run_id: str, new: NewTas
     return task
 
 
-def insert_tasks(conn: sqlite3.Connection, enc: Encoder, run_id: str, tasks: Sequence[NewTask],
-                 now: float, *, parent_id: str | None = None,
+def insert_tasks(tx: Txn, run_id: str, tasks: Sequence[NewTask],
+                 *, parent_id: str | None = None,
                  cause: str | None = None) -> list[Task]:
-    return [insert_task(conn, enc, run_id, t, now, parent_id=parent_id, cause=cause)
+    return [insert_task(tx, run_id, t, parent_id=parent_id, cause=cause)
             for t in tasks]
 
 
-def claim(conn: sqlite3.Connection, enc: Encoder, owner: str, now: float, *,
+def claim(tx: Txn, owner: str, *,
           run_id: str | None, roles: Collection[str] | None, lease_seconds: float) -> Task | None:
     """Lease the oldest claimable pending task to ``owner``, or return None."""
-    tasks = _claim(conn, enc, owner, now, run_id=run_id, roles=roles,
+    tasks = _claim(tx, owner, run_id=run_id, roles=roles,
                    lease_seconds=lease_seconds, limit=1)
     return tasks[0] if tasks else None
 
 
-def _claim(conn: sqlite3.Connection, enc: Encoder, owner: str, now: float, *,
+def _claim(tx: Txn, owner: str, *,
            run_id: str | None, roles: Collection[str] | None, lease_seconds: float,
            limit: int, announce: bool = True) -> list[Task]:
     """Lease up to ``limit`` of the oldest claimable pending tasks to ``owner``."""
     if not owner:
         raise UserError("claim_task needs a non-empty owner")
     roles_json = None if roles is None else json.dumps(sorted(roles))
-    rows = conn.execute(_CLAIM, (owner, now + lease_seconds, now, run_id, roles_json,
+    rows = tx.execute(_CLAIM, (owner, tx.now + lease_seconds, tx.now, run_id, roles_json,
                                  limit)).fetchall()
     # RETURNING gives rows in no set order; hand them out oldest first, as claimed
     tasks = sorted((_rows.task(row) for row in rows), key=lambda t: t.created_at)
     if announce:
-        announce_claims(conn, enc, tasks, owner, now)
+        announce_claims(tx, tasks, owner)
     return tasks
 
 
-def announce_claims(conn: sqlite3.Connection, enc: Encoder, tasks: Sequence[Task], owner: str,
-                    now: float, prestart: Collection[str] = ()) -> None:
+def announce_claims(tx: Txn, tasks: Sequence[Task], owner: str,
+                    prestart: Collection[str] = ()) -> None:
     """The ``task.claimed`` events of ``tasks``; a fresh task of a role in ``prestart``
     also gets its first step, a model call, journaled as started."""
     for task in tasks:
-        append_event(conn, enc, task.run_id, "task.claimed",
+        append_event(tx, task.run_id, "task.claimed",
                      {"task": task.id, "role": task.role, "attempt": task.attempt,
-                      "owner": owner}, now)
+                      "owner": owner})
         if task.attempt == 1 and task.role in prestart:
-            conn.execute(_PRESTART, (task.id, task.retries, now))
+            tx.execute(_PRESTART, (task.id, task.retries, tx.now))
 
 
-def claim_many(conn: sqlite3.Connection, enc: Encoder, owner: str, now: float, *,
+def claim_many(tx: Txn, owner: str, *,
                run_id: str | None, capacity: dict[str, int], limit: int,
                lease_seconds: float, prestart: Collection[str] = (),
                announce: bool = True) -> list[Task]:
@@ -237,16 +222,16 @@ def claim_many(conn: sqlite3.Connection, enc: Encoder, owner: str, now: float, *
     """
     free = {role: n for role, n in capacity.items() if n > 0}
     claimed: list[Task] = []
-    if run_id is not None and conn.execute(_RUN_HAS_PENDING, (run_id,)).fetchone() is None:
+    if run_id is not None and tx.execute(_RUN_HAS_PENDING, (run_id,)).fetchone() is None:
         return claimed  # the usual case for a busy run: an index probe, not a claim scan
     while free and len(claimed) < limit:
         # As many as every free role can still take: fewer back means none are left,
         # so a worker with room for more learns it without a second, empty claim.
         want = min(limit - len(claimed), *free.values())
-        tasks = _claim(conn, enc, owner, now, run_id=run_id, roles=tuple(free),
+        tasks = _claim(tx, owner, run_id=run_id, roles=tuple(free),
                        lease_seconds=lease_seconds, limit=want, announce=False)
         if announce:
-            announce_claims(conn, enc, tasks, owner, now, prestart)
+            announce_claims(tx, tasks, owner, prestart)
         for task in tasks:
             claimed.append(task)
             free[task.role] -= 1
@@ -264,38 +249,38 @@ UPDATE tasks SET status = 'pending', retries = retries + 1, error = NULL, not_be
 WHERE id = ? RETURNING {_rows.TASK_COLS}"""
 
 
-def retry_failed(conn: sqlite3.Connection, enc: Encoder, run_id: str, now: float) -> list[Task]:
+def retry_failed(tx: Txn, run_id: str) -> list[Task]:
     """Give every failed task of a run another attempt (a fresh journal: ``retries + 1``)."""
     out = []
-    for (task_id,) in conn.execute(_FAILED_TASKS, (run_id,)).fetchall():
-        task = _rows.task(conn.execute(_RETRY_FAILED, (now, task_id)).fetchone())
-        append_event(conn, enc, run_id, "task.requeued",
+    for (task_id,) in tx.execute(_FAILED_TASKS, (run_id,)).fetchall():
+        task = _rows.task(tx.execute(_RETRY_FAILED, (tx.now, task_id)).fetchone())
+        append_event(tx, run_id, "task.requeued",
                      {"task": task.id, "role": task.role, "retries": task.retries,
-                      "cause": "resume"}, now)
+                      "cause": "resume"})
         out.append(task)
     return out
 
 
-def heartbeat(conn: sqlite3.Connection, task_id: str, lease: Lease, now: float,
-              lease_seconds: float) -> bool:
+def heartbeat(tx: Txn, task_id: str, lease: Lease, lease_seconds: float) -> bool:
     """Extend a held lease (no event: it changes no state anyone follows)."""
-    cur = conn.execute(_HEARTBEAT, (now + lease_seconds, now, task_id, lease.owner, lease.attempt))
+    cur = tx.execute(_HEARTBEAT, (tx.now + lease_seconds, tx.now, task_id, lease.owner,
+                                  lease.attempt))
     if cur.rowcount == 1:
         return True
-    if conn.execute(_EXISTS, (task_id,)).fetchone() is None:
+    if tx.execute(_EXISTS, (task_id,)).fetchone() is None:
         raise NotFoundError(f"task {task_id!r} does not exist")
     return False
 
 
-def release_leases(conn: sqlite3.Connection, enc: Encoder, now: float, *, run_id: str | None,
+def release_leases(tx: Txn, *, run_id: str | None,
                    owners: Collection[str]) -> list[Task]:
     """Requeue running tasks whose lease expired or whose owner is in ``owners``."""
-    lost = conn.execute(_LOST_LEASES, (run_id, now, json.dumps(list(owners)))).fetchall()
+    lost = tx.execute(_LOST_LEASES, (run_id, tx.now, json.dumps(list(owners)))).fetchall()
     released = []
     for old in lost:
-        task = _rows.task(conn.execute(_REQUEUE, (now, old[0])).fetchone())
-        append_event(conn, enc, task.run_id, "task.requeued",
+        task = _rows.task(tx.execute(_REQUEUE, (tx.now, old[0])).fetchone())
+        append_event(tx, task.run_id, "task.requeued",
                      {"task": task.id, "role": task.role, "attempt": task.attempt,
-                      "owner": old[8]}, now)
+                      "owner": old[8]})
         released.append(task)
     return released

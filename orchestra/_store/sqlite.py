@@ -34,6 +34,7 @@ from orchestra._store._connection import configure, connect, on_thread
 from orchestra._store._event_txn import append_event, batched_events
 from orchestra._store._sqlite_board import BoardMethods
 from orchestra._store._sqlite_runs import RunCopyMethods
+from orchestra._store._txn import Txn
 from orchestra._store._writer import GroupCommitWriter
 from orchestra._store.protocol import (
     Blackboard,
@@ -161,6 +162,11 @@ class SQLiteBlackboard(BoardMethods, RunCopyMethods):
     async def _submit(self, op: Callable[[sqlite3.Connection], T]) -> T:
         return await self._writer.submit(op)
 
+    async def _write(self, op: Callable[[Txn], T]) -> T:
+        """Run ``op`` as one write: on the writer's connection, stamped when it runs."""
+        enc = self._enc
+        return await self._writer.submit(lambda c: op(Txn(c, enc, time.time())))
+
     async def _read(self, op: Callable[[sqlite3.Connection], T]) -> T:
         if self._closed:
             raise StoreError("the store is closed; open it again to read")
@@ -174,9 +180,9 @@ class SQLiteBlackboard(BoardMethods, RunCopyMethods):
     # -- runs -----------------------------------------------------------------
     async def create_run(self, pipeline: str, input: JSON, *, run_id: str | None = None,
                          tasks: Sequence[NewTask] = ()) -> Run:
-        enc, tasks = self._enc, tuple(tasks)
-        return await self._submit(lambda c: _run_txn.create_run(
-            c, enc, pipeline, input, run_id, tasks, time.time()))
+        tasks = tuple(tasks)
+        return await self._write(lambda tx: _run_txn.create_run(tx, pipeline, input, run_id,
+                                                                  tasks))
 
     async def get_run(self, run_id: str) -> Run:
         return await self._read(lambda c: _queries.get_run(c, run_id))
@@ -191,16 +197,14 @@ class SQLiteBlackboard(BoardMethods, RunCopyMethods):
 
     async def set_run_status(self, run_id: str, status: RunStatus, *, error: str | None = None,
                              only_from: Collection[RunStatus] | None = None) -> Run:
-        enc = self._enc
         allowed = None if only_from is None else frozenset(only_from)
-        return await self._submit(lambda c: _run_txn.set_run_status(
-            c, enc, run_id, status, error, allowed, time.time()))
+        return await self._write(lambda tx: _run_txn.set_run_status(tx, run_id, status, error,
+                                                                      allowed))
 
     # -- tasks and leases -----------------------------------------------------
     async def add_tasks(self, run_id: str, tasks: Sequence[NewTask]) -> list[Task]:
-        enc, tasks = self._enc, tuple(tasks)
-        return await self._submit(lambda c: _run_txn.add_tasks(c, enc, run_id, tasks,
-                                                                 time.time()))
+        tasks = tuple(tasks)
+        return await self._write(lambda tx: _run_txn.add_tasks(tx, run_id, tasks))
 
     async def get_task(self, task_id: str) -> Task:
         return await self._read(lambda c: _queries.get_task(c, task_id))
@@ -216,41 +220,39 @@ class SQLiteBlackboard(BoardMethods, RunCopyMethods):
     async def claim_task(self, owner: str, *, run_id: str | None = None,
                          roles: Collection[str] | None = None,
                          lease_seconds: float = 30.0) -> Task | None:
-        enc, roles = self._enc, None if roles is None else tuple(roles)
-        return await self._submit(lambda c: _task_txn.claim(
-            c, enc, owner, time.time(), run_id=run_id, roles=roles, lease_seconds=lease_seconds))
+        roles = None if roles is None else tuple(roles)
+        return await self._write(lambda tx: _task_txn.claim(
+            tx, owner, run_id=run_id, roles=roles, lease_seconds=lease_seconds))
 
     async def claim_tasks(self, owner: str, *, capacity: dict[str, int], limit: int,
                           run_id: str | None = None, lease_seconds: float = 30.0,
                           prestart: frozenset[str] = frozenset()) -> list[Task]:
         """Claim up to ``limit`` ready tasks (at most ``capacity[role]`` of each role) in
         one transaction: a coordinator with free slots fills them in one round trip."""
-        enc, capacity = self._enc, dict(capacity)
-        return await self._submit(lambda c: _task_txn.claim_many(
-            c, enc, owner, time.time(), run_id=run_id, capacity=capacity, limit=limit,
+        capacity = dict(capacity)
+        return await self._write(lambda tx: _task_txn.claim_many(
+            tx, owner, run_id=run_id, capacity=capacity, limit=limit,
             lease_seconds=lease_seconds, prestart=prestart))
 
     async def retry_failed_tasks(self, run_id: str) -> list[Task]:
         """Put a run's failed tasks back in the queue, each with a fresh journal retry."""
-        enc = self._enc
-        return await self._submit(lambda c: _task_txn.retry_failed(c, enc, run_id, time.time()))
+        return await self._write(lambda tx: _task_txn.retry_failed(tx, run_id))
 
     async def heartbeat(self, task_id: str, lease: Lease, lease_seconds: float) -> bool:
-        return await self._submit(lambda c: _task_txn.heartbeat(
-            c, task_id, lease, time.time(), lease_seconds))
+        return await self._write(lambda tx: _task_txn.heartbeat(tx, task_id, lease,
+                                                                  lease_seconds))
 
     async def release_leases(self, run_id: str | None = None, *,
                              owners: Collection[str] = ()) -> list[Task]:
-        enc, owners = self._enc, tuple(owners)
-        return await self._submit(lambda c: _task_txn.release_leases(
-            c, enc, time.time(), run_id=run_id, owners=owners))
+        owners = tuple(owners)
+        return await self._write(lambda tx: _task_txn.release_leases(
+            tx, run_id=run_id, owners=owners))
 
     async def complete_task(self, task_id: str, lease: Lease, result: JSON, *,
                             agent_id: str, writes: Writes | None = None,
                             step: StepResult | None = None) -> Task:
-        enc = self._enc
-        return await self._submit(lambda c: _journal_txn.complete_task(
-            c, enc, task_id, lease, result, agent_id, writes, step, time.time()))
+        return await self._write(lambda tx: _journal_txn.complete_task(
+            tx, task_id, lease, result, agent_id, writes, step))
 
     async def complete_task_and_claim(self, task_id: str, lease: Lease, result: JSON, *,
                                       agent_id: str, claim: ClaimSpec,
@@ -259,14 +261,12 @@ class SQLiteBlackboard(BoardMethods, RunCopyMethods):
                                       ) -> tuple[Task, list[Task]]:
         """``complete_task`` and then ``claim_tasks`` in one transaction: a busy worker
         hands in one result and takes its next work in a single round trip."""
-        enc = self._enc
 
-        def op(c: sqlite3.Connection) -> tuple[Task, list[Task]]:
-            now = time.time()
-            with batched_events(c, now):
+        def op(tx: Txn) -> tuple[Task, list[Task]]:
+            with batched_events(tx):
                 # the run's older pending tasks first; room left over takes the tasks this
                 # one routes as they are inserted (see ``_task_txn.Claimer``)
-                older = _task_txn.claim_many(c, enc, claim.owner, now, run_id=claim.run_id,
+                older = _task_txn.claim_many(tx, claim.owner, run_id=claim.run_id,
                                              capacity=dict(claim.capacity), limit=claim.limit,
                                              lease_seconds=claim.lease_seconds,
                                              announce=False)
@@ -275,21 +275,20 @@ class SQLiteBlackboard(BoardMethods, RunCopyMethods):
                     room[task.role] -= 1
                 claimer = _task_txn.Claimer(claim.owner, room, claim.limit - len(older),
                                             claim.lease_seconds)
-                with _task_txn.claiming(c, claimer):
-                    done = _journal_txn.complete_task(c, enc, task_id, lease, result, agent_id,
-                                                      writes, step, now)
+                with tx.claiming(claimer):
+                    done = _journal_txn.complete_task(tx, task_id, lease, result, agent_id,
+                                                      writes, step)
                 nxt = older + claimer.claimed
-                _task_txn.announce_claims(c, enc, nxt, claim.owner, now, claim.prestart)
+                _task_txn.announce_claims(tx, nxt, claim.owner, claim.prestart)
             return done, nxt
 
-        return await self._submit(op)
+        return await self._write(op)
 
     async def fail_task(self, task_id: str, lease: Lease, error: str, *,
                         retry_at: float | None = None, agent_id: str | None = None,
                         writes: Writes | None = None) -> Task:
-        enc = self._enc
-        return await self._submit(lambda c: _journal_txn.fail_task(
-            c, enc, task_id, lease, error, retry_at, agent_id, writes, time.time()))
+        return await self._write(lambda tx: _journal_txn.fail_task(
+            tx, task_id, lease, error, retry_at, agent_id, writes))
 
     # -- step journal ---------------------------------------------------------
     async def get_steps(self, task_id: str, retry: int) -> list[Step]:
@@ -297,15 +296,13 @@ class SQLiteBlackboard(BoardMethods, RunCopyMethods):
 
     async def start_step(self, task_id: str, retry: int, step: int, kind: StepKind,
                          name: str, input_digest: str, lease: Lease) -> None:
-        enc = self._enc
-        await self._submit(lambda c: _journal_txn.start_step(
-            c, enc, task_id, retry, step, kind, name, input_digest, lease, time.time()))
+        await self._write(lambda tx: _journal_txn.start_step(
+            tx, task_id, retry, step, kind, name, input_digest, lease))
 
     async def complete_step(self, result: StepResult, lease: Lease, *, agent_id: str,
                             writes: Writes | None = None) -> None:
-        enc = self._enc
-        await self._submit(lambda c: _journal_txn.complete_step(
-            c, enc, result, lease, agent_id, writes, time.time()))
+        await self._write(lambda tx: _journal_txn.complete_step(tx, result, lease, agent_id,
+                                                                  writes))
 
     async def step_counts(self, run_id: str) -> dict[str, int]:
         """Journal totals of a run: ``completed``, ``failed``, ``started`` (in flight or
@@ -333,9 +330,7 @@ class SQLiteBlackboard(BoardMethods, RunCopyMethods):
 
     # -- events ---------------------------------------------------------------
     async def append_event(self, run_id: str, kind: str, data: JSON) -> Event:
-        enc = self._enc
-        return await self._submit(lambda c: append_event(c, enc, run_id, kind, data,
-                                                         time.time()))
+        return await self._write(lambda tx: append_event(tx, run_id, kind, data))
 
     async def events(self, run_id: str, *, starting_after: int = 0,
                      limit: int = 500) -> list[Event]:

@@ -12,6 +12,7 @@ from orchestra._errors import NotFoundError
 from orchestra._store import SQLiteBlackboard
 from orchestra._store._codec import Encoder
 from orchestra._store._event_txn import append_event, append_step_event, batched_events
+from orchestra._store._txn import Txn
 
 ENC = Encoder(1 << 20)
 
@@ -39,14 +40,16 @@ def _run(conn: sqlite3.Connection, run_id: str) -> tuple[int, int, int, int]:
 def test_a_batch_writes_what_single_events_would(conn: sqlite3.Connection) -> None:
     before = {r: _run(conn, r)[0] for r in ("a", "b")}
     conn.execute("BEGIN IMMEDIATE")
-    with batched_events(conn, 1.0):
-        seqs = [append_event(conn, ENC, "a", "x.one", {}, 1.0).seq,
-                append_step_event(conn, ENC, "b", "step.completed", {}, 1.0, tokens_in=3,
-                                  tokens_out=4, cost=0.0).seq,
-                append_step_event(conn, ENC, "a", "step.completed", {}, 1.0, tokens_in=5,
-                                  tokens_out=6, cost=0.0).seq]
-        with batched_events(conn, 1.0):  # nested: joins the outer batch
-            seqs.append(append_event(conn, ENC, "a", "x.two", {"k": 1}, 1.0).seq)
+    tx = Txn(conn, ENC, 1.0)
+    with batched_events(tx):
+        seqs = [append_event(tx, "a", "x.one", {}).seq,
+                append_step_event(tx, "b", "step.completed", {}, tokens_in=3, tokens_out=4,
+                                  cost=0.0).seq,
+                append_step_event(tx, "a", "step.completed", {}, tokens_in=5, tokens_out=6,
+                                  cost=0.0).seq]
+        with batched_events(tx):  # nested: joins the outer batch
+            seqs.append(append_event(tx, "a", "x.two", {"k": 1}).seq)
+    assert tx.events is None  # the batch lives on the transaction object, and ends with it
     conn.execute("COMMIT")
     a, b = before["a"], before["b"]
     assert seqs == [a + 1, b + 1, a + 2, a + 3]
@@ -60,20 +63,23 @@ def test_a_batch_writes_what_single_events_would(conn: sqlite3.Connection) -> No
 def test_a_batch_that_raises_writes_nothing_and_takes_no_seq(conn: sqlite3.Connection) -> None:
     log, last = _log(conn), _run(conn, "a")
     conn.execute("BEGIN IMMEDIATE")
-    with pytest.raises(RuntimeError), batched_events(conn, 1.0):
-        append_event(conn, ENC, "a", "x.one", {}, 1.0)
-        append_event(conn, ENC, "a", "x.two", {}, 1.0)
+    tx = Txn(conn, ENC, 1.0)
+    with pytest.raises(RuntimeError), batched_events(tx):
+        append_event(tx, "a", "x.one", {})
+        append_event(tx, "a", "x.two", {})
         raise RuntimeError("boom")
     conn.execute("ROLLBACK")
     assert (_log(conn), _run(conn, "a")) == (log, last)
     conn.execute("BEGIN IMMEDIATE")
-    with batched_events(conn, 1.0):  # the connection is usable again: no batch left open
-        assert append_event(conn, ENC, "a", "x.three", {}, 1.0).seq == last[0] + 1
+    tx = Txn(conn, ENC, 1.0)
+    with batched_events(tx):  # a new transaction starts with no batch
+        assert append_event(tx, "a", "x.three", {}).seq == last[0] + 1
     conn.execute("COMMIT")
 
 
 def test_an_unknown_run_is_refused_in_a_batch(conn: sqlite3.Connection) -> None:
     conn.execute("BEGIN IMMEDIATE")
-    with pytest.raises(NotFoundError, match="'nope'"), batched_events(conn, 1.0):
-        append_event(conn, ENC, "nope", "x", {}, 1.0)
+    tx = Txn(conn, ENC, 1.0)
+    with pytest.raises(NotFoundError, match="'nope'"), batched_events(tx):
+        append_event(tx, "nope", "x", {})
     conn.execute("ROLLBACK")
