@@ -90,7 +90,9 @@ def test_ctrl_c_stops_cleanly_and_resume_finishes(tmp_path: Path) -> None:
 
 
 def test_cancel_from_another_process_stops_the_run(tmp_path: Path) -> None:
-    proc, db, log = start_slow_run(tmp_path, turns=100, delay=0.05)
+    # slow enough that the run (20 model calls at most) outlasts a loaded machine's
+    # start-up of `orchestra cancel`
+    proc, db, log = start_slow_run(tmp_path, turns=100, delay=0.5)
     try:
         run_id = only_run_id(db)
         res = cli("cancel", run_id, "--db", db)
