@@ -23,19 +23,17 @@ SELECT id, last_seq FROM runs
 WHERE status IN {_TERMINAL} AND (?1 IS NULL OR updated_at < ?1)
 ORDER BY updated_at DESC, id DESC LIMIT -1 OFFSET ?2"""
 _IDS = "(SELECT value FROM json_each(?1))"
-# Children before parents, so foreign keys hold at every statement.
-DELETE_RUNS = (
-    f"DELETE FROM events WHERE run_id IN {_IDS}",
-    f"DELETE FROM approvals WHERE run_id IN {_IDS}",
+# Rows owned through a task or an agent go first, then every table with a run_id
+# (found in the schema, so a table added later is pruned too), then tasks, then runs:
+# foreign keys hold at every statement.
+_THROUGH_PARENTS = (
     f"DELETE FROM steps WHERE task_id IN (SELECT id FROM tasks WHERE run_id IN {_IDS})",
     f"DELETE FROM messages WHERE agent_id IN (SELECT id FROM agents WHERE run_id IN {_IDS})",
     f"DELETE FROM compactions WHERE agent_id IN (SELECT id FROM agents WHERE run_id IN {_IDS})",
-    f"DELETE FROM agents WHERE run_id IN {_IDS}",
-    f"DELETE FROM notes WHERE run_id IN {_IDS}",
-    f"DELETE FROM plans WHERE run_id IN {_IDS}",
-    f"DELETE FROM tasks WHERE run_id IN {_IDS}",
-    f"DELETE FROM runs WHERE id IN {_IDS}",
 )
+_TABLES_WITH_RUN_ID = """
+SELECT m.name FROM sqlite_master m JOIN pragma_table_info(m.name) c ON c.name = 'run_id'
+WHERE m.type = 'table' AND m.name NOT IN ('tasks', 'runs') ORDER BY m.name"""
 _STATUS = "SELECT status FROM runs WHERE id = ?"
 _FIRST_EVENT = "SELECT MIN(seq) FROM events WHERE run_id = ?"
 _EVENT_RANGE = "DELETE FROM events WHERE run_id = ? AND seq < ?"
@@ -83,8 +81,12 @@ def delete_runs(tx: Txn, run_ids: Sequence[str]) -> int:
             raise UserError(f"run {run_id} is {row[0]}; cancel it first, then delete it")
     ids = json.dumps(list(run_ids))
     before = tx.conn.total_changes
-    for statement in DELETE_RUNS:
+    for statement in _THROUGH_PARENTS:
         tx.execute(statement, (ids,))
+    for (table,) in tx.execute(_TABLES_WITH_RUN_ID).fetchall():
+        tx.execute(f'DELETE FROM "{table}" WHERE run_id IN {_IDS}', (ids,))
+    tx.execute(f"DELETE FROM tasks WHERE run_id IN {_IDS}", (ids,))
+    tx.execute(f"DELETE FROM runs WHERE id IN {_IDS}", (ids,))
     return tx.conn.total_changes - before
 
 

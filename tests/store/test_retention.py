@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -87,3 +88,16 @@ async def test_prune_leaves_no_row_or_fts_entry_and_vacuum_shrinks_the_file(
 def disk_size(path: Path) -> int:
     wal = path.with_name(path.name + "-wal")
     return path.stat().st_size + (wal.stat().st_size if wal.exists() else 0)
+
+
+async def test_prune_deletes_from_tables_added_later(store: SQLiteBlackboard,
+                                                     db_path: Path) -> None:
+    doomed = await populate(store)
+    await store.set_run_status(doomed, "failed")
+    conn = sqlite3.connect(db_path)
+    with conn:  # e.g. a migration adds a table of per-run rows
+        conn.execute("CREATE TABLE later (run_id TEXT NOT NULL REFERENCES runs (id), x INT)")
+        conn.execute("INSERT INTO later VALUES (?, 1)", (doomed,))
+    conn.close()
+    assert (await store.prune_runs(keep=0)).runs == [doomed]
+    assert query(db_path, "SELECT COUNT(*) FROM later") == [(0,)]

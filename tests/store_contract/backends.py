@@ -8,6 +8,7 @@ empty database or schema, ``open`` connecting to it) and runs this suite unchang
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +21,14 @@ async def _open_sqlite(spec: str, **options: Any) -> Blackboard:
     return await SQLiteBlackboard.open(spec, **options)
 
 
+def _damage_sqlite(spec: str, agent_id: str, seq: int) -> None:
+    conn = sqlite3.connect(spec)
+    with conn:
+        conn.execute("UPDATE messages SET tool_calls = '{not json' WHERE agent_id = ? AND seq = ?",
+                     (agent_id, seq))
+    conn.close()
+
+
 @dataclass(frozen=True)
 class Backend:
     name: str
@@ -27,8 +36,11 @@ class Backend:
     """Make an empty store under a temporary directory; return its spec."""
     open: Callable[..., Awaitable[Blackboard]]
     """``await open(spec, max_payload_bytes=...)``: a new handle on the store."""
+    damage: Callable[[str, str, int], None]
+    """Make message ``seq`` of an agent unreadable, behind the store's back (a bad file)."""
 
 
 BACKENDS: dict[str, Backend] = {
-    "sqlite": Backend("sqlite", lambda tmp: str(tmp / "contract.db"), _open_sqlite),
+    "sqlite": Backend("sqlite", lambda tmp: str(tmp / "contract.db"), _open_sqlite,
+                      _damage_sqlite),
 }

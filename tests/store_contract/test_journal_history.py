@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from backends import Backend
 from conftest import Claimed
 
 from orchestra._errors import StoreError
@@ -72,3 +73,18 @@ async def test_histories_get_store_assigned_gap_free_seqs(store: Blackboard,
     [info] = await store.agent_infos(run.id)
     assert (info.agent_id, info.role, info.messages, info.steps_completed) == (
         agent, "coder", 4, 3)
+
+
+async def test_an_unreadable_row_is_an_error_naming_it_never_a_gap(
+        store: Blackboard, claimed: Claimed, backend: Backend, spec: str) -> None:
+    run, task, lease = await claimed()
+    agent = f"{run.id}/coder"
+    call = ToolCallRecord("c1", "read", "{}")
+    await store.complete_step(StepResult(task.id, 0, 1, "model", "model", "d"), lease,
+                              agent_id=agent,
+                              writes=Writes(messages=[Message("user", "q"),
+                                                      Message("assistant", "", (call,)),
+                                                      Message("tool", "r", tool_call_id="c1")]))
+    backend.damage(spec, agent, 2)
+    with pytest.raises(StoreError, match=r"messages row .*unreadable"):
+        await store.get_messages(agent)
