@@ -14,7 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from orchestra._store import Blackboard, SQLiteBlackboard
+from orchestra._store import Blackboard, Lease, SQLiteBlackboard
+from orchestra._types import Run, Task
+
+Opener = Callable[..., Awaitable[Blackboard]]
+"""The ``open_store`` fixture: ``await open_store(**options)`` -> a new handle."""
+Claimed = Callable[..., Awaitable[tuple[Run, Task, Lease]]]
+"""The ``claimed`` fixture: ``await claimed(role)`` -> (run, task, lease)."""
 
 
 async def _open_sqlite(spec: str, **options: Any) -> Blackboard:

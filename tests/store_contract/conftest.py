@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from backends import BACKENDS, Backend
+from backends import BACKENDS, Backend, Claimed, Opener
 
 from orchestra._store import Blackboard, Lease, NewTask
 from orchestra._types import Run, Task
-
-Opener = Callable[..., Awaitable[Blackboard]]
-Claimed = Callable[..., Awaitable[tuple[Run, Task, Lease]]]
 
 
 @pytest.fixture(params=sorted(BACKENDS))
@@ -58,7 +55,3 @@ def claimed(store: Blackboard) -> Claimed:
         return run, task, Lease(owner, task.attempt)
 
     return make
-
-
-def agent_of(run: Run, role: str) -> str:
-    return f"{run.id}/{role}"

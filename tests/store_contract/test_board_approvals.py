@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import Claimed
+from backends import Claimed
 
 from orchestra._errors import UserError
 from orchestra._store import Blackboard, Lease, NewHandoff, NewNote, Writes

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from conftest import Claimed, Opener
+from backends import Claimed, Opener
 
 from orchestra._errors import NotFoundError, PayloadTooLargeError, UserError
 from orchestra._store import Blackboard, Lease, NewNote, NewTask, StepResult, Writes

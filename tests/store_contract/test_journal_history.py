@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from backends import Backend
-from conftest import Claimed
+from backends import Backend, Claimed
 
 from orchestra._errors import StoreError
 from orchestra._store import Blackboard, StepResult, Writes

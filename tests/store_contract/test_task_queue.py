@@ -6,7 +6,7 @@ import asyncio
 import time
 
 import pytest
-from conftest import Claimed, Opener
+from backends import Claimed, Opener
 
 from orchestra._errors import LeaseLostError, UserError
 from orchestra._store import Blackboard, Lease, NewTask
