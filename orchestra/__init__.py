@@ -53,7 +53,7 @@ from orchestra.compaction import (
     View,
 )
 from orchestra.coordinator.coordinator import Coordinator, CoordinatorSettings
-from orchestra.coordinator.pipeline import Pipeline, fan_out, load_pipeline
+from orchestra.coordinator.pipeline import Pipeline, fan_out, handoff, load_pipeline
 from orchestra.models import (
     FunctionModel,
     Model,
@@ -129,6 +129,7 @@ __all__ = [
     "Writes",
     "__version__",
     "fan_out",
+    "handoff",
     "load_pipeline",
     "reply",
     "tool",

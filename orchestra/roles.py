@@ -18,9 +18,11 @@ from __future__ import annotations
 import functools
 import inspect
 import json
-from typing import Any, ClassVar
+import typing
+from typing import Any, ClassVar, Generic
 
 import pydantic
+from typing_extensions import TypeVar
 
 from orchestra._errors import RoleDefinitionError
 from orchestra.compaction import CompactionPolicy, KeepAll
@@ -29,10 +31,15 @@ from orchestra.tools import Tool, ToolContext
 
 _INT_LIMITS = ("max_turns", "output_retries", "concurrency", "max_attempts")
 
+In = TypeVar("In", default=Any)
+Out = TypeVar("Out", default=Any)
 
-class Role:
+
+class Role(Generic[In, Out]):
     """Base class of every role. Override class attributes to configure.
 
+    ``class Coder(Role[CodeTask, CodeResult])`` declares the task input and the final
+    answer as pydantic models in one go (the same as setting ``input`` and ``output``).
     Instances may hold dependencies (a workspace path, a client) for their tools;
     give your subclass an ``__init__`` for them.
     """
@@ -43,6 +50,9 @@ class Role:
     """System prompt; defaults to the class docstring."""
     output: ClassVar[type[pydantic.BaseModel] | type[str]] = str
     """Type of the final answer: a pydantic model (validated JSON) or ``str``."""
+    input: ClassVar[type[pydantic.BaseModel] | None] = None
+    """Pydantic model of this role's task input: handoffs and tasks posted to the role are
+    validated against it when posted (a bad payload fails the posting task, naming the field)."""
     model: ClassVar[Model | str | None] = None
     """A Model, a model spec string, or None to use the pipeline's model."""
     settings: ClassVar[ModelSettings | None] = None
@@ -83,12 +93,16 @@ class Role:
         if not cls.__dict__.get("instructions"):
             doc = cls.__dict__.get("__doc__")
             cls.instructions = inspect.cleandoc(doc) if doc else ""
+        _apply_generic_args(cls)
         if not cls.instructions.strip():
             raise RoleDefinitionError(role, "instructions", "missing: write the system prompt "
                                       "as the class docstring or set `instructions`")
         out = cls.output
         if not (out is str or (isinstance(out, type) and issubclass(out, pydantic.BaseModel))):
             raise RoleDefinitionError(role, "output", f"{out!r} is not a pydantic model or str")
+        if cls.input is not None and not (isinstance(cls.input, type)
+                                          and issubclass(cls.input, pydantic.BaseModel)):
+            raise RoleDefinitionError(role, "input", f"{cls.input!r} is not a pydantic model")
         if not isinstance(cls.compaction, CompactionPolicy):
             raise RoleDefinitionError(role, "compaction", f"{cls.compaction!r} is not a "
                                       "CompactionPolicy (e.g. SlidingWindow(last=12))")
@@ -130,6 +144,21 @@ class Role:
         if isinstance(task_input, str):
             return task_input
         return json.dumps(task_input, indent=1, default=str)
+
+
+def _apply_generic_args(cls: type[Role]) -> None:
+    """``Role[In, Out]`` in the class's bases sets ``input``/``output`` unless given directly."""
+    for base in cls.__dict__.get("__orig_bases__", ()):
+        if typing.get_origin(base) is not Role:
+            continue
+        args = typing.get_args(base)
+        if len(args) > 0 and "input" not in cls.__dict__ and args[0] is not Any:
+            if not (isinstance(args[0], type) and issubclass(args[0], pydantic.BaseModel)):
+                raise RoleDefinitionError(cls.name, "input", f"Role[{args[0]!r}, ...]: the "
+                                          "input must be a pydantic model (or Any)")
+            cls.input = args[0]
+        if len(args) > 1 and "output" not in cls.__dict__ and args[1] is not Any:
+            cls.output = args[1]
 
 
 @functools.cache

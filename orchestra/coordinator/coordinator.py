@@ -91,7 +91,7 @@ class Coordinator:
     async def start(self, run_input: Any, *, run_id: str | None = None) -> Run:
         """Create the run and its first tasks (atomically); does not drive it."""
         tasks = self.pipeline.first_tasks(run_input)
-        name = self.pipeline.ref or self.pipeline.name
+        name = self.pipeline.reference() or self.pipeline.name
         return await self.store.create_run(name, run_input, run_id=run_id, tasks=tasks)
 
     async def run(self, run_input: Any, *, run_id: str | None = None) -> Run:

@@ -97,7 +97,7 @@ class TaskExecutor:
                                    run.tokens_in + run.tokens_out)
             work = run_task(store=self.c.store, role=role, model=self.c.models[task.role],
                             agent=agent, task=task, lease=lease,
-                            route=self.c.pipeline.routes.get(task.role), limits=limits,
+                            route=self.c.pipeline.route_for(task.role), limits=limits,
                             settings=type(role).settings,
                             claim_next=lambda: self.c.claim_spec(task))
             outcome = await (asyncio.wait_for(work, timeout) if timeout else work)

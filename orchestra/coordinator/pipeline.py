@@ -6,33 +6,60 @@ A pipeline is plain data plus small functions::
         "review-loop",
         roles=[Writer(), Critic()],
         start=lambda input: [NewTask("writer", input)],
-        routes={"writer": lambda out, task, w: w.handoffs.append(
-            NewHandoff("critic", out.model_dump(), note="please review"))},
+        routes={Writer: lambda draft, task, w: [handoff(Critic, draft, note="please review")]},
     )
 
-A *route* runs when a task of its role completes; whatever it appends to the
-:class:`Writes` (handoffs, plans, notes, tasks) commits in the same transaction
-as the task's completion, so a crash never leaves a result without its
-follow-up work. For the CLI to resume a run in a new process, give the pipeline
-a ``ref`` (``"package.module:factory"``) that rebuilds it from the run input.
+A *route* runs when a task of its role completes; the postings it returns (or appends
+to the :class:`Writes` it is given) commit in the same transaction as the task's
+completion, so a crash never leaves a result without its follow-up work. Every
+posting is checked there: a handoff to a role the pipeline lacks, or a payload that
+does not match the receiving role's ``input`` model, fails the finishing task at once
+(instead of leaving a task no worker will ever take). A route may also be just a role
+class (or name): the output is handed to that role as is.
+
+To resume a run in a new process the pipeline must be rebuildable: it is, without
+any ``ref``, when it is built by a top-level function ``f(run_input)`` or assigned to
+a top-level name of an importable module.
 """
 
 from __future__ import annotations
 
-import importlib
-import os
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from orchestra._errors import OrchestraError, UserError
-from orchestra._store.protocol import NewHandoff, NewTask, Writes
+import pydantic
+
+from orchestra._errors import UserError
+from orchestra._store.protocol import NewHandoff, NewNote, NewTask, Writes
+from orchestra._types import Task
+from orchestra.coordinator.pipeline_ref import derive_ref, load_pipeline, module_ref
 from orchestra.models.base import Model
 from orchestra.roles import Role
-from orchestra.runtime.task_runner import Route
+from orchestra.runtime.task_runner import Route as _RuntimeRoute
+
+__all__ = ["Pipeline", "Route", "fan_out", "handoff", "load_pipeline"]
 
 Start = Callable[[Any], Sequence[NewTask]]
+Post = NewHandoff | NewTask | NewNote
+Route = Callable[[Any, Task, Writes], "Iterable[Post] | Post | None"]
+"""``route(output, task, writes)``: return the postings (or append them to ``writes``)."""
+RoleRef = str | type[Role]
+
+
+def _role_name(ref: Any) -> str:
+    if isinstance(ref, type) and issubclass(ref, Role):
+        return ref.name
+    if isinstance(ref, str):
+        return ref
+    raise UserError(f"{ref!r} names no role: use a Role class or a role name")
+
+
+def handoff(to: RoleRef, payload: Any, *, note: str = "", key: str | None = None,
+            max_attempts: int = 3) -> NewHandoff:
+    """A handoff to a role given by class (or name); a pydantic payload is sent as JSON."""
+    return NewHandoff(_role_name(to), payload, note=note, max_attempts=max_attempts, key=key)
 
 
 @dataclass
@@ -42,11 +69,14 @@ class Pipeline:
     name: str
     roles: Sequence[Role]
     start: Start
-    routes: Mapping[str, Route] = field(default_factory=dict)
+    routes: Mapping[RoleRef, Route | RoleRef] = field(default_factory=dict)
+    """Per finishing role (class or name): a function, or the role to hand the output to."""
     model: Model | None = None
     """Used by roles that declare no model of their own."""
     ref: str | None = None
-    """Import path of a factory ``f(run_input) -> Pipeline``; lets any process resume runs."""
+    """Import path ``"package.module:factory"`` of a factory ``f(run_input) -> Pipeline`` (or of
+    a Pipeline); derived automatically when the pipeline is built by a top-level function or
+    bound to a top-level name of an importable module."""
     fail_run_on_task_failure: bool = True
     """A permanently failed task fails the run (otherwise the run completes around it)."""
 
@@ -60,10 +90,27 @@ class Pipeline:
                 raise UserError(f"pipeline {self.name!r}: two roles named {role.name!r}")
             by_name[role.name] = role
         self.by_name = by_name
-        unknown = set(self.routes) - set(by_name)
-        if unknown:
-            raise UserError(f"pipeline {self.name!r}: routes for unknown roles "
-                            f"{sorted(unknown)}; roles are {sorted(by_name)}")
+        self._routes: dict[str, _RuntimeRoute] = {}
+        for source, target in self.routes.items():
+            name = self._known(source, "routes for")
+            if isinstance(target, str) or (isinstance(target, type)
+                                           and issubclass(target, Role)):
+                self._routes[name] = _forward(self._known(target, f"route of {name!r} to"))
+            elif callable(target):
+                self._routes[name] = self._checked(name, target)  # type: ignore[arg-type]
+            else:
+                raise UserError(f"pipeline {self.name!r}: the route of {name!r} is {target!r}; "
+                                "give a function (output, task, writes) or a role")
+        self._origin: tuple[dict[str, Any], str] | None = None
+        if self.ref is None:
+            self.ref, self._origin = derive_ref(sys._getframe(2))
+
+    def _known(self, ref: Any, what: str) -> str:
+        name = _role_name(ref)
+        if name not in self.by_name:
+            raise UserError(f"pipeline {self.name!r}: {what} unknown role {name!r}; roles are "
+                            f"{sorted(self.by_name)}")
+        return name
 
     def role(self, name: str) -> Role:
         try:
@@ -72,52 +119,111 @@ class Pipeline:
             raise UserError(f"pipeline {self.name!r} has no role {name!r}; roles are "
                             f"{sorted(self.by_name)}") from None
 
+    def route_for(self, role: str) -> _RuntimeRoute | None:
+        """The route run when a task of ``role`` completes (its postings checked)."""
+        return self._routes.get(role)
+
+    def reference(self) -> str | None:
+        """How another process rebuilds this pipeline (``module:attr``), if it can."""
+        if self.ref is None and self._origin is not None:
+            self.ref = module_ref(self, self._origin)
+        return self.ref
+
     def first_tasks(self, run_input: Any) -> list[NewTask]:
-        tasks = list(self.start(run_input))
-        for t in tasks:
-            self.role(t.role)
+        tasks: list[NewTask] = []
+        for t in self.start(run_input):
+            if not isinstance(t, NewTask):
+                raise UserError(f"pipeline {self.name!r}: start() returned {t!r}; "
+                                "it returns the first NewTask(s)")
+            name, payload = self._target(t.role, t.input, "task", "start()")
+            tasks.append(replace(t, role=name, input=payload))
         if not tasks:
             raise UserError(f"pipeline {self.name!r}: start() created no tasks")
         return tasks
 
+    def check_post(self, post: Post, source: str) -> Post:
+        """A posting with its target role checked and its payload validated (as JSON)."""
+        if isinstance(post, NewNote):
+            return post
+        if isinstance(post, NewHandoff):
+            name, payload = self._target(post.to_role, post.payload, "handoff", source)
+            return replace(post, to_role=name, payload=payload)
+        if isinstance(post, NewTask):
+            name, payload = self._target(post.role, post.input, "task", source)
+            return replace(post, role=name, input=payload)
+        raise UserError(f"{source} posted {post!r}; post NewHandoff, NewTask or NewNote")
 
-def fan_out(writes: Writes, to_role: str, items: Iterable[Any], *, note: str = "",
+    def _target(self, to: Any, payload: Any, kind: str, source: str) -> tuple[str, Any]:
+        name = _role_name(to)
+        role = self.by_name.get(name)
+        if role is None:
+            raise UserError(f"{source} posted a {kind} to role {name!r}, which pipeline "
+                            f"{self.name!r} does not have; its roles are {sorted(self.by_name)}")
+        return name, _validated(payload, type(role).input, f"{source}: {kind} to {name!r}")
+
+    def _checked(self, name: str, route: Route) -> _RuntimeRoute:
+        source = f"route of {name!r}"
+
+        def checked(output: Any, task: Task, writes: Writes) -> None:
+            returned = route(output, task, writes)
+            if returned is None:
+                posts: list[Any] = []
+            elif isinstance(returned, (NewHandoff, NewTask, NewNote)):
+                posts = [returned]
+            else:
+                posts = list(returned)
+            for post in posts:
+                checked_post = self.check_post(post, source)
+                if isinstance(checked_post, NewHandoff):
+                    writes.handoffs.append(checked_post)
+                elif isinstance(checked_post, NewTask):
+                    writes.tasks.append(checked_post)
+                else:
+                    writes.notes.append(checked_post)
+            # what the route appended itself is checked too (replaced in place)
+            for i, h in enumerate(writes.handoffs):
+                name, payload = self._target(h.to_role, h.payload, "handoff", source)
+                writes.handoffs[i] = replace(h, to_role=name, payload=payload)
+            for i, t in enumerate(writes.tasks):
+                name, payload = self._target(t.role, t.input, "task", source)
+                writes.tasks[i] = replace(t, role=name, input=payload)
+
+        return checked
+
+    def __repr__(self) -> str:
+        return f"Pipeline({self.name!r}, roles={sorted(self.by_name)}, ref={self.ref!r})"
+
+
+def _forward(to_role: str) -> _RuntimeRoute:
+    def forward(output: Any, task: Task, writes: Writes) -> None:
+        writes.handoffs.append(NewHandoff(to_role, _json(output)))
+    return forward
+
+
+def _json(value: Any) -> Any:
+    return value.model_dump(mode="json") if isinstance(value, pydantic.BaseModel) else value
+
+
+def _validated(payload: Any, model: type[pydantic.BaseModel] | None, where: str) -> Any:
+    """The payload as JSON, checked against the receiving role's input model if it has one."""
+    if model is None:
+        return _json(payload)
+    if isinstance(payload, model):
+        return payload.model_dump(mode="json")
+    try:
+        value = model.model_validate(_json(payload))
+    except pydantic.ValidationError as exc:
+        first = exc.errors()[0]
+        at = ".".join(str(p) for p in first["loc"]) or "(payload)"
+        raise UserError(f"{where}: payload does not match {model.__name__}: {at}: "
+                        f"{first['msg']} ({exc.error_count()} error(s))") from None
+    return value.model_dump(mode="json")
+
+
+def fan_out(writes: Writes, to_role: RoleRef, items: Iterable[Any], *, note: str = "",
             key: Callable[[Any], str] | None = None) -> None:
     """Post one handoff (and so one task) per item: how a plan becomes parallel work."""
+    name = _role_name(to_role)
     for item in items:
-        writes.handoffs.append(NewHandoff(to_role=to_role, payload=item, note=note,
+        writes.handoffs.append(NewHandoff(to_role=name, payload=_json(item), note=note,
                                           key=key(item) if key else None))
-
-
-PipelineFactory = Callable[[Any], Pipeline]
-
-
-def load_pipeline(ref: str, run_input: Any) -> Pipeline:
-    """Import ``module:factory`` and build the pipeline for ``run_input``."""
-    module_name, _, attr = ref.partition(":")
-    if not module_name or not attr:
-        raise UserError(f"pipeline reference {ref!r} must look like 'package.module:factory'")
-    try:
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError:
-            if os.getcwd() in sys.path:
-                raise
-            sys.path.insert(0, os.getcwd())  # like `python -m`: the current directory
-            module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise UserError(f"cannot import pipeline module {module_name!r}: {exc}") from exc
-    factory = getattr(module, attr, None)
-    if factory is None:
-        raise UserError(f"module {module_name!r} has no {attr!r} (pipeline reference {ref!r})")
-    try:
-        pipeline = factory(run_input) if callable(factory) and not isinstance(factory, Pipeline) \
-            else factory
-    except OrchestraError:
-        raise
-    except Exception as exc:  # e.g. the stock pipeline's missing workspace: the input's fault
-        raise UserError(f"pipeline {ref!r} refused the run input: "
-                        f"{type(exc).__name__}: {exc}") from exc
-    if not isinstance(pipeline, Pipeline):
-        raise UserError(f"{ref!r} did not produce a Pipeline (got {type(pipeline).__name__})")
-    return pipeline

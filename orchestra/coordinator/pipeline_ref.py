@@ -1,0 +1,123 @@
+"""How another process finds a pipeline again: a ``module:attr`` reference.
+
+A run records its pipeline's reference; ``orchestra resume`` (or a worker) imports it
+and rebuilds the pipeline from the run input. The reference is derived where the
+pipeline is built, so users rarely write one: a top-level factory function taking
+the run input, or a top-level name the pipeline is assigned to.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import os
+import sys
+from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING, Any
+
+from orchestra._errors import OrchestraError, UserError
+
+if TYPE_CHECKING:
+    from orchestra.coordinator.pipeline import Pipeline
+
+HOW_TO_REF = ("build it in a top-level function `def make_pipeline(run_input) -> Pipeline` "
+              "(or assign it to a top-level name) in an importable module, where it is found "
+              "automatically, or pass Pipeline(..., ref='package.module:factory')")
+
+
+def _importable_name(globals_: dict[str, Any]) -> str | None:
+    """The name another process imports the frame's module by (a script: its path from cwd)."""
+    name = globals_.get("__name__")
+    if not isinstance(name, str) or name.startswith("<"):
+        return None
+    if name != "__main__":
+        return name
+    spec = globals_.get("__spec__")
+    if spec is not None and getattr(spec, "name", None):
+        return str(spec.name).removesuffix(".__main__")
+    file = globals_.get("__file__")
+    if not isinstance(file, str) or not file.endswith(".py"):
+        return None
+    try:
+        rel = Path(file).resolve().relative_to(Path.cwd().resolve())
+    except ValueError:
+        return None  # a script outside the current directory: no import finds it
+    parts = rel.with_suffix("").parts
+    return ".".join(parts) if parts and all(p.isidentifier() for p in parts) else None
+
+
+def _takes_run_input(fn: Any) -> bool:
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return False
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    required = [p for p in params if p.default is p.empty
+                and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    return bool(positional) and len(required) <= 1 and (not required or required[0]
+                                                        is positional[0])
+
+
+def derive_ref(frame: FrameType | None) -> tuple[str | None, tuple[dict[str, Any], str] | None]:
+    """From the frame that builds a pipeline: ``(ref, None)`` when a top-level factory
+    ``f(run_input)`` builds it; ``(None, (globals, module))`` when module-level code does
+    (the name it is bound to is looked up later); ``(None, None)`` otherwise."""
+    if frame is None:
+        return None, None
+    module = _importable_name(frame.f_globals)
+    if module is None:
+        return None, None
+    code = frame.f_code
+    if code.co_name == "<module>":
+        return None, (frame.f_globals, module)
+    fn = frame.f_globals.get(code.co_name)
+    if getattr(fn, "__code__", None) is code and _takes_run_input(fn):
+        return f"{module}:{code.co_name}", None
+    return None, None
+
+
+def module_ref(pipeline: Pipeline, origin: tuple[dict[str, Any], str]) -> str | None:
+    """``module:name`` of the top-level name bound to ``pipeline``, if there is one."""
+    globals_, module = origin
+    for attr, value in list(globals_.items()):
+        if value is pipeline and not attr.startswith("_"):
+            return f"{module}:{attr}"
+    return None
+
+
+def load_pipeline(ref: str, run_input: Any) -> Pipeline:
+    """Import ``module:factory`` and build the pipeline for ``run_input``."""
+    from orchestra.coordinator.pipeline import Pipeline
+
+    module_name, _, attr = ref.partition(":")
+    if not module_name or not attr:
+        raise UserError(f"pipeline {ref!r} cannot be rebuilt in this process (it was built "
+                        f"where no import finds it, e.g. in a script's main block or a "
+                        f"closure): {HOW_TO_REF}")
+    try:
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError:
+            if os.getcwd() in sys.path:
+                raise
+            sys.path.insert(0, os.getcwd())  # like `python -m`: the current directory
+            module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise UserError(f"cannot import pipeline module {module_name!r}: {exc}") from exc
+    factory = getattr(module, attr, None)
+    if factory is None:
+        raise UserError(f"module {module_name!r} has no {attr!r} (pipeline reference {ref!r})")
+    try:
+        pipeline = factory(run_input) if callable(factory) and not isinstance(factory, Pipeline) \
+            else factory
+    except OrchestraError:
+        raise
+    except Exception as exc:  # e.g. the stock pipeline's missing workspace: the input's fault
+        raise UserError(f"pipeline {ref!r} refused the run input: "
+                        f"{type(exc).__name__}: {exc}") from exc
+    if not isinstance(pipeline, Pipeline):
+        raise UserError(f"{ref!r} did not produce a Pipeline (got {type(pipeline).__name__})")
+    if pipeline.ref is None:
+        pipeline.ref = ref
+    return pipeline
