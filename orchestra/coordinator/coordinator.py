@@ -15,9 +15,8 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import structlog
-
 from orchestra._errors import NotFoundError, StoreError, UserError
+from orchestra._log import get_logger
 from orchestra._store.protocol import Blackboard, ClaimSpec
 from orchestra._types import LIVE_RUN_STATUSES, TERMINAL_RUN_STATUSES, Run, RunStatus, Task
 from orchestra.coordinator.execution import TaskExecutor
@@ -27,7 +26,7 @@ from orchestra.coordinator.pipeline import Pipeline
 from orchestra.models.base import Model
 from orchestra.runtime.agent_state import AgentState, agent_id_for
 
-log = structlog.get_logger("orchestra.coordinator")
+log = get_logger("orchestra.coordinator")
 
 _LIVE = LIVE_RUN_STATUSES
 

@@ -20,6 +20,7 @@ from orchestra._errors import (
     StoreError,
     UserError,
 )
+from orchestra._log import get_logger
 from orchestra._store.protocol import Lease, Writes
 from orchestra._types import AgentId, Task
 from orchestra.runtime.journal import RecordedStepError
@@ -28,7 +29,7 @@ from orchestra.runtime.task_runner import RunLimits, TaskOutcome, run_task
 if TYPE_CHECKING:
     from orchestra.coordinator.coordinator import Coordinator
 
-log = structlog.get_logger("orchestra.coordinator")
+log = get_logger("orchestra.coordinator")
 
 
 class _TaskLog:

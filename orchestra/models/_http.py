@@ -22,13 +22,12 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-import structlog
-
 from orchestra._errors import ModelAPIError
+from orchestra._log import get_logger
 
 T = TypeVar("T")
 
-_log = structlog.get_logger("orchestra.models")
+_log = get_logger("orchestra.models")
 
 RETRYABLE_STATUSES: frozenset[int] = frozenset({408, 409, 429})
 """4xx statuses worth retrying; every 5xx (including Anthropic's 529) is retried too."""

@@ -14,9 +14,8 @@ import os
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
-import structlog
-
 from orchestra._errors import UserError
+from orchestra._log import get_logger
 from orchestra.models._chat_format import ResponseFormatMode, ShapeError, chat_body, chat_response
 from orchestra.models._guard import check_allowed
 from orchestra.models._http import (
@@ -41,7 +40,7 @@ _DEGRADE: dict[ResponseFormatMode, ResponseFormatMode] = {
     "json_schema": "json_object", "json_object": "none", "none": "none"}
 _RANK: dict[ResponseFormatMode, int] = {"json_schema": 2, "json_object": 1, "none": 0}
 
-_log = structlog.get_logger("orchestra.models")
+_log = get_logger("orchestra.models")
 
 
 def _import_sdk() -> Any:

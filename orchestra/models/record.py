@@ -25,12 +25,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-import structlog
-
 from orchestra._errors import UserError
+from orchestra._log import get_logger
 from orchestra.models.base import FinishReason, Model, ModelRequest, ModelResponse, ToolCall, Usage
 
-log = structlog.get_logger("orchestra.models")
+log = get_logger("orchestra.models")
 
 __all__ = [
     "RecordedCall",

@@ -13,9 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import structlog
-
 from orchestra._errors import ModelBehaviorError, ModelRetry, UsageLimitExceeded
+from orchestra._log import get_logger
 from orchestra._store.protocol import Blackboard, ClaimSpec, Lease, Writes
 from orchestra._types import Message, Task, ToolCallRecord
 from orchestra.compaction import SummaryRequest, View
@@ -30,7 +29,7 @@ from orchestra.runtime.replies import OutputError, parse_output, recover_text_to
 from orchestra.runtime.tool_calls import ApprovalWait, ToolRunner
 from orchestra.tools import Tool, ToolContext
 
-log = structlog.get_logger("orchestra.runtime")
+log = get_logger("orchestra.runtime")
 
 Route = Callable[[Any, Task, Writes], None]
 """Turns a role's output into board postings (handoffs, plans, notes) at task end."""
