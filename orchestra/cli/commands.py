@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import os
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -34,7 +35,7 @@ async def open_store(args: argparse.Namespace, *, must_exist: bool) -> AsyncIter
     path = Path(args.db)
     if must_exist and not path.exists():
         raise UserError(f"no store at {path} (start one with `orchestra demo` or "
-                        "`orchestra run`, or pass --db)")
+                        "`orchestra run`, or pass --db / set ORCHESTRA_DB)")
     store = await SQLiteBlackboard.open(path)
     try:
         yield store
@@ -62,7 +63,7 @@ async def _drive(args: argparse.Namespace, store: SQLiteBlackboard, coord: Coord
                  run: Run, *, resume: bool) -> int:
     args._run_id = run.id
     progress = Progress(store, run.id, json_mode=args.json, tty=sys.stdout.isatty(),
-                        after=run.last_seq if resume else 0)
+                        after=run.last_seq if resume else 0, db=args.db)
     watcher = asyncio.create_task(progress.watch())
     try:
         final = await (coord.resume(run.id) if resume else coord.drive(run.id))
@@ -93,9 +94,18 @@ async def cmd_run(args: argparse.Namespace) -> int:
         spec_path = Path(args.spec)
         if not spec_path.is_file():
             raise UserError(f"spec file {spec_path} does not exist")
+        workspace = Path(args.workspace).resolve()
+        if workspace.exists() and not workspace.is_dir():
+            raise UserError(f"--workspace {workspace} is a file, not a directory")
         run_input = {"spec": spec_path.read_text(), "max_rounds": args.max_rounds,
-                     "workspace": str(Path(args.workspace).resolve())}
+                     "workspace": str(workspace)}
         ref = "agents.pipeline:build_pipeline"
+        split_models(args.model)  # bad flags fail before anything is created
+        _settings(args)
+        if not args.model and not os.environ.get("ORCHESTRA_MODEL"):
+            raise UserError("no model for the stock pipeline: pass --model SPEC or set "
+                            "ORCHESTRA_MODEL (e.g. openai:gpt-4.1-mini, ollama:qwen2.5-coder)")
+        workspace.mkdir(parents=True, exist_ok=True)  # like `orchestra demo`
     return await _start(args, ref, run_input)
 
 
@@ -137,6 +147,7 @@ async def cmd_demo(args: argparse.Namespace) -> int:
 
 async def cmd_resume(args: argparse.Namespace) -> int:
     async with open_store(args, must_exist=True) as store:
+        args.run = await inspect_cmds.resolve_run(store, args.run)
         run = await store.get_run(args.run)
         Coordinator.check_resumable(run)  # before any output: a refusal prints one line
         pipeline = load_pipeline(run.pipeline, run.input)
@@ -212,7 +223,12 @@ async def cmd_prune(args: argparse.Namespace) -> int:
 
 async def cmd_cancel(args: argparse.Namespace) -> int:
     async with open_store(args, must_exist=True) as store:
-        await store.get_run(args.run)
+        args.run = await inspect_cmds.resolve_run(store, args.run)
+        run = await store.get_run(args.run)
+        if run.status == "cancelled":  # a second cancel: already done, not an error
+            inspect_cmds.emit(args, {"run": run.id, "status": run.status},
+                              f"run {run.id} was already cancelled")
+            return EXIT_OK
         run = await store.set_run_status(args.run, "cancelled",
                                          only_from=("pending", "running", "waiting", "failed"))
         inspect_cmds.emit(args, {"run": run.id, "status": run.status},
@@ -225,6 +241,8 @@ async def cmd_worker(args: argparse.Namespace) -> int:
     async with open_store(args, must_exist=True) as store:
         serving: dict[str, asyncio.Task[Run]] = {}
         idle_since = asyncio.get_running_loop().time()
+        if args.run:
+            args.run = await inspect_cmds.resolve_run(store, args.run)
         while True:
             runs = [await store.get_run(args.run)] if args.run else \
                 await store.list_runs(active_only=True)

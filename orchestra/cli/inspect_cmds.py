@@ -11,6 +11,7 @@ from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
+from orchestra._errors import NotFoundError, UserError
 from orchestra._store import SQLiteBlackboard
 from orchestra._types import AgentId, Event, Run
 
@@ -23,6 +24,23 @@ def emit(args: argparse.Namespace, data: Any, text: str) -> None:
         print(json.dumps(data, default=str))
     else:
         print(text)
+
+
+async def resolve_run(store: SQLiteBlackboard, ref: str) -> str:
+    """A run id, or a unique prefix of one (`orchestra show 52d2`)."""
+    try:
+        return (await store.get_run(ref)).id
+    except NotFoundError:
+        if not ref:
+            raise
+        matches = [r.id for r in await store.list_runs(limit=1_000_000) if r.id.startswith(ref)]
+        if len(matches) == 1:
+            return matches[0]
+        if matches:
+            raise UserError(f"run id prefix {ref!r} is ambiguous: it matches "
+                            f"{', '.join(sorted(matches)[:5])}{' ...' if len(matches) > 5 else ''}"
+                            "; give more characters") from None
+        raise
 
 
 def _age(ts: float) -> str:
@@ -56,12 +74,13 @@ async def show_data(store: SQLiteBlackboard, run_id: str) -> dict[str, Any]:
 
 async def dispatch(args: argparse.Namespace, open_store: OpenStore) -> int:
     async with open_store(args, must_exist=True) as store:
+        if getattr(args, "run", None) is not None:
+            args.run = await resolve_run(store, args.run)
         if args.command == "runs":
-            runs = await store.list_runs(active_only=args.active)
-            emit(args, [run_dict(r) for r in runs], runs_text(runs))
+            await _runs(args, store)
         elif args.command == "show":
             data = await show_data(store, args.run)
-            emit(args, data, show_text(data))
+            emit(args, data, show_text(data, f"--db {args.db}"))
         elif args.command == "events":
             await _events(args, store)
         elif args.command == "board":
@@ -76,13 +95,33 @@ async def dispatch(args: argparse.Namespace, open_store: OpenStore) -> int:
     return 0
 
 
+async def _runs(args: argparse.Namespace, store: SQLiteBlackboard) -> None:
+    if args.limit < 1:
+        raise UserError(f"--limit must be >= 1, got {args.limit}")
+    # --pipeline matches part of the name (`--pipeline approval`), so it is filtered here
+    runs = await store.list_runs(active_only=args.active, status=args.status,
+                                 limit=1_000_000 if args.pipeline else args.limit)
+    runs = [r for r in runs if args.pipeline is None or args.pipeline in r.pipeline]
+    runs = runs[:args.limit]
+    filtered = bool(args.status or args.pipeline or args.active)
+    emit(args, [run_dict(r) for r in runs],
+         runs_text(runs) if runs else f"no runs{' match' if filtered else ''} (--db {args.db})")
+
+
 def runs_text(runs: list[Run]) -> str:
-    lines = [f"{r.id}  {r.status:<10} {r.pipeline:<34} {_age(r.created_at)}  "
-             f"steps={r.steps} tokens={r.tokens_in + r.tokens_out}" for r in runs]
-    return "\n".join(lines) or "no runs"
+    """Runs as a table with a header row."""
+    if not runs:
+        return "no runs"
+    rows = [("RUN", "STATUS", "PIPELINE", "CREATED", "STEPS", "TOKENS")]
+    rows += [(r.id, r.status, r.pipeline, _age(r.created_at), str(r.steps),
+              str(r.tokens_in + r.tokens_out)) for r in runs]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+                     for row in rows)
 
 
-def show_text(d: dict[str, Any]) -> str:
+def show_text(d: dict[str, Any], where: str = "") -> str:
+    """``where``: the ``--db FILE`` or ``--server URL`` the hints must name."""
     run = d["run"]
     lines = [f"run {run['id']}  {run['status']}  pipeline {run['pipeline']}",
              f"  tokens in/out {run['tokens_in']}/{run['tokens_out']}  steps {run['steps']}"
@@ -98,7 +137,7 @@ def show_text(d: dict[str, Any]) -> str:
                      f"tokens={a['tokens_in'] + a['tokens_out']:<7} restart point: {where}")
     for ap in d["approvals_pending"]:
         lines.append(f"  pending approval {ap['id']}: {ap['tool']}({ap['arguments']}) — "
-                     f"orchestra approve {ap['id']}")
+                     f"orchestra approve {ap['id']} {where}".rstrip())
     return "\n".join(lines)
 
 
@@ -131,19 +170,64 @@ async def _board(args: argparse.Namespace, store: SQLiteBlackboard) -> None:
     if "plans" in kinds:
         plans = await store.get_plans(args.run)
         out["plans"] = [dataclasses.asdict(p) for p in plans]
-        text += [f"plan v{p.version} by {p.author}: {json.dumps(p.body)[:300]}" for p in plans]
+        text += [f"plan v{p.version} by {p.author.rsplit('/', 1)[-1]}:\n{_plan_text(p.body)}"
+                 for p in plans]
     if "handoffs" in kinds:
         hs = await store.get_handoffs(args.run)
         out["handoffs"] = [dataclasses.asdict(h) for h in hs]
-        text += [f"handoff {AgentId.parse(h.from_agent).role} -> {h.to_role}: {h.note} "
-                 f"(task {h.task_id})" for h in hs]
+        text += [_handoff_text(AgentId.parse(h.from_agent).role, h.to_role, h.note,
+                               h.payload, h.task_id) for h in hs]
     if "notes" in kinds:
         notes = await store.search_notes(args.run, text=args.search)
         out["notes"] = [dataclasses.asdict(n) for n in notes]
-        text += [f"note [{', '.join(n.tags)}] {AgentId.parse(n.author).role}: {n.body[:300]}"
-                 for n in notes]
+        text += [f"note [{', '.join(n.tags)}] {AgentId.parse(n.author).role}: "
+                 f"{shorten(n.body, 300)}" for n in notes]
     if "approvals" in kinds:
         aps = await store.list_approvals(args.run)
         out["approvals"] = [dataclasses.asdict(a) for a in aps]
         text += [f"approval {a.id} {a.status}: {a.tool} {a.arguments}" for a in aps]
     emit(args, out, "\n".join(text) or "(empty)")
+
+
+def shorten(text: str, limit: int) -> str:
+    """``text`` cut at a word boundary with an ellipsis when longer than ``limit``."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    cut = text[:limit - 1].rsplit(" ", 1)[0] or text[:limit - 1]
+    return cut.rstrip(",;:") + "…"
+
+
+def _plan_text(body: Any) -> str:
+    """A plan as a person reads it: its fields, list items one per line, long text shortened."""
+    if not isinstance(body, dict):
+        return "  " + shorten(json.dumps(body, default=str), 400)
+    lines = []
+    for key, value in body.items():
+        if isinstance(value, list):
+            lines.append(f"  {key}:")
+            for item in value:
+                text = (", ".join(f"{k}={v}" for k, v in item.items())
+                        if isinstance(item, dict) else str(item))
+                lines.append(f"    - {shorten(text, 200)}")
+        else:
+            lines.append(f"  {key}: {shorten(str(value), 300)}")
+    return "\n".join(lines)
+
+
+def _handoff_text(source: str, to_role: str, note: str, payload: Any, task_id: str | None) -> str:
+    """What a person needs from a handoff: which module, the note, the reviewer's comments."""
+    head = f"handoff {source} -> {to_role}"
+    if isinstance(payload, dict):
+        module = payload.get("module")
+        if isinstance(module, dict):
+            module = module.get("path") or module.get("name")
+        if module:
+            head += f" [{module}]"
+        if payload.get("round"):
+            head += f" round {payload['round']}"
+    lines = [f"{head}: {note or '(no note)'}" + (f" (task {task_id})" if task_id else "")]
+    comments = payload.get("comments") if isinstance(payload, dict) else None
+    for comment in comments or []:
+        lines.append(f"    - {shorten(str(comment), 300)}")
+    return "\n".join(lines)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 from collections.abc import Sequence
 
@@ -23,8 +24,11 @@ exit codes:
   5    the run was cancelled
   130  interrupted (Ctrl-C); the run is resumable with `orchestra resume RUN`
 
-Every command accepts --json for machine-readable output.
+Every command accepts --json for machine-readable output. --db and --json may come
+before the command too (`orchestra --db runs.db --json runs`); the store defaults to
+$ORCHESTRA_DB, else ./orchestra.db. A run id may be shortened to a unique prefix.
 """
+DEFAULT_DB = "orchestra.db"
 
 
 class UsageError(SystemExit):
@@ -41,7 +45,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--db", default="orchestra.db", help="store file (default ./orchestra.db)")
+    p.add_argument("--db", default=None,
+                   help="store file (default $ORCHESTRA_DB, else ./orchestra.db)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
 
@@ -55,12 +60,26 @@ def _model_flags(p: argparse.ArgumentParser) -> None:
                    help="stop the run (resumably) after this many tokens")
 
 
+def _version() -> str:
+    """Read from the installed metadata: importing the package would slow down `--help`."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("orchestra")
+    except PackageNotFoundError:
+        return "(not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="orchestra", description="Durable multi-agent pipelines on SQLite.",
                      epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    # --json is accepted before the command too (`orchestra --json runs`)
-    parser.add_argument("--json", dest="json_first", action="store_true", help=argparse.SUPPRESS)
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    parser.add_argument("--version", action="version", version=f"orchestra {_version()}")
+    # global options, accepted before the command too (`orchestra --db x.db --json runs`)
+    parser.add_argument("--db", dest="db_first", default=None,
+                        help="store file (default $ORCHESTRA_DB, else ./orchestra.db)")
+    parser.add_argument("--json", dest="json_first", action="store_true",
+                        help="machine-readable output")
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser, metavar="COMMAND")
 
     p = sub.add_parser("demo", help="run the stock pipeline offline on a bundled spec")
     _common(p)
@@ -102,6 +121,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("runs", help="list runs")
     _common(p)
     p.add_argument("--active", action="store_true", help="only runs not yet finished")
+    p.add_argument("--status", choices=["pending", "running", "waiting", "completed", "failed",
+                                        "cancelled"], help="only runs with this status")
+    p.add_argument("--pipeline", help="only runs of pipelines whose name contains this")
+    p.add_argument("--limit", type=int, default=50, help="newest N runs (default 50)")
 
     p = sub.add_parser("show", help="a run's status, tasks, agents and steps")
     _common(p)
@@ -187,7 +210,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         # a script asking for --json gets JSON on stdout even for bad arguments
         return _fail(argparse.Namespace(json="--json" in argv), EXIT_USAGE, exc.message)
+    if args.command is None:  # bare `orchestra`: what it can do
+        build_parser().print_help()
+        return EXIT_OK
     args.json = args.json or args.json_first
+    args.db = args.db or args.db_first or os.environ.get("ORCHESTRA_DB") or DEFAULT_DB
     _configure_logging(verbose=False)
     from orchestra.cli import commands  # imported after parsing: `--help` stays instant
 
@@ -209,8 +236,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OrchestraError as exc:
         return _fail(args, EXIT_FAILED, exc)
     except BrokenPipeError:  # `orchestra events RUN | head`: the reader left; no traceback
-        import os
-
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
 

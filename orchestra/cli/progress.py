@@ -29,8 +29,9 @@ class _AgentLine:
 
 class Progress:
     def __init__(self, store: SQLiteBlackboard, run_id: str, *, json_mode: bool,
-                 tty: bool, after: int = 0) -> None:
+                 tty: bool, after: int = 0, db: str = "orchestra.db") -> None:
         self.after = after
+        self.db = db  # every printed hint names the store, so pasting it works
         self.store, self.run_id = store, run_id
         self.json_mode, self.tty = json_mode, tty
         self.agents: dict[str, _AgentLine] = {}
@@ -101,12 +102,13 @@ class Progress:
               + (f" — {run.error}" if run.error else "")
               + f"\n  steps completed {steps.get('completed', 0)}, reissued after crashes "
               f"{steps.get('reissued', 0)}; tokens {run.tokens_in + run.tokens_out}")
-        print(f"  look closer:  orchestra show {run.id}   orchestra board {run.id}   "
-              f"orchestra events {run.id}")
+        db = f"--db {self.db}"
+        print(f"  look closer:  orchestra show {run.id} {db}   orchestra board {run.id} {db}   "
+              f"orchestra events {run.id} {db}")
         if run.status == "waiting":
             for ap in data["approvals_pending"]:
-                print(f"  waiting for approval {ap['id']} ({ap['tool']}): "
-                      f"orchestra approve {ap['id']}  or  orchestra deny {ap['id']} --reason ...")
-            print(f"  then: orchestra resume {run.id}")
+                print(f"  waiting for approval {ap['id']} ({ap['tool']}): orchestra approve "
+                      f"{ap['id']} {db}  or  orchestra deny {ap['id']} {db} --reason ...")
+            print(f"  then: orchestra resume {run.id} {db}")
         elif run.status in ("failed", "running"):
-            print(f"  resume with: orchestra resume {run.id}")
+            print(f"  resume with: orchestra resume {run.id} {db}")

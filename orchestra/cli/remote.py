@@ -45,7 +45,7 @@ def _run(args: argparse.Namespace, api: Client) -> int:
                           inspect_cmds.runs_text(runs))
     elif args.command == "show":
         data = api.runs.get(args.run)
-        inspect_cmds.emit(args, data, inspect_cmds.show_text(data))
+        inspect_cmds.emit(args, data, inspect_cmds.show_text(data, f"--server {args.server}"))
     elif args.command == "events":
         _events(args, api)
     elif args.command in ("approve", "deny"):

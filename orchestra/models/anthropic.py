@@ -51,7 +51,7 @@ def _import_sdk() -> Any:
         import anthropic
     except ImportError:
         raise UserError("the Anthropic adapter needs the anthropic SDK: "
-                        "pip install 'orchestra[anthropic]'") from None
+                        "pip install -e '.[anthropic]' (from an orchestra checkout)") from None
     return anthropic
 
 

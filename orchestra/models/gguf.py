@@ -32,7 +32,7 @@ def _import_sdk() -> Any:
         return importlib.import_module("xllamacpp")  # untyped: used through Any
     except ImportError:
         raise UserError("the GGUF adapter needs xllamacpp: "
-                        "pip install 'orchestra[local]'") from None
+                        "pip install -e '.[local]' (from an orchestra checkout)") from None
 
 
 class GGUFModel:

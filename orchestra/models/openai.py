@@ -48,7 +48,7 @@ def _import_sdk() -> Any:
         import openai
     except ImportError:
         raise UserError("the OpenAI adapter needs the openai SDK: "
-                        "pip install 'orchestra[openai]'") from None
+                        "pip install -e '.[openai]' (from an orchestra checkout)") from None
     return openai
 
 

@@ -29,7 +29,7 @@ SPEC_FORMS = (
     "(OLLAMA_BASE_URL overrides the URL)",
     "openai-compatible:<base_url>#<model> e.g. openai-compatible:http://127.0.0.1:8080/v1#qwen",
     "gguf:<path>                         e.g. gguf:./models/qwen2.5-0.5b.gguf",
-    "replay:<path>                       replay a recording (orchestra run --record FILE)",
+    "replay:<path>                       replay a recording made with RecordingModel",
     "replay-task:<path>                  replay keyed per task (any schedule replays)",
 )
 _ROLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")

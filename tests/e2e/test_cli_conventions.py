@@ -1,0 +1,118 @@
+"""CLI conventions: --version, bare help, global --db/--json, ORCHESTRA_DB, run listing
+filters with a header, run ids by unique prefix, hints that name the store, an idempotent
+cancel, and `run` creating its workspace like `demo` does."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from orchestra.cli.main import main
+
+ROOT = Path(__file__).resolve().parents[2]
+APPROVAL = "examples.approval:make_pipeline"
+
+
+@pytest.fixture
+def parked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+           capsys: pytest.CaptureFixture[str]) -> tuple[Path, str, str]:
+    """A store holding one run parked on an approval; (db, run id, summary output)."""
+    monkeypatch.chdir(ROOT)
+    monkeypatch.delenv("ORCHESTRA_DB", raising=False)
+    db = tmp_path / "store.db"
+    code = main(["run", "--pipeline", APPROVAL, "--input",
+                 json.dumps({"log": str(tmp_path / "published.log")}), "--db", str(db)])
+    assert code == 4
+    out = capsys.readouterr().out
+    run_id = out.split()[1]
+    return db, run_id, out
+
+
+def test_version_and_bare_help(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["--version"])
+    assert exit_.value.code == 0 and capsys.readouterr().out.startswith("orchestra 0.")
+    assert main([]) == 0
+    assert "usage: orchestra" in capsys.readouterr().out
+
+
+def test_hints_name_the_store_actually_used(parked: tuple[Path, str, str]) -> None:
+    db, run_id, out = parked
+    for hint in (f"orchestra show {run_id} --db {db}", f"orchestra resume {run_id} --db {db}",
+                 f"--db {db}  or  orchestra deny"):
+        assert hint in out, out
+
+
+def test_global_options_env_and_listing(parked: tuple[Path, str, str],
+                                        monkeypatch: pytest.MonkeyPatch,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    db, run_id, _ = parked
+    assert main(["--db", str(db), "--json", "runs"]) == 0
+    assert [r["id"] for r in json.loads(capsys.readouterr().out)] == [run_id]
+    monkeypatch.setenv("ORCHESTRA_DB", str(db))
+    assert main(["runs", "--status", "waiting", "--pipeline", "approval", "--limit", "5"]) == 0
+    header, row = capsys.readouterr().out.splitlines()
+    assert header.split() == ["RUN", "STATUS", "PIPELINE", "CREATED", "STEPS", "TOKENS"]
+    assert row.startswith(run_id)
+    assert main(["runs", "--status", "completed"]) == 0
+    assert "no runs match" in capsys.readouterr().out
+
+
+def test_run_ids_by_unique_prefix(parked: tuple[Path, str, str],
+                                  capsys: pytest.CaptureFixture[str]) -> None:
+    db, run_id, _ = parked
+    assert main(["show", run_id[:4], "--db", str(db), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["run"]["id"] == run_id
+    assert main(["show", "", "--db", str(db)]) == 2  # the empty prefix is no id
+    assert main(["show", "zzzz", "--db", str(db)]) == 2
+
+
+def test_an_ambiguous_prefix_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    import asyncio
+
+    from orchestra import SQLiteBlackboard
+
+    async def two_runs() -> None:
+        store = await SQLiteBlackboard.open(tmp_path / "s.db")
+        await store.create_run("p", {}, run_id="ab12")
+        await store.create_run("p", {}, run_id="ab34")
+        await store.close()
+    asyncio.run(two_runs())
+    assert main(["show", "ab", "--db", str(tmp_path / "s.db")]) == 2
+    err = capsys.readouterr().err
+    assert "ambiguous" in err and "ab12" in err and "ab34" in err
+
+
+def test_a_second_cancel_is_not_an_error(parked: tuple[Path, str, str],
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    db, run_id, _ = parked
+    assert main(["cancel", run_id, "--db", str(db)]) == 0
+    assert main(["cancel", run_id[:6], "--db", str(db)]) == 0
+    assert "already cancelled" in capsys.readouterr().out
+
+
+def test_board_shows_whole_words_and_handoff_comments() -> None:
+    from orchestra.cli.inspect_cmds import _handoff_text, shorten
+
+    assert shorten("alpha beta gamma delta", 12) == "alpha beta…"
+    text = _handoff_text("reviewer", "coder", "changes requested in round 1",
+                         {"module": {"path": "wrap.py"}, "round": 2,
+                          "comments": ["line 24 forgets the space"]}, "t1")
+    assert "[wrap.py] round 2" in text and "line 24 forgets the space" in text
+
+
+def test_run_creates_a_missing_workspace_like_demo(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from agents.demo.director import spec_text
+    from orchestra.cli.commands import demo_spec
+
+    monkeypatch.chdir(tmp_path)
+    spec = tmp_path / "spec.md"
+    spec.write_text(spec_text())
+    workspace = tmp_path / "new" / "ws"
+    code = main(["run", "--spec", str(spec), "--workspace", str(workspace), "--model",
+                 demo_spec(), "--db", str(tmp_path / "o.db"), "--json"])
+    assert code == 0 and (workspace / "textkit").is_dir()
