@@ -16,7 +16,8 @@ from typing import Any
 
 from agents.roles import Architect, Coder, CodeResult, ProjectPlan, Review, Reviewer
 from agents.workspace import Workspace
-from orchestra import NewHandoff, NewNote, NewTask, Pipeline, Task, UserError, Writes, fan_out
+from orchestra import NewHandoff, NewNote, NewTask, Pipeline, Task, UserError, fan_out
+from orchestra.store import Writes
 
 PIPELINE_REF = "agents.pipeline:build_pipeline"
 DEFAULT_MAX_ROUNDS = 3

@@ -47,8 +47,8 @@ from orchestra import (
     Role,
     SQLiteBlackboard,
     Task,
-    Writes,
 )
+from orchestra.store import Writes
 
 NAME = "orchestra"
 SCENARIOS = frozenset({"S1", "S2", "S3", "S4"})

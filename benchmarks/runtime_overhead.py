@@ -32,10 +32,10 @@ from orchestra import (
     SQLiteBlackboard,
     Summarize,
     Task,
-    Writes,
 )
 from orchestra.compaction import message_tokens
 from orchestra.models.base import ModelSettings
+from orchestra.store import Writes
 
 
 class Stepper(Role):

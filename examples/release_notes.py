@@ -33,9 +33,10 @@ from orchestra import (
     SQLiteBlackboard,
     Task,
     ToolContext,
-    Writes,
+    load_model,
     tool,
 )
+from orchestra.store import Writes
 
 CHANGES = ["faster resume after a crash", "per-agent compaction", "orchestra board --search"]
 
@@ -108,7 +109,6 @@ async def main(db: Path, model_spec: str | None) -> None:
     try:
         models = {}
         if model_spec:
-            from orchestra.models.spec import load_model
             models = {"writer": load_model(model_spec), "editor": load_model(model_spec)}
         coordinator = Coordinator(store, build({}), models=models)
         active = [r for r in await store.list_runs(active_only=True)

@@ -1,59 +1,29 @@
 """orchestra: durable multi-agent pipelines on a SQLite blackboard.
 
-Everything a user needs is importable from here.
+What a program writes is importable from here: roles and tools, the pipeline and its
+postings, the coordinator and the store, compaction policies, models and their test
+doubles, and the errors worth catching. Everything else lives in named submodules:
+``orchestra.store`` (store protocols, ``Writes``, ``Lease``, ``StepResult``),
+``orchestra.types`` (the records a store returns), ``orchestra.errors`` (every error),
+``orchestra.compaction`` (``View``, ``SummaryRequest`` for custom policies),
+``orchestra.models`` (``ToolCall``, ``Usage``, adapters), ``orchestra.tools`` (``Tool``).
 """
 
 from orchestra._errors import (
-    DeterminismError,
-    LeaseLostError,
     ModelAPIError,
     ModelBehaviorError,
     ModelRetry,
-    NotAStoreError,
     NotFoundError,
     OrchestraError,
-    PayloadTooLargeError,
     RoleDefinitionError,
-    SchemaVersionError,
-    StoreError,
-    TaskFailedError,
     UsageLimitExceeded,
     UserError,
 )
-from orchestra._store import (
-    Blackboard,
-    Lease,
-    NewHandoff,
-    NewNote,
-    NewTask,
-    SQLiteBlackboard,
-    StepResult,
-    Writes,
-)
-from orchestra._types import (
-    AgentInfo,
-    Approval,
-    CompactionRecord,
-    Event,
-    Handoff,
-    Message,
-    Note,
-    Plan,
-    Run,
-    Step,
-    Task,
-)
-from orchestra.compaction import (
-    CompactionPolicy,
-    KeepAll,
-    SlidingWindow,
-    Summarize,
-    SummaryRequest,
-    TokenBudget,
-    View,
-)
+from orchestra._store import NewHandoff, NewNote, NewTask, SQLiteBlackboard
+from orchestra._types import Run, Task
+from orchestra.compaction import KeepAll, SlidingWindow, Summarize, TokenBudget
 from orchestra.coordinator.coordinator import Coordinator, CoordinatorSettings
-from orchestra.coordinator.pipeline import Pipeline, fan_out, handoff, load_pipeline
+from orchestra.coordinator.pipeline import Pipeline, fan_out, handoff
 from orchestra.models import (
     FunctionModel,
     Model,
@@ -61,32 +31,20 @@ from orchestra.models import (
     ModelResponse,
     ModelSettings,
     ScriptedModel,
-    ToolCall,
-    Usage,
     reply,
     tool_call,
 )
+from orchestra.models.spec import load_model
 from orchestra.roles import Role
-from orchestra.tools import Tool, ToolContext, tool
+from orchestra.tools import ToolContext, tool
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "AgentInfo",
-    "Approval",
-    "Blackboard",
-    "CompactionPolicy",
-    "CompactionRecord",
     "Coordinator",
     "CoordinatorSettings",
-    "DeterminismError",
-    "Event",
     "FunctionModel",
-    "Handoff",
     "KeepAll",
-    "Lease",
-    "LeaseLostError",
-    "Message",
     "Model",
     "ModelAPIError",
     "ModelBehaviorError",
@@ -97,40 +55,25 @@ __all__ = [
     "NewHandoff",
     "NewNote",
     "NewTask",
-    "NotAStoreError",
     "NotFoundError",
-    "Note",
     "OrchestraError",
-    "PayloadTooLargeError",
     "Pipeline",
-    "Plan",
     "Role",
     "RoleDefinitionError",
     "Run",
     "SQLiteBlackboard",
-    "SchemaVersionError",
     "ScriptedModel",
     "SlidingWindow",
-    "Step",
-    "StepResult",
-    "StoreError",
     "Summarize",
-    "SummaryRequest",
     "Task",
-    "TaskFailedError",
     "TokenBudget",
-    "Tool",
-    "ToolCall",
     "ToolContext",
-    "Usage",
     "UsageLimitExceeded",
     "UserError",
-    "View",
-    "Writes",
     "__version__",
     "fan_out",
     "handoff",
-    "load_pipeline",
+    "load_model",
     "reply",
     "tool",
     "tool_call",

@@ -90,17 +90,6 @@ class DeterminismError(OrchestraError):
         )
 
 
-class ToolTimeoutError(OrchestraError):
-    """A tool ran past its timeout."""
-
-
 class ModelRetry(OrchestraError):
     """Raised by a tool to tell the model what to fix; it is fed back as the tool result."""
 
-
-class TaskFailedError(OrchestraError):
-    """A task ended failed; ``task_id`` names it and the message says why."""
-
-    def __init__(self, task_id: str, message: str) -> None:
-        self.task_id = task_id
-        super().__init__(message)

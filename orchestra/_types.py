@@ -31,7 +31,6 @@ APPROVAL_STATUSES: tuple[ApprovalStatus, ...] = get_args(ApprovalStatus)
 MESSAGE_ROLES: tuple[MessageRole, ...] = get_args(MessageRole)
 LIVE_RUN_STATUSES: tuple[RunStatus, ...] = ("pending", "running", "waiting")
 TERMINAL_RUN_STATUSES: frozenset[str] = frozenset(RUN_STATUSES) - frozenset(LIVE_RUN_STATUSES)
-TERMINAL_TASK_STATUSES: frozenset[str] = TERMINAL_RUN_STATUSES
 
 
 class AgentId(NamedTuple):

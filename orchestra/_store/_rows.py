@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection
-from typing import Any, cast
+from typing import Any
 
 from orchestra._errors import StoreError
 from orchestra._types import (
@@ -159,7 +159,3 @@ def event(row: Row) -> Event:
 def many_tasks(rows: list[Row]) -> list[Task]:
     return [task(r) for r in rows]
 
-
-def as_rows(rows: Any) -> list[Row]:
-    """sqlite3 returns tuples (no row factory); this only narrows the type."""
-    return cast(list[Row], rows)

@@ -102,8 +102,8 @@ async def test_the_demo_model_answers_requests_its_session_lacks() -> None:
 
 
 def _messages(raw: list[dict[str, Any]]) -> tuple[Any, ...]:
-    from orchestra import Message
     from orchestra._types import ToolCallRecord
+    from orchestra.types import Message
 
     return tuple(Message(m["role"], m["content"], tuple(
         ToolCallRecord(c["id"], c["name"], c["arguments"]) for c in m.get("tool_calls") or []),

@@ -15,7 +15,6 @@ from pydantic import BaseModel
 from orchestra import (
     Coordinator,
     CoordinatorSettings,
-    Event,
     FunctionModel,
     ModelAPIError,
     ModelRequest,
@@ -27,6 +26,7 @@ from orchestra import (
     UserError,
     reply,
 )
+from orchestra.types import Event
 
 FAST = CoordinatorSettings(retry_base=0.01, poll_interval=0.02, lease_seconds=0.6)
 

@@ -5,18 +5,10 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from orchestra import (
-    CompactionRecord,
-    KeepAll,
-    Message,
-    SlidingWindow,
-    Summarize,
-    SummaryRequest,
-    TokenBudget,
-    View,
-)
+from orchestra import KeepAll, SlidingWindow, Summarize, TokenBudget
 from orchestra._types import ToolCallRecord
-from orchestra.compaction import message_tokens
+from orchestra.compaction import SummaryRequest, View, message_tokens
+from orchestra.types import CompactionRecord, Message
 
 
 @st.composite

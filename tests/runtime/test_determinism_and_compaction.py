@@ -9,10 +9,8 @@ import pytest
 
 from orchestra import (
     Coordinator,
-    DeterminismError,
     FunctionModel,
     KeepAll,
-    Lease,
     ModelRequest,
     NewHandoff,
     NewTask,
@@ -22,14 +20,15 @@ from orchestra import (
     Summarize,
     Task,
     ToolContext,
-    Writes,
     reply,
     tool,
     tool_call,
 )
 from orchestra.compaction import message_tokens
+from orchestra.errors import DeterminismError
 from orchestra.runtime.agent_state import AgentState
 from orchestra.runtime.task_runner import run_task
+from orchestra.store import Lease, Writes
 
 
 class Tooly(Role):

@@ -1,0 +1,35 @@
+"""Every error orchestra raises (the common ones are also importable from ``orchestra``)."""
+
+from orchestra._errors import (
+    DeterminismError,
+    LeaseLostError,
+    ModelAPIError,
+    ModelBehaviorError,
+    ModelRetry,
+    NotAStoreError,
+    NotFoundError,
+    OrchestraError,
+    PayloadTooLargeError,
+    RoleDefinitionError,
+    SchemaVersionError,
+    StoreError,
+    UsageLimitExceeded,
+    UserError,
+)
+
+__all__ = [
+    "DeterminismError",
+    "LeaseLostError",
+    "ModelAPIError",
+    "ModelBehaviorError",
+    "ModelRetry",
+    "NotAStoreError",
+    "NotFoundError",
+    "OrchestraError",
+    "PayloadTooLargeError",
+    "RoleDefinitionError",
+    "SchemaVersionError",
+    "StoreError",
+    "UsageLimitExceeded",
+    "UserError",
+]
