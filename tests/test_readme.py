@@ -29,6 +29,7 @@ def test_python_blocks_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
             exec(compile(code, f"README.md block {i}", "exec"), namespace)
     out = capsys.readouterr().out
     assert "completed" in out and "coder completed" in out and "-> reviewer" in out
+    assert "'orchestra.run', 'orchestra.task'" in out  # the tracing block's spans
 
 
 def _commands() -> list[list[str]]:

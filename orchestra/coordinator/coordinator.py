@@ -13,7 +13,7 @@ import contextlib
 import time
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from orchestra._errors import NotFoundError, StoreError, UserError
 from orchestra._log import get_logger
@@ -25,6 +25,9 @@ from orchestra.coordinator.owners import dead_local_owners, new_owner_id
 from orchestra.coordinator.pipeline import Pipeline
 from orchestra.models.base import Model
 from orchestra.runtime.agent_state import AgentState, agent_id_for
+
+if TYPE_CHECKING:
+    from orchestra.tracing import Tracing
 
 log = get_logger("orchestra.coordinator")
 
@@ -60,8 +63,10 @@ class Coordinator:
     def __init__(self, store: Blackboard, pipeline: Pipeline, *,
                  models: Mapping[str, Model] | None = None,
                  settings: CoordinatorSettings = CoordinatorSettings(),
-                 owner: str | None = None) -> None:
+                 owner: str | None = None, tracing: Tracing | None = None) -> None:
         self.store = store
+        self.tracing = tracing
+        """OpenTelemetry spans for runs, tasks and steps (``orchestra.tracing``); off if None."""
         self.pipeline = pipeline
         self.settings = settings
         self.owner = owner or new_owner_id()
@@ -83,7 +88,7 @@ class Coordinator:
             if model is None:
                 raise UserError(f"role {role.name!r} has no model: set `model` on the role, "
                                 "pass Pipeline(model=...), or --model on the command line")
-            resolved[role.name] = model
+            resolved[role.name] = self.tracing.wrap(model) if self.tracing else model
         return resolved
 
     # -- public API ----------------------------------------------------------------
@@ -135,6 +140,21 @@ class Coordinator:
     # -- the scheduling loop -------------------------------------------------------
     async def drive(self, run_id: str) -> Run:
         """Run tasks of ``run_id`` until every task is finished, or it waits or stops."""
+        if self.tracing is None:
+            return await self._drive(run_id)
+        await self.tracing.run_started(self.store, await self.store.get_run(run_id))
+        final: Run | None = None
+        error: BaseException | None = None
+        try:
+            final = await self._drive(run_id)
+            return final
+        except BaseException as exc:
+            error = exc
+            raise
+        finally:
+            self.tracing.run_ended(run_id, final.status if final else None, error)
+
+    async def _drive(self, run_id: str) -> Run:
         run = await self.store.get_run(run_id)
         if run.status in TERMINAL_RUN_STATUSES:
             return run

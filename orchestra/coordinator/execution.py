@@ -7,6 +7,7 @@ The runtime does the work; this decides what a failure means for the task
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from typing import TYPE_CHECKING
 
@@ -101,7 +102,9 @@ class TaskExecutor:
                             route=self.c.pipeline.route_for(task.role), limits=limits,
                             settings=type(role).settings,
                             claim_next=lambda: self.c.claim_spec(task))
-            outcome = await (asyncio.wait_for(work, timeout) if timeout else work)
+            with (self.c.tracing.task(task, agent.agent_id) if self.c.tracing
+                  else contextlib.nullcontext()):
+                outcome = await (asyncio.wait_for(work, timeout) if timeout else work)
         except TimeoutError:
             await self._fail(task, lease, f"task timed out after {timeout:g} s", retry=True)
             return

@@ -10,6 +10,7 @@ from orchestra.compaction import SummaryRequest, summary_prompt
 from orchestra.models.base import Model, ModelRequest, ModelSettings
 from orchestra.runtime.agent_state import AgentState
 from orchestra.runtime.journal import Journal, Outcome
+from orchestra.tracing import step_span
 
 
 async def summarize(journal: Journal, model: Model, agent: AgentState, request: SummaryRequest,
@@ -22,10 +23,13 @@ async def summarize(journal: Journal, model: Model, agent: AgentState, request: 
     limit = request.max_tokens * 4
 
     async def call() -> Outcome:
-        resp = await model.request(ModelRequest(
-            (Message("system", "You write faithful, compact summaries."),
-             Message("user", prompt)),
-            settings=settings))
+        with step_span("compaction", "summarize", **{"orchestra.step": n,
+                                                      "orchestra.compaction.first": first,
+                                                      "orchestra.compaction.last": last}):
+            resp = await model.request(ModelRequest(
+                (Message("system", "You write faithful, compact summaries."),
+                 Message("user", prompt)),
+                settings=settings))
         text = resp.text.strip()[:limit] or "(the model returned an empty summary)"
         record = CompactionRecord(agent.agent_id, first, last, text,
                                   task_id=journal.task.id, step=n)

@@ -23,6 +23,7 @@ from orchestra.models.base import ToolCall
 from orchestra.runtime import keys
 from orchestra.runtime.journal import Journal, Outcome
 from orchestra.tools import Tool, ToolContext, render_tool_result
+from orchestra.tracing import step_span
 
 MAX_TOOL_RESULT_CHARS = 64_000
 
@@ -133,7 +134,8 @@ class ToolRunner:
                           board=self.store, task_input=self.task.input)
         timeout = tool.timeout or self.default_timeout
         try:
-            value = await asyncio.wait_for(tool.fn(ctx, **args), timeout)
+            with step_span("tool", tool.name, **{"orchestra.step": n}):
+                value = await asyncio.wait_for(tool.fn(ctx, **args), timeout)
         except ModelRetry as exc:
             return Outcome({"content": str(exc), "is_error": True})
         except TimeoutError:
