@@ -70,10 +70,20 @@ def _version() -> str:
         return "(not installed)"
 
 
+class _VersionAction(argparse.Action):
+    """Looks the version up only when asked: reading package metadata costs ~0.2 s."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: object, option_string: str | None = None) -> None:
+        print(f"orchestra {_version()}")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="orchestra", description="Durable multi-agent pipelines on SQLite.",
                      epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--version", action="version", version=f"orchestra {_version()}")
+    parser.add_argument("--version", action=_VersionAction, nargs=0,
+                        help="print the version and exit")
     # global options, accepted before the command too (`orchestra --db x.db --json runs`)
     parser.add_argument("--db", dest="db_first", default=None,
                         help="store file (default $ORCHESTRA_DB, else ./orchestra.db)")

@@ -44,6 +44,7 @@ class Counter(Role):
     name = "counter"
     output = Total
     recall = False
+    max_turns = 500  # `turns` may be large: a cancel test needs the run still going (~5 s)
 
     def __init__(self, effects: str | None) -> None:
         self.effects = effects
