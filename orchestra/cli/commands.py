@@ -141,6 +141,11 @@ async def cmd_demo(args: argparse.Namespace) -> int:
     run_input = {"spec": spec_text(), "workspace": str(workspace), "max_rounds": 3}
     code = await _start(args, "agents.pipeline:build_pipeline", run_input)
     if not args.json:
+        from agents.summary import run_story
+
+        async with open_store(args, must_exist=True) as store:
+            story = await run_story(store, args._run_id)
+        print("\n" + "\n".join(story) if story else "", end="\n" if story else "")
         print(f"\nworkspace: {workspace}  (run its tests: cd {workspace} && python -m pytest)")
     return code
 

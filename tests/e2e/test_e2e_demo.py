@@ -28,6 +28,14 @@ def test_demo_exits_0_and_says_so(reference: Reference) -> None:
     assert "Traceback" not in reference.result.stderr
 
 
+def test_demo_summary_tells_what_was_built_caught_and_fixed(reference: Reference) -> None:
+    out = reference.result.stdout
+    assert "modules built: " + ", ".join(MODULES) in out
+    assert "textkit/wrap.py (round 2)" in out and "textkit/slugify.py (round 1)" in out
+    assert "the reviewer caught in textkit/wrap.py (round 1): " in out
+    assert "  fixed in round 2: " in out
+
+
 def test_demo_workspace_tests_really_pass(reference: Reference) -> None:
     assert sorted(reference.files) == sorted(
         [*MODULES, "textkit/__init__.py", "tests/test_slugify.py", "tests/test_wrap.py",
