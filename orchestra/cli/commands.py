@@ -52,11 +52,36 @@ async def dispatch(args: argparse.Namespace) -> int:
     return await inspect_cmds.dispatch(args, open_store)
 
 
-def _settings(args: argparse.Namespace, *, shared: bool = False) -> CoordinatorSettings:
+BUDGET_EVENT = "run.budget"
+
+
+def _settings(args: argparse.Namespace, *, shared: bool = False,
+              cap: int | None = None) -> CoordinatorSettings:
     if args.concurrency < 1:
         raise UserError(f"--concurrency must be >= 1, got {args.concurrency}")
-    return CoordinatorSettings(concurrency=args.concurrency, max_tokens_per_run=args.max_tokens,
-                               shared=shared)
+    if args.max_tokens is not None and args.max_tokens < 1:
+        raise UserError(f"--max-tokens must be >= 1, got {args.max_tokens}")
+    return CoordinatorSettings(concurrency=args.concurrency,
+                               max_tokens_per_run=args.max_tokens or cap, shared=shared)
+
+
+async def _run_cap(store: SQLiteBlackboard, run: Run, flag: int | None) -> int | None:
+    """The run's token cap: ``--max-tokens`` now (recorded, so it holds for later resumes),
+    else the last one recorded, else the one it started with (``input["max_tokens"]``)."""
+    if flag is not None:
+        await store.append_event(run.id, BUDGET_EVENT, {"max_tokens": flag})
+        return flag
+    cap = run.input.get("max_tokens") if isinstance(run.input, dict) else None
+    after = 0
+    while True:
+        batch = await store.events(run.id, starting_after=after, limit=500)
+        for e in batch:
+            if e.kind == BUDGET_EVENT and isinstance(e.data, dict):
+                cap = e.data.get("max_tokens")
+        if len(batch) < 500:
+            break
+        after = batch[-1].seq
+    return cap if isinstance(cap, int) else None
 
 
 async def _drive(args: argparse.Namespace, store: SQLiteBlackboard, coord: Coordinator,
@@ -112,6 +137,8 @@ async def cmd_run(args: argparse.Namespace) -> int:
 async def _start(args: argparse.Namespace, ref: str, run_input: Any) -> int:
     pipeline = load_pipeline(ref, run_input)
     record_models(run_input, args.model)
+    if args.max_tokens is not None and isinstance(run_input, dict):
+        run_input["max_tokens"] = args.max_tokens  # kept with the run: resume honours it
     models = _models(pipeline, run_input, args.model)  # refuses --model for unknown roles
     settings = _settings(args)  # bad flags fail before the store file is created
     async with open_store(args, must_exist=False) as store:
@@ -156,10 +183,13 @@ async def cmd_resume(args: argparse.Namespace) -> int:
         run = await store.get_run(args.run)
         Coordinator.check_resumable(run)  # before any output: a refusal prints one line
         pipeline = load_pipeline(run.pipeline, run.input)
-        coord = Coordinator(store, pipeline, models=_models(pipeline, run.input, args.model),
-                            settings=_settings(args))
+        models = _models(pipeline, run.input, args.model)
+        settings = _settings(args, cap=await _run_cap(store, run, args.max_tokens))
+        coord = Coordinator(store, pipeline, models=models, settings=settings)
         if not args.json:
-            print(f"resuming run {run.id} ({run.status})")
+            budget = (f"; token cap {settings.max_tokens_per_run}"
+                      if settings.max_tokens_per_run else "")
+            print(f"resuming run {run.id} ({run.status}{budget})")
         return await _drive(args, store, coord, run, resume=True)
 
 
@@ -255,9 +285,10 @@ async def cmd_worker(args: argparse.Namespace) -> int:
                 if run.id in serving or run.status not in ("pending", "running"):
                     continue
                 pipeline = load_pipeline(run.pipeline, run.input)
+                cap = await _run_cap(store, run, None)
                 coord = Coordinator(store, pipeline, models=_models(pipeline, run.input,
                                                                     args.model),
-                                    settings=_settings(args, shared=True))
+                                    settings=_settings(args, shared=True, cap=cap))
                 serving[run.id] = asyncio.create_task(coord.drive(run.id))
                 if not args.json:
                     print(f"worker {coord.owner}: serving run {run.id}")

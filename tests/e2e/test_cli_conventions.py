@@ -116,3 +116,21 @@ def test_run_creates_a_missing_workspace_like_demo(tmp_path: Path,
     code = main(["run", "--spec", str(spec), "--workspace", str(workspace), "--model",
                  demo_spec(), "--db", str(tmp_path / "o.db"), "--json"])
     assert code == 0 and (workspace / "textkit").is_dir()
+
+
+def test_the_token_cap_stays_with_the_run_and_resume_raises_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(ROOT)
+    db = str(tmp_path / "cap.db")
+    code = main(["run", "--pipeline", "tests.e2e.slow_pipeline:build", "--input",
+                 json.dumps({"turns": 8, "delay": 0}), "--max-tokens", "60", "--db", db])
+    out = capsys.readouterr().out
+    run_id = out.split()[1]
+    assert code == 1 and "stopped by its token budget" in out, out
+    assert f"orchestra resume {run_id} --db {db} --max-tokens" in out
+    # a plain resume keeps the cap: it stops again at once
+    assert main(["resume", run_id, "--db", db]) == 1
+    assert "token cap 60" in capsys.readouterr().out
+    assert main(["resume", run_id[:5], "--db", db, "--max-tokens", "100000"]) == 0
+    assert f"run {run_id}: completed" in capsys.readouterr().out
