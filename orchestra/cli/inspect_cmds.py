@@ -80,6 +80,7 @@ async def dispatch(args: argparse.Namespace, open_store: OpenStore) -> int:
             await _runs(args, store)
         elif args.command == "show":
             data = await show_data(store, args.run)
+            data["concurrency"] = await concurrency_waits(store, args.run)
             emit(args, data, show_text(data, f"--db {args.db}"))
         elif args.command == "events":
             await _events(args, store)
@@ -135,6 +136,8 @@ def show_text(d: dict[str, Any], where: str = "") -> str:
         lines.append(f"    {a['role']:<12} messages={a['messages']:<4} "
                      f"steps={a['steps_completed']:<4} reissued={a['steps_reissued']} "
                      f"tokens={a['tokens_in'] + a['tokens_out']:<7} restart point: {where}")
+    for line in d.get("concurrency", {}).get("notes", []):
+        lines.append(f"  waiting on a concurrency limit: {line}")
     for ap in d["approvals_pending"]:
         lines.append(f"  pending approval {ap['id']}: {ap['tool']}({ap['arguments']}) — "
                      f"orchestra approve {ap['id']} {where}".rstrip())
@@ -231,3 +234,47 @@ def _handoff_text(source: str, to_role: str, note: str, payload: Any, task_id: s
     for comment in comments or []:
         lines.append(f"    - {shorten(str(comment), 300)}")
     return "\n".join(lines)
+
+
+def _role_limits(run: Run) -> dict[str, int] | None:
+    """Each role's ``concurrency``, from the run's pipeline if this process can build it."""
+    from orchestra.coordinator.pipeline import load_pipeline
+
+    try:
+        pipeline = load_pipeline(run.pipeline, run.input)
+    except Exception:  # another process's pipeline, or its input no longer valid here
+        return None
+    return {r.name: type(r).concurrency for r in pipeline.roles}
+
+
+async def concurrency_waits(store: SQLiteBlackboard, run_id: str, *,
+                            limits: dict[str, int] | None = None) -> dict[str, Any]:
+    """Ready tasks that are not running because a limit is full: a role's ``concurrency``
+    (default 4) or the coordinators' (``--concurrency``, ``CoordinatorSettings``)."""
+    run = await store.get_run(run_id)
+    if run.status not in ("pending", "running"):
+        return {"ready": 0, "running": {}, "notes": []}
+    now = time.time()
+    ready: dict[str, int] = {}
+    for t in await store.list_tasks(run_id, status="pending"):
+        if t.not_before <= now:
+            ready[t.role] = ready.get(t.role, 0) + 1
+    running: dict[str, int] = {}
+    for t in await store.list_tasks(run_id, status="running"):
+        running[t.role] = running.get(t.role, 0) + 1
+    notes = []
+    if limits is None and ready:
+        limits = _role_limits(run)
+    role_bound = set()
+    for role, n in sorted(ready.items()):
+        limit = (limits or {}).get(role)
+        if limit is not None and running.get(role, 0) >= limit:
+            role_bound.add(role)
+            notes.append(f"{n} ready {role} task(s) wait: {running[role]} of {role}'s "
+                         f"concurrency {limit} are running (raise the role's `concurrency`)")
+    others = sum(n for role, n in ready.items() if role not in role_bound)
+    if others and sum(running.values()):
+        notes.append(f"{others} ready task(s) wait while {sum(running.values())} run; if this "
+                     "persists, the coordinators' concurrency is full (orchestra run/worker "
+                     "--concurrency, CoordinatorSettings.concurrency, default 16)")
+    return {"ready": sum(ready.values()), "running": running, "notes": notes}

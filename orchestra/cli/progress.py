@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from orchestra._store import SQLiteBlackboard
 from orchestra._types import Event, Run
-from orchestra.cli.inspect_cmds import event_line, show_data
+from orchestra.cli.inspect_cmds import _role_limits, concurrency_waits, event_line, show_data
 
 QUIET_KINDS = frozenset({"step.started", "task.claimed"})
 
@@ -39,6 +39,9 @@ class Progress:
         self.recent: list[str] = []
         self.started = time.monotonic()
         self._drawn = 0
+        self.waits: list[str] = []  # why ready work is not running (a concurrency limit)
+        self._checked = 0.0
+        self._limits: dict[str, int] | None = None
 
     async def watch(self) -> None:
         last = 0
@@ -49,11 +52,26 @@ class Progress:
                 self._apply(event)
                 if self.json_mode:
                     continue
+                await self._check_waits()
                 if self.tty:
                     self._redraw()
                 elif event.kind not in QUIET_KINDS:
                     print(event_line(event), flush=True)
         del last
+
+    async def _check_waits(self) -> None:
+        """Every few seconds: is ready work held back by a concurrency limit? Say so once."""
+        now = time.monotonic()
+        if now - self._checked < 2.0:
+            return
+        self._checked = now
+        if self._limits is None:
+            self._limits = _role_limits(await self.store.get_run(self.run_id)) or {}
+        notes = (await concurrency_waits(self.store, self.run_id, limits=self._limits))["notes"]
+        if notes != self.waits and not self.tty:
+            for note in notes:
+                print(f"waiting on a concurrency limit: {note}", flush=True)
+        self.waits = notes
 
     async def stop(self, watcher: asyncio.Task[None]) -> None:
         await asyncio.sleep(0.05)  # let the last events arrive
@@ -86,6 +104,7 @@ class Progress:
         lines = [f"run {self.run_id}  {time.monotonic() - self.started:6.1f}s"]
         for role, a in sorted(self.agents.items()):
             lines.append(f"  {role:<12} {a.doing:<32} steps={a.steps:<4} tokens={a.tokens}")
+        lines += [f"  waiting on a concurrency limit: {w}"[:150] for w in self.waits]
         lines.append("  latest events:")
         lines += ["   " + r[:110] for r in reversed(self.recent)]
         out.write("\n".join(lines) + "\n")

@@ -2,8 +2,8 @@
 
 ``orchestra run --pipeline tests.e2e.slow_pipeline:build --input '{"turns": N}'``
 (with the repository root on ``PYTHONPATH``). One ``counter`` role calls its
-``bump`` tool ``turns`` times, then answers ``{"total": n}``; every model call
-sleeps ``delay`` seconds, so a test has time to interrupt it between steps.
+``bump`` tool ``turns`` times, then answers ``{"total": n}`` (``tasks`` such tasks at
+once); every model call sleeps ``delay`` seconds, so a test has time to interrupt it between steps.
 
 Every tool side effect appends a line to ``<effects>`` when the run input names
 a file, so a test can count what really ran.
@@ -73,5 +73,7 @@ def build(run_input: Any) -> Pipeline:
         return reply(json.dumps({"total": sum(done)}))
 
     return Pipeline("slow", roles=[Counter(inp.get("effects"))],
-                    start=lambda i: [NewTask("counter", i, max_attempts=1)],
+                    start=lambda i: [NewTask("counter", i, max_attempts=1,
+                                             key=f"c{k}" if k else None)
+                                     for k in range(int(inp.get("tasks", 1)))],
                     model=FunctionModel(script, name="slow"), ref=REF)

@@ -134,3 +134,45 @@ def test_the_token_cap_stays_with_the_run_and_resume_raises_it(
     assert "token cap 60" in capsys.readouterr().out
     assert main(["resume", run_id[:5], "--db", db, "--max-tokens", "100000"]) == 0
     assert f"run {run_id}: completed" in capsys.readouterr().out
+
+
+def test_show_says_when_ready_work_waits_on_a_role_concurrency_limit(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    import asyncio
+
+    from orchestra import NewTask, SQLiteBlackboard
+
+    monkeypatch.chdir(ROOT)
+    db = tmp_path / "busy.db"
+
+    async def busy() -> str:
+        store = await SQLiteBlackboard.open(db)
+        run = await store.create_run("tests.e2e.slow_pipeline:build", {"turns": 1},
+                                     tasks=[NewTask("counter", {"i": i}) for i in range(6)])
+        await store.set_run_status(run.id, "running")
+        claimed = await store.claim_tasks("w1", run_id=run.id, capacity={"counter": 4},
+                                          limit=16, lease_seconds=60)
+        assert len(claimed) == 4  # the counter role's concurrency
+        await store.close()
+        return run.id
+    run_id = asyncio.run(busy())
+    assert main(["show", run_id, "--db", str(db)]) == 0
+    out = capsys.readouterr().out
+    assert "waiting on a concurrency limit: 2 ready counter task(s) wait: 4 of counter's " \
+           "concurrency 4 are running" in out, out
+    assert main(["show", run_id, "--db", str(db), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)["concurrency"]
+    assert data["ready"] == 2 and data["running"] == {"counter": 4}
+
+
+def test_the_live_view_says_when_work_waits_on_a_concurrency_limit(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(ROOT)
+    code = main(["run", "--pipeline", "tests.e2e.slow_pipeline:build", "--input",
+                 json.dumps({"turns": 12, "delay": 0.3, "tasks": 6}),
+                 "--db", str(tmp_path / "live.db")])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "waiting on a concurrency limit: 2 ready counter task(s) wait: 4 of counter's" in out
