@@ -11,6 +11,7 @@ import functools
 import inspect
 import json
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, get_type_hints, overload
 
@@ -24,6 +25,11 @@ if TYPE_CHECKING:
     from orchestra._store.protocol import Blackboard
 
 ToolFn = Callable[..., Awaitable[Any]]
+
+POST_CHECK: ContextVar[Callable[[NewHandoff, str], Any] | None] = ContextVar(
+    "orchestra_post_check", default=None)
+"""Set by the coordinator while a task runs: checks a tool's handoff against the pipeline
+(the target role exists, the payload fits its ``input``) when it is posted."""
 
 
 @dataclass(slots=True)
@@ -51,8 +57,14 @@ class ToolContext:
     def post_plan(self, body: Any) -> None:
         self.writes.plans.append(body)
 
-    def handoff(self, to_role: str, payload: Any, note: str = "") -> None:
-        self.writes.handoffs.append(NewHandoff(to_role=to_role, payload=payload, note=note))
+    def handoff(self, to_role: str | type[Any], payload: Any, note: str = "") -> None:
+        """Post a handoff to a role (class or name); a role the pipeline lacks, or a payload
+        its ``input`` model refuses, raises here, and the model sees why."""
+        name = to_role if isinstance(to_role, str) else str(to_role.name)
+        post = NewHandoff(to_role=name, payload=payload, note=note)
+        check = POST_CHECK.get()
+        self.writes.handoffs.append(check(post, f"tool of role {self.role!r}") if check
+                                    else post)
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,6 +26,7 @@ from orchestra._store.protocol import Lease, Writes
 from orchestra._types import AgentId, Task
 from orchestra.runtime.journal import RecordedStepError
 from orchestra.runtime.task_runner import RunLimits, TaskOutcome, run_task
+from orchestra.tools import POST_CHECK
 
 if TYPE_CHECKING:
     from orchestra.coordinator.coordinator import Coordinator
@@ -102,6 +103,7 @@ class TaskExecutor:
                             route=self.c.pipeline.route_for(task.role), limits=limits,
                             settings=type(role).settings,
                             claim_next=lambda: self.c.claim_spec(task))
+            POST_CHECK.set(self.c.pipeline.check_post)  # this job's own context
             with (self.c.tracing.task(task, agent.agent_id) if self.c.tracing
                   else contextlib.nullcontext()):
                 outcome = await (asyncio.wait_for(work, timeout) if timeout else work)

@@ -23,10 +23,15 @@ from orchestra import (
     Pipeline,
     Role,
     RoleDefinitionError,
+    ScriptedModel,
     SQLiteBlackboard,
+    ToolContext,
     UserError,
     fan_out,
     handoff,
+    reply,
+    tool,
+    tool_call,
 )
 
 
@@ -131,6 +136,16 @@ def test_start_payload_is_validated() -> None:
     assert p.first_tasks({"text": "t"})[0].input == {"text": "t"}
 
 
+class Dispatcher(Role):
+    """You dispatch work with the send tool."""
+
+    @tool
+    async def send(self, ctx: ToolContext, to: str) -> str:
+        """Hand the work to a role."""
+        ctx.handoff(to, {"text": "hi"})
+        return "sent"
+
+
 def make_pipeline(run_input: Any) -> Pipeline:
     return Pipeline("made", roles=[Writer()], start=lambda i: [NewTask("writer", i)])
 
@@ -175,3 +190,23 @@ def test_resume_of_an_unreferenced_pipeline_says_what_to_add(tmp_path: Path) -> 
                          cwd=tmp_path, timeout=60)
     error = json.loads(out.stdout)["error"]
     assert "def make_pipeline(run_input)" in error and "ref=" in error, error
+
+
+async def test_a_tools_handoff_to_an_unknown_role_is_refused_to_the_model(
+        tmp_path: Path) -> None:
+    model = ScriptedModel([reply("", tool_call("send", {"to": "editr"})),
+                           reply("", tool_call("send", {"to": "editor"})), reply("done")])
+    pipeline = Pipeline("d", roles=[Dispatcher(), Editor()],
+                        start=lambda i: [NewTask("dispatcher", i)],
+                        model=FunctionModel(lambda r: '{"ok": true}'))
+    store = await SQLiteBlackboard.open(tmp_path / "o.db")
+    try:
+        coordinator = Coordinator(store, pipeline, models={"dispatcher": model})
+        run = await asyncio.wait_for(coordinator.run({}), 30)
+        assert run.status == "completed", run.error
+        refused = model.calls[1].messages[-1].content
+        assert "'editr'" in refused and "does not have" in refused
+        assert [(t.role, t.status) for t in await store.list_tasks(run.id)] == [
+            ("dispatcher", "completed"), ("editor", "completed")]
+    finally:
+        await store.close()
