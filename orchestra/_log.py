@@ -62,5 +62,10 @@ class LibraryLogger:
         self._target().exception(event, **kw)
 
 
+def stderr() -> TextIO:
+    """A stream that writes to whatever ``sys.stderr`` is at the time of each write."""
+    return cast(TextIO, _Stderr())
+
+
 def get_logger(name: str) -> LibraryLogger:
     return LibraryLogger(name)

@@ -206,11 +206,14 @@ def _configure_logging(verbose: bool) -> None:
 
     import structlog
 
+    from orchestra._log import stderr
+
     level = os.environ.get("ORCHESTRA_LOG", "info" if verbose else "warning").upper()
     structlog.configure(
         wrapper_class=structlog.make_filtering_bound_logger(
             getattr(logging, level, logging.WARNING)),
-        logger_factory=structlog.PrintLoggerFactory(sys.stderr))
+        # sys.stderr looked up at each write: a caller (a test) may swap it after this
+        logger_factory=structlog.PrintLoggerFactory(stderr()))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
