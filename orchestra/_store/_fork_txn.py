@@ -125,7 +125,10 @@ SELECT ?2, e.seq, e.kind, replace(CASE WHEN t.old IS NULL AND a.old IS NULL THEN
                      COALESCE(a.old, '"'), COALESCE(a.new, '"')) END,
     '"' || ?1 || '/', '"' || ?2 || '/'), e.at
 FROM events e
-LEFT JOIN fork_ids t ON e.data LIKE '%"task"%' AND t.old = json_extract(e.data, '$.task')
+LEFT JOIN fork_ids t ON e.data LIKE '%"task"%' AND t.old = CASE
+    WHEN substr(e.data, 1, 9) = '{"task":"' AND substr(e.data, 26, 1) = '"'
+    THEN substr(e.data, 10, 16)  -- most events start with their task's id: no JSON parse
+    ELSE json_extract(e.data, '$.task') END
 LEFT JOIN fork_ids a ON e.data LIKE '%"approval"%'
     AND a.old = json_extract(e.data, '$.approval')
 WHERE e.run_id = ?1 AND e.seq <= ?5"""
