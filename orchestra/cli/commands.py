@@ -211,7 +211,7 @@ def _with_models(run_input: Any, cli: list[str]) -> Any:
 
 async def cmd_fork(args: argparse.Namespace) -> int:
     async with open_store(args, must_exist=True) as store:
-        source = await store.get_run(args.run)
+        source = await store.get_run(await inspect_cmds.resolve_run(store, args.run))
         run_input = _with_models(source.input, args.model)
         pipeline = load_pipeline(source.pipeline, run_input)
         models = _models(pipeline, run_input, args.model)  # a bad --model fails before forking

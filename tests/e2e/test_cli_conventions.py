@@ -176,3 +176,10 @@ def test_the_live_view_says_when_work_waits_on_a_concurrency_limit(
     out = capsys.readouterr().out
     assert code == 0, out
     assert "waiting on a concurrency limit: 2 ready counter task(s) wait: 4 of counter's" in out
+
+
+def test_fork_takes_a_run_id_prefix(parked: tuple[Path, str, str],
+                                    capsys: pytest.CaptureFixture[str]) -> None:
+    db, run_id, _ = parked
+    assert main(["fork", run_id[:5], "--at", "2", "--no-run", "--db", str(db), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["id"] != run_id
