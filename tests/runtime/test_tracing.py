@@ -13,11 +13,14 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
 
 from orchestra import (
     Coordinator,
+    FunctionModel,
+    ModelRequest,
     NewTask,
     Pipeline,
     Role,
     ScriptedModel,
     SQLiteBlackboard,
+    Summarize,
     ToolContext,
     reply,
     tool,
@@ -100,5 +103,52 @@ async def test_tracing_off_wraps_nothing(tmp_path: Path) -> None:
         run = await coordinator.run({})
         kinds = [e.kind for e in await store.events(run.id)]
         assert "trace.span" not in kinds
+    finally:
+        await store.close()
+
+
+class Reader(Role):
+    """You read pages with the page tool, then say what you read."""
+
+    compaction = Summarize(threshold=120, keep_tokens=40, summary_tokens=16)
+    concurrency = 1
+
+    @tool
+    async def page(self, ctx: ToolContext, n: int) -> str:
+        """Read one page."""
+        return f"page {n}: " + "words " * 60
+
+
+def _reader() -> FunctionModel:
+    calls: dict[str, int] = {}
+
+    def answer(request: ModelRequest) -> object:
+        if request.messages[0].content.startswith("You write faithful"):
+            return "read some pages"
+        book = next(m.content for m in request.messages if m.name == "task")
+        calls[book] = n = calls.get(book, 0) + 1
+        return reply("", tool_call("page", {"n": n}, id=f"p{n}")) if n <= 2 \
+            else reply("done reading")
+    return FunctionModel(answer, name="fn")
+
+
+async def test_a_summary_is_a_compaction_span_around_its_model_call(tmp_path: Path) -> None:
+    pipeline = Pipeline("reader", roles=[Reader()],  # two tasks, one after the other
+                        start=lambda i: [NewTask("reader", {"book": 1}, key="b1"),
+                                         NewTask("reader", {"book": 2}, key="b2")],
+                        model=_reader())
+    store = await SQLiteBlackboard.open(tmp_path / "o.db")
+    try:
+        tracing, exporter = _tracing()
+        run = await Coordinator(store, pipeline, tracing=tracing).run({})
+        assert run.status == "completed", run.error
+        spans = exporter.get_finished_spans()
+        compactions = [s for s in spans if s.name == "orchestra.compaction"]
+        assert compactions, [s.name for s in spans]
+        inner = [s for s in spans if s.parent is not None
+                 and s.parent.span_id == compactions[0].context.span_id]
+        assert [s.name for s in inner] == ["chat fn"]
+        tasks = {s.context.span_id for s in spans if s.name == "orchestra.task"}
+        assert compactions[0].parent.span_id in tasks
     finally:
         await store.close()
