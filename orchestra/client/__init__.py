@@ -1,5 +1,8 @@
 """Python client of the ``orchestra serve`` HTTP API (needs ``pip install 'orchestra[server]'``)."""
 
-from orchestra.client._client import ApiError, Approvals, Client, Runs, StreamEvent
+from orchestra.client._async import AsyncApprovals, AsyncClient, AsyncRuns
+from orchestra.client._client import Approvals, Client, Runs
+from orchestra.client._wire import ApiError, StreamEvent
 
-__all__ = ["ApiError", "Approvals", "Client", "Runs", "StreamEvent"]
+__all__ = ["ApiError", "Approvals", "AsyncApprovals", "AsyncClient", "AsyncRuns", "Client",
+           "Runs", "StreamEvent"]

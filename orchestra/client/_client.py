@@ -9,53 +9,31 @@
 
 ``runs.stream`` reconnects by itself after a dropped connection or a restarted
 server, from the last event it delivered: every event arrives once, in order.
+``AsyncClient`` is the same for asyncio code.
 """
 
 from __future__ import annotations
 
 import builtins
-import json
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import httpx
 from httpx_sse import SSEError, connect_sse
 
-from orchestra._errors import OrchestraError
-
-TERMINAL_EVENTS = frozenset({"run.completed", "run.failed", "run.cancelled"})
-
-
-class ApiError(OrchestraError):
-    """The server refused a request; ``status`` and ``detail`` come from its problem document."""
-
-    def __init__(self, status: int, detail: str, problem: dict[str, Any] | None = None) -> None:
-        super().__init__(f"HTTP {status}: {detail}")
-        self.status, self.detail, self.problem = status, detail, problem or {}
-
-
-@dataclass(frozen=True, slots=True)
-class StreamEvent:
-    """One frame of a run's stream: an event (``seq`` set) or a notice/ping (``seq`` None)."""
-
-    run_id: str
-    seq: int | None
-    kind: str
-    data: Any
-    at: float | None = None
-
-
-def _raise_for(response: httpx.Response) -> None:
-    if response.is_success:
-        return
-    try:
-        doc = response.json()
-        detail = str(doc.get("detail", response.text))
-    except (ValueError, AttributeError):
-        doc, detail = None, response.text or response.reason_phrase
-    raise ApiError(response.status_code, detail, doc if isinstance(doc, dict) else None)
+from orchestra.client._wire import (
+    TERMINAL_EVENTS,
+    ApiError,
+    Reconnect,
+    StreamEvent,
+    create_body,
+    list_params,
+    raise_for,
+    retryable,
+    stream_request,
+    to_event,
+)
 
 
 class Client:
@@ -65,19 +43,20 @@ class Client:
                  stream_timeout: float = 60.0, transport: httpx.BaseTransport | None = None
                  ) -> None:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self._http = httpx.Client(base_url=base_url.rstrip("/"), headers=headers,
-                                  timeout=timeout, transport=transport)
-        self._stream_timeout = httpx.Timeout(timeout, read=stream_timeout)
+        self.http = httpx.Client(base_url=base_url.rstrip("/"), headers=headers,
+                                 timeout=timeout, transport=transport)
+        self.stream_timeout = httpx.Timeout(timeout, read=stream_timeout)
+        """A stream read waits this long for a byte (the server pings every 15 s)."""
         self.runs = Runs(self)
         self.approvals = Approvals(self)
 
     def request(self, method: str, path: str, **kwargs: Any) -> Any:
-        response = self._http.request(method, path, **kwargs)
-        _raise_for(response)
+        response = self.http.request(method, path, **kwargs)
+        raise_for(response)
         return response.json()
 
     def close(self) -> None:
-        self._http.close()
+        self.http.close()
 
     def __enter__(self) -> Client:
         return self
@@ -94,11 +73,7 @@ class Runs:
                model: str | dict[str, str] | None = None,
                max_tokens: int | None = None) -> dict[str, Any]:
         """Start a run in the background: ``{"run_id", "status"}``."""
-        body: dict[str, Any] = {"pipeline": pipeline, "input": input or {}}
-        if model is not None:
-            body["model"] = model
-        if max_tokens is not None:
-            body["max_tokens"] = max_tokens
+        body = create_body(pipeline, input, model, max_tokens)
         result: dict[str, Any] = self._c.request("POST", "/v1/runs", json=body)
         return result
 
@@ -106,10 +81,7 @@ class Runs:
              pipeline: str | None = None, limit: int = 50,
              cursor: str | None = None) -> dict[str, Any]:
         """One page, newest first: ``{"runs": [...], "next_cursor": ...}``."""
-        params: dict[str, Any] = {"active": str(active).lower(), "limit": limit}
-        for key, value in (("status", status), ("pipeline", pipeline), ("cursor", cursor)):
-            if value is not None:
-                params[key] = value
+        params = list_params(active, status, pipeline, limit, cursor)
         result: dict[str, Any] = self._c.request("GET", "/v1/runs", params=params)
         return result
 
@@ -144,43 +116,35 @@ class Runs:
         is skipped or repeated. Errors the server answers (404, 401, ...) raise
         ``ApiError`` at once.
         """
-        cursor, wait, stalled_since = starting_after, 0.1, time.monotonic()
+        state = Reconnect(run_id, starting_after, max_retry_wait, give_up_after)
         while True:
+            cause: BaseException | None = None
             try:
-                for event in self._connect(run_id, cursor, include_pings):
-                    if event.seq is not None:
-                        cursor, wait, stalled_since = event.seq, 0.1, time.monotonic()
+                for event in self._connect(run_id, state.cursor, include_pings):
+                    state.delivered(event)
                     yield event
                     if event.kind in TERMINAL_EVENTS:
                         return
-                # the server closed the stream before the terminal event (shutting down)
-            except (httpx.TransportError, SSEError) as exc:
-                if not reconnect:
+                # closed before the terminal event (the server is shutting down): again
+            except (httpx.TransportError, SSEError, ApiError) as exc:
+                if not reconnect or not retryable(exc):
+                    if isinstance(exc, ApiError):
+                        raise
                     raise ApiError(0, f"stream of run {run_id} broke: {exc}") from exc
-            except ApiError as exc:
-                if exc.status < 500 or not reconnect:
-                    raise
-            if give_up_after is not None and time.monotonic() - stalled_since > give_up_after:
-                raise ApiError(0, f"stream of run {run_id}: no event for {give_up_after:.0f} s "
-                                  f"and the server is unreachable (last event {cursor})")
-            time.sleep(wait)
-            wait = min(wait * 2, max_retry_wait)
+                cause = exc
+            time.sleep(state.next_wait(cause))
 
-    def _connect(self, run_id: str, cursor: int,
-                 include_pings: bool) -> Iterator[StreamEvent]:
-        headers = {"Last-Event-ID": str(cursor)}
-        params = {"include_pings": "true"} if include_pings else {}
-        with connect_sse(self._c._http, "GET", f"/v1/runs/{run_id}/stream", headers=headers,
-                         params=params, timeout=self._c._stream_timeout) as source:
+    def _connect(self, run_id: str, cursor: int, include_pings: bool) -> Iterator[StreamEvent]:
+        with connect_sse(self._c.http, "GET", f"/v1/runs/{run_id}/stream",
+                         timeout=self._c.stream_timeout,
+                         **stream_request(cursor, include_pings)) as source:
             if not source.response.is_success:
                 source.response.read()
-                _raise_for(source.response)
+                raise_for(source.response)
             for sse in source.iter_sse():
-                if not sse.data:  # a `: ping` comment (httpx-sse dispatches it, empty)
-                    continue
-                data = json.loads(sse.data)
-                yield StreamEvent(run_id, data.get("seq_id") if sse.id else None,
-                                  sse.event, data.get("data", data), data.get("at"))
+                event = to_event(run_id, sse)
+                if event is not None:
+                    yield event
 
 
 class Approvals:

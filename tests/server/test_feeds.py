@@ -48,7 +48,8 @@ async def test_many_streams_share_one_follower_and_slow_ones_lose_nothing(
         readers = [asyncio.create_task(_collect(
             EventStream(store, feeds, _never_orphaned, run.id, 0, options), out,
             delay=0.002 if i % 2 else 0.0)) for i, out in enumerate(outs)]
-        await _until(lambda: feeds.open_feeds == 1 and all(outs))
+        await _until(lambda: all(outs) and store._followers > 0)
+        await asyncio.sleep(0.1)
         assert feeds.open_feeds == 1 and store._followers == 1  # one poller for 20 streams
         for i in range(200):
             await store.append_event(run.id, "tick", {"i": i})

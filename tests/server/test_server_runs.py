@@ -10,10 +10,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from httpx_sse import aconnect_sse
-from server_helpers import PIPELINE, TERMINAL, Server, effects, read_events, wait_for
+from server_helpers import PIPELINE, Server, effects, read_events, wait_for
 
-from orchestra.client import ApiError, Client
+from orchestra.client import ApiError, AsyncClient, Client
 
 
 def _start(url: str, **run_input: object) -> str:
@@ -93,25 +92,18 @@ def test_a_cut_stream_resumed_with_last_event_id_misses_and_repeats_nothing(
 
 
 def test_one_hundred_followers_each_receive_every_event(server: Server) -> None:
-    run_id = _start(server.url, turns=6, delay=0.3)
+    async def main() -> tuple[str, list[list[int | None]]]:
+        async with AsyncClient(server.url) as api:
+            api.http._transport = httpx.AsyncHTTPTransport(
+                limits=httpx.Limits(max_connections=200))
+            run_id = (await api.runs.create(PIPELINE, {"turns": 6, "delay": 0.3}))["run_id"]
 
-    async def follow(client: httpx.AsyncClient) -> list[int]:
-        seqs = []
-        async with aconnect_sse(client, "GET", f"/v1/runs/{run_id}/stream") as source:
-            async for sse in source.aiter_sse():
-                if not sse.data:  # httpx-sse dispatches a `: ping` comment as an empty event
-                    continue
-                seqs.append(int(sse.id))
-                if sse.event in TERMINAL:
-                    break
-        return seqs
+            async def follow() -> list[int | None]:
+                return [e.seq async for e in api.runs.stream(run_id)]
 
-    async def main() -> list[list[int]]:
-        limits = httpx.Limits(max_connections=200)
-        async with httpx.AsyncClient(base_url=server.url, timeout=60, limits=limits) as client:
-            return await asyncio.gather(*(follow(client) for _ in range(100)))
+            return run_id, await asyncio.gather(*(follow() for _ in range(100)))
 
-    results = asyncio.run(main())
+    run_id, results = asyncio.run(main())
     stored = [s for s, _ in _stored_events(server.db, run_id)]
     assert _status(server.url, run_id) == "completed"
     bad = [seqs for seqs in results if seqs != stored]

@@ -1,0 +1,109 @@
+"""What the sync and async clients share: request bodies, answers, stream frames,
+and the reconnect policy of a stream."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+from httpx_sse import ServerSentEvent
+
+from orchestra._errors import OrchestraError
+
+TERMINAL_EVENTS = frozenset({"run.completed", "run.failed", "run.cancelled"})
+
+
+class ApiError(OrchestraError):
+    """The server refused a request; ``status`` and ``detail`` come from its problem document."""
+
+    def __init__(self, status: int, detail: str, problem: dict[str, Any] | None = None) -> None:
+        super().__init__(f"HTTP {status}: {detail}")
+        self.status, self.detail, self.problem = status, detail, problem or {}
+
+
+@dataclass(frozen=True, slots=True)
+class StreamEvent:
+    """One frame of a run's stream: an event (``seq`` set) or a notice/ping (``seq`` None)."""
+
+    run_id: str
+    seq: int | None
+    kind: str
+    data: Any
+    at: float | None = None
+
+
+def raise_for(response: httpx.Response) -> None:
+    if response.is_success:
+        return
+    try:
+        doc = response.json()
+        detail = str(doc.get("detail", response.text))
+    except (ValueError, AttributeError):
+        doc, detail = None, response.text or response.reason_phrase
+    raise ApiError(response.status_code, detail, doc if isinstance(doc, dict) else None)
+
+
+def create_body(pipeline: str, input: dict[str, Any] | None, model: str | dict[str, str] | None,
+                max_tokens: int | None) -> dict[str, Any]:
+    body: dict[str, Any] = {"pipeline": pipeline, "input": input or {}}
+    if model is not None:
+        body["model"] = model
+    if max_tokens is not None:
+        body["max_tokens"] = max_tokens
+    return body
+
+
+def list_params(active: bool, status: str | None, pipeline: str | None, limit: int,
+                cursor: str | None) -> dict[str, Any]:
+    params: dict[str, Any] = {"active": str(active).lower(), "limit": limit}
+    for key, value in (("status", status), ("pipeline", pipeline), ("cursor", cursor)):
+        if value is not None:
+            params[key] = value
+    return params
+
+
+def stream_request(cursor: int, include_pings: bool) -> dict[str, Any]:
+    """The keyword arguments of one (re)connection from ``cursor``."""
+    return {"headers": {"Last-Event-ID": str(cursor)},
+            "params": {"include_pings": "true"} if include_pings else {}}
+
+
+def to_event(run_id: str, sse: ServerSentEvent) -> StreamEvent | None:
+    """A frame as a ``StreamEvent``; ``None`` for a ``: ping`` comment (httpx-sse hands
+    those over as empty events)."""
+    if not sse.data:
+        return None
+    data = json.loads(sse.data)
+    return StreamEvent(run_id, data.get("seq_id") if sse.id else None, sse.event,
+                       data.get("data", data), data.get("at"))
+
+
+class Reconnect:
+    """Where a stream is, and how long to wait before its next connection attempt."""
+
+    def __init__(self, run_id: str, cursor: int, max_wait: float,
+                 give_up_after: float | None) -> None:
+        self.run_id, self.cursor = run_id, cursor
+        self._max_wait, self._give_up = max_wait, give_up_after
+        self._wait, self._progress = 0.1, time.monotonic()
+
+    def delivered(self, event: StreamEvent) -> None:
+        if event.seq is not None:
+            self.cursor, self._wait, self._progress = event.seq, 0.1, time.monotonic()
+
+    def next_wait(self, cause: BaseException | None) -> float:
+        """Seconds to wait before reconnecting; raises once it is time to give up."""
+        if self._give_up is not None and time.monotonic() - self._progress > self._give_up:
+            raise ApiError(0, f"stream of run {self.run_id}: no event for "
+                              f"{self._give_up:.0f} s and the server is unreachable (last "
+                              f"event {self.cursor})") from cause
+        wait, self._wait = self._wait, min(self._wait * 2, self._max_wait)
+        return wait
+
+
+def retryable(exc: BaseException) -> bool:
+    """A dropped connection or a server error: worth reconnecting for."""
+    return not isinstance(exc, ApiError) or exc.status >= 500 or exc.status == 0
