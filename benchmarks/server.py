@@ -60,6 +60,12 @@ def rss_kib(pid: int) -> int:
     raise RuntimeError("no VmRSS")
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of ``pid`` so far (load-independent cost)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def wait_status(url: str, run_id: str, status: str, timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     while httpx.get(f"{url}/v1/runs/{run_id}").json()["status"] != status:
@@ -129,13 +135,15 @@ def latency_trial(url: str, pid: int, followers: int, procs: int, turns: int,
     time.sleep(0.5)
     rss_open = rss_kib(pid)
     [approval] = httpx.get(f"{url}/v1/runs/{run_id}/approvals").json()
+    cpu_before = cpu_seconds(pid)
     go = time.time()
     httpx.post(f"{url}/v1/approvals/{approval['id']}", json={"approve": True})
     latencies: list[float] = []
+    outputs = [child.communicate(timeout=600)[0] for child in children]
+    cpu = cpu_seconds(pid) - cpu_before
     complete = 0
     last_seq = None
-    for child in children:
-        out, _ = child.communicate(timeout=600)
+    for out in outputs:
         for rows in json.loads(out.strip().splitlines()[-1]):
             seqs = [r[0] for r in rows]
             last_seq = last_seq or seqs[-1]
@@ -146,7 +154,8 @@ def latency_trial(url: str, pid: int, followers: int, procs: int, turns: int,
             "complete_streams": complete,
             "p50_ms": latencies[len(latencies) // 2],
             "p99_ms": latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))],
-            "max_ms": latencies[-1], "rss_idle_kib": rss_before, "rss_streams_kib": rss_open}
+            "max_ms": latencies[-1], "rss_idle_kib": rss_before, "rss_streams_kib": rss_open,
+            "server_cpu_us_per_frame": cpu / len(latencies) * 1e6}
 
 
 async def _hammer(url: str, path: str, concurrency: int, seconds: float) -> int:
@@ -166,12 +175,14 @@ async def _hammer(url: str, path: str, concurrency: int, seconds: float) -> int:
     return done
 
 
-def rps_trial(url: str, concurrency: int, seconds: float) -> float:
+def rps_trial(url: str, pid: int, concurrency: int, seconds: float) -> tuple[float, float]:
+    """Requests/s, and the server's CPU milliseconds per request."""
     run_id = httpx.post(f"{url}/v1/runs", json={"pipeline": PIPELINE, "input": {
         "turns": 5, "delay": 0}}).json()["run_id"]
     wait_status(url, run_id, "completed")
+    cpu_before = cpu_seconds(pid)
     done = asyncio.run(_hammer(url, f"/v1/runs/{run_id}", concurrency, seconds))
-    return done / seconds
+    return done / seconds, (cpu_seconds(pid) - cpu_before) / done * 1000
 
 
 def _spread(values: list[float]) -> str:
@@ -203,7 +214,8 @@ def main(argv: list[str] | None = None) -> int:
                                           args.delay)
                     print(json.dumps(trial), file=sys.stderr, flush=True)
                     results[followers].append(trial)
-            rps = [rps_trial(url, args.concurrency, args.seconds) for _ in range(args.repeats)]
+            rps_cpu = [rps_trial(url, proc.pid, args.concurrency, args.seconds)
+                       for _ in range(args.repeats)]
         finally:
             proc.terminate()
             proc.wait(timeout=30)
@@ -215,13 +227,18 @@ def main(argv: list[str] | None = None) -> int:
               f"{_spread([t['p50_ms'] for t in trials])} ms, p99 "
               f"{_spread([t['p99_ms'] for t in trials])} ms, max "
               f"{_spread([t['max_ms'] for t in trials])} ms; {trials[0]['events']} live events "
-              f"per stream; {complete}/{followers * len(trials)} streams complete and in order")
+              f"per stream; {complete}/{followers * len(trials)} streams complete and in order; "
+              f"server CPU {_spread([t['server_cpu_us_per_frame'] for t in trials])} us per "
+              "frame delivered")
     many = results[100]
     print(f"  server RSS: {_spread([t['rss_idle_kib'] / 1024 for t in many])} MiB with no "
           f"stream, {_spread([t['rss_streams_kib'] / 1024 for t in many])} MiB with 100 open "
           "streams")
+    rps, cpu_ms = [r for r, _ in rps_cpu], [c for _, c in rps_cpu]
     print(f"  GET /v1/runs/{{id}}: {_spread(rps)} requests/s ({args.concurrency} connections, "
-          f"{args.seconds:.0f} s)")
+          f"{args.seconds:.0f} s); server CPU {_spread(cpu_ms)} ms per request, i.e. "
+          f"{1000 / statistics.median(cpu_ms):.0f} requests/s per core")
+    print(f"  load average during the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     return 0
 
 
