@@ -108,3 +108,25 @@ def test_kill_9_the_server_mid_run_and_the_client_resumes_its_stream(tmp_path: P
     assert got[-1].kind == "run.completed" and len(got) > seen_at_kill
     keys = [line.split()[1] for line in effects(fx)]
     assert len(set(keys)) == 12 and len(keys) <= 13  # at most the in-flight call again
+
+
+def test_an_api_only_server_and_a_separate_worker_serve_one_store(tmp_path: Path) -> None:
+    db = tmp_path / "shared.db"
+    srv = Server(db, args=("--workers", "0", "--liveness-interval", "0.3")).start()
+    worker = None
+    try:
+        api = Client(srv.url)
+        run_id = api.runs.create(PIPELINE, {"turns": 2, "delay": 0.01})["run_id"]
+        stream = api.runs.stream(run_id)
+        assert next(stream).kind == "run.created"
+        assert api.runs.get(run_id)["status"] == "pending"  # nobody drives it here
+        worker = subprocess.Popen([sys.executable, "-m", "orchestra.cli.main", "worker", "--db",
+                                   str(db), "--run", run_id], env=child_env(),
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        kinds = [e.kind for e in stream if e.seq is not None]
+        assert kinds[-1] == "run.completed"  # written by the worker, streamed by the server
+        assert worker.wait(timeout=60) == 0
+    finally:
+        if worker is not None and worker.poll() is None:
+            worker.kill()
+        srv.stop()
