@@ -33,6 +33,19 @@ LIVE_RUN_STATUSES: tuple[RunStatus, ...] = ("pending", "running", "waiting")
 TERMINAL_RUN_STATUSES: frozenset[str] = frozenset(RUN_STATUSES) - frozenset(LIVE_RUN_STATUSES)
 
 
+def run_finished_after(event_kind: str, finished: bool) -> bool:
+    """Is a run finished after an event of this kind (``finished``: was it before)?
+
+    Its status events (``run.<status>``) decide: a terminal one finishes it, a later
+    live one (a resume) reopens it; any other event changes nothing. Streams of the
+    event log end where this turns true at the end of what they have read.
+    """
+    status = event_kind[4:] if event_kind.startswith("run.") else ""
+    if status in TERMINAL_RUN_STATUSES:
+        return True
+    return False if status in LIVE_RUN_STATUSES else finished
+
+
 class AgentId(NamedTuple):
     """An agent is one role inside one run; its id is ``"run/role"`` (``str(agent_id)``).
 

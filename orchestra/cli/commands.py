@@ -22,6 +22,7 @@ from orchestra.coordinator.coordinator import Coordinator, CoordinatorSettings
 from orchestra.coordinator.pipeline import load_pipeline
 from orchestra.coordinator.run_models import demo_spec, record_models, split_models
 from orchestra.coordinator.run_models import models_for_run as _models
+from orchestra.coordinator.run_models import run_cap as _run_cap
 
 DEMO_NOTICE = ("This demo runs on a SCRIPTED model session shipped with orchestra "
                "(agents/demo/session.jsonl, and the script that recorded it for any "
@@ -52,9 +53,6 @@ async def dispatch(args: argparse.Namespace) -> int:
     return await inspect_cmds.dispatch(args, open_store)
 
 
-BUDGET_EVENT = "run.budget"
-
-
 def _settings(args: argparse.Namespace, *, shared: bool = False,
               cap: int | None = None) -> CoordinatorSettings:
     if args.concurrency < 1:
@@ -63,25 +61,6 @@ def _settings(args: argparse.Namespace, *, shared: bool = False,
         raise UserError(f"--max-tokens must be >= 1, got {args.max_tokens}")
     return CoordinatorSettings(concurrency=args.concurrency,
                                max_tokens_per_run=args.max_tokens or cap, shared=shared)
-
-
-async def _run_cap(store: SQLiteBlackboard, run: Run, flag: int | None) -> int | None:
-    """The run's token cap: ``--max-tokens`` now (recorded, so it holds for later resumes),
-    else the last one recorded, else the one it started with (``input["max_tokens"]``)."""
-    if flag is not None:
-        await store.append_event(run.id, BUDGET_EVENT, {"max_tokens": flag})
-        return flag
-    cap = run.input.get("max_tokens") if isinstance(run.input, dict) else None
-    after = 0
-    while True:
-        batch = await store.events(run.id, starting_after=after, limit=500)
-        for e in batch:
-            if e.kind == BUDGET_EVENT and isinstance(e.data, dict):
-                cap = e.data.get("max_tokens")
-        if len(batch) < 500:
-            break
-        after = batch[-1].seq
-    return cap if isinstance(cap, int) else None
 
 
 async def _drive(args: argparse.Namespace, store: SQLiteBlackboard, coord: Coordinator,

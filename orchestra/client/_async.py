@@ -12,7 +12,6 @@ import httpx
 from httpx_sse import SSEError, aconnect_sse
 
 from orchestra.client._wire import (
-    TERMINAL_EVENTS,
     ApiError,
     Reconnect,
     StreamEvent,
@@ -79,8 +78,11 @@ class AsyncRuns:
         result: dict[str, Any] = await self._c.request("POST", f"/v1/runs/{run_id}/cancel")
         return result
 
-    async def resume(self, run_id: str) -> dict[str, Any]:
-        result: dict[str, Any] = await self._c.request("POST", f"/v1/runs/{run_id}/resume")
+    async def resume(self, run_id: str, *, max_tokens: int | None = None) -> dict[str, Any]:
+        """Continue the run in the background (``max_tokens``: its new token cap)."""
+        body = {"max_tokens": max_tokens} if max_tokens is not None else None
+        result: dict[str, Any] = await self._c.request("POST", f"/v1/runs/{run_id}/resume",
+                                                 json=body)
         return result
 
     async def approvals(self, run_id: str, *,
@@ -104,8 +106,8 @@ class AsyncRuns:
                 async for event in self._connect(run_id, state.cursor, include_pings):
                     state.delivered(event)
                     yield event
-                    if event.kind in TERMINAL_EVENTS:
-                        return
+                if state.finished:
+                    return  # the server ended the stream after the run's terminal event
             except (httpx.TransportError, SSEError, ApiError) as exc:
                 if not reconnect or not retryable(exc):
                     if isinstance(exc, ApiError):

@@ -23,7 +23,6 @@ import httpx
 from httpx_sse import SSEError, connect_sse
 
 from orchestra.client._wire import (
-    TERMINAL_EVENTS,
     ApiError,
     Reconnect,
     StreamEvent,
@@ -94,8 +93,11 @@ class Runs:
         result: dict[str, Any] = self._c.request("POST", f"/v1/runs/{run_id}/cancel")
         return result
 
-    def resume(self, run_id: str) -> dict[str, Any]:
-        result: dict[str, Any] = self._c.request("POST", f"/v1/runs/{run_id}/resume")
+    def resume(self, run_id: str, *, max_tokens: int | None = None) -> dict[str, Any]:
+        """Continue the run in the background (``max_tokens``: its new token cap)."""
+        body = {"max_tokens": max_tokens} if max_tokens is not None else None
+        result: dict[str, Any] = self._c.request("POST", f"/v1/runs/{run_id}/resume",
+                                                 json=body)
         return result
 
     def approvals(self, run_id: str, *,
@@ -123,8 +125,8 @@ class Runs:
                 for event in self._connect(run_id, state.cursor, include_pings):
                     state.delivered(event)
                     yield event
-                    if event.kind in TERMINAL_EVENTS:
-                        return
+                if state.finished:
+                    return  # the server ended the stream after the run's terminal event
                 # closed before the terminal event (the server is shutting down): again
             except (httpx.TransportError, SSEError, ApiError) as exc:
                 if not reconnect or not retryable(exc):

@@ -12,8 +12,7 @@ import httpx
 from httpx_sse import ServerSentEvent
 
 from orchestra._errors import OrchestraError
-
-TERMINAL_EVENTS = frozenset({"run.completed", "run.failed", "run.cancelled"})
+from orchestra._types import run_finished_after
 
 
 class ApiError(OrchestraError):
@@ -89,10 +88,14 @@ class Reconnect:
         self.run_id, self.cursor = run_id, cursor
         self._max_wait, self._give_up = max_wait, give_up_after
         self._wait, self._progress = 0.1, time.monotonic()
+        self.finished = False
+        """The run is finished as of the last event delivered (the server then ends
+        the stream; a stream that ends before that was cut, and is resumed)."""
 
     def delivered(self, event: StreamEvent) -> None:
         if event.seq is not None:
             self.cursor, self._wait, self._progress = event.seq, 0.1, time.monotonic()
+            self.finished = run_finished_after(event.kind, self.finished)
 
     def next_wait(self, cause: BaseException | None) -> float:
         """Seconds to wait before reconnecting; raises once it is time to give up."""

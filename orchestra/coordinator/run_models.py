@@ -12,8 +12,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from orchestra._errors import UserError
+from orchestra._store.protocol import Blackboard
+from orchestra._types import Run
 from orchestra.coordinator.pipeline import Pipeline
 from orchestra.models.base import Model
+
+BUDGET_EVENT = "run.budget"
+"""Records a token cap raised on resume: it holds for every later process."""
 
 
 def demo_spec() -> str:
@@ -80,3 +85,22 @@ def models_for_run(pipeline: Pipeline, run_input: Any, cli: Sequence[str]) -> di
             cache[spec] = demo_model() if spec == demo_spec() else load_model(spec)
         out[role.name] = cache[spec]
     return out
+
+
+async def run_cap(store: Blackboard, run: Run, flag: int | None) -> int | None:
+    """The run's token cap: ``--max-tokens`` now (recorded, so it holds for later resumes),
+    else the last one recorded, else the one it started with (``input["max_tokens"]``)."""
+    if flag is not None:
+        await store.append_event(run.id, BUDGET_EVENT, {"max_tokens": flag})
+        return flag
+    cap = run.input.get("max_tokens") if isinstance(run.input, dict) else None
+    after = 0
+    while True:
+        batch = await store.events(run.id, starting_after=after, limit=500)
+        for e in batch:
+            if e.kind == BUDGET_EVENT and isinstance(e.data, dict):
+                cap = e.data.get("max_tokens")
+        if len(batch) < 500:
+            break
+        after = batch[-1].seq
+    return cap if isinstance(cap, int) else None

@@ -26,7 +26,6 @@ from orchestra._types import Event
 
 log = structlog.get_logger("orchestra.server")
 
-TERMINAL_EVENTS = frozenset({"run.completed", "run.failed", "run.cancelled"})
 _PAGE = 500
 
 

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 
 import structlog
 
@@ -22,7 +23,7 @@ from orchestra._types import Run
 from orchestra.coordinator.coordinator import Coordinator, CoordinatorSettings
 from orchestra.coordinator.owners import dead_local_owners
 from orchestra.coordinator.pipeline import load_pipeline
-from orchestra.coordinator.run_models import models_for_run
+from orchestra.coordinator.run_models import models_for_run, run_cap
 
 log = structlog.get_logger("orchestra.server")
 
@@ -82,11 +83,14 @@ class RunPool:
         return (await self._store.task_counts(run_id)).get("pending", 0) > 0
 
     async def _serve(self, run: Run) -> None:
+        cap = await run_cap(self._store, run, None)
+        settings = self._settings if cap is None or self._settings.max_tokens_per_run \
+            else replace(self._settings, max_tokens_per_run=cap)  # a server-wide cap wins
         try:
             pipeline = load_pipeline(run.pipeline, run.input)
             coord = Coordinator(self._store, pipeline,
                                 models=models_for_run(pipeline, run.input, self._models),
-                                settings=self._with_run_caps(run))
+                                settings=settings)
         except UserError as exc:
             if run.id not in self.unservable:
                 log.warning("cannot serve run", run=run.id, error=str(exc))
@@ -101,14 +105,6 @@ class RunPool:
         job = asyncio.create_task(self._drive(coord, run.id), name=f"drive {run.id}")
         self._jobs[run.id] = (coord, job)
         log.info("serving run", run=run.id, owner=coord.owner)
-
-    def _with_run_caps(self, run: Run) -> CoordinatorSettings:
-        cap = run.input.get("max_tokens") if isinstance(run.input, dict) else None
-        if not isinstance(cap, int) or cap == self._settings.max_tokens_per_run:
-            return self._settings
-        from dataclasses import replace
-
-        return replace(self._settings, max_tokens_per_run=cap)
 
     async def _drive(self, coord: Coordinator, run_id: str) -> None:
         backoff = 0.0

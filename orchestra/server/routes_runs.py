@@ -14,11 +14,12 @@ from orchestra._types import Approval, RunStatus
 from orchestra.coordinator.coordinator import Coordinator
 from orchestra.coordinator.owners import dead_local_owners
 from orchestra.coordinator.pipeline import load_pipeline
-from orchestra.coordinator.run_models import models_for_run, record_models
+from orchestra.coordinator.run_models import models_for_run, record_models, run_cap
 from orchestra.server.app import Services, services
 from orchestra.server.problems import Problem
 from orchestra.server.schemas import (
     Decision,
+    ResumeRequest,
     RunAccepted,
     RunCreate,
     RunDetail,
@@ -151,11 +152,14 @@ async def cancel(run_id: str, svc: Svc) -> JSONResponse:
 
 @router.post("/runs/{run_id}/resume", status_code=202, response_model=RunAccepted,
              responses=_ERRORS)
-async def resume(run_id: str, svc: Svc) -> JSONResponse:
-    """Continue a failed, stopped or interrupted run in the background."""
+async def resume(run_id: str, svc: Svc, body: ResumeRequest | None = None) -> JSONResponse:
+    """Continue a failed, stopped or interrupted run in the background (with a new
+    token cap if given: it holds for every process that serves the run from now on)."""
     store = svc.store
     run = await store.get_run(run_id)
     Coordinator.check_resumable(run)  # completed or cancelled: 409
+    if body is not None and body.max_tokens is not None:
+        await run_cap(store, run, body.max_tokens)
     if not svc.pool.serving(run_id):
         running = await store.list_tasks(run_id, status="running")
         dead = dead_local_owners({t.lease_owner for t in running}, me="")

@@ -28,6 +28,13 @@ class RunCreate(BaseModel):
                                                             "this many tokens")
 
 
+class ResumeRequest(BaseModel):
+    """Optional: a new token cap (a run stopped by its cap needs a higher one)."""
+
+    model_config = ConfigDict(extra="forbid")
+    max_tokens: int | None = Field(None, ge=1, description="The run's token cap from now on")
+
+
 class RunAccepted(BaseModel):
     run_id: str
     status: RunStatus

@@ -17,8 +17,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 
 from orchestra._store.protocol import Blackboard
-from orchestra._types import TERMINAL_RUN_STATUSES
-from orchestra.server.feeds import TERMINAL_EVENTS, Feeds, Frame, Subscriber, backlog
+from orchestra._types import TERMINAL_RUN_STATUSES, run_finished_after
+from orchestra.server.feeds import Feeds, Frame, Subscriber, backlog
 
 Liveness = Callable[[str], Awaitable[str | None]]
 """``run_id`` → why nobody serves it, or ``None`` when someone does (or none is needed)."""
@@ -48,16 +48,16 @@ class EventStream:
         if frame.seq <= self.cursor:
             return None
         self.cursor = frame.seq
-        self._done = frame.kind in TERMINAL_EVENTS
+        self._done = run_finished_after(frame.kind, self._done)
         return frame.text
 
     async def _catch_up(self, until: int | None = None) -> AsyncIterator[str]:
+        # a terminal event followed by a resume is not the end: ``_done`` says whether
+        # the run is finished as of the last event read
         async for frame in backlog(self._store, self.run_id, self.cursor, until):
             text = self._take(frame)
             if text is not None:
                 yield text
-            if self._done:
-                return
 
     async def frames(self) -> AsyncIterator[str]:
         """The SSE text of every event after the cursor, then keepalives, until the end."""
@@ -127,7 +127,7 @@ class EventStream:
             text = self._take(frame)
             if text is not None:
                 texts.append(text)
-            if self._done or sub.queue.empty():
+            if sub.queue.empty():  # the rest of a finishing burst is sent too
                 return "".join(texts), None
             frame = sub.queue.get_nowait()
             if frame.seq > self.cursor + 1:
