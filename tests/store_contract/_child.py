@@ -28,7 +28,7 @@ async def claim(store: Blackboard, owner: str, out: str) -> None:
         json.dump(claimed, f)
 
 
-async def loop(store: Blackboard, run_id: str, index: int) -> None:
+async def loop(store: Blackboard, run_id: str, index: int, wrote: asyncio.Event) -> None:
     task = await store.claim_task(f"crash-{index}", run_id=run_id, lease_seconds=600)
     assert task is not None
     lease = Lease(f"crash-{index}", task.attempt)
@@ -44,11 +44,13 @@ async def loop(store: Blackboard, run_id: str, index: int) -> None:
                                              output={"tag": tag, "pad": "x" * 300},
                                              tokens_in=3, tokens_out=4),
                                   lease, agent_id=f"{run_id}/{task.role}", writes=writes)
+        wrote.set()
 
 
 async def crash(store: Blackboard, run_id: str) -> None:
-    loops = [asyncio.create_task(loop(store, run_id, i)) for i in range(4)]
-    await asyncio.sleep(0.01)
+    wrote = asyncio.Event()  # "ready" once a step committed: the kill lands among writes
+    loops = [asyncio.create_task(loop(store, run_id, i, wrote)) for i in range(4)]
+    await wrote.wait()
     print("ready", flush=True)
     await asyncio.gather(*loops)
 

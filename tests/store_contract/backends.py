@@ -8,11 +8,16 @@ empty database or schema, ``open`` connecting to it) and runs this suite unchang
 
 from __future__ import annotations
 
+import asyncio
+import os
 import sqlite3
+import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from orchestra._store import Blackboard, Lease, SQLiteBlackboard
 from orchestra._types import Run, Task
@@ -35,6 +40,40 @@ def _damage_sqlite(spec: str, agent_id: str, seq: int) -> None:
     conn.close()
 
 
+async def _open_postgres(spec: str, **options: Any) -> Blackboard:
+    from orchestra._store.postgres import PostgresBlackboard
+
+    return await PostgresBlackboard.open(spec, **options)
+
+
+def _fresh_postgres(tmp: Path) -> str:
+    """A new empty database on the session's PostgreSQL server (started on first use)."""
+    from orchestra._store.postgres.local import PostgresUnavailable, shared_server
+
+    try:
+        server = shared_server()
+    except PostgresUnavailable as exc:
+        pytest.skip(f"no PostgreSQL server here: {exc}")
+    return server.create_database("t" + os.urandom(6).hex())
+
+
+def _damage_postgres(spec: str, agent_id: str, seq: int) -> None:
+    import asyncpg
+
+    async def damage() -> None:
+        conn = await asyncpg.connect(spec)
+        try:
+            await conn.execute("UPDATE messages SET tool_calls = '{not json' "
+                               "WHERE agent_id = $1 AND seq = $2", agent_id, seq)
+        finally:
+            await conn.close()
+
+    # called from a running test loop: run the connection on a loop of its own
+    worker = threading.Thread(target=asyncio.run, args=(damage(),))
+    worker.start()
+    worker.join()
+
+
 @dataclass(frozen=True)
 class Backend:
     name: str
@@ -49,4 +88,5 @@ class Backend:
 BACKENDS: dict[str, Backend] = {
     "sqlite": Backend("sqlite", lambda tmp: str(tmp / "contract.db"), _open_sqlite,
                       _damage_sqlite),
+    "postgres": Backend("postgres", _fresh_postgres, _open_postgres, _damage_postgres),
 }

@@ -1,0 +1,90 @@
+"""Runs on PostgreSQL: create, change status (cancelling fences every live task), delete."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+
+import asyncpg
+
+from orchestra._errors import NotFoundError, UserError
+from orchestra._store import _rows
+from orchestra._store._codec import Encoder, new_id, short
+from orchestra._store.postgres._events import append_event, whole
+from orchestra._store.postgres._tasks import insert_tasks
+from orchestra._store.protocol import NewTask
+from orchestra._types import JSON, TERMINAL_RUN_STATUSES, Run, RunStatus
+
+_INSERT = (
+    "INSERT INTO runs (id, pipeline, input, status, created_at, updated_at) "
+    "VALUES ($1, $2, $3, 'pending', $4, $4) ON CONFLICT (id) DO NOTHING"
+)
+_LOCK = "SELECT status FROM runs WHERE id = $1 FOR UPDATE"
+_GET = f"SELECT {_rows.RUN_COLS} FROM runs WHERE id = $1"
+_SET_STATUS = "UPDATE runs SET status = $1, error = $2, updated_at = $3 WHERE id = $4"
+_CANCEL_TASKS = (
+    "UPDATE tasks SET status = 'cancelled', lease_owner = NULL, lease_expires_at = NULL, "
+    "updated_at = $1 WHERE run_id = $2 AND status IN ('pending', 'running', 'waiting') "
+    "RETURNING id, role, position"
+)
+_STATUSES = frozenset({"pending", "running", "waiting", "completed", "failed", "cancelled"})
+_DELETE = (  # children before parents, so foreign keys hold at every statement
+    "DELETE FROM events WHERE run_id = $1",
+    "DELETE FROM approvals WHERE run_id = $1",
+    "DELETE FROM steps WHERE task_id IN (SELECT id FROM tasks WHERE run_id = $1)",
+    "DELETE FROM messages WHERE agent_id IN (SELECT id FROM agents WHERE run_id = $1)",
+    "DELETE FROM compactions WHERE agent_id IN (SELECT id FROM agents WHERE run_id = $1)",
+    "DELETE FROM agents WHERE run_id = $1",
+    "DELETE FROM notes WHERE run_id = $1",
+    "DELETE FROM plans WHERE run_id = $1",
+    "DELETE FROM tasks WHERE run_id = $1",
+    "DELETE FROM runs WHERE id = $1",
+)
+
+
+async def create_run(c: asyncpg.Connection, enc: Encoder, pipeline: str, input: JSON,
+                     run_id: str | None, tasks: Sequence[NewTask], now: float) -> Run:
+    run_id = new_id(12) if run_id is None else run_id
+    if not run_id:
+        raise UserError("run_id must be a non-empty string")
+    text = enc.json(input, f"input of run {run_id}")
+    if await c.execute(_INSERT, run_id, pipeline, text, now) != "INSERT 0 1":
+        raise UserError(f"run {run_id!r} already exists; choose another run_id or resume it")
+    await append_event(c, enc, run_id, "run.created", {"pipeline": pipeline}, now)
+    await insert_tasks(c, enc, run_id, tasks, now, cause="run")
+    return _rows.run(whole(await c.fetchrow(_GET, run_id)))
+
+
+async def set_run_status(c: asyncpg.Connection, enc: Encoder, run_id: str, status: RunStatus,
+                         error: str | None, only_from: Collection[RunStatus] | None,
+                         now: float) -> Run:
+    """Change a run's status; ``cancelled`` also cancels its live tasks, fencing their workers."""
+    if status not in _STATUSES:
+        raise UserError(f"run status must be one of {sorted(_STATUSES)}, got {status!r}")
+    current = await c.fetchval(_LOCK, run_id)
+    if current is None:
+        raise NotFoundError(f"run {run_id!r} does not exist")
+    if only_from is not None and current not in only_from:
+        raise UserError(
+            f"run {run_id} is {current}; this change needs it to be one of {sorted(only_from)}"
+        )
+    error_text = enc.optional_text(error, f"error of run {run_id}")
+    await c.execute(_SET_STATUS, status, error_text, now, run_id)
+    await append_event(c, enc, run_id, f"run.{status}",
+                       {"status": status, "previous": current, "error": short(error)}, now)
+    if status == "cancelled":
+        rows = sorted(await c.fetch(_CANCEL_TASKS, now, run_id), key=lambda r: r[2])
+        for task_id, role, _ in rows:
+            await append_event(c, enc, run_id, "task.cancelled", {"task": task_id, "role": role},
+                               now)
+    return _rows.run(whole(await c.fetchrow(_GET, run_id)))
+
+
+async def delete_run(c: asyncpg.Connection, run_id: str) -> None:
+    """Delete a finished run and everything it owns (retention)."""
+    status = await c.fetchval(_LOCK, run_id)
+    if status is None:
+        raise NotFoundError(f"run {run_id!r} does not exist")
+    if status not in TERMINAL_RUN_STATUSES:
+        raise UserError(f"run {run_id} is {status}; cancel it first, then delete it")
+    for statement in _DELETE:
+        await c.execute(statement, run_id)
