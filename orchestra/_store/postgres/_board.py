@@ -14,12 +14,20 @@ import asyncpg
 
 from orchestra._errors import NotFoundError, UserError
 from orchestra._store import _rows
-from orchestra._store._board_txn import role_of
 from orchestra._store._codec import Encoder, new_id
 from orchestra._store.postgres._events import append_event, require_run, whole
 from orchestra._store.postgres._tasks import check_lease, insert_task
 from orchestra._store.protocol import Lease, NewHandoff, NewNote, NewTask, Writes
-from orchestra._types import JSON, Approval, Handoff, Message, Note, Plan
+from orchestra._types import (
+    JSON,
+    MESSAGE_ROLES,
+    AgentId,
+    Approval,
+    Handoff,
+    Message,
+    Note,
+    Plan,
+)
 
 _TAKE_SEQS = """
 INSERT INTO agents (id, run_id, role, created_at, last_seq) VALUES ($1, $2, $3, $4, $5)
@@ -43,7 +51,6 @@ _INSERT_NOTE = (
     "INSERT INTO notes (run_id, author, tags, body, created_at) VALUES ($1, $2, $3, $4, $5) "
     "RETURNING id"
 )
-_MESSAGE_ROLES = frozenset({"system", "user", "assistant", "tool"})
 
 
 async def append_messages(c: asyncpg.Connection, enc: Encoder, run_id: str, agent_id: str,
@@ -54,8 +61,9 @@ async def append_messages(c: asyncpg.Connection, enc: Encoder, run_id: str, agen
         raise UserError("agent_id must be a non-empty string")
     rows = []
     for m in messages:
-        if m.role not in _MESSAGE_ROLES:
-            raise UserError(f"message role must be one of {sorted(_MESSAGE_ROLES)}, got {m.role!r}")
+        if m.role not in MESSAGE_ROLES:
+            raise UserError(f"message role must be one of {sorted(MESSAGE_ROLES)}, "
+                            f"got {m.role!r}")
         field = f"message of {agent_id}"
         calls = None
         if m.tool_calls:
@@ -63,8 +71,8 @@ async def append_messages(c: asyncpg.Connection, enc: Encoder, run_id: str, agen
                               for c in m.tool_calls], field + " tool_calls")
         rows.append([task_id, m.role, enc.text(m.content, field + " content"), calls,
                      m.tool_call_id, m.name, now])
-    last: int = await c.fetchval(_TAKE_SEQS, agent_id, run_id, role_of(agent_id, run_id), now,
-                                 len(rows))
+    role = AgentId.parse(agent_id).role
+    last: int = await c.fetchval(_TAKE_SEQS, agent_id, run_id, role, now, len(rows))
     if not rows:
         return 0
     first = last - len(rows) + 1

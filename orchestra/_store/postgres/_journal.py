@@ -16,7 +16,7 @@ from orchestra._store.postgres._board import append_messages, apply_writes
 from orchestra._store.postgres._events import append_event, append_step_event, whole
 from orchestra._store.postgres._tasks import TASK_COLS, LeaseInfo, check_lease
 from orchestra._store.protocol import Lease, StepResult, Writes
-from orchestra._types import JSON, StepKind, Task
+from orchestra._types import JSON, STEP_KINDS, StepKind, Task
 
 _START_STEP = """
 INSERT INTO steps (task_id, retry, step, kind, name, input_digest, status, attempts, started_at)
@@ -46,7 +46,7 @@ _RETRY_TASK = f"""
 UPDATE tasks SET status = 'pending', retries = retries + 1, not_before = $1, error = $2,
     lease_owner = NULL, lease_expires_at = NULL, updated_at = $3
 WHERE id = $4 RETURNING {TASK_COLS}"""
-_KINDS = frozenset({"model", "tool", "compaction"})
+_KINDS = frozenset(STEP_KINDS)
 
 
 def _check_kind(kind: str) -> None:

@@ -13,12 +13,19 @@ from __future__ import annotations
 import asyncpg
 
 from orchestra._errors import NotAStoreError, SchemaVersionError, StoreError
+from orchestra._types import MESSAGE_ROLES, RUN_STATUSES, STEP_KINDS
 
 MARK = "orchestra"
 """``orchestra_schema.app``: what marks a database's tables as an orchestra store."""
 _LOCK_KEY = 0x4F524348  # "ORCH": the advisory lock migrations take
 
-_STATUS = "CHECK (status IN ('pending', 'running', 'waiting', 'completed', 'failed', 'cancelled'))"
+
+
+def _one_of(values: tuple[str, ...]) -> str:
+    return "(" + ", ".join(f"'{v}'" for v in values) + ")"
+
+
+_STATUS = f"CHECK (status IN {_one_of(RUN_STATUSES)})"
 
 V1 = f"""
 CREATE TABLE orchestra_schema (
@@ -107,7 +114,7 @@ CREATE TABLE messages (
     agent_id text NOT NULL REFERENCES agents (id),
     seq bigint NOT NULL,
     task_id text,
-    role text NOT NULL CHECK (role IN ('system', 'user', 'assistant', 'tool')),
+    role text NOT NULL CHECK (role IN {_one_of(MESSAGE_ROLES)}),
     content text NOT NULL,
     tool_calls text,
     tool_call_id text,
@@ -130,7 +137,7 @@ CREATE TABLE steps (
     task_id text NOT NULL REFERENCES tasks (id),
     retry integer NOT NULL,
     step integer NOT NULL,
-    kind text NOT NULL CHECK (kind IN ('model', 'tool', 'compaction')),
+    kind text NOT NULL CHECK (kind IN {_one_of(STEP_KINDS)}),
     name text NOT NULL,
     input_digest text NOT NULL,
     status text NOT NULL CHECK (status IN ('started', 'completed', 'failed')),

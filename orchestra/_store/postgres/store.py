@@ -24,11 +24,20 @@ import asyncpg
 
 from orchestra._errors import StoreError, UserError
 from orchestra._store._codec import Encoder
-from orchestra._store.postgres import _journal, _reads, _runs, _tasks, schema
+from orchestra._store._retention_txn import batches
+from orchestra._store.postgres import _fork, _journal, _reads, _runs, _tasks, schema
 from orchestra._store.postgres._dsn import redact, scrub
 from orchestra._store.postgres._events import append_event
 from orchestra._store.postgres._methods import BoardMethods
-from orchestra._store.protocol import Blackboard, ClaimSpec, Lease, NewTask, StepResult, Writes
+from orchestra._store.protocol import (
+    Blackboard,
+    ClaimSpec,
+    Lease,
+    NewTask,
+    Pruned,
+    StepResult,
+    Writes,
+)
 from orchestra._types import (
     JSON,
     AgentInfo,
@@ -196,9 +205,34 @@ class PostgresBlackboard(BoardMethods):
         return await self._submit(lambda c, now: _runs.set_run_status(
             c, enc, run_id, status, error, allowed, now))
 
+    async def fork_run(self, run_id: str, at_seq: int, *, fork_id: str | None = None,
+                       input: JSON = None) -> Run:
+        """A new run holding ``run_id``'s state right after event ``at_seq`` (see SQLite's)."""
+        enc = self._enc
+        return await self._submit(lambda c, now: _fork.fork_run(c, enc, run_id, at_seq, fork_id,
+                                                                input, now))
+
     async def delete_run(self, run_id: str) -> None:
         """Delete a finished run and everything it owns; a live run must be cancelled first."""
-        await self._submit(lambda c, now: _runs.delete_run(c, run_id))
+        await self._submit(lambda c, now: _runs.delete_runs(c, [run_id]))
+
+    async def prune_runs(self, *, finished_before: float | None = None,
+                         keep: int | None = None, vacuum: bool = False,
+                         batch_rows: int = 20_000) -> Pruned:
+        """Delete finished runs completely, each transaction about ``batch_rows`` rows at
+        most; ``vacuum`` then runs ``VACUUM`` (space is reused; the size change is reported)."""
+        if batch_rows < 1:
+            raise ValueError(f"batch_rows must be >= 1, got {batch_rows}")
+        runs = await self._read(lambda c: _runs.candidates(c, finished_before, keep))
+        rows = 0
+        for group in batches(runs, batch_rows):
+            if len(group) == 1:  # possibly larger than a batch: trim it in bounded writes
+                while await self._submit(partial(_drop_some, run_id=group[0],
+                                                 batch_rows=batch_rows)):
+                    pass
+            rows += await self._submit(partial(_drop, run_ids=group))
+        freed = await self._read(_vacuum) if vacuum else 0
+        return Pruned(runs=[run_id for run_id, _ in runs], rows=rows, freed_bytes=freed)
 
     # -- tasks and leases -----------------------------------------------------
     async def add_tasks(self, run_id: str, tasks: Sequence[NewTask]) -> list[Task]:
@@ -373,6 +407,22 @@ class PostgresBlackboard(BoardMethods):
     def _notified(self, conn: object, pid: int, channel: str, payload: object) -> None:
         for signal in self._signals.get(str(payload), ()):
             signal.set()
+
+
+async def _drop_some(c: asyncpg.Connection, now: float, *, run_id: str, batch_rows: int) -> bool:
+    return await _runs.delete_some(c, run_id, batch_rows)
+
+
+async def _drop(c: asyncpg.Connection, now: float, *, run_ids: list[str]) -> int:
+    return await _runs.delete_runs(c, run_ids)
+
+
+async def _vacuum(c: asyncpg.Connection) -> int:
+    """``VACUUM`` (outside any transaction); the bytes the database shrank by."""
+    size = "SELECT pg_database_size(current_database())"
+    before = await c.fetchval(size)
+    await c.execute("VACUUM")
+    return max(0, int(before) - int(await c.fetchval(size)))
 
 
 def _raw(conn: Any) -> asyncpg.Connection:
