@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from orchestra._errors import UserError
-from orchestra._store import SQLiteBlackboard
+from orchestra._store import Blackboard
+from orchestra._store import url as store_url
 from orchestra._types import Run
 from orchestra.cli import inspect_cmds
 from orchestra.cli.main import EXIT_CANCELLED, EXIT_FAILED, EXIT_OK, EXIT_WAITING
@@ -32,12 +33,12 @@ DEMO_NOTICE = ("This demo runs on a SCRIPTED model session shipped with orchestr
 
 @contextlib.asynccontextmanager
 async def open_store(args: argparse.Namespace, *, must_exist: bool) -> AsyncIterator[
-        SQLiteBlackboard]:
-    path = Path(args.db)
-    if must_exist and not path.exists():
-        raise UserError(f"no store at {path} (start one with `orchestra demo` or "
-                        "`orchestra run`, or pass --db / set ORCHESTRA_DB)")
-    store = await SQLiteBlackboard.open(path)
+        Blackboard]:
+    """The store ``--db`` names: a SQLite file, or a PostgreSQL URL."""
+    if must_exist and not store_url.exists(args.db):
+        raise UserError(f"no store at {store_url.label(args.db)} (start one with "
+                        "`orchestra demo` or `orchestra run`, or pass --db / set ORCHESTRA_DB)")
+    store = await store_url.open_store(args.db)
     try:
         yield store
     finally:
@@ -46,7 +47,8 @@ async def open_store(args: argparse.Namespace, *, must_exist: bool) -> AsyncIter
 
 async def dispatch(args: argparse.Namespace) -> int:
     handlers = {"demo": cmd_demo, "run": cmd_run, "resume": cmd_resume, "cancel": cmd_cancel,
-                "worker": cmd_worker, "serve": cmd_serve, "fork": cmd_fork, "prune": cmd_prune}
+                "worker": cmd_worker, "serve": cmd_serve, "fork": cmd_fork, "prune": cmd_prune,
+                "migrate": cmd_migrate}
     handler = handlers.get(args.command)
     if handler is not None:
         return await handler(args)
@@ -63,11 +65,11 @@ def _settings(args: argparse.Namespace, *, shared: bool = False,
                                max_tokens_per_run=args.max_tokens or cap, shared=shared)
 
 
-async def _drive(args: argparse.Namespace, store: SQLiteBlackboard, coord: Coordinator,
+async def _drive(args: argparse.Namespace, store: Blackboard, coord: Coordinator,
                  run: Run, *, resume: bool) -> int:
     args._run_id = run.id
     progress = Progress(store, run.id, json_mode=args.json, tty=sys.stdout.isatty(),
-                        after=run.last_seq if resume else 0, db=args.db)
+                        after=run.last_seq if resume else 0, db=store_url.label(args.db))
     watcher = asyncio.create_task(progress.watch())
     try:
         final = await (coord.resume(run.id) if resume else coord.drive(run.id))
@@ -124,7 +126,7 @@ async def _start(args: argparse.Namespace, ref: str, run_input: Any) -> int:
         coord = Coordinator(store, pipeline, models=models, settings=settings)
         run = await coord.start(run_input)
         if not args.json:
-            print(f"run {run.id} started (store {args.db})")
+            print(f"run {run.id} started (store {store_url.label(args.db)})")
         return await _drive(args, store, coord, run, resume=False)
 
 
@@ -135,7 +137,7 @@ async def cmd_demo(args: argparse.Namespace) -> int:
     if workspace.exists() and any(workspace.iterdir()):
         raise UserError(f"demo workspace {workspace} is not empty; remove it or pass "
                         "--workspace NEW_DIR")
-    if Path(args.db).exists():
+    if store_url.sqlite_path(args.db) is None or Path(args.db).exists():
         async with open_store(args, must_exist=True):
             pass  # a bad --db fails here, before the workspace is created
     workspace.mkdir(parents=True, exist_ok=True)
@@ -201,7 +203,7 @@ async def cmd_fork(args: argparse.Namespace) -> int:
             inspect_cmds.emit(args, inspect_cmds.run_dict(fork),
                               f"run {fork.id} forked from {source.id} after event {args.at} "
                               f"({fork.status}); run it with: orchestra resume {fork.id} "
-                              f"--db {args.db}")
+                              f"--db {store_url.label(args.db)}")
             return EXIT_OK
         if not args.json:
             print(f"run {fork.id} forked from {source.id} after event {args.at}; running it")
@@ -232,6 +234,16 @@ async def cmd_prune(args: argparse.Namespace) -> int:
     inspect_cmds.emit(args, {"runs": pruned.runs, "rows": pruned.rows,
                              "freed_bytes": pruned.freed_bytes},
                       f"pruned {len(pruned.runs)} finished run(s), {pruned.rows} rows{freed}")
+    return EXIT_OK
+
+
+async def cmd_migrate(args: argparse.Namespace) -> int:
+    """Create the store, or apply its pending schema migrations."""
+    async with open_store(args, must_exist=False) as store:
+        runs = len(await store.list_runs(limit=1_000_000))
+    where = store_url.label(args.db)
+    inspect_cmds.emit(args, {"store": where, "runs": runs},
+                      f"store {where} is up to date ({runs} runs)")
     return EXIT_OK
 
 

@@ -12,10 +12,11 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from orchestra._errors import NotFoundError, UserError
-from orchestra._store import SQLiteBlackboard
+from orchestra._store import Blackboard
+from orchestra._store.url import label
 from orchestra._types import AgentId, Event, Run
 
-OpenStore = Callable[..., AbstractAsyncContextManager[SQLiteBlackboard]]
+OpenStore = Callable[..., AbstractAsyncContextManager[Blackboard]]
 
 
 def emit(args: argparse.Namespace, data: Any, text: str) -> None:
@@ -26,7 +27,7 @@ def emit(args: argparse.Namespace, data: Any, text: str) -> None:
         print(text)
 
 
-async def resolve_run(store: SQLiteBlackboard, ref: str) -> str:
+async def resolve_run(store: Blackboard, ref: str) -> str:
     """A run id, or a unique prefix of one (`orchestra show 52d2`)."""
     try:
         return (await store.get_run(ref)).id
@@ -58,7 +59,7 @@ def event_line(e: Event) -> str:
            f"{detail[:160]}"
 
 
-async def show_data(store: SQLiteBlackboard, run_id: str) -> dict[str, Any]:
+async def show_data(store: Blackboard, run_id: str) -> dict[str, Any]:
     run = await store.get_run(run_id)
     agents = await store.agent_infos(run_id)
     return {
@@ -81,7 +82,7 @@ async def dispatch(args: argparse.Namespace, open_store: OpenStore) -> int:
         elif args.command == "show":
             data = await show_data(store, args.run)
             data["concurrency"] = await concurrency_waits(store, args.run)
-            emit(args, data, show_text(data, f"--db {args.db}"))
+            emit(args, data, show_text(data, f"--db {label(args.db)}"))
         elif args.command == "events":
             await _events(args, store)
         elif args.command == "board":
@@ -92,11 +93,11 @@ async def dispatch(args: argparse.Namespace, open_store: OpenStore) -> int:
                                                    "approve", by=by, reason=args.reason)
             emit(args, dataclasses.asdict(approval),
                  f"approval {approval.id} {approval.status} by {by}; continue the run with: "
-                 f"orchestra resume {approval.run_id} --db {args.db}")
+                 f"orchestra resume {approval.run_id} --db {label(args.db)}")
     return 0
 
 
-async def _runs(args: argparse.Namespace, store: SQLiteBlackboard) -> None:
+async def _runs(args: argparse.Namespace, store: Blackboard) -> None:
     if args.limit < 1:
         raise UserError(f"--limit must be >= 1, got {args.limit}")
     # --pipeline matches part of the name (`--pipeline approval`), so it is filtered here
@@ -106,7 +107,8 @@ async def _runs(args: argparse.Namespace, store: SQLiteBlackboard) -> None:
     runs = runs[:args.limit]
     filtered = bool(args.status or args.pipeline or args.active)
     emit(args, [run_dict(r) for r in runs],
-         runs_text(runs) if runs else f"no runs{' match' if filtered else ''} (--db {args.db})")
+         runs_text(runs) if runs
+         else f"no runs{' match' if filtered else ''} (--db {label(args.db)})")
 
 
 def runs_text(runs: list[Run]) -> str:
@@ -144,7 +146,7 @@ def show_text(d: dict[str, Any], where: str = "") -> str:
     return "\n".join(lines)
 
 
-async def _events(args: argparse.Namespace, store: SQLiteBlackboard) -> None:
+async def _events(args: argparse.Namespace, store: Blackboard) -> None:
     await store.get_run(args.run)
     if args.follow:
         async for e in store.follow(args.run, starting_after=args.after):
@@ -162,7 +164,7 @@ async def _events(args: argparse.Namespace, store: SQLiteBlackboard) -> None:
         after = batch[-1].seq
 
 
-async def _board(args: argparse.Namespace, store: SQLiteBlackboard) -> None:
+async def _board(args: argparse.Namespace, store: Blackboard) -> None:
     await store.get_run(args.run)
     kinds = [args.kind] if args.kind else ["plans", "handoffs", "notes", "approvals"]
     if args.search and args.kind not in (None, "notes"):
@@ -247,7 +249,7 @@ def _role_limits(run: Run) -> dict[str, int] | None:
     return {r.name: type(r).concurrency for r in pipeline.roles}
 
 
-async def concurrency_waits(store: SQLiteBlackboard, run_id: str, *,
+async def concurrency_waits(store: Blackboard, run_id: str, *,
                             limits: dict[str, int] | None = None) -> dict[str, Any]:
     """Ready tasks that are not running because a limit is full: a role's ``concurrency``
     (default 4) or the coordinators' (``--concurrency``, ``CoordinatorSettings``)."""

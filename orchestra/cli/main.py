@@ -46,7 +46,8 @@ class _Parser(argparse.ArgumentParser):
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--db", default=None,
-                   help="store file (default $ORCHESTRA_DB, else ./orchestra.db)")
+                   help="the store: a file, or postgresql://user:pass@host:port/db "
+                        "(default $ORCHESTRA_DB, else ./orchestra.db)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
 
@@ -86,7 +87,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="print the version and exit")
     # global options, accepted before the command too (`orchestra --db x.db --json runs`)
     parser.add_argument("--db", dest="db_first", default=None,
-                        help="store file (default $ORCHESTRA_DB, else ./orchestra.db)")
+                        help="the store: a file, or postgresql://user:pass@host:port/db "
+                        "(default $ORCHESTRA_DB, else ./orchestra.db)")
     parser.add_argument("--json", dest="json_first", action="store_true",
                         help="machine-readable output")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser, metavar="COMMAND")
@@ -127,6 +129,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--keep", type=int, metavar="N", help="keep the N most recently finished")
     p.add_argument("--vacuum", action="store_true",
                    help="also return the freed space to the OS (rewrites the file)")
+
+    p = sub.add_parser("migrate", help="create the store or bring its schema up to date")
+    _common(p)
 
     p = sub.add_parser("runs", help="list runs")
     _common(p)
@@ -239,7 +244,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return asyncio.run(commands.dispatch(args))
     except KeyboardInterrupt:
         run_id = getattr(args, "_run_id", None) or getattr(args, "run", None)
-        hint = f" Resume with: orchestra resume {run_id} --db {args.db}" if run_id else ""
+        from orchestra._store.url import label as store_label
+
+        hint = (f" Resume with: orchestra resume {run_id} --db {store_label(args.db)}"
+                if run_id else "")
         print(f"\ninterrupted; the run stopped cleanly.{hint}", file=sys.stderr)
         return EXIT_INTERRUPTED
     except (NotAStoreError, SchemaVersionError) as exc:

@@ -13,7 +13,7 @@ import sys
 import time
 from dataclasses import dataclass
 
-from orchestra._store import SQLiteBlackboard
+from orchestra._store import Blackboard
 from orchestra._types import Event, Run
 from orchestra.cli.inspect_cmds import _role_limits, concurrency_waits, event_line, show_data
 
@@ -28,7 +28,7 @@ class _AgentLine:
 
 
 class Progress:
-    def __init__(self, store: SQLiteBlackboard, run_id: str, *, json_mode: bool,
+    def __init__(self, store: Blackboard, run_id: str, *, json_mode: bool,
                  tty: bool, after: int = 0, db: str = "orchestra.db") -> None:
         self.after = after
         self.db = db  # every printed hint names the store, so pasting it works
@@ -46,8 +46,7 @@ class Progress:
     async def watch(self) -> None:
         last = 0
         with contextlib.suppress(asyncio.CancelledError):
-            async for event in self.store.follow(self.run_id, starting_after=self.after,
-                                                 poll_interval=0.2):
+            async for event in self.store.follow(self.run_id, starting_after=self.after):
                 last = event.seq
                 self._apply(event)
                 if self.json_mode:

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import socket
-from pathlib import Path
 
 from orchestra._errors import UserError
-from orchestra._store import SQLiteBlackboard
+from orchestra._store.url import label, open_store
 from orchestra.coordinator.coordinator import CoordinatorSettings
 from orchestra.server.app import ServerSettings, create_app
 from orchestra.server.security import check_bind
@@ -39,7 +38,7 @@ async def serve(db: str, host: str, port: int, settings: ServerSettings, *,
     if settings.ping_interval <= 0:
         raise UserError(f"--ping-interval must be > 0 seconds, got {settings.ping_interval}")
     sock = listen(host, port)
-    store = await SQLiteBlackboard.open(Path(db))
+    store = await open_store(db)
     try:
         app = create_app(store, settings)
         config = uvicorn.Config(app, log_level="warning", access_log=access_log,
@@ -47,7 +46,7 @@ async def serve(db: str, host: str, port: int, settings: ServerSettings, *,
         server = uvicorn.Server(config)
         bound = sock.getsockname()
         where = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
-        print(f"orchestra serve: listening on http://{where}:{bound[1]} (store {db}, "
+        print(f"orchestra serve: listening on http://{where}:{bound[1]} (store {label(db)}, "
               f"{settings.workers} workers{', token required' if settings.token else ''})",
               flush=True)
         await server.serve(sockets=[sock])

@@ -1,6 +1,23 @@
 """The PostgreSQL blackboard (extra ``.[postgres]``): the store protocols on a database
-that workers on several hosts share."""
+that workers on several hosts share.
 
-from orchestra._store.postgres.store import PostgresBlackboard
+``PostgresBlackboard`` is imported on first use, so that naming a store by URL
+(``_dsn``) works on the core install, without the driver.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from orchestra._store.postgres.store import PostgresBlackboard
 
 __all__ = ["PostgresBlackboard"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "PostgresBlackboard":
+        from orchestra._store.postgres.store import PostgresBlackboard
+
+        return PostgresBlackboard
+    raise AttributeError(name)

@@ -10,6 +10,7 @@ directory owned by ``nobody`` (and nothing else is changed on the machine).
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import signal
@@ -131,3 +132,51 @@ class LocalPostgres:
     def close(self) -> None:
         self.stop()
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+_shared: LocalPostgres | None = None
+_shared_error: PostgresUnavailable | None = None
+
+
+def shared_server() -> LocalPostgres:
+    """One server for the whole process (tests, benchmarks), started on first use and
+    deleted at exit; raises ``PostgresUnavailable`` (the same one each time) if it cannot run."""
+    global _shared, _shared_error
+    if _shared_error is not None:
+        raise _shared_error
+    if _shared is None:
+        try:
+            server = LocalPostgres()
+            try:
+                server.start()
+            except BaseException:
+                server.close()
+                raise
+        except PostgresUnavailable as exc:
+            _shared_error = exc
+            raise
+        atexit.register(server.close)
+        _shared = server
+    return _shared
+
+
+def main() -> None:
+    """``python -m orchestra._store.postgres.local [--fsync]``: a server for trying the
+    PostgreSQL store by hand; prints its URL, stops (deleting everything) on Ctrl-C/SIGTERM."""
+    import sys
+
+    server = LocalPostgres(fsync="--fsync" in sys.argv)
+    try:
+        server.start()
+        print(server.create_database("orchestra"), flush=True)
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,28 @@
+"""A fresh database per test on the session's real PostgreSQL server (skipped, with the
+reason, where no server can run)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from orchestra._store.postgres.local import LocalPostgres, PostgresUnavailable, shared_server
+
+
+@pytest.fixture
+def server() -> LocalPostgres:
+    try:
+        return shared_server()
+    except PostgresUnavailable as exc:
+        pytest.skip(f"no PostgreSQL server here: {exc}")
+
+
+@pytest.fixture
+def dsn(server: LocalPostgres) -> str:
+    return server.create_database("t" + os.urandom(6).hex())
+
+
+def with_password(dsn: str, password: str = "s3cr3t-pw") -> str:
+    """The DSN with a password in it (the test server trusts every login: it is ignored)."""
+    return dsn.replace("postgres@", f"postgres:{password}@", 1)
