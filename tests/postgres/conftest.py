@@ -22,7 +22,3 @@ def server() -> LocalPostgres:
 def dsn(server: LocalPostgres) -> str:
     return server.create_database("t" + os.urandom(6).hex())
 
-
-def with_password(dsn: str, password: str = "s3cr3t-pw") -> str:
-    """The DSN with a password in it (the test server trusts every login: it is ignored)."""
-    return dsn.replace("postgres@", f"postgres:{password}@", 1)

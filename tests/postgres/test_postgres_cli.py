@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import with_password
+from pg_helpers import with_password
 
 from orchestra.cli.main import main
 

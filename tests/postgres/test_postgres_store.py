@@ -10,7 +10,7 @@ from pathlib import Path
 
 import asyncpg
 import pytest
-from conftest import with_password
+from pg_helpers import with_password
 
 from orchestra._errors import NotAStoreError, SchemaVersionError, StoreError, UserError
 from orchestra._store import NewTask, SQLiteBlackboard
