@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Sequence
 from functools import partial
@@ -23,6 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 import asyncpg
 
 from orchestra._errors import StoreError, UserError
+from orchestra._log import get_logger
 from orchestra._store._codec import Encoder
 from orchestra._store._retention_txn import batches
 from orchestra._store.postgres import _fork, _journal, _reads, _runs, _tasks, schema
@@ -60,7 +60,7 @@ _RERUN = (asyncpg.DeadlockDetectedError, asyncpg.SerializationError,
           asyncpg.UniqueViolationError)
 _LOST = (asyncpg.PostgresConnectionError, asyncpg.ConnectionDoesNotExistError,
          asyncpg.CannotConnectNowError, asyncpg.AdminShutdownError, ConnectionError, OSError)
-_log = logging.getLogger("orchestra.store.postgres")
+_log = get_logger("orchestra.store")
 
 
 class PostgresBlackboard(BoardMethods):
@@ -174,8 +174,8 @@ class PostgresBlackboard(BoardMethods):
                 if self._closed or loop.time() + delay > deadline:
                     raise StoreError(f"{self.url}: lost the connection to PostgreSQL and could "
                                      f"not reconnect: {scrub(str(exc), self._dsn)}") from None
-                _log.warning("store connection lost; reconnecting", extra={
-                    "store": self.url, "error": scrub(str(exc), self._dsn), "delay": delay})
+                _log.warning("store connection lost; reconnecting", store=self.url,
+                             error=scrub(str(exc), self._dsn), delay=delay)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 2.0)
             except asyncpg.PostgresError as exc:
