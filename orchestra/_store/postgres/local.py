@@ -59,6 +59,20 @@ class LocalPostgres:
         if hasattr(os, "geteuid") and os.geteuid() == 0:
             self._user = "nobody"
             shutil.chown(self.root, user="nobody")
+            # ``nobody`` may not be able to reach the wheel's directory (a checkout under
+            # /root): run a linked copy of the binaries from the private directory instead
+            # (the binaries find their libraries at $ORIGIN/../../../pgserver.libs)
+            install = self.root / "pgserver" / "pginstall"
+            libs = self.bin.parents[2] / "pgserver.libs"
+            for source, target in ((self.bin.parent, install),
+                                   (libs, self.root / "pgserver.libs")):
+                if source.is_dir():
+                    try:
+                        shutil.copytree(source, target, copy_function=os.link)
+                    except OSError:
+                        shutil.rmtree(target, ignore_errors=True)
+                        shutil.copytree(source, target)
+            self.bin = install / "bin"
         self._proc: subprocess.Popen[bytes] | None = None
         self._initdb()
 
