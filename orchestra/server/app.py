@@ -17,7 +17,7 @@ from orchestra.coordinator.coordinator import CoordinatorSettings
 from orchestra.server import problems
 from orchestra.server.feeds import Feeds
 from orchestra.server.pool import RunPool
-from orchestra.server.security import BearerAuth, BodyLimit
+from orchestra.server.security import BodyLimit
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +63,7 @@ async def services(request: Request) -> Services:
 
 def create_app(store: Blackboard, settings: ServerSettings = ServerSettings()) -> ASGIApp:
     """The API over ``store`` (opened and closed by the caller)."""
-    from orchestra.server import routes_board, routes_runs
+    from orchestra.server import routes_board, routes_runs, web
 
     svc = Services(store, settings, Feeds(store),
                    RunPool(store, workers=settings.workers, settings=settings.coordinator,
@@ -88,9 +88,10 @@ def create_app(store: Blackboard, settings: ServerSettings = ServerSettings()) -
     problems.install(api)
     api.include_router(routes_runs.router)
     api.include_router(routes_board.router)
+    web.install(api, settings.token)  # the board's pages at /
     app: ASGIApp = BodyLimit(api, settings.max_body_bytes)
-    if settings.token is not None:
-        app = BearerAuth(app, settings.token)
+    if settings.token is not None:  # bearer for the API, a login session for the board
+        app = web.protect(app, api)
     if settings.cors_origins:  # outermost: preflights carry no token
         app = CORSMiddleware(app, allow_origins=list(settings.cors_origins),
                              allow_methods=["GET", "POST"],

@@ -1,0 +1,102 @@
+"""The board's pages: the runs, one run, one agent (all reads)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, get_args
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, Depends, Query
+from fastapi.responses import JSONResponse
+from starlette.requests import Request
+from starlette.responses import Response
+
+from orchestra._types import TERMINAL_RUN_STATUSES, RunStatus
+from orchestra.server.app import Services, services
+from orchestra.server.schemas import decode_cursor, encode_cursor
+from orchestra.server.web import views
+from orchestra.server.web.render import fragment, page, web
+
+router = APIRouter(include_in_schema=False)
+Svc = Annotated[Services, Depends(services)]
+STATUSES: tuple[str, ...] = get_args(RunStatus)
+BACKLOG = 200
+"""Events a run page streams from the store before the live ones (older: on demand)."""
+
+
+@router.get("/")
+async def runs_page(request: Request, svc: Svc, status: str = "", cursor: str = "",
+                    partial: bool = False) -> Response:
+    """Active and recent runs, newest first; ``partial``: just the rows (live refresh)."""
+    chosen: Any = status if status in STATUSES else None
+    before = decode_cursor(cursor) if cursor else None
+    runs = await svc.store.list_runs(status=chosen, limit=50, before=before)
+    context = {"runs": runs, "status": chosen}
+    if partial:
+        return JSONResponse({"rows": fragment(request, "_rows.html", **context)})
+    active = len(await svc.store.list_runs(active_only=True, limit=1000))
+    nxt = None
+    if len(runs) == 50:
+        older = encode_cursor(runs[-1].created_at, runs[-1].id)
+        nxt = f"/?{urlencode({'status': chosen or '', 'cursor': older})}"
+    query = urlencode({"status": chosen or "", "cursor": cursor, "partial": 1})
+    return page(request, "runs.html", statuses=STATUSES, active=active, next_url=nxt,
+                live_url=f"/?{query}", **context)
+
+
+async def _run_parts(request: Request, svc: Svc, run_id: str) -> dict[str, Any]:
+    store = svc.store
+    run = await store.get_run(run_id)
+    tasks = await store.list_tasks(run_id)
+    return {
+        "run": run,
+        "task_counts": await store.task_counts(run_id),
+        "task_total": len(tasks),
+        "items": views.timeline(run, tasks),
+        "lanes": await views.lanes(store, web(request).pipelines, run, tasks),
+        "approvals": await store.list_approvals(run_id, status="pending"),
+        "plans": await store.get_plans(run_id),
+        "handoffs": (await store.get_handoffs(run_id))[-100:],
+    }
+
+
+@router.get("/runs/{run_id}")
+async def run_page(request: Request, run_id: str, svc: Svc, q: str = "") -> Response:
+    """One run: its agents, task flow, approvals, board and live events."""
+    parts = await _run_parts(request, svc, run_id)
+    run = parts["run"]
+    notes = await svc.store.search_notes(run_id, text=q.strip() or None, limit=50)
+    return page(request, "run.html", q=q, notes=notes,
+                stream_from=max(0, run.last_seq - BACKLOG),
+                terminal=run.status in TERMINAL_RUN_STATUSES, **parts)
+
+
+@router.get("/runs/{run_id}/live")
+async def run_live(request: Request, run_id: str, svc: Svc) -> JSONResponse:
+    """The run page's parts as HTML, re-read after new events."""
+    parts = await _run_parts(request, svc, run_id)
+    names = {"header": "_header.html", "lanes": "_lanes.html", "timeline": "_timeline.html",
+             "approvals": "_approvals.html", "board": "_board.html"}
+    return JSONResponse({k: fragment(request, v, **parts) for k, v in names.items()}
+                        | {"status": parts["run"].status})
+
+
+@router.get("/runs/{run_id}/events.json")
+async def run_events(run_id: str, svc: Svc, after: Annotated[int, Query(ge=0)] = 0,
+                     limit: Annotated[int, Query(ge=1, le=500)] = BACKLOG) -> JSONResponse:
+    """A page of stored events (the run page's "earlier events")."""
+    await svc.store.get_run(run_id)
+    found = await svc.store.events(run_id, starting_after=after, limit=limit)
+    return JSONResponse([{"seq_id": e.seq, "kind": e.kind, "at": e.at, "data": e.data}
+                         for e in found])
+
+
+@router.get("/runs/{run_id}/agents/{role}")
+async def agent_page(request: Request, run_id: str, role: str, svc: Svc,
+                     before: Annotated[int | None, Query(ge=1)] = None) -> Response:
+    """One agent: a page of its stored history beside its model's view."""
+    run = await svc.store.get_run(run_id)
+    view = await views.agent_view(svc.store, web(request).pipelines, run, role, before)
+    if view.total == 0 and role not in {a.role for a in await svc.store.agent_infos(run_id)}:
+        return page(request, "base.html", 404, flashes=[{"kind": "error", "text": (
+            f"run {run_id} has no agent {role!r} yet")}])
+    return page(request, "agent.html", run=run, view=view)

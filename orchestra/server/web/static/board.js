@@ -1,0 +1,210 @@
+// The board's live parts: plain JavaScript, no build step, nothing from the network.
+// The run page reads the run's SSE stream (GET /v1/runs/{id}/stream) with fetch, so
+// every event kind arrives and a reconnect resumes after the last seq shown
+// (Last-Event-ID): no gap, no duplicate line. Other parts are re-rendered by the
+// server (GET /runs/{id}/live) shortly after events arrive.
+
+const $ = (sel, el = document) => el.querySelector(sel);
+const TERMINAL = new Set(["run.completed", "run.failed", "run.cancelled"]);
+const KEYS = ["role", "task", "step", "kind", "name", "tool", "attempt", "approved", "by",
+  "to_role", "from", "status", "error", "cause", "owner"];
+
+function fmtTime(at) {
+  return new Date(at * 1000).toLocaleTimeString([], { hour12: false });
+}
+
+function summary(data) {
+  if (data === null || typeof data !== "object") return data == null ? "" : String(data);
+  const keys = KEYS.filter((k) => k in data).concat(Object.keys(data).filter((k) => !KEYS.includes(k)));
+  return keys.map((k) => {
+    let v = data[k];
+    if (v !== null && typeof v === "object") v = JSON.stringify(v);
+    v = String(v);
+    if (v.length > 80) v = v.slice(0, 79) + "…";
+    return `${k}=${v}`;
+  }).join("  ");
+}
+
+function eventLine(ev) {
+  const li = document.createElement("li");
+  li.dataset.seq = ev.seq_id;
+  li.dataset.kind = ev.kind;
+  li.dataset.at = String(ev.at);
+  li.dataset.shownAt = String(performance.timeOrigin + performance.now());
+  li.className = "ev k-" + ev.kind.split(".")[0] + (TERMINAL.has(ev.kind) ? " terminal" : "");
+  const parts = [["seq", "#" + ev.seq_id], ["at", fmtTime(ev.at)], ["kind", ev.kind],
+    ["data", summary(ev.data)]];
+  for (const [cls, text] of parts) {
+    const span = document.createElement("span");
+    span.className = cls;
+    span.textContent = text;
+    li.append(span);
+  }
+  return li;
+}
+
+function setState(text, cls) {
+  const el = $("#stream-state");
+  if (!el) return;
+  el.textContent = text;
+  el.className = "chip s-" + cls;
+}
+
+// A minimal SSE reader over fetch: frames are separated by a blank line.
+async function readStream(url, lastId, onFrame, onBatch) {
+  const headers = { Accept: "text/event-stream" };
+  if (lastId > 0) headers["Last-Event-ID"] = String(lastId);
+  const resp = await fetch(url, { headers, credentials: "same-origin", cache: "no-store" });
+  if (resp.status === 401 || resp.status === 303) { location.href = "/login?next=" + encodeURIComponent(location.pathname); return; }
+  if (!resp.ok || !resp.body) throw new Error("stream answered " + resp.status);
+  const reader = resp.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buf = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buf += value.replace(/\r\n?/g, "\n");
+    let cut;
+    while ((cut = buf.indexOf("\n\n")) >= 0) {
+      const raw = buf.slice(0, cut);
+      buf = buf.slice(cut + 2);
+      const frame = {};
+      for (const line of raw.split("\n")) {
+        if (!line || line.startsWith(":")) continue;
+        const i = line.indexOf(":");
+        const key = i < 0 ? line : line.slice(0, i);
+        const val = i < 0 ? "" : line.slice(i + 1).replace(/^ /, "");
+        frame[key] = key === "data" && frame.data !== undefined ? frame.data + "\n" + val : val;
+      }
+      if (frame.event || frame.data) onFrame(frame);
+    }
+    onBatch();
+  }
+}
+
+function runPage() {
+  const body = document.body;
+  const runId = body.dataset.run;
+  const list = $("#events");
+  const box = list; // the list scrolls, newest at the bottom
+  let last = Number(body.dataset.from);
+  let finished = false;
+  let refreshTimer = null;
+
+  function busy(part) {
+    // never swap a part under the user's hands: focus, typed text or an open confirm
+    if (part.contains(document.activeElement) && document.activeElement !== document.body) return true;
+    if ([...part.querySelectorAll("input[type=text]")].some((i) => i.value)) return true;
+    return [...part.querySelectorAll("details.confirm")].some((d) => d.open);
+  }
+
+  async function refresh() {
+    refreshTimer = null;
+    let parts;
+    try {
+      const resp = await fetch(`/runs/${encodeURIComponent(runId)}/live`, { credentials: "same-origin", cache: "no-store" });
+      if (!resp.ok) return;
+      parts = await resp.json();
+    } catch {
+      return; // the server is away: the stream's reconnect brings a refresh
+    }
+    for (const name of ["header", "lanes", "timeline", "approvals", "board"]) {
+      const part = document.getElementById("part-" + name);
+      if (part && !busy(part) && part.innerHTML !== parts[name]) part.innerHTML = parts[name];
+    }
+  }
+
+  function scheduleRefresh(now) {
+    if (refreshTimer !== null) return;
+    refreshTimer = setTimeout(refresh, now ? 0 : 250);
+  }
+
+  let pending = document.createDocumentFragment();
+
+  function add(ev) {
+    if (ev.seq_id <= last) return; // already shown (a resumed stream never repeats, but be sure)
+    last = ev.seq_id;
+    pending.append(eventLine(ev));
+    if (TERMINAL.has(ev.kind)) finished = true;
+  }
+
+  function flush() {
+    // one layout per network chunk, not one per event: a long backlog renders at once
+    if (!pending.childNodes.length) return;
+    const stick = box.scrollHeight - box.scrollTop - box.clientHeight < 40;
+    list.append(pending);
+    pending = document.createDocumentFragment();
+    if (stick) box.scrollTop = box.scrollHeight;
+    scheduleRefresh(finished);
+  }
+
+  function onFrame(frame) {
+    if (frame.event === "stream.no_worker") {
+      setState("no worker", "failed");
+      return;
+    }
+    if (!frame.data || frame.id === undefined) return;
+    let ev;
+    try { ev = JSON.parse(frame.data); } catch { return; }
+    setState("live", "running");
+    add(ev);
+  }
+
+  async function follow() {
+    const url = `/v1/runs/${encodeURIComponent(runId)}/stream?starting_after=${last}`;
+    let delay = 500;
+    while (!finished) {
+      try {
+        setState("live", "running");
+        scheduleRefresh(true); // parts may have changed while disconnected
+        await readStream(url, last, onFrame, flush);
+        delay = 500;
+        if (!finished && body.dataset.terminal === "true") finished = true;
+      } catch (err) {
+        setState("reconnecting", "waiting");
+        await new Promise((r) => setTimeout(r, delay));
+        delay = Math.min(delay * 2, 5000);
+      }
+    }
+    setState("finished", "completed");
+  }
+
+  const older = $("#older");
+  if (older) {
+    older.addEventListener("click", async () => {
+      const before = Number(older.dataset.before);
+      const after = Math.max(0, before - 1 - 200);
+      const resp = await fetch(`/runs/${encodeURIComponent(runId)}/events.json?after=${after}&limit=${before - 1 - after}`, { credentials: "same-origin" });
+      if (!resp.ok) return;
+      const events = await resp.json();
+      const frag = document.createDocumentFragment();
+      for (const ev of events) frag.append(eventLine(ev));
+      list.prepend(frag);
+      older.dataset.before = String(after + 1);
+      if (after === 0) older.remove();
+    });
+  }
+  window.board = { get last() { return last; }, get finished() { return finished; } };
+  follow();
+}
+
+function runsPage() {
+  const select = $("select[data-autosubmit]");
+  if (select) select.addEventListener("change", () => select.form.submit());
+  const table = $("table.runs");
+  const rows = $("#run-rows");
+  if (!table || !rows) return;
+  setInterval(async () => {
+    if (document.hidden) return;
+    try {
+      const resp = await fetch(table.dataset.live, { credentials: "same-origin", cache: "no-store" });
+      if (!resp.ok) return;
+      const data = await resp.json();
+      if (rows.innerHTML !== data.rows) rows.innerHTML = data.rows;
+    } catch {
+      // the server is away for a moment: the next tick tries again
+    }
+  }, 2000);
+}
+
+if (document.body.dataset.page === "run") runPage();
+if (document.body.dataset.page === "runs") runsPage();
