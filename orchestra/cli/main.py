@@ -156,6 +156,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run")
     p.add_argument("kind", nargs="?", choices=["plans", "handoffs", "notes", "approvals"])
     p.add_argument("--search", help="full-text search of notes")
+    p.add_argument("--open", action="store_true",
+                   help="print (and open) the run's live page on `orchestra serve` instead")
+    p.add_argument("--server", metavar="URL", help="with --open: the server (default "
+                                                  "$ORCHESTRA_SERVER or http://127.0.0.1:8765)")
 
     for name, verb in (("approve", "approve"), ("deny", "deny")):
         p = sub.add_parser(name, help=f"{verb} a pending tool call")
@@ -237,6 +241,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     from orchestra.cli import commands  # imported after parsing: `--help` stays instant
 
     try:
+        if args.command == "board" and (args.open or args.server):
+            from orchestra.cli import board_page
+
+            return board_page.open_page(args)
         if getattr(args, "server", None):
             from orchestra.cli import remote
 

@@ -10,6 +10,7 @@ from fastapi.responses import JSONResponse
 from starlette.requests import Request
 from starlette.responses import Response
 
+from orchestra._errors import NotFoundError
 from orchestra._types import TERMINAL_RUN_STATUSES, RunStatus
 from orchestra.server.app import Services, services
 from orchestra.server.schemas import decode_cursor, encode_cursor
@@ -62,7 +63,10 @@ async def _run_parts(request: Request, svc: Svc, run_id: str) -> dict[str, Any]:
 @router.get("/runs/{run_id}")
 async def run_page(request: Request, run_id: str, svc: Svc, q: str = "") -> Response:
     """One run: its agents, task flow, approvals, board and live events."""
-    parts = await _run_parts(request, svc, run_id)
+    try:
+        parts = await _run_parts(request, svc, run_id)
+    except NotFoundError as exc:
+        return _missing(request, str(exc))
     run = parts["run"]
     notes = await svc.store.search_notes(run_id, text=q.strip() or None, limit=50)
     return page(request, "run.html", q=q, notes=notes,
@@ -94,9 +98,15 @@ async def run_events(run_id: str, svc: Svc, after: Annotated[int, Query(ge=0)] =
 async def agent_page(request: Request, run_id: str, role: str, svc: Svc,
                      before: Annotated[int | None, Query(ge=1)] = None) -> Response:
     """One agent: a page of its stored history beside its model's view."""
-    run = await svc.store.get_run(run_id)
+    try:
+        run = await svc.store.get_run(run_id)
+    except NotFoundError as exc:
+        return _missing(request, str(exc))
     view = await views.agent_view(svc.store, web(request).pipelines, run, role, before)
     if view.total == 0 and role not in {a.role for a in await svc.store.agent_infos(run_id)}:
-        return page(request, "base.html", 404, flashes=[{"kind": "error", "text": (
-            f"run {run_id} has no agent {role!r} yet")}])
+        return _missing(request, f"run {run_id} has no agent {role!r} yet")
     return page(request, "agent.html", run=run, view=view)
+
+
+def _missing(request: Request, text: str) -> Response:
+    return page(request, "base.html", 404, flashes=[{"kind": "error", "text": text}])

@@ -12,7 +12,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
-from orchestra.server.app import services
+from orchestra.server.app import Services
 from orchestra.server.web import views
 from orchestra.server.web.auth import NONCE, SESSION, Secrets, cookie_header
 
@@ -54,7 +54,8 @@ def page(request: Request, template: str, code: int = 200, **context: Any) -> HT
     value, new = nonce(request)
     context.setdefault("flashes", [])
     context.setdefault("now", time.time())
-    logged_in = services(request).settings.token is not None and \
+    svc: Services = request.app.state.services
+    logged_in = svc.settings.token is not None and \
         w.secrets.valid_session(request.cookies.get(SESSION))
     html = w.env.get_template(template).render(csrf=w.secrets.csrf_token(value),
                                               logged_in=logged_in, **context)
