@@ -6,6 +6,7 @@
 
 const $ = (sel, el = document) => el.querySelector(sel);
 const TERMINAL = new Set(["run.completed", "run.failed", "run.cancelled"]);
+const IDS = new Set(["task", "approval", "handoff", "owner"]);
 const KEYS = ["role", "task", "step", "kind", "name", "tool", "attempt", "approved", "by",
   "to_role", "from", "status", "error", "cause", "owner"];
 
@@ -20,6 +21,7 @@ function summary(data) {
     let v = data[k];
     if (v !== null && typeof v === "object") v = JSON.stringify(v);
     v = String(v);
+    if (IDS.has(k) && v.length > 8) v = v.slice(0, 6) + "…"; // ids: the page links the full ones
     if (v.length > 80) v = v.slice(0, 79) + "…";
     return `${k}=${v}`;
   }).join("  ");
