@@ -146,19 +146,23 @@ def test_a_1000_turn_run_renders_in_under_a_second(browser: Any, server: Server,
     assert run["steps"] > 2000
     w = _page(browser, server)
 
-    def timed(path: str, ready: str) -> float:
-        began = time.perf_counter()
+    def timed(path: str, ready: str, done: str) -> float:
+        """From navigation start to the page shown, as the browser measured it."""
         w.page.goto(path)
         w.page.wait_for_selector(ready)
-        return time.perf_counter() - began
+        ms: float = w.page.evaluate(done)
+        return ms / 1000
 
     last = run["last_seq"]
-    pages = {"run": (f"/runs/{run_id}", f"#events li[data-seq='{last}']"),
-             "agent": (f"/runs/{run_id}/agents/worker", ".msg"),
-             "agent, an old page": (f"/runs/{run_id}/agents/worker?before=300", "#m299")}
+    loaded = "performance.getEntriesByType('navigation')[0].loadEventEnd"
+    pages = {"run": (f"/runs/{run_id}", f"#events li[data-seq='{last}']",
+                     f"Math.max(window.board.renderedAt, {loaded})"),
+             "agent": (f"/runs/{run_id}/agents/worker", ".msg", loaded),
+             "agent, an old page": (f"/runs/{run_id}/agents/worker?before=300", "#m299",
+                                    loaded)}
     best = {name: min(timed(*where) for _ in range(3)) for name, where in pages.items()}
-    print("\n1,000-turn run, best of 3: " + ", ".join(f"{k} {v * 1000:.0f} ms"
-                                                     for k, v in best.items()))
+    print("\n1,000-turn run, navigation start to page shown, best of 3: " + ", ".join(
+        f"{k} {v * 1000:.0f} ms" for k, v in best.items()))
     assert all(v < 1.0 for v in best.values()), best
     w.page.goto(f"/runs/{run_id}")
     w.page.wait_for_selector(f"#events li[data-seq='{last}']")

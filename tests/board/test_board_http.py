@@ -132,3 +132,13 @@ def test_board_open_prints_the_page_url(open_server: Server, tmp_path: Path) -> 
     assert down.returncode != 0 and "no orchestra serve answers" in down.stderr
     no_open = _cli(tmp_path, "board", run_id, "--server", open_server.url)
     assert no_open.returncode != 0 and "add --open" in no_open.stderr
+
+
+def test_events_embedded_in_a_page_cannot_end_their_script_element() -> None:
+    from orchestra.server.web.pages import _script_json
+
+    text = str(_script_json([{"data": {"x": "</script><script>alert(1)</script>&"}}]))
+    assert "<" not in text and ">" not in text and "&" not in text
+    import json
+
+    assert json.loads(text) == [{"data": {"x": "</script><script>alert(1)</script>&"}}]

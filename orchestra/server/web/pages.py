@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Any, get_args
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Depends, Query
 from fastapi.responses import JSONResponse
+from markupsafe import Markup
 from starlette.requests import Request
 from starlette.responses import Response
 
 from orchestra._errors import NotFoundError
-from orchestra._types import TERMINAL_RUN_STATUSES, RunStatus
+from orchestra._types import TERMINAL_RUN_STATUSES, Event, RunStatus
 from orchestra.server.app import Services, services
 from orchestra.server.schemas import decode_cursor, encode_cursor
 from orchestra.server.web import views
@@ -69,8 +71,10 @@ async def run_page(request: Request, run_id: str, svc: Svc, q: str = "") -> Resp
         return _missing(request, str(exc))
     run = parts["run"]
     notes = await svc.store.search_notes(run_id, text=q.strip() or None, limit=50)
-    return page(request, "run.html", q=q, notes=notes,
-                stream_from=max(0, run.last_seq - BACKLOG),
+    start = max(0, run.last_seq - BACKLOG)
+    events = await svc.store.events(run_id, starting_after=start, limit=BACKLOG)
+    return page(request, "run.html", q=q, notes=notes, stream_from=start,
+                backlog=_script_json([_event(e) for e in events]),
                 terminal=run.status in TERMINAL_RUN_STATUSES, **parts)
 
 
@@ -90,8 +94,19 @@ async def run_events(run_id: str, svc: Svc, after: Annotated[int, Query(ge=0)] =
     """A page of stored events (the run page's "earlier events")."""
     await svc.store.get_run(run_id)
     found = await svc.store.events(run_id, starting_after=after, limit=limit)
-    return JSONResponse([{"seq_id": e.seq, "kind": e.kind, "at": e.at, "data": e.data}
-                         for e in found])
+    return JSONResponse([_event(e) for e in found])
+
+
+def _event(e: Event) -> dict[str, Any]:
+    return {"seq_id": e.seq, "kind": e.kind, "at": e.at, "data": e.data}
+
+
+def _script_json(value: Any) -> Markup:
+    """JSON to embed in a ``<script type="application/json">``: nothing in it can end
+    the element or open markup."""
+    text = json.dumps(value, separators=(",", ":"), default=str)
+    return Markup(text.replace("<", "\\u003c").replace(">", "\\u003e")
+                  .replace("&", "\\u0026"))
 
 
 @router.get("/runs/{run_id}/agents/{role}")
