@@ -2,8 +2,8 @@
 
 ``planner`` posts a plan and hands the work to ``worker``; ``worker`` calls ``bump``
 ``turns`` times (each model call sleeps ``delay`` s; it sees only its last 12
-messages), maybe ``deploy`` (a tool a human approves), then reports (a note and a
-handoff to ``reviewer``) and answers with what its ``deploy`` call returned, so a
+messages), maybe ``deploy`` (a tool a human approves), with ``recall: true`` calls
+``recall``, then reports (a note and a handoff to ``reviewer``) and answers with what its ``deploy`` call returned, so a
 test can see what the model saw. Tool side effects append to the ``effects`` file.
 With ``plan: false`` the run starts at the worker.
 """
@@ -65,7 +65,6 @@ class Worker(Role):
 
     name = "worker"
     output = Done
-    recall = False
     max_turns = 2000
     compaction = SlidingWindow(last=12)
     needs_approval = frozenset({"deploy"})
@@ -130,6 +129,8 @@ def build(run_input: Any) -> Pipeline:
                                      "deploy_result": deploys[-1] if deploys else None}))
         if done < turns and not _tool_results(request, "deploy"):
             return reply("", tool_call("bump", {"n": done + 1}, id=f"b{done}"))
+        if inp.get("recall") and not _tool_results(request, "recall"):
+            return reply("", tool_call("recall", {"query": "bump"}, id="rc0"))
         if wants_deploy and not _tool_results(request, "deploy"):
             return reply("", tool_call("deploy", {"target": "prod", "version": "1.4.2"},
                                        id="d0"))

@@ -84,6 +84,15 @@ def test_forms_need_their_csrf_token_and_origin_and_cancel_resume_work(
     assert late.status_code in (303, 409)
 
 
+def test_the_agent_page_marks_what_recall_returned(server: Server) -> None:
+    c, _ = _login(server.url)
+    run_id = start(server.url, plan=False, turns=14, recall=True)
+    wait_status(server.url, run_id, "completed")
+    html = c.get(f"/runs/{run_id}/agents/worker").text
+    assert html.count("what recall returned") == 2  # in the history and in the view
+    assert "in view" in html and "dropped" in html
+
+
 def test_unknown_runs_and_agents_are_404_pages(server: Server) -> None:
     c, _ = _login(server.url)
     r = c.get("/runs/nope")
