@@ -3,9 +3,9 @@
 ``planner`` posts a plan and hands the work to ``worker``; ``worker`` calls ``bump``
 ``turns`` times (each model call sleeps ``delay`` s; it sees only its last 12
 messages), maybe ``deploy`` (a tool a human approves), with ``recall: true`` calls
-``recall``, then reports (a note and a handoff to ``reviewer``) and answers with what its ``deploy`` call returned, so a
-test can see what the model saw. Tool side effects append to the ``effects`` file.
-With ``plan: false`` the run starts at the worker.
+``recall``, then reports (a note and a handoff to ``reviewer``) and answers with
+what its ``deploy`` call returned, so a test can see what the model saw. Tool side
+effects append to the ``effects`` file. With ``plan: false`` the run starts at the worker.
 """
 
 from __future__ import annotations
