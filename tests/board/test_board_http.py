@@ -16,6 +16,8 @@ from tests.board.board_api import AUTH, PIPELINE, detail, start, wait_status
 from tests.board.conftest import TOKEN
 from tests.server.server_helpers import Server, child_env
 
+BROWSER = {"Accept": "text/html,application/xhtml+xml,*/*;q=0.8"}
+
 
 def _csrf(html: str) -> str:
     found = re.search(r'name="csrf" value="([0-9a-f]+)"', html)
@@ -25,7 +27,7 @@ def _csrf(html: str) -> str:
 
 def _login(url: str) -> tuple[httpx.Client, str]:
     """A logged-in browser-like client and the CSRF token of its pages."""
-    c = httpx.Client(base_url=url)
+    c = httpx.Client(base_url=url, headers=BROWSER)
     token = _csrf(c.get("/login").text)
     r = c.post("/login", data={"csrf": token, "token": TOKEN, "next": "/"})
     assert r.status_code == 303 and r.headers["location"] == "/"
@@ -33,9 +35,11 @@ def _login(url: str) -> tuple[httpx.Client, str]:
 
 
 def test_pages_need_a_login_and_the_cookie_is_httponly_strict(server: Server) -> None:
-    c = httpx.Client(base_url=server.url)
+    c = httpx.Client(base_url=server.url, headers=BROWSER)
     r = c.get("/runs/x?y=1")
     assert r.status_code == 303 and r.headers["location"] == "/login?next=/runs/x%3Fy%3D1"
+    api = httpx.get(f"{server.url}/runs/x")  # not a browser: the API's answer
+    assert api.status_code == 401 and api.headers["www-authenticate"] == "Bearer"
     r = c.get("/login")
     assert r.status_code == 200 and "HttpOnly" in r.headers["set-cookie"]
     token = _csrf(r.text)

@@ -87,8 +87,8 @@ class WebAuth:
     """ASGI middleware in place of :class:`BearerAuth` when the server has a token.
 
     The login page and static files are open; a valid session cookie opens the
-    pages and the API's GETs; anything else needs the bearer token, and a page
-    asked for without either is redirected to the login.
+    pages and the API's GETs; anything else needs the bearer token, and a browser
+    asking for a page (``Accept: text/html``) without either is sent to the login.
     """
 
     def __init__(self, app: ASGIApp, secrets_: Secrets) -> None:
@@ -114,7 +114,9 @@ class WebAuth:
             await _refuse(send, 403, "the API's writes need the bearer token (a board "
                                      "session cookie only allows reads and the board's forms)")
             return
-        if not has_bearer and not path.startswith("/v1/") and scope["method"] == "GET":
+        wants_page = any(k == b"accept" and b"text/html" in v for k, v in headers)
+        if not has_bearer and wants_page and not path.startswith("/v1/") \
+                and scope["method"] == "GET":  # a browser: the login page, then back here
             query = scope.get("query_string", b"").decode("latin-1")
             target = path + (f"?{query}" if query else "")
             from urllib.parse import quote
