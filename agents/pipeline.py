@@ -30,7 +30,8 @@ def _plan_route(plan: ProjectPlan, task: Task, writes: Writes) -> None:
     fan_out(
         writes,
         "coder",
-        ({"module": m.model_dump(mode="json"), "round": 1} for m in plan.modules),
+        ({"module": m.model_dump(mode="json"), "round": 1, "spec": task.input.get("spec")}
+         for m in plan.modules),
         note="implement this module and its tests",
         key=lambda item: f"code:{item['module']['path']}:1",
     )
@@ -42,6 +43,7 @@ def _code_route(result: CodeResult, task: Task, writes: Writes) -> None:
         "round": task.input["round"],
         "files": result.files,
         "summary": result.summary,
+        "spec": task.input.get("spec"),
     }
     writes.handoffs.append(
         NewHandoff(
@@ -72,7 +74,8 @@ def _review_route(max_rounds: int) -> Any:
             writes.handoffs.append(
                 NewHandoff(
                     "coder",
-                    {"module": module, "round": rnd + 1, "comments": review.comments},
+                    {"module": module, "round": rnd + 1, "comments": review.comments,
+                     "spec": task.input.get("spec")},
                     note=f"changes requested in round {rnd}",
                     key=f"code:{path}:{rnd + 1}",
                 )

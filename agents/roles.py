@@ -12,23 +12,30 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from agents.checks import check_plan, check_written, missing, python_problem
 from agents.testrunner import TestReport, run_pytest
 from agents.workspace import Workspace, WorkspaceError
 from orchestra import ModelRetry, ModelSettings, Role, SlidingWindow, ToolContext, tool
 
 
+# Descriptions carry no example values: a weak model copies an example path into
+# every plan (seen with Qwen2.5-Coder-0.5B: a demo path in 8 of 13 plans).
 class ModuleSpec(BaseModel):
     """One module of the plan."""
 
-    path: str = Field(description="module file, e.g. textkit/wrap.py")
-    purpose: str
-    public_api: list[str] = Field(description="signatures of the public functions")
-    test_path: str = Field(description="its pytest file, e.g. tests/test_wrap.py")
+    path: str = Field(description="the module's file path as the spec names it, relative "
+                                  "to the workspace")
+    purpose: str = Field(description="what the module does, in one sentence")
+    public_api: list[str] = Field(description="signatures of its public functions")
+    test_path: str = Field(description="the path of its pytest file as the spec names it, "
+                                       "relative to the workspace")
 
 
 class Decision(BaseModel):
-    decision: str
-    reason: str
+    """A design choice for this project (not a description of a tool)."""
+
+    decision: str = Field(description="a design choice for this project")
+    reason: str = Field(description="why it was made")
 
 
 class ProjectPlan(BaseModel):
@@ -42,8 +49,8 @@ class CodeResult(BaseModel):
     """What the coder did for one module."""
 
     module: str = Field(description="the module path")
-    files: list[str] = Field(description="files written or changed")
-    summary: str
+    files: list[str] = Field(description="paths of the files written with write_file")
+    summary: str = Field(description="what was implemented and tested")
 
 
 class Review(BaseModel):
@@ -57,6 +64,14 @@ class Review(BaseModel):
 
 
 _TIMING = re.compile(r"\s+in \d+(?:\.\d+)?s\b")
+
+
+def _module_files(task_input: Any) -> list[str]:
+    """The module path and test path a coder task is about."""
+    module = task_input.get("module") if isinstance(task_input, dict) else None
+    if not isinstance(module, dict):
+        return []
+    return [p for p in (module.get("path"), module.get("test_path")) if isinstance(p, str)]
 
 
 class WorkspaceRole(Role):
@@ -113,12 +128,20 @@ class Architect(WorkspaceRole):
     settings = ModelSettings(max_tokens=1500)  # a runaway reply stops early, not at a timeout
     concurrency = 1
 
+    async def check_output(self, ctx: ToolContext, output: Any) -> None:
+        """The plan's paths are inside the workspace and the ones the spec names."""
+        spec = (ctx.task_input or {}).get("spec")
+        problem = check_plan(output, spec if isinstance(spec, str) else "", self.workspace)
+        if problem:
+            raise ModelRetry(f"Your plan cannot be used: {problem}")
+
 
 class Coder(TestingRole):
     """You are a careful Python developer. You implement exactly one module of a plan and
-    its pytest tests, writing the files with write_file. If you get review comments,
-    revise the code to address every one. When the files are written, reply with a JSON
-    object: module, files, summary."""
+    its pytest tests. First write the module with write_file at its path, then its tests
+    with write_file at its test_path (they import the module by its dotted path). If you
+    get review comments, revise the code to address every one. Only when both files are
+    written, reply with a JSON object: module, files (the paths you wrote), summary."""
 
     name = "coder"
     output = CodeResult
@@ -129,7 +152,23 @@ class Coder(TestingRole):
     @tool
     async def write_file(self, ctx: ToolContext, path: str, content: str) -> dict[str, Any]:
         """Create or replace a text file in the workspace."""
-        return await self.workspace.write_file(path, content)
+        result = await self.workspace.write_file(path, content)
+        # a weak model needs to be told at once what is wrong and what comes next
+        problem = python_problem(path, content)
+        if problem:
+            result["problem"] = f"{problem}; write the file again, fixed"
+        todo = await missing(self.workspace, _module_files(ctx.task_input))
+        result["next"] = (f"write {todo[0]}" if todo else
+                          "the module and its tests are written: run_tests, or give your "
+                          "final answer")
+        return result
+
+    async def check_output(self, ctx: ToolContext, output: Any) -> None:
+        """The files the answer names, and the module and its tests, exist as valid code."""
+        problem = await check_written(self.workspace, output.files,
+                                      _module_files(ctx.task_input))
+        if problem:
+            raise ModelRetry(f"Your answer cannot be accepted: {problem}")
 
 
 class Reviewer(TestingRole):

@@ -146,7 +146,7 @@ class TaskExecutor:
         if outcome.status == "failed":
             bound.warning("task failed", error=outcome.error)
             pending = outcome.extra.get("pending") or []
-            await self._fail(task, lease, outcome.error or "failed", retry=False,
+            await self._fail(task, lease, outcome.error or "failed", retry=outcome.retry,
                              writes=Writes(messages=list(pending)) if pending else None)
         elif outcome.status == "waiting":
             bound.info("task waiting for approval", approval=outcome.extra.get("approval"))

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from orchestra._types import Message
+from orchestra.models._schema import strict_schema
 from orchestra.models.base import (
     FinishReason,
     ModelRequest,
@@ -60,11 +61,18 @@ def message_to_chat(message: Message) -> dict[str, Any]:
     return {"role": message.role, "content": message.content}
 
 
-def response_format(output: OutputSchema, mode: ResponseFormatMode) -> dict[str, Any] | None:
-    """The ``response_format`` body field for ``mode`` (``None`` for ``"none"``)."""
+def response_format(output: OutputSchema, mode: ResponseFormatMode, *,
+                    strict: bool = False) -> dict[str, Any] | None:
+    """The ``response_format`` body field for ``mode`` (``None`` for ``"none"``).
+
+    With ``strict`` (OpenAI's structured outputs) the schema is sent in its strict
+    form when it has one, so decoding is constrained to it; otherwise as is.
+    """
     if mode == "json_schema":
-        spec: dict[str, Any] = {"name": schema_name(output.name), "schema": output.json_schema,
-                                "strict": False}
+        strict_form = strict_schema(output.json_schema) if strict else None
+        spec: dict[str, Any] = {"name": schema_name(output.name),
+                                "schema": strict_form or output.json_schema,
+                                "strict": strict_form is not None}
         if output.description:
             spec["description"] = output.description
         return {"type": "json_schema", "json_schema": spec}
@@ -74,7 +82,7 @@ def response_format(output: OutputSchema, mode: ResponseFormatMode) -> dict[str,
 
 
 def chat_body(request: ModelRequest, *, mode: ResponseFormatMode,
-              max_tokens_field: str = "max_tokens") -> dict[str, Any]:
+              max_tokens_field: str = "max_tokens", strict: bool = False) -> dict[str, Any]:
     """The chat-completions request body (without ``model``) for ``request``."""
     body: dict[str, Any] = {"messages": [message_to_chat(m) for m in request.messages]}
     if request.tools:
@@ -85,7 +93,7 @@ def chat_body(request: ModelRequest, *, mode: ResponseFormatMode,
             for t in request.tools
         ]
     if request.output is not None:
-        fmt = response_format(request.output, mode)
+        fmt = response_format(request.output, mode, strict=strict)
         if fmt is not None:
             body["response_format"] = fmt
     settings = request.settings

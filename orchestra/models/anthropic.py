@@ -1,7 +1,9 @@
 """Anthropic's Messages API, on the official ``anthropic`` SDK's ``AsyncAnthropic``.
 
 Structured output is asked for by offering one extra tool named after the output
-schema (forced when the role has no other tools, allowed otherwise); its input is
+schema whose input schema is the answer. It is forced when the role has no other
+tools; with tools, ``tool_choice: any`` makes every turn a tool call, so a turn is
+either a real call or the answer through that tool (never free text). Its input is
 returned as JSON text so the runtime validates it like any other model's JSON.
 """
 
@@ -115,7 +117,8 @@ class AnthropicModel:
 
     def __init__(self, model: str, *, api_key: str | None = None, base_url: str | None = None,
                  max_retries: int = 4, timeout: float = 120.0, max_tokens: int = 4096,
-                 name: str | None = None, backoff: Backoff | None = None) -> None:
+                 name: str | None = None, backoff: Backoff | None = None,
+                 context_tokens: int | None = None) -> None:
         if not model:
             raise UserError("AnthropicModel needs a model name, e.g. "
                             "AnthropicModel('claude-sonnet-4-5')")
@@ -130,6 +133,7 @@ class AnthropicModel:
         self.__api_key = key or _DUMMY_KEY
         self.max_retries = max_retries
         self.timeout = timeout
+        self.context_tokens = context_tokens
         self.max_tokens = max_tokens
         self.backoff = backoff or Backoff()
         self.name = name or f"anthropic:{model}"
@@ -180,7 +184,7 @@ class AnthropicModel:
                 "input_schema": request.output.json_schema,
             })
             body["tool_choice"] = ({"type": "tool", "name": output_tool} if not request.tools
-                                   else {"type": "auto"})
+                                   else {"type": "any"})
         if tools:
             body["tools"] = tools
         return body, output_tool

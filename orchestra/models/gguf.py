@@ -40,14 +40,19 @@ class GGUFModel:
 
     ``n_threads`` defaults to the machine's CPU count; ``max_tokens`` caps a reply
     whose request settings set no limit (small models can repeat themselves until
-    the context is full). ``server_factory`` replaces ``xllamacpp.Server`` in tests.
+    the context is full). ``n_ctx`` is the context it is loaded with, and also what
+    the runtime compacts requests to fit (``context_tokens``). ``structured``:
+    ``"auto"`` constrains a structured answer with llama.cpp's JSON-schema grammar
+    when the request has no tools (wrap the model in ``JSONToolModel`` to constrain
+    tool turns too); ``"json_object"``/``"none"`` loosen that.
+    ``server_factory`` replaces ``xllamacpp.Server`` in tests.
     """
 
     name: str
 
     def __init__(self, path: str | os.PathLike[str], *, n_threads: int | None = None,
                  n_ctx: int = 4096, name: str | None = None, max_tokens: int | None = 1024,
-                 verbose: bool = False,
+                 verbose: bool = False, structured: str = "auto",
                  server_factory: Callable[[], Any] | None = None) -> None:
         self.path = Path(path).expanduser()
         if not self.path.is_file():
@@ -59,7 +64,14 @@ class GGUFModel:
                                 "with the GGUF magic bytes).")
         self._sdk = _import_sdk() if server_factory is None else None
         self.n_threads = n_threads or os.cpu_count() or 1
+        if n_ctx < 256:
+            raise UserError(f"GGUF model n_ctx={n_ctx}: too small for a chat; use 2048 or more")
+        if structured not in ("auto", "json_schema", "json_object", "none"):
+            raise UserError(f"GGUF model structured={structured!r}: use 'auto', "
+                            "'json_schema', 'json_object' or 'none'")
         self.n_ctx = n_ctx
+        self.context_tokens = n_ctx
+        self.structured = structured
         self.max_tokens = max_tokens
         self.verbose = verbose
         self.name = name or f"gguf:{self.path}"
@@ -87,11 +99,12 @@ class GGUFModel:
         with self._load_lock:
             self._server = None
 
-    @staticmethod
-    def _format_mode(request: ModelRequest) -> ResponseFormatMode:
+    def _format_mode(self, request: ModelRequest) -> ResponseFormatMode:
         # llama.cpp constrains *every* reply to the schema, which would rule out tool
         # calls; with tools, the runtime validates the final JSON instead.
-        return "json_schema" if request.output is not None and not request.tools else "none"
+        if request.output is None or (self.structured == "auto" and request.tools):
+            return "none"
+        return "json_schema" if self.structured == "auto" else self.structured  # type: ignore[return-value]
 
     def _params(self) -> Any:
         assert self._sdk is not None

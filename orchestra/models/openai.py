@@ -67,9 +67,14 @@ class OpenAIModel:
     ``json_schema_mode`` picks how a structured output is requested: ``"auto"`` sends
     a JSON-schema ``response_format`` when the request has no tools or the server is
     OpenAI's (local servers constrain *every* reply to the schema, which would make
-    tool calls impossible). A 400 that rejects the format degrades it once to
-    ``json_object`` and then to none, remembered for this instance; the runtime
-    validates the JSON either way.
+    tool calls impossible; :class:`~orchestra.models.json_tools.JSONToolModel` turns
+    tools into that schema instead). OpenAI's own API gets the strict form of the
+    schema (decoding constrained to it); llama.cpp, vLLM, LM Studio and Ollama
+    (which turns it into its ``format``) constrain decoding to the schema as sent.
+    A 400 that rejects the format degrades it once to ``json_object`` and then to
+    none, remembered for this instance; the runtime validates the JSON either way.
+    ``context_tokens`` is the served model's context window, when known: the
+    runtime compacts requests to fit it.
 
     The key comes from ``api_key``, else ``OPENAI_API_KEY`` for OpenAI's API (or a
     base URL taken from ``OPENAI_BASE_URL``), else ``OPENAI_COMPATIBLE_API_KEY`` for
@@ -81,7 +86,7 @@ class OpenAIModel:
     def __init__(self, model: str, *, base_url: str | None = None, api_key: str | None = None,
                  max_retries: int = 4, timeout: float = 120.0,
                  json_schema_mode: JSONSchemaMode = "auto", name: str | None = None,
-                 backoff: Backoff | None = None) -> None:
+                 backoff: Backoff | None = None, context_tokens: int | None = None) -> None:
         if not model:
             raise UserError("OpenAIModel needs a model name, e.g. OpenAIModel('gpt-4.1-mini')")
         if json_schema_mode not in ("auto", "json_schema", "json_object", "none"):
@@ -101,6 +106,7 @@ class OpenAIModel:
         self.__api_key = key or _DUMMY_KEY
         self.max_retries = max_retries
         self.timeout = timeout
+        self.context_tokens = context_tokens
         self.json_schema_mode: JSONSchemaMode = json_schema_mode
         self.backoff = backoff or Backoff()
         self.name = name or (f"openai:{model}" if self.official
@@ -162,7 +168,7 @@ class OpenAIModel:
 
     async def _attempt(self, request: ModelRequest, mode: ResponseFormatMode) -> ModelResponse:
         body = chat_body(request, mode=mode, max_tokens_field=(
-            "max_completion_tokens" if self.official else "max_tokens"))
+            "max_completion_tokens" if self.official else "max_tokens"), strict=self.official)
         try:
             completion = await (await self._sdk_client()).chat.completions.create(
                 model=self.model, timeout=self._timeout(request), **body)

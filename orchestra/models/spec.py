@@ -3,6 +3,10 @@
 ``provider:model`` picks an adapter; adapter modules (and their SDKs) are imported
 only when :func:`load_model` builds one, so ``import orchestra`` stays fast. The
 test doubles have no spec: tests pass them as objects.
+
+Options follow the model after ``?`` (``gguf:./q.gguf?n_ctx=8192``,
+``openai-compatible:http://h:8080/v1#local?timeout=600&tools=json``): the limits and
+capabilities a user must be able to set for their server (see :data:`OPTIONS`).
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from orchestra._errors import UserError
 from orchestra.models.base import Model
@@ -31,7 +35,19 @@ SPEC_FORMS = (
     "gguf:<path>                         e.g. gguf:./models/qwen2.5-0.5b.gguf",
     "replay:<path>                       replay a recording made with RecordingModel",
     "replay-task:<path>                  replay keyed per task (any schedule replays)",
+    "...?option=value&...                e.g. gguf:./q.gguf?n_ctx=8192, "
+    "openai-compatible:http://h/v1#m?timeout=600",
 )
+OPTIONS: dict[str, str] = {
+    "timeout": "seconds one request may take (HTTP providers; default 120)",
+    "context": "the model's context window in tokens: requests are compacted to fit it",
+    "n_ctx": "gguf only: the context the model is loaded with (default 4096; also 'context')",
+    "structured": "how a structured answer is constrained: json_schema, json_object or none",
+    "tools": "native (the provider's tool calls) or json (one constrained JSON object a turn)",
+}
+"""Spec options and what they mean (``?timeout=600&context=8192``)."""
+_CHOICES = {"structured": ("json_schema", "json_object", "none"), "tools": ("native", "json")}
+_NO_OPTIONS = ("replay", "replay-task")
 _ROLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
 
 
@@ -42,11 +58,21 @@ class ModelSpec:
     provider: Provider
     model: str
     base_url: str | None = None
+    options: tuple[tuple[str, str], ...] = ()
+    """``(name, value)`` pairs from after ``?``, each checked against :data:`OPTIONS`."""
 
     def __str__(self) -> str:
+        query = "?" + "&".join(f"{k}={v}" for k, v in self.options) if self.options else ""
         if self.provider == "openai-compatible":
-            return f"openai-compatible:{self.base_url}#{self.model}"
-        return f"{self.provider}:{self.model}"
+            return f"openai-compatible:{self.base_url}#{self.model}{query}"
+        return f"{self.provider}:{self.model}{query}"
+
+    def option(self, name: str) -> str | None:
+        return dict(self.options).get(name)
+
+    def number(self, name: str) -> float | None:
+        value = self.option(name)
+        return None if value is None else float(value)
 
 
 def _bad(spec: str, problem: str) -> UserError:
@@ -69,8 +95,48 @@ def ollama_base_url(environ: Mapping[str, str] | None = None) -> str:
     return url if url.endswith("/v1") else f"{url}/v1"
 
 
+def _split_options(spec: str, text: str) -> tuple[str, tuple[tuple[str, str], ...]]:
+    """``text`` without its ``?k=v&...`` tail, and the checked options of that tail."""
+    head, mark, tail = text.rpartition("?")
+    if not mark or not re.fullmatch(r"[A-Za-z_]+=[^&=]*(&[A-Za-z_]+=[^&=]*)*", tail):
+        return text, ()  # no options ('?' may belong to a path)
+    options: list[tuple[str, str]] = []
+    for pair in tail.split("&"):
+        name, _, value = pair.partition("=")
+        if name not in OPTIONS:
+            raise _bad(spec, f"unknown option {name!r} (options: {', '.join(OPTIONS)})")
+        if name in dict(options):
+            raise _bad(spec, f"option {name!r} given twice")
+        if name in ("timeout", "context", "n_ctx"):
+            try:
+                ok = float(value) > 0 and (name == "timeout" or float(value).is_integer())
+            except ValueError:
+                ok = False
+            if not ok:
+                raise _bad(spec, f"option {name}={value!r} must be a positive "
+                           f"{'number' if name == 'timeout' else 'whole number'}")
+        elif value not in _CHOICES[name]:
+            raise _bad(spec, f"option {name}={value!r} must be one of "
+                       f"{', '.join(_CHOICES[name])}")
+        options.append((name, value))
+    return head, tuple(options)
+
+
 def parse_model_spec(spec: str) -> ModelSpec:
-    """Parse ``provider:model``; a bad spec raises ``UserError`` listing the forms."""
+    """Parse ``provider:model[?options]``; a bad spec raises ``UserError`` listing the forms."""
+    parsed = _parse_base(spec)
+    if parsed.provider in _NO_OPTIONS:
+        return parsed
+    model, options = _split_options(spec, parsed.model)
+    if not model:
+        raise _bad(spec, "missing the model before the options")
+    if "n_ctx" in dict(options) and parsed.provider != "gguf":
+        raise _bad(spec, "option 'n_ctx' is for gguf models; use 'context' to say how large "
+                   "a served model's context is")
+    return ModelSpec(parsed.provider, model, parsed.base_url, options)
+
+
+def _parse_base(spec: str) -> ModelSpec:
     text = spec.strip()
     provider, sep, rest = text.partition(":")
     provider = provider.lower()
@@ -96,22 +162,47 @@ def parse_model_spec(spec: str) -> ModelSpec:
     raise _bad(spec, f"unknown provider {provider!r}")
 
 
+JSON_TOOLS_BY_DEFAULT: frozenset[Provider] = frozenset({"ollama", "openai-compatible", "gguf"})
+"""Providers whose models get the JSON tool protocol unless the spec says ``tools=native``:
+the small local models they serve write tool calls as text more often than natively."""
+
+
 def load_model(spec: str) -> Model:
-    """Build the adapter a spec names (importing its SDK only now)."""
+    """Build the adapter a spec names (importing its SDK only now), options applied."""
     parsed = parse_model_spec(spec)
+    model = _adapter(spec, parsed)
+    tools = parsed.option("tools") or (
+        "json" if parsed.provider in JSON_TOOLS_BY_DEFAULT else "native")
+    if tools == "json":
+        from orchestra.models.json_tools import JSONToolModel
+
+        return JSONToolModel(model)
+    return model
+
+
+def _adapter(spec: str, parsed: ModelSpec) -> Model:
     name = str(parsed)
-    if parsed.provider == "openai":
+    timeout = parsed.number("timeout")
+    context = parsed.number("context")
+    http: dict[str, Any] = {"name": name}
+    if timeout is not None:
+        http["timeout"] = timeout
+    if context is not None:
+        http["context_tokens"] = int(context)
+    if parsed.provider in ("openai", "ollama", "openai-compatible"):
         from orchestra.models.openai import OpenAIModel
 
-        return OpenAIModel(parsed.model, name=name)
-    if parsed.provider in ("ollama", "openai-compatible"):
-        from orchestra.models.openai import OpenAIModel
-
-        return OpenAIModel(parsed.model, base_url=parsed.base_url, name=name)
+        structured = parsed.option("structured")
+        if structured is not None:
+            http["json_schema_mode"] = structured
+        return OpenAIModel(parsed.model, base_url=parsed.base_url, **http)
     if parsed.provider == "anthropic":
         from orchestra.models.anthropic import AnthropicModel
 
-        return AnthropicModel(parsed.model, name=name)
+        if parsed.option("structured") not in (None, "json_schema"):
+            raise _bad(spec, "Anthropic structured output is always a forced tool whose input "
+                       "schema is the answer; drop the 'structured' option")
+        return AnthropicModel(parsed.model, **http)
     if parsed.provider in ("replay", "replay-task"):
         from orchestra.models.record import ReplayModel
 
@@ -121,7 +212,12 @@ def load_model(spec: str) -> Model:
                            key="task" if parsed.provider == "replay-task" else "request")
     from orchestra.models.gguf import GGUFModel
 
-    return GGUFModel(parsed.model, name=name)
+    if timeout is not None:
+        raise _bad(spec, "option 'timeout' is for served models; an in-process gguf model "
+                   "has no request timeout")
+    n_ctx = int(parsed.number("n_ctx") or context or 4096)
+    return GGUFModel(parsed.model, name=name, n_ctx=n_ctx,
+                     structured=parsed.option("structured") or "auto")
 
 
 def resolve_model_specs(default: str | None, overrides: Iterable[str], *,

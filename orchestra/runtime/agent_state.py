@@ -17,6 +17,30 @@ from orchestra._store.protocol import Blackboard
 from orchestra._types import AgentId, CompactionRecord, Message
 from orchestra.compaction import message_tokens
 
+FEEDBACK = "feedback"
+"""``name`` of a user message telling the model why its last reply was unusable."""
+ATTEMPT_FAILED = "attempt_failed"
+"""``name`` of the message closing a failed task attempt."""
+
+
+def visible_history(history: Sequence[Message]) -> list[Message]:
+    """``history`` without what later tasks should not see: every message of a failed
+    attempt (up to its task's last failure marker), and each unusable reply with the
+    feedback on it. They stay in the store; a weak model shown them repeats them."""
+    failed = {m.task_id: i for i, m in enumerate(history) if m.name == ATTEMPT_FAILED}
+    out: list[Message] = []
+    for i, m in enumerate(history):
+        if m.task_id in failed and i <= failed[m.task_id]:
+            continue
+        if m.name == FEEDBACK:
+            last = out[-1] if out else None
+            if (last is not None and last.role == "assistant" and not last.tool_calls
+                    and last.task_id == m.task_id):
+                out.pop()
+            continue
+        out.append(m)
+    return out
+
 
 def agent_id_for(run_id: str, role: str) -> str:
     """Agents are one per role per run; their id is derived, never invented."""
@@ -39,6 +63,7 @@ class AgentState:
     _tokens: dict[int, int] = field(default_factory=dict)
     _task_ids: set[str] = field(default_factory=set)
     _running: dict[str, list[Message]] = field(default_factory=dict)
+    _visible: tuple[int, list[Message]] = (0, [])
 
     async def refresh(self, store: Blackboard, *, with_compactions: bool) -> None:
         """Load the history once (or, when shared, pull what others wrote since)."""
@@ -79,10 +104,16 @@ class AgentState:
             self.history.sort(key=lambda m: m.seq)
 
     def prior(self, task_id: str) -> list[Message]:
-        """History from other tasks (this task's own messages are rebuilt by replay)."""
+        """History from other tasks (this task's own messages are rebuilt by replay),
+        without failed attempts and unusable replies (:func:`visible_history`)."""
+        if self._visible[0] != len(self.history):  # history only grows: length is a version
+            hidden = any(m.name in (FEEDBACK, ATTEMPT_FAILED) for m in self.history)
+            self._visible = (len(self.history),
+                             visible_history(self.history) if hidden else self.history)
+        seen = self._visible[1]
         if task_id not in self._task_ids:
-            return self.history
-        return [m for m in self.history if m.task_id != task_id]
+            return seen
+        return [m for m in seen if m.task_id != task_id]
 
     def tokens(self, message: Message) -> int:
         """Token estimate of a message, cached for stored ones."""

@@ -22,7 +22,21 @@ _TAGGED = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL)
 
 
 class OutputError(ValueError):
-    """The reply could not be turned into the role's output; the text is fed back."""
+    """The reply could not be turned into the role's output; the text is fed back.
+
+    ``brief`` is the problem in one short line, without the schema the feedback may
+    carry: what an error message or a fresh restart quotes.
+    """
+
+    def __init__(self, message: str, *, brief: str | None = None) -> None:
+        super().__init__(message)
+        self.brief = one_line(brief or message)
+
+
+def one_line(text: str, limit: int = 240) -> str:
+    """``text`` on one line (whitespace collapsed), cut to ``limit`` characters."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
 def _json_candidates(text: str) -> list[str]:
@@ -70,14 +84,17 @@ def parse_output(text: str, output: type[pydantic.BaseModel], *, truncated: bool
                 fields = ", ".join(output.model_fields)
                 raise OutputError(f"You replied with the JSON schema itself, not an answer. "
                                   f"Reply with only a JSON object with the fields {fields}, "
-                                  f"filled in with your actual answer.") from exc
+                                  f"filled in with your actual answer.",
+                                  brief="the reply copied the JSON schema instead of "
+                                  "answering") from exc
         else:
             message = str(exc)
         if truncated:
             message += " Your reply was cut off by the token limit: answer more briefly."
         schema = json.dumps(output.model_json_schema(), separators=(",", ":"))
         raise OutputError(f"{message} Reply with only a JSON object (your answer, not the "
-                          f"schema) matching this schema: {schema[:4000]}") from exc
+                          f"schema) matching this schema: {schema[:4000]}",
+                          brief=message) from exc
 
 
 _TOOL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")

@@ -21,11 +21,17 @@ from orchestra.compaction import SummaryRequest, View
 from orchestra.models.base import Model, ModelRequest, ModelSettings, ToolCall
 from orchestra.roles import Role
 from orchestra.runtime import keys
-from orchestra.runtime.agent_state import AgentState
+from orchestra.runtime.agent_state import ATTEMPT_FAILED, FEEDBACK, AgentState
 from orchestra.runtime.builtin_tools import builtin_tools
 from orchestra.runtime.compactor import summarize
+from orchestra.runtime.context_fit import fit_context
 from orchestra.runtime.journal import Journal, Outcome, PendingStep
-from orchestra.runtime.replies import OutputError, parse_output, recover_text_tool_calls
+from orchestra.runtime.replies import (
+    OutputError,
+    one_line,
+    parse_output,
+    recover_text_tool_calls,
+)
 from orchestra.runtime.tool_calls import ApprovalWait, ToolRunner
 from orchestra.tools import Tool, ToolContext
 
@@ -35,6 +41,8 @@ Route = Callable[[Any, Task, Writes], None]
 """Turns a role's output into board postings (handoffs, plans, notes) at task end."""
 
 MAX_REPLY_CHARS = 200_000
+FRESH_AFTER = 2
+"""Unusable turns in a row after which the model sees the task afresh (input + last problem)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +62,8 @@ class TaskOutcome:
     steps_executed: int = 0
     tokens: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
+    retry: bool = False
+    """A failure worth another attempt of the task (the role's ``max_attempts`` permitting)."""
 
 
 def _serialize_output(value: Any) -> Any:
@@ -83,6 +93,7 @@ class TaskRunner:
             self.tools.update(builtin_tools())
         self.tokens = 0
         self.checks_output = type(role).check_output is not Role.check_output
+        self._context: int | None = getattr(model, "context_tokens", None)
 
     async def run(self) -> TaskOutcome:
         cls = type(self.role)
@@ -106,15 +117,22 @@ class TaskRunner:
         output_schema = self.role.output_schema()
         failures = 0
         last_problem = ""
+        restart: int | None = None  # set after repeated failures: view from here, fresh
+        done: set[tuple[str, str, str]] = set()  # (tool, arguments, result) seen in this task
         for _turn in range(cls.max_turns):
             self._check_limits()
-            view = await self._view(journal, task_msgs, pinned)
+            if restart is None:
+                view = await self._view(journal, task_msgs, pinned)
+            else:  # the task input and the last problem only, no failed exchange
+                view = View((pinned, *task_msgs[restart:]))
             messages: tuple[Message, ...] = (system,)
             if view.summary is not None:
                 messages += (Message("user", "Summary of your earlier work:\n"
                                      + view.summary.summary),)
-            request = ModelRequest(messages + view.messages, schemas, output_schema,
-                                   self.settings)
+            request = ModelRequest(messages + fit_context(
+                view.messages, fixed=messages, tools=schemas, output=output_schema,
+                settings=self.settings, context=self._context, pinned=pinned),
+                schemas, output_schema, self.settings)
             n = journal.reserve()
             flushed = list(pending)
             pending.clear()
@@ -141,6 +159,7 @@ class TaskRunner:
             text: str = record["text"]
             calls = tuple(ToolCallRecord(*c) for c in record["calls"])
             task_msgs.append(Message("assistant", text, calls))
+            problem, brief = "", ""
             if record.get("cut") and not calls:
                 problem = (f"Your reply was far too long ({record['cut']} characters; the "
                            f"limit is {MAX_REPLY_CHARS}). Answer briefly.")
@@ -150,11 +169,6 @@ class TaskRunner:
                     problem = recovered
                 elif recovered:
                     calls = tuple(recovered)
-                    problem = ""
-                else:
-                    problem = ""
-            else:
-                problem = ""
             if calls:
                 await journal.commit(uncommitted)
                 results = await runner.run_all(calls)
@@ -163,17 +177,31 @@ class TaskRunner:
                                   task_id=self.task.id)
                     task_msgs.append(msg)
                     pending.append(msg)
-                if all(r.is_error for r in results):
-                    failures += 1
-                    last_problem = "every tool call failed; the last: " + results[-1].content
-                else:
+                fresh_results = [r for r in results if not r.is_error and (
+                    r.call.name, r.call.arguments, r.content) not in done]
+                done.update((r.call.name, r.call.arguments, r.content) for r in results)
+                if fresh_results:
                     failures = 0
+                    continue
+                failures += 1
+                if any(not r.is_error for r in results):  # a call repeated to no effect
+                    last_problem = (f"you repeated the call {results[-1].call.name} with the "
+                                    "same arguments and got the same result")
+                    if failures < FRESH_AFTER:
+                        note = Message("user", "You already made that call, with the same "
+                                       "result. Do not repeat it: take the next step of your "
+                                       "task, or give your final answer.", name=FEEDBACK,
+                                       task_id=self.task.id)
+                        task_msgs.append(note)
+                        pending.append(note)
+                else:
+                    last_problem = one_line(f"{results[-1].call.name}: {results[-1].content}")
             else:
                 if not problem:
                     try:
                         result = self._final(text, record["finish"] == "length")
                     except OutputError as exc:
-                        problem = str(exc)
+                        problem, brief = str(exc), exc.brief
                     else:
                         if not self.checks_output:  # the model step commits with the task
                             return await self._complete(result, pending, journal, uncommitted)
@@ -184,14 +212,23 @@ class TaskRunner:
                             return await self._complete(result, pending, journal, None)
                 await journal.commit(uncommitted)
                 failures += 1
-                last_problem = problem
-                feedback = Message("user", problem, task_id=self.task.id)
-                task_msgs.append(feedback)
-                pending.append(feedback)
+                last_problem = brief or one_line(problem)
+                if failures < FRESH_AFTER:
+                    feedback = Message("user", problem, name=FEEDBACK, task_id=self.task.id)
+                    task_msgs.append(feedback)
+                    pending.append(feedback)
             if failures > cls.output_retries:
-                return await self._fail(f"the model's output was still unusable after "
-                                        f"{cls.output_retries} retries (output_retries): "
-                                        f"{last_problem}", pending, journal)
+                return await self._fail(f"no usable answer after {failures} tries "
+                                        f"(output_retries={cls.output_retries}); the last "
+                                        f"problem: {last_problem}", pending, journal)
+            if failures >= FRESH_AFTER:
+                # the same failed exchange would likely get the same reply: start afresh
+                fresh = Message("user", f"Your previous replies could not be used ("
+                                f"{last_problem}). Do the task above again from the start.",
+                                name=FEEDBACK, task_id=self.task.id)
+                task_msgs.append(fresh)
+                pending.append(fresh)
+                restart = len(task_msgs) - 1
         return await self._fail(f"no final answer after max_turns={cls.max_turns} model calls "
                                 f"(the model kept calling tools); raise max_turns or simplify "
                                 f"the task", pending, journal)
@@ -286,10 +323,13 @@ class TaskRunner:
                            extra={"claimed": claimed, "looked": spec is not None})
 
     async def _fail(self, error: str, pending: list[Message], journal: Journal) -> TaskOutcome:
+        """A failed attempt: its messages are stored, marked so later views skip them."""
         self.agent.tokens_used += self.tokens
+        marker = Message("user", f"(attempt {self.task.attempt} failed: {error})",
+                         name=ATTEMPT_FAILED, task_id=self.task.id)
         return TaskOutcome("failed", error=error, steps_replayed=journal.replayed,
                            steps_executed=journal.executed, tokens=self.tokens,
-                           extra={"pending": list(pending)})
+                           extra={"pending": [*pending, marker]}, retry=True)
 
 
 async def run_task(**kwargs: Any) -> TaskOutcome:

@@ -73,25 +73,20 @@ SCRIPT: dict[tuple[str, int], list[Step]] = {
     ("coder", 1): [
         (None, lambda: reply(QWEN_INVENTED_CALL)),
         ("unknown tool(s) ['slugify']", lambda: reply(QWEN_TEXT_RUN_TESTS)),
+        # two unusable turns in a row: the model starts afresh, told the last problem
         ("'tests/test_add.py' does not exist", lambda: reply(QWEN_SCHEMA_ECHO)),
         ("Extra data at line 7 column 4", lambda: reply(_claim("implemented add"))),  # a lie
-    ],
-    ("reviewer", 1): [
-        (None, lambda: reply(json.dumps({"module": "calc/add.py", "approved": True}))),
-        ("You approved, but the tests cannot run", lambda: reply(_schema_echo_valid())),
-        ("You replied with the JSON schema itself", lambda: reply(json.dumps(
-            {"module": "calc/add.py", "approved": False,
-             "comments": ["calc/add.py and tests/test_add.py do not exist: write them"]}))),
-    ],
-    ("coder", 2): [
+        # the lie is refused (no file was written) and the attempt's retries are spent:
+        # the task's second attempt starts from its input alone
         (None, lambda: reply(json.dumps({"name": "write_file", "arguments": {
             "path": "calc/add.py", "content": CODE}}))),
         ("\"sha256\"", lambda: reply("", tool_call("write_file", {"path": "tests/test_add.py",
                                                                "content": TESTS}))),
         ("\"sha256\"", lambda: reply(_claim("wrote add and its tests"))),
     ],
-    ("reviewer", 2): [
-        (None, lambda: reply(QWEN_TEXT_RUN_TESTS)),
+    ("reviewer", 1): [
+        (None, lambda: reply(_schema_echo_valid())),
+        ("You replied with the JSON schema itself", lambda: reply(QWEN_TEXT_RUN_TESTS)),
         ('"passed": true', lambda: reply(json.dumps(
             {"module": "calc/add.py", "approved": True, "comments": []}))),
     ],
@@ -106,18 +101,23 @@ def _role(request: ModelRequest) -> str:
 
 
 class Script:
-    """Serves SCRIPT; records every feedback text it was checked against."""
+    """Serves SCRIPT in turn per (role, round); records every feedback text it was
+    checked against, and the requests themselves."""
 
     def __init__(self) -> None:
         self.seen: list[tuple[str, int, int, str]] = []
+        self.turns: dict[tuple[str, int], int] = {}
+        self.requests: dict[tuple[str, int, int], ModelRequest] = {}
 
     def __call__(self, request: ModelRequest) -> ModelResponse:
         role = _role(request)
         start = max(i for i, m in enumerate(request.messages) if m.name == "task")
         task: dict[str, Any] = json.loads(request.messages[start].content)
         after = request.messages[start + 1:]
-        turn = sum(1 for m in after if m.role == "assistant")
         rnd = int(task.get("round", 1))
+        turn = self.turns.get((role, rnd), 0)
+        self.turns[(role, rnd)] = turn + 1
+        self.requests[(role, rnd, turn)] = request
         expect, make = SCRIPT[(role, rnd)][turn]
         if expect is not None:
             last = after[-1].content
@@ -144,9 +144,9 @@ async def test_weak_model_replies_are_fed_back_and_recovered(tmp_path: Path) -> 
         await store.close()
 
     assert run.status == "completed", run.error
-    assert sorted((t.role, t.status) for t in tasks) == [
-        ("architect", "completed"), ("coder", "completed"), ("coder", "completed"),
-        ("reviewer", "completed"), ("reviewer", "completed")]
+    assert sorted((t.role, t.status, t.retries) for t in tasks) == [
+        ("architect", "completed", 0), ("coder", "completed", 1),
+        ("reviewer", "completed", 0)]
     assert (workspace / "calc" / "add.py").read_text() == CODE
     assert any(e.kind == "module.approved" for e in events)
     feedback = {(role, rnd, turn): text for role, rnd, turn, text in script.seen}
@@ -156,5 +156,12 @@ async def test_weak_model_replies_are_fed_back_and_recovered(tmp_path: Path) -> 
     assert "final answer itself, not as a tool call" in feedback[("coder", 1, 1)]
     # the JSON error points inside the fence, not at its first character
     assert "line 1 column 1" not in feedback[("coder", 1, 3)]
+    # after two unusable turns the model sees its task and the last problem, nothing else
+    fresh = script.requests[("coder", 1, 2)].messages
+    assert [m.role for m in fresh] == ["system", "user", "user"]
+    assert "does not exist" in fresh[-1].content and "\n" not in fresh[-1].content
+    # the second attempt sees none of the first attempt's exchange
+    retry = script.requests[("coder", 1, 4)].messages
+    assert [m.role for m in retry] == ["system", "user"] and retry[1].name == "task"
     # a copied schema is not answered with the schema again
-    assert '"properties"' not in feedback[("reviewer", 1, 2)]
+    assert '"properties"' not in feedback[("reviewer", 1, 1)]

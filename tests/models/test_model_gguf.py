@@ -112,3 +112,19 @@ async def test_real_gguf_chat_and_structured_output() -> None:
         assert isinstance(data["name"], str) and isinstance(data["age"], int)
     finally:
         model.close()
+
+
+async def test_structured_option_and_context(gguf_file: Path) -> None:
+    server = FakeServer()
+    loose = GGUFModel(gguf_file, server_factory=lambda: server, structured="json_object",
+                      n_ctx=8192)
+    assert loose.context_tokens == 8192  # what the runtime compacts requests to fit
+    await loose.request(ask(output=PERSON))
+    assert server.bodies[-1]["response_format"] == {"type": "json_object"}
+    forced = GGUFModel(gguf_file, server_factory=lambda: server, structured="json_schema")
+    await forced.request(ask(output=PERSON, tools=(WEATHER,)))
+    assert server.bodies[-1]["response_format"]["type"] == "json_schema"
+    with pytest.raises(UserError, match="structured='xml'"):
+        GGUFModel(gguf_file, server_factory=lambda: server, structured="xml")
+    with pytest.raises(UserError, match="n_ctx=100: too small"):
+        GGUFModel(gguf_file, server_factory=lambda: server, n_ctx=100)

@@ -110,6 +110,40 @@ async def test_structured_output_uses_json_schema(wire: WireServer, backoff: Bac
         "name": "Person_record", "schema": PERSON.json_schema, "strict": False}}
 
 
+PLAN = OutputSchema("Plan", {
+    "$defs": {"Step": {"type": "object", "properties": {"what": {"type": "string"},
+                                                        "done": {"type": "boolean",
+                                                                 "default": False}}}},
+    "type": "object", "title": "Plan",
+    "properties": {"steps": {"type": "array", "items": {"$ref": "#/$defs/Step"}}}})
+
+
+async def test_openai_gets_the_strict_schema(wire: WireServer, backoff: Backoff,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("orchestra.models.openai.is_official_openai", lambda url: True)
+    wire.add(Reply(body=completion('{"steps": []}')))
+    await model(wire, backoff).request(ask(output=PLAN))
+    sent = wire.last["response_format"]["json_schema"]
+    assert sent["strict"] is True and "max_completion_tokens" not in wire.last
+    step = sent["schema"]["properties"]["steps"]["items"]
+    # every object closed, every property required, no defaults, references inlined
+    assert step == {"type": "object", "properties": {"what": {"type": "string"},
+                                                     "done": {"type": "boolean"}},
+                    "required": ["what", "done"], "additionalProperties": False}
+    assert sent["schema"]["required"] == ["steps"] and "$defs" not in sent["schema"]
+
+
+async def test_a_free_form_object_is_sent_without_strict(wire: WireServer, backoff: Backoff,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("orchestra.models.openai.is_official_openai", lambda url: True)
+    free = OutputSchema("Tags", {"type": "object", "properties": {"tags": {
+        "type": "object", "additionalProperties": {"type": "string"}}}})
+    wire.add(Reply(body=completion('{"tags": {}}')))
+    await model(wire, backoff).request(ask(output=free))
+    sent = wire.last["response_format"]["json_schema"]
+    assert sent["strict"] is False and sent["schema"] == free.json_schema
+
+
 async def test_auto_mode_with_tools_on_a_local_server_sends_no_format(
         wire: WireServer, backoff: Backoff) -> None:
     wire.add(Reply(body=completion("{}")), Reply(body=completion("{}")))

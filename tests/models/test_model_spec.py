@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +12,7 @@ import pytest
 
 import orchestra
 from orchestra._errors import UserError
+from orchestra.models.json_tools import JSONToolModel
 from orchestra.models.spec import ModelSpec, load_model, parse_model_spec, resolve_model_specs
 
 
@@ -110,10 +112,13 @@ def test_load_model_builds_the_adapter(monkeypatch: pytest.MonkeyPatch, tmp_path
     openai_model = load_model("openai:gpt-4.1-mini")
     assert isinstance(openai_model, OpenAIModel) and openai_model.name == "openai:gpt-4.1-mini"
     local = load_model("ollama:qwen")
-    assert isinstance(local, OpenAIModel) and local.base_url == "http://127.0.0.1:11434/v1"
-    assert local.name == "ollama:qwen"
+    # local servers get the JSON tool protocol by default
+    assert isinstance(local, JSONToolModel) and local.name == "ollama:qwen"
+    assert isinstance(local.inner, OpenAIModel)
+    assert local.inner.base_url == "http://127.0.0.1:11434/v1"
     compatible = load_model("openai-compatible:http://127.0.0.1:9/v1#m")
-    assert isinstance(compatible, OpenAIModel) and compatible.model == "m"
+    assert isinstance(compatible, JSONToolModel) and isinstance(compatible.inner, OpenAIModel)
+    assert compatible.inner.model == "m"
     assert isinstance(load_model("anthropic:claude-x"), AnthropicModel)
     with pytest.raises(UserError, match="GGUF model file not found"):
         load_model(f"gguf:{tmp_path / 'missing.gguf'}")
@@ -127,3 +132,60 @@ def test_spec_and_record_do_not_import_sdks() -> None:
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             timeout=60, env={**os.environ, "PYTHONPATH": str(package_root)})
     assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.parametrize(("spec", "expected"), [
+    ("gguf:./q.gguf?n_ctx=8192", ModelSpec("gguf", "./q.gguf", options=(("n_ctx", "8192"),))),
+    ("openai-compatible:http://h:1/v1?a=b#local?timeout=600&tools=native",
+     ModelSpec("openai-compatible", "local", "http://h:1/v1?a=b",
+               (("timeout", "600"), ("tools", "native")))),
+    ("ollama:qwen2.5-coder:7b?context=32768&structured=json_object",
+     ModelSpec("ollama", "qwen2.5-coder:7b", "http://127.0.0.1:11434/v1",
+               (("context", "32768"), ("structured", "json_object")))),
+    ("gguf:./what?.gguf", ModelSpec("gguf", "./what?.gguf")),  # a '?' of the path
+])
+def test_spec_options(spec: str, expected: ModelSpec) -> None:
+    parsed = parse_model_spec(spec)
+    assert parsed == expected
+    assert parse_model_spec(str(parsed)) == parsed
+
+
+@pytest.mark.parametrize(("spec", "problem"), [
+    ("openai:gpt-4o?temperature=1", "unknown option 'temperature'"),
+    ("openai:gpt-4o?timeout=soon", "timeout='soon' must be a positive number"),
+    ("gguf:q.gguf?n_ctx=0", "n_ctx='0' must be a positive whole number"),
+    ("gguf:q.gguf?context=1.5", "must be a positive whole number"),
+    ("openai:gpt-4o?tools=xml", "tools='xml' must be one of native, json"),
+    ("openai:gpt-4o?timeout=1&timeout=2", "option 'timeout' given twice"),
+    ("ollama:qwen?n_ctx=8192", "option 'n_ctx' is for gguf models"),
+    ("ollama:?timeout=5", "missing the model before the options"),
+])
+def test_bad_spec_options_say_what_is_wrong(spec: str, problem: str) -> None:
+    with pytest.raises(UserError, match=re.escape(problem)):
+        parse_model_spec(spec)
+
+
+def test_spec_options_reach_the_adapter(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from orchestra.models.anthropic import AnthropicModel
+    from orchestra.models.gguf import GGUFModel
+    from orchestra.models.openai import OpenAIModel
+
+    served = load_model("openai-compatible:http://127.0.0.1:9/v1#m?timeout=600&context=8192"
+                        "&structured=json_object")
+    assert isinstance(served, JSONToolModel) and isinstance(served.inner, OpenAIModel)
+    assert served.inner.timeout == 600 and served.context_tokens == 8192
+    assert served.inner.json_schema_mode == "json_object"
+    native = load_model("ollama:qwen?tools=native&timeout=30")
+    assert isinstance(native, OpenAIModel) and native.timeout == 30
+    assert native.context_tokens is None
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-y")
+    claude = load_model("anthropic:claude-x?timeout=300&tools=json")
+    assert isinstance(claude, JSONToolModel) and isinstance(claude.inner, AnthropicModel)
+    assert claude.inner.timeout == 300
+    gguf = tmp_path / "m.gguf"
+    gguf.write_bytes(b"GGUF" + bytes(16))
+    monkeypatch.setattr("orchestra.models.gguf._import_sdk", lambda: object())
+    local = load_model(f"gguf:{gguf}?n_ctx=8192&tools=native")
+    assert isinstance(local, GGUFModel) and local.n_ctx == 8192 == local.context_tokens
+    with pytest.raises(UserError, match="no request timeout"):
+        load_model(f"gguf:{gguf}?timeout=5")

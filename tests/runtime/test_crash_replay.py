@@ -18,9 +18,10 @@ CHILD = Path(__file__).with_name("crash_child.py")
 ROOT = Path(__file__).parents[2]
 
 
-def _spawn(mode: str, db: Path, workdir: Path) -> subprocess.Popen[str]:
+def _spawn(mode: str, db: Path, workdir: Path, protocol: str = "native"
+           ) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.Popen([sys.executable, str(CHILD), mode, str(db), str(workdir)],
+    return subprocess.Popen([sys.executable, str(CHILD), mode, str(db), str(workdir), protocol],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
 
 
@@ -38,21 +39,23 @@ async def _final(db: Path) -> tuple[str, object, dict[str, int]]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kill_after_calls,kill_after_effects", [(1, 0), (3, 2), (5, 4),
-                                                                 (2, 2)])
+@pytest.mark.parametrize("kill_after_calls,kill_after_effects,protocol", [
+    (1, 0, "native"), (3, 2, "native"), (5, 4, "native"), (2, 2, "native"),
+    # tool calls made through the JSON tool protocol journal and replay the same way
+    (3, 2, "json"), (2, 2, "json")])
 async def test_sigkill_mid_task_then_resume(tmp_path: Path, kill_after_calls: int,
-                                            kill_after_effects: int) -> None:
+                                            kill_after_effects: int, protocol: str) -> None:
     # the uninterrupted reference
     ref = tmp_path / "ref"
     ref.mkdir()
-    child = _spawn("run", ref / "o.db", ref)
+    child = _spawn("run", ref / "o.db", ref, protocol)
     assert child.wait(60) == 0, child.stderr.read() if child.stderr else ""
     ref_status, ref_result, _ = await _final(ref / "o.db")
     ref_calls = len(_lines(ref / "calls.log"))
 
     work = tmp_path / "crash"
     work.mkdir()
-    child = _spawn("run", work / "o.db", work)
+    child = _spawn("run", work / "o.db", work, protocol)
     deadline = time.monotonic() + 30
     while (len(_lines(work / "calls.log")) < kill_after_calls
            or len(_lines(work / "effects.log")) < kill_after_effects):
@@ -64,7 +67,7 @@ async def test_sigkill_mid_task_then_resume(tmp_path: Path, kill_after_calls: in
     calls_before = len(_lines(work / "calls.log"))
     effects_before = _lines(work / "effects.log")
 
-    child = _spawn("resume", work / "o.db", work)
+    child = _spawn("resume", work / "o.db", work, protocol)
     assert child.wait(60) == 0, child.stderr.read() if child.stderr else ""
     status, result, counts = await _final(work / "o.db")
     assert (status, result) == (ref_status, ref_result) == ("completed", {"total": 150})

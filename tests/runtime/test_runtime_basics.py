@@ -104,13 +104,24 @@ async def test_invalid_output_is_fed_back_then_fails(tmp_path: Path, bad: str, e
     run = await store.get_run(run_id)
     assert run.status == "failed"
     (task,) = await store.list_tasks(run_id)
-    assert task.status == "failed" and "still unusable after 2 retries" in (task.error or "")
+    assert task.status == "failed"
+    assert "no usable answer after 3 tries (output_retries=2)" in (task.error or "")
+    # the error is one readable line: the problem, never the schema sent as feedback
+    assert "\n" not in (task.error or "") and '"properties"' not in (task.error or "")
+    assert len(task.error or "") < 400 and expect in (task.error or "")
     assert len(model.calls) == 3  # first try + 2 retries
     assert expect in model.calls[1].messages[-1].content
+    # after two unusable replies the model starts afresh: the task and the last problem
+    fresh = model.calls[2].messages
+    assert [m.role for m in fresh] == ["system", "user", "user"]
+    assert fresh[1].name == "task" and expect in fresh[2].content
+    assert "\n" not in fresh[2].content and len(fresh[2].content) < 400
     # everything the model was told is stored; the store stays consistent
     msgs = await store.get_messages(f"{run_id}/calc")
     assert [m.role for m in msgs] == ["user", "assistant", "user", "assistant", "user",
                                       "assistant", "user"]
+    assert [m.name for m in msgs if m.role == "user"] == [
+        "task", "feedback", "feedback", "attempt_failed"]
     await store.close()
 
 
@@ -138,11 +149,25 @@ async def test_tool_errors_forever_fail_the_task(tmp_path: Path) -> None:
 
 
 async def test_max_turns(tmp_path: Path) -> None:
-    model = FunctionModel(lambda req: reply("", tool_call("add", {"a": 1, "b": 1})))
+    model = FunctionModel(lambda req: reply("", tool_call("add", {"a": len(req.messages),
+                                                                  "b": 1})))
     store, run_id = await run_with(tmp_path, model)
     (task,) = await store.list_tasks(run_id)
     assert task.status == "failed" and "max_turns=6" in (task.error or "")
     assert len(model.calls) == 6
+    await store.close()
+
+
+async def test_a_call_repeated_to_no_effect_is_fed_back_then_fails(tmp_path: Path) -> None:
+    model = FunctionModel(lambda req: reply("", tool_call("add", {"a": 1, "b": 1})))
+    store, run_id = await run_with(tmp_path, model)
+    (task,) = await store.list_tasks(run_id)
+    assert task.status == "failed"
+    assert "repeated the call add with the same arguments" in (task.error or "")
+    # the first call counts; the model is told about the first repeat, then starts afresh
+    assert "You already made that call" in model.calls[2].messages[-1].content
+    assert [m.role for m in model.calls[3].messages] == ["system", "user", "user"]
+    assert len(model.calls) == 4  # one good call + output_retries=2 repeats + 1
     await store.close()
 
 

@@ -1,0 +1,74 @@
+"""The stock roles' answers checked against the workspace and the spec."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agents.checks import check_plan, check_written, spec_paths
+from agents.roles import ModuleSpec, ProjectPlan
+from agents.workspace import Workspace
+
+SPEC = """Build `kata/roman.py` with `to_roman(n)`. Write its pytest file
+`tests/test_roman.py`. Also `kata/__init__.py` may exist."""
+
+
+def plan(path: str = "kata/roman.py", test_path: str = "tests/test_roman.py",
+         *more: ModuleSpec) -> ProjectPlan:
+    return ProjectPlan(modules=[ModuleSpec(path=path, purpose="p", public_api=["f()"],
+                                           test_path=test_path), *more])
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Workspace:
+    return Workspace(tmp_path)
+
+
+def test_spec_paths() -> None:
+    assert spec_paths(SPEC) == (["kata/roman.py", "kata/__init__.py"], ["tests/test_roman.py"])
+    assert spec_paths("see a/b.py, tests/test_b.py and c_test.py; not x.pyc") == (
+        ["a/b.py"], ["tests/test_b.py", "c_test.py"])
+
+
+@pytest.mark.parametrize(("bad", "problem"), [
+    (plan("textkit/wrap.py"), "module path 'textkit/wrap.py' is not in the spec"),
+    (plan(test_path="tests/test_wrap.py"), "test_path 'tests/test_wrap.py' is not in the spec"),
+    (plan("/etc/roman.py"), "is absolute"),
+    (plan("../roman.py"), "contains '..'"),
+    (plan("kata/roman"), "is not a Python file path"),
+    (plan("kata/roman.py", "tests/test_roman.py",
+          ModuleSpec(path="./kata/roman.py", purpose="p", public_api=[],
+                     test_path="tests/test_roman.py")), "lists module 'kata/roman.py' twice"),
+])
+def test_bad_plans_are_refused(ws: Workspace, bad: ProjectPlan, problem: str) -> None:
+    assert problem in check_plan(bad, SPEC, ws)
+
+
+def test_good_plans_pass(ws: Workspace) -> None:
+    assert check_plan(plan(), SPEC, ws) == ""
+    assert check_plan(plan("./kata/roman.py"), SPEC, ws) == ""
+    assert check_plan(plan("calc/add.py", "tests/test_add.py"), "no paths here", ws) == ""
+
+
+def test_a_plan_leaving_out_a_named_module(ws: Workspace) -> None:
+    spec = SPEC + " And `kata/arabic.py` with `from_roman(s)`."
+    assert "leaves out 'kata/arabic.py'" in check_plan(plan(), spec, ws)
+
+
+async def test_written_files_must_exist_be_non_empty_and_parse(ws: Workspace) -> None:
+    required = ["kata/roman.py", "tests/test_roman.py"]
+    assert "lists no files" in await check_written(ws, [], required)
+    assert "'kata/roman.py' does not exist in the workspace" in await check_written(
+        ws, ["kata/roman.py"], required)
+    await ws.write_file("kata/roman.py", "def to_roman(n):\n    return 'I'\n")
+    assert "'tests/test_roman.py' does not exist" in await check_written(
+        ws, ["kata/roman.py"], required)
+    await ws.write_file("tests/test_roman.py", "   \n")
+    assert "'tests/test_roman.py' is empty" in await check_written(ws, required, required)
+    await ws.write_file("tests/test_roman.py", "def test_x(:\n    pass\n")
+    problem = await check_written(ws, required, required)
+    assert "'tests/test_roman.py' is not valid Python (line 1:" in problem
+    await ws.write_file("tests/test_roman.py", "def test_x():\n    pass\n")
+    assert await check_written(ws, required, required) == ""
+    assert "is absolute" in await check_written(ws, ["/etc/passwd"], [])
