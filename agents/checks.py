@@ -9,7 +9,6 @@ check returns the problem as one instruction the model can act on ('' when fine)
 from __future__ import annotations
 
 import ast
-import asyncio
 import re
 from collections.abc import Sequence
 from pathlib import PurePosixPath
@@ -111,15 +110,3 @@ def python_problem(path: str, text: str) -> str:
     except SyntaxError as exc:
         return f"not valid Python (line {exc.lineno}: {exc.msg})"
     return ""
-
-
-async def missing(workspace: Workspace, paths: Sequence[str]) -> list[str]:
-    """Those of ``paths`` that are not (yet) files of the workspace."""
-
-    def absent(path: str) -> bool:
-        try:
-            return not workspace.resolve(path).is_file()
-        except WorkspaceError:
-            return True
-
-    return await asyncio.to_thread(lambda: [p for p in paths if absent(p)])

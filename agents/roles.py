@@ -8,11 +8,12 @@ model that approves failing code is told so and must revise its review.
 from __future__ import annotations
 
 import re
+from pathlib import PurePosixPath
 from typing import Any
 
 from pydantic import BaseModel, Field
 
-from agents.checks import check_plan, check_written, missing, python_problem
+from agents.checks import check_plan, check_written, python_problem
 from agents.testrunner import TestReport, run_pytest
 from agents.workspace import Workspace, WorkspaceError
 from orchestra import ModelRetry, ModelSettings, Role, SlidingWindow, ToolContext, tool
@@ -157,10 +158,17 @@ class Coder(TestingRole):
         problem = python_problem(path, content)
         if problem:
             result["problem"] = f"{problem}; write the file again, fixed"
-        todo = await missing(self.workspace, _module_files(ctx.task_input))
-        result["next"] = (f"write {todo[0]}" if todo else
-                          "the module and its tests are written: run_tests, or give your "
-                          "final answer")
+        # from the path alone, not from what exists: calls of one turn run concurrently,
+        # and a replay must see the same result whatever order they finished in
+        files = _module_files(ctx.task_input)
+        if len(files) == 2:
+            module, tests = (str(PurePosixPath(f)) for f in files)
+            written = str(PurePosixPath(path))
+            result["next"] = (
+                f"write its tests at {tests} unless done, then give your final answer"
+                if written == module else
+                f"write the module itself at {module} unless done, then give your final answer"
+                if written == tests else f"this task's files are {module} and {tests}")
         return result
 
     async def check_output(self, ctx: ToolContext, output: Any) -> None:
