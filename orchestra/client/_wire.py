@@ -76,8 +76,9 @@ def to_event(run_id: str, sse: ServerSentEvent) -> StreamEvent | None:
     if not sse.data:
         return None
     data = json.loads(sse.data)
-    return StreamEvent(run_id, data.get("seq_id") if sse.id else None, sse.event,
-                       data.get("data", data), data.get("at"))
+    # only events carry ``seq_id`` (httpx-sse repeats the last ``id:`` on id-less frames)
+    return StreamEvent(run_id, data.get("seq_id"), sse.event, data.get("data", data),
+                       data.get("at"))
 
 
 class Reconnect:

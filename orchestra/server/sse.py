@@ -140,5 +140,6 @@ class EventStream:
         return f"event: ping\ndata: {data}\n\n"
 
     def _notice(self, kind: str, detail: str) -> str:
-        data = json.dumps({"run_id": self.run_id, "seq_id": self.cursor, "detail": detail})
+        # no ``seq_id``: a notice is not an event (clients must not move their cursor)
+        data = json.dumps({"run_id": self.run_id, "after_seq": self.cursor, "detail": detail})
         return f"event: {kind}\ndata: {data}\n\n"

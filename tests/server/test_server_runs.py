@@ -250,8 +250,12 @@ def test_a_stream_says_when_nobody_can_serve_its_run(server: Server) -> None:
                 break
     assert notice is not None
     assert "id: 2" in lines  # the backlog came first
-    assert notice["run_id"] == run_id and notice["seq_id"] == 2
+    assert notice["run_id"] == run_id and notice["after_seq"] == 2 and "seq_id" not in notice
     assert "cannot serve" in notice["detail"] and "no_such_module" in notice["detail"]
+    through_client = Client(server.url).runs.stream(run_id)  # a notice moves no cursor
+    assert [next(through_client).seq for _ in range(2)] == [1, 2]
+    said = next(through_client)
+    assert (said.seq, said.kind) == (None, "stream.no_worker")
     httpx.post(f"{server.url}/v1/runs/{run_id}/cancel").raise_for_status()
 
 
