@@ -1,15 +1,16 @@
 """Run pytest for real inside a workspace and report the result as data.
 
 A coder agent's claim that "the tests pass" is only worth something if the tests
-ran. pytest runs in a child process in its own process group, so a hanging test
-(or anything it spawned) is killed as a whole when the deadline passes, and the
-parent event loop never waits on it synchronously.
+ran. pytest runs in a child process, sandboxed by bubblewrap when it works
+(:mod:`agents.sandbox`: the workspace is the only writable place, no network), in
+its own process group, and a hanging test (or anything it spawned, even detached)
+is killed as a whole when the deadline passes. The parent event loop never waits
+on it synchronously.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import re
 import signal
@@ -21,6 +22,7 @@ from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
+from agents.sandbox import Sandbox, detect_sandbox, kill_tree, new_marker
 from agents.workspace import Workspace, WorkspaceError
 
 __all__ = ["TestReport", "run_pytest"]
@@ -56,7 +58,9 @@ class TestReport(BaseModel):
     """Combined stdout and stderr, head and tail kept when over the output limit."""
     timed_out: bool
     command: list[str]
-    """The argv that was run, with cwd set to the workspace root."""
+    """The pytest argv that was run, with cwd set to the workspace root."""
+    sandbox: str = "none"
+    """``"bwrap"`` when the run was confined by bubblewrap, else ``"none"``."""
 
 
 async def run_pytest(
@@ -68,12 +72,15 @@ async def run_pytest(
     timeout: float = 60.0,  # noqa: ASYNC109
     max_output: int = 8000,
     plugins: Sequence[str] = (),
+    sandbox: Sandbox | None = None,
 ) -> TestReport:
     """Run pytest on ``target`` (a path or node id inside ``root``; all tests if None).
 
     Plugins installed next to orchestra are not auto-loaded: the run would depend on
     whatever happens to be installed and start ten times slower. Name the ones the
     workspace's tests need in ``plugins`` (e.g. ``("asyncio",)``); each becomes ``-p``.
+
+    ``sandbox``: how to confine the run; by default the machine's (bwrap if it works).
 
     Raises ``WorkspaceError`` if the target escapes the workspace or does not exist.
     """
@@ -90,6 +97,9 @@ async def run_pytest(
         command += ["-p", plugin]
     if target_arg is not None:
         command.append(target_arg)
+    if sandbox is None:
+        sandbox = await asyncio.to_thread(detect_sandbox)
+    marker_var, marker = new_marker()
     env = {k: v for k, v in os.environ.items() if not _changes_pytest_output(k)}
     env.update(
         PYTHONPATH=str(workspace.root),
@@ -100,10 +110,11 @@ async def run_pytest(
         COLUMNS=str(_COLUMNS),
         LINES="24",
     )
+    env[marker_var] = marker
 
     started = time.monotonic()
     proc = await asyncio.create_subprocess_exec(
-        *command,
+        *sandbox.command(command, workspace.root),
         cwd=workspace.root,
         env=env,
         stdin=asyncio.subprocess.DEVNULL,
@@ -121,9 +132,9 @@ async def run_pytest(
         except TimeoutError:
             timed_out = True
     finally:
-        # Always kill the group: on timeout, on our own cancellation, and after a normal
+        # Always kill the tree: on timeout, on our own cancellation, and after a normal
         # exit too, so a background process a test left behind cannot hold the pipe.
-        _kill_group(proc.pid)
+        await asyncio.to_thread(kill_tree, proc.pid, marker)
         if proc.returncode is None:
             await asyncio.shield(proc.wait())
         try:
@@ -137,7 +148,7 @@ async def run_pytest(
     notes: list[str] = []
     if timed_out:
         notes.append(
-            f"[pytest timed out after {timeout:g}s; its process group was killed. "
+            f"[pytest timed out after {timeout:g}s; it and every process it started were killed. "
             f"A test probably hangs or waits for input; the output below shows how far it got.]"
         )
     elif exit_code == 5:
@@ -156,6 +167,7 @@ async def run_pytest(
         output=output,
         timed_out=timed_out,
         command=command,
+        sandbox=sandbox.kind,
     )
 
 
@@ -199,11 +211,6 @@ def _config_file(root: Path) -> str:
         if (root / name).is_file():
             return name
     return os.devnull
-
-
-def _kill_group(pgid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
 
 
 def _parse_counts(tail: str) -> dict[str, int]:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from agents.sandbox import Sandbox, detect_sandbox
 from agents.testrunner import TestReport, run_pytest
 from agents.workspace import Workspace, WorkspaceError
 
@@ -319,53 +320,88 @@ async def test_run_pytest_target_is_confined(root: Path, target: str, reason: st
         await run_pytest(root, target)
 
 
+# The test forks a child that detaches (setsid: a new session and process group) and
+# forks again, so neither the process group nor the session reaches the grandchild.
 _HANGING_TEST = """
-import subprocess, sys, time
+import os, subprocess, sys, time
 from pathlib import Path
 
 def test_hang():
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-    Path("child.pid").write_text(str(child.pid))
+    if os.fork() == 0:
+        os.setsid()
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(333)", "TAG"])
+        os._exit(0)
+    os.wait()
+    Path("child.started").write_text("yes")
     time.sleep(60)
 """
 
 
-async def test_timeout_kills_the_whole_process_group(root: Path) -> None:
-    _write(root, "tests/test_hang.py", _HANGING_TEST)
-    started = time.monotonic()
-    report = await run_pytest(root, timeout=2.0)
-    assert time.monotonic() - started < 8
-    assert report.timed_out and not report.passed
-    assert report.exit_code < 0
-    assert "timed out after 2s" in report.output
-    child = int((root / "child.pid").read_text())
-    assert _dead_or_zombie(child), "the test's own child process survived the timeout"
-
-
-async def test_cancelling_the_run_kills_the_process_group(root: Path) -> None:
-    _write(root, "tests/test_hang.py", _HANGING_TEST)
-    run = asyncio.create_task(run_pytest(root, timeout=60.0))
-    pid_file = root / "child.pid"
-    for _ in range(200):
-        if pid_file.exists() and pid_file.read_text():
-            break
-        await asyncio.sleep(0.05)
-    run.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await run
-    assert _dead_or_zombie(int(pid_file.read_text()))
-
-
-def _dead_or_zombie(pid: int) -> bool:
-    for _ in range(50):
+def _tagged_alive(tag: str) -> list[int]:
+    """Live (non-zombie) processes whose command line holds ``tag``."""
+    alive = []
+    for entry in Path("/proc").iterdir():
         try:
-            status = Path(f"/proc/{pid}/status").read_text()
-        except FileNotFoundError:
-            return True
-        if "State:\tZ" in status:
+            if tag.encode() in (entry / "cmdline").read_bytes().split(b"\0") and \
+                    "State:\tZ" not in (entry / "status").read_text():
+                alive.append(int(entry.name))
+        except (OSError, ValueError):
+            continue
+    return alive
+
+
+def _hanging(root: Path) -> str:
+    tag = f"orchestra-test-{os.getpid()}-{time.monotonic_ns()}"
+    _write(root, "tests/test_hang.py", _HANGING_TEST.replace("TAG", tag))
+    return tag
+
+
+def _gone(tag: str) -> bool:
+    for _ in range(100):
+        if not _tagged_alive(tag):
             return True
         time.sleep(0.05)
     return False
+
+
+@pytest.mark.parametrize("sandboxed", [True, False], ids=["bwrap", "unsandboxed"])
+async def test_timeout_kills_the_whole_tree_even_a_detached_grandchild(
+        root: Path, sandboxed: bool) -> None:
+    sandbox = _sandbox(sandboxed)
+    tag = _hanging(root)
+    started = time.monotonic()
+    report = await run_pytest(root, timeout=6.0, sandbox=sandbox)
+    assert time.monotonic() - started < 20
+    assert report.timed_out and not report.passed
+    assert report.exit_code < 0
+    assert "timed out after 6s" in report.output
+    assert (root / "child.started").exists(), "the test did not get to fork in time"
+    assert _gone(tag), "a detached grandchild of the test survived the timeout"
+
+
+@pytest.mark.parametrize("sandboxed", [True, False], ids=["bwrap", "unsandboxed"])
+async def test_cancelling_the_run_kills_the_whole_tree(root: Path, sandboxed: bool) -> None:
+    sandbox = _sandbox(sandboxed)
+    tag = _hanging(root)
+    run = asyncio.create_task(run_pytest(root, timeout=60.0, sandbox=sandbox))
+    for _ in range(600):
+        if (root / "child.started").exists() and _tagged_alive(tag):
+            break
+        await asyncio.sleep(0.05)
+    assert _tagged_alive(tag), "the grandchild never started"
+    run.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await run
+    assert _gone(tag)
+
+
+def _sandbox(sandboxed: bool) -> Sandbox:
+    if not sandboxed:
+        return Sandbox.unsandboxed("this test checks the unsandboxed kill")
+    found = detect_sandbox()
+    if found.kind != "bwrap":
+        pytest.skip(f"needs a working bubblewrap: {found.reason}")
+    return found
 
 
 async def test_long_output_keeps_head_and_tail(root: Path) -> None:

@@ -1,0 +1,160 @@
+"""Where model-written tests run: a bubblewrap sandbox when it works, and a whole-tree kill.
+
+A test a model wrote is untrusted code. Under bubblewrap (``bwrap``, Debian package
+``bubblewrap``) it sees the file system read-only except its workspace, a private
+``/tmp``, no network (a fresh network namespace has only its own loopback), and it
+lives in a PID namespace whose init is bwrap: when bwrap is killed (timeout, or the
+orchestra process dying: ``--die-with-parent``) the kernel kills every process in
+it, however it forked or detached.
+
+Without a working bwrap the tests run unsandboxed (a warning says so once per
+process), and the kill still reaches the whole tree: the process group, every
+process of its session, and any process carrying the run's marker variable in its
+environment (a child that called ``setsid`` left the group and the session, but
+not its inherited environment).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import structlog
+
+__all__ = ["MARKER_VAR", "Sandbox", "detect_sandbox", "kill_tree", "new_marker"]
+
+MARKER_VAR = "ORCHESTRA_TEST_RUN"
+"""Environment variable that tags every process of one test run (for the kill sweep)."""
+
+INSTALL_HINT = "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap)"
+_PROBE_TIMEOUT_S = 20.0
+_SWEEP_ROUNDS = 5
+
+_log = structlog.get_logger("agents.sandbox")
+
+
+@dataclass(frozen=True, slots=True)
+class Sandbox:
+    """How a test command is confined: ``bwrap`` (with its path) or ``none`` (and why)."""
+
+    kind: Literal["bwrap", "none"]
+    bwrap: str | None = None
+    reason: str = ""
+    """Why there is no sandbox (``kind == "none"``)."""
+
+    @classmethod
+    def unsandboxed(cls, reason: str) -> Sandbox:
+        return cls("none", reason=reason)
+
+    def command(self, argv: Sequence[str], workspace: Path) -> list[str]:
+        """``argv`` wrapped so that it runs confined to ``workspace`` (unchanged if none).
+
+        The workspace is bound at its own path, so paths in the output are the same
+        inside and outside (recorded sessions replay). ``/tmp`` is a fresh tmpfs,
+        mounted before the workspace so a workspace under ``/tmp`` stays visible.
+        """
+        if self.kind == "none" or self.bwrap is None:
+            return list(argv)
+        ws = str(workspace)
+        return [self.bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+                "--tmpfs", "/tmp", "--bind", ws, ws,
+                "--unshare-all",  # network, PID, IPC, UTS, cgroup (and user, if allowed)
+                "--die-with-parent", "--new-session", "--chdir", ws, "--", *argv]
+
+
+_detect_lock = threading.Lock()
+_detected: Sandbox | None = None
+
+
+def detect_sandbox() -> Sandbox:
+    """The sandbox this machine offers, probed once per process (blocking: call it in a
+    thread). A missing or broken bwrap is reported once, as a warning naming the fix."""
+    global _detected  # a fact about the machine, not state of any caller
+    with _detect_lock:
+        if _detected is None:
+            _detected = _probe(shutil.which("bwrap"))
+            if _detected.kind == "none":
+                _log.warning("tests.unsandboxed", reason=_detected.reason,
+                             detail="model-written tests run UNSANDBOXED: they can write "
+                                    "anywhere this user can and reach the network")
+        return _detected
+
+
+def _probe(bwrap: str | None) -> Sandbox:
+    """Run a trivial command under the exact options used for tests."""
+    if bwrap is None:
+        return Sandbox.unsandboxed(f"bwrap is not installed; {INSTALL_HINT}")
+    here = str(Path.cwd())
+    probe = Sandbox("bwrap", bwrap).command(["true"], Path(here))
+    try:
+        done = subprocess.run(probe, capture_output=True, timeout=_PROBE_TIMEOUT_S,
+                              stdin=subprocess.DEVNULL, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return Sandbox.unsandboxed(f"{bwrap} cannot run ({exc})")
+    if done.returncode != 0:
+        said = done.stderr.decode(errors="replace").strip()[:300]
+        return Sandbox.unsandboxed(
+            f"{bwrap} is installed but cannot create its namespaces here ({said}); "
+            "it needs unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1"
+            " / user.max_user_namespaces > 0) or root")
+    return Sandbox("bwrap", bwrap)
+
+
+def new_marker() -> tuple[str, str]:
+    """A fresh (variable, value) pair to put in one test run's environment."""
+    return MARKER_VAR, secrets.token_hex(8)
+
+
+def kill_tree(pgid: int, marker: str | None = None) -> int:
+    """SIGKILL the process group ``pgid``, its session, and every process whose
+    environment holds ``MARKER_VAR=marker``; repeat until a sweep finds none (a process
+    may fork while the sweep runs). Returns how many processes were signalled."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+    tag = f"{MARKER_VAR}={marker}".encode() if marker else None
+    killed = 0
+    for _ in range(_SWEEP_ROUNDS):
+        found = [pid for pid in _pids() if _belongs(pid, pgid, tag)]
+        for pid in found:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        killed += len(found)
+        if not found:
+            break
+    return killed
+
+
+def _pids() -> list[int]:
+    try:
+        names = os.listdir("/proc")
+    except OSError:  # no procfs (macOS): the group kill is all there is
+        return []
+    me = os.getpid()
+    return [int(n) for n in names if n.isdigit() and int(n) != me]
+
+
+def _belongs(pid: int, pgid: int, tag: bytes | None) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+        # fields after the parenthesized command: state ppid pgrp session ...
+        fields = stat[stat.rindex(b")") + 2:].split()
+        if fields[0] == b"Z":
+            return False  # a zombie is already dead; its parent reaps it
+        if int(fields[2]) == pgid or int(fields[3]) == pgid:
+            return True
+        if tag is None:
+            return False
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            return tag in f.read().split(b"\0")
+    except (OSError, ValueError, IndexError):
+        return False
