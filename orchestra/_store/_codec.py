@@ -6,6 +6,7 @@ import json
 import os
 
 from orchestra._errors import PayloadTooLargeError, UserError
+from orchestra._secrets import SECRETS
 from orchestra._types import JSON
 
 _ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
@@ -27,6 +28,9 @@ def short(text: str | None, limit: int = 200) -> str | None:
 class Encoder:
     """Serializes payloads and refuses any over ``max_payload_bytes`` (encoded size).
 
+    Every text it passes is masked of the process's secrets (``orchestra._secrets``):
+    an API key never reaches the file, whatever error or reply carried it.
+
     ``field`` names what is being written so the error says which payload was too big.
     """
 
@@ -42,12 +46,16 @@ class Encoder:
             text = _ENCODER.encode(value)
         except (TypeError, ValueError) as exc:
             raise UserError(f"{field} is not JSON-serializable: {exc}") from exc
+        if SECRETS:
+            text = SECRETS.redact(text)
         self.check(text, field)
         return text
 
     def text(self, value: str, field: str) -> str:
         if not isinstance(value, str):
             raise UserError(f"{field} must be a str, got {type(value).__name__}")
+        if SECRETS:
+            value = SECRETS.redact(value)
         self.check(value, field)
         return value
 

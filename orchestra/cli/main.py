@@ -8,6 +8,7 @@ import json
 import os
 import sys
 from collections.abc import Sequence
+from typing import TextIO, cast
 
 from orchestra._errors import NotAStoreError, OrchestraError, SchemaVersionError, UserError
 
@@ -226,6 +227,19 @@ def _configure_logging(verbose: bool) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; whatever it prints goes out masked of every API key and password."""
+    from orchestra._secrets import SECRETS, RedactingStream
+
+    out, err = sys.stdout, sys.stderr
+    sys.stdout = cast(TextIO, RedactingStream(out, SECRETS))
+    sys.stderr = cast(TextIO, RedactingStream(err, SECRETS))
+    try:
+        return _main(argv)
+    finally:
+        sys.stdout, sys.stderr = out, err
+
+
+def _main(argv: Sequence[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         args = build_parser().parse_args(argv)

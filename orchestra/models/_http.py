@@ -7,8 +7,9 @@ provider retries the same failures the same way: exponential backoff with jitter
 
 Error messages name the model and the base URL and say what to do. They are built
 from the status, the server's own message and the exception type only: never from
-headers, and every configured secret is masked, so an API key cannot leak into a
-log line or a traceback.
+headers, and every configured secret is masked in every encoding (``orchestra._secrets``),
+so an API key cannot leak into a log line, a traceback or the store. A key holding a
+control character is refused when it is loaded (``load_key``), before any request.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import json
+import os
 import random
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
@@ -24,6 +26,8 @@ from typing import Any, TypeVar
 
 from orchestra._errors import ModelAPIError
 from orchestra._log import get_logger
+from orchestra._secrets import SECRETS, check_key, mask_url, url_secrets
+from orchestra._secrets import redact as _redact
 
 T = TypeVar("T")
 
@@ -64,11 +68,16 @@ class Failure:
 
 
 def redact(text: str, secrets: Iterable[str | None]) -> str:
-    """``text`` with every secret (of 4+ characters) replaced by ``***``."""
-    for secret in secrets:
-        if secret and len(secret) >= 4:
-            text = text.replace(secret, "***")
-    return text
+    """``text`` with every encoding of ``secrets`` and of the process's secrets masked."""
+    return _redact(text, secrets)
+
+
+def load_key(api_key: str | None, env_var: str) -> str | None:
+    """The API key from ``api_key``, else from ``$env_var``; one holding a control
+    character (a CRLF ``.env`` file's ``\\r``) is refused naming its source, not its value."""
+    if api_key:
+        return check_key(api_key, "api_key=...")
+    return check_key(os.environ.get(env_var) or None, f"${env_var}")
 
 
 def parse_retry_after(headers: Mapping[str, str] | None, *,
@@ -97,8 +106,9 @@ def parse_retry_after(headers: Mapping[str, str] | None, *,
     return max(0.0, when.timestamp() - (time.time() if now is None else now))
 
 
-def server_detail(body: object, fallback: str = "") -> str:
-    """The server's own error message from a decoded error body, shortened."""
+def server_detail(body: object, fallback: str = "", secrets: Iterable[str | None] = ()) -> str:
+    """The server's own error message from a decoded error body, masked, then shortened
+    (masking first: a cut through a key would leave its unmasked head)."""
     detail: object = fallback
     if isinstance(body, Mapping):
         error = body.get("error", body)
@@ -108,7 +118,7 @@ def server_detail(body: object, fallback: str = "") -> str:
             detail = error
     elif body:
         detail = body
-    text = " ".join(str(detail).split())
+    text = redact(" ".join(str(detail).split()), secrets)
     return text if len(text) <= _DETAIL_LIMIT else text[: _DETAIL_LIMIT - 3] + "..."
 
 
@@ -122,14 +132,18 @@ class Endpoint:
     provider: str = "OpenAI-compatible"
     secrets: tuple[str, ...] = field(default=(), repr=False)
 
+    def __post_init__(self) -> None:
+        # the key and any password in the URL are masked wherever text leaves the process
+        SECRETS.add(*self.secrets, *url_secrets(self.base_url))
+
     @property
     def label(self) -> str:
-        return f"{self.provider} model {self.model!r} at {self.base_url}"
+        return f"{self.provider} model {self.model!r} at {mask_url(self.base_url)}"
 
     def status_failure(self, status: int, body: object, headers: Mapping[str, str] | None,
                        fallback: str = "") -> Failure:
         """Turn an HTTP error status into a helpful ``ModelAPIError`` (no headers, no key)."""
-        detail = redact(server_detail(body, fallback), self.secrets)
+        detail = server_detail(body, fallback, self.secrets)
         said = f"HTTP {status}: {detail}" if detail else f"HTTP {status}"
         retryable = status in RETRYABLE_STATUSES or status >= 500
         if status == 401:
@@ -153,8 +167,13 @@ class Endpoint:
 
     def unreachable(self, cause: BaseException) -> Failure:
         reason = redact(f"{type(cause).__name__}: {cause}", self.secrets)
+        if type(cause).__name__ == "LocalProtocolError":  # httpx refused to send it at all
+            return Failure(ModelAPIError(
+                f"{self.label}: the request could not be sent ({reason}). Check the API key "
+                f"({self.key_env}) and the base URL.", model=self.model, retryable=False))
         return Failure(ModelAPIError(
-            f"{self.label}: cannot connect ({reason}). Is the server running at {self.base_url}?",
+            f"{self.label}: cannot connect ({reason}). Is the server running at "
+            f"{mask_url(self.base_url)}?",
             model=self.model, retryable=True))
 
     def timed_out(self, timeout: float) -> Failure:
@@ -163,10 +182,10 @@ class Endpoint:
             "server's load.", model=self.model, retryable=True))
 
     def malformed(self, cause: BaseException) -> Failure:
-        reason = redact(str(cause), self.secrets)[:_DETAIL_LIMIT]
+        reason = redact(str(cause), self.secrets)[:_DETAIL_LIMIT]  # masked, then cut
         return Failure(ModelAPIError(
             f"{self.label}: the server answered with a malformed JSON body ({reason}). Check "
-            f"that {self.base_url} is the provider's API endpoint.",
+            f"that {mask_url(self.base_url)} is the provider's API endpoint.",
             model=self.model, retryable=True))
 
     def bad_shape(self, problem: str) -> ModelAPIError:
@@ -189,6 +208,10 @@ async def call_with_retries(attempt: Callable[[], Awaitable[T]],
         except Exception as exc:
             failure = classify(exc)
             if failure is None:
+                text = str(exc)
+                if redact(text, ()) != text:  # never let a secret ride out on an exception
+                    raise ModelAPIError(f"{model}: {type(exc).__name__}: {redact(text, ())}",
+                                        model=model) from None
                 raise
         error = failure.error
         wait = failure.retry_after

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from orchestra._errors import UserError
+from orchestra._secrets import mask_url
 from orchestra._types import Message
 from orchestra.models._chat_format import schema_name
 from orchestra.models._guard import check_allowed
@@ -26,6 +27,7 @@ from orchestra.models._http import (
     Failure,
     call_with_retries,
     classify_sdk_error,
+    load_key,
 )
 from orchestra.models.base import (
     FinishReason,
@@ -126,7 +128,7 @@ class AnthropicModel:
         self.model = model
         self.base_url = (base_url or os.environ.get("ANTHROPIC_BASE_URL")
                          or ANTHROPIC_BASE_URL).rstrip("/")
-        key = api_key or os.environ.get("ANTHROPIC_API_KEY")
+        key = load_key(api_key, "ANTHROPIC_API_KEY")
         if not key and self.base_url == ANTHROPIC_BASE_URL:
             raise UserError(f"Anthropic model {model!r}: no API key. Set ANTHROPIC_API_KEY "
                             "(or pass api_key=...).")
@@ -144,7 +146,7 @@ class AnthropicModel:
         self._client_loop: asyncio.AbstractEventLoop | None = None
 
     def __repr__(self) -> str:
-        return (f"AnthropicModel(model={self.model!r}, base_url={self.base_url!r}, "
+        return (f"AnthropicModel(model={self.model!r}, base_url={mask_url(self.base_url)!r}, "
                 f"name={self.name!r})")
 
     async def request(self, request: ModelRequest) -> ModelResponse:

@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 
 from orchestra._errors import UserError
 from orchestra._log import get_logger
+from orchestra._secrets import mask_url
 from orchestra.models._chat_format import ResponseFormatMode, ShapeError, chat_body, chat_response
 from orchestra.models._guard import check_allowed
 from orchestra.models._http import (
@@ -24,6 +25,7 @@ from orchestra.models._http import (
     Failure,
     call_with_retries,
     classify_sdk_error,
+    load_key,
 )
 from orchestra.models.base import ModelRequest, ModelResponse
 
@@ -99,7 +101,7 @@ class OpenAIModel:
         self.official = is_official_openai(self.base_url)
         key_env = ("OPENAI_API_KEY" if self.official or (base_url is None and env_base)
                    else "OPENAI_COMPATIBLE_API_KEY")
-        key = api_key or os.environ.get(key_env)
+        key = load_key(api_key, key_env)
         if not key and self.official:
             raise UserError(f"OpenAI model {model!r}: no API key. Set OPENAI_API_KEY "
                             "(or pass api_key=...).")
@@ -110,7 +112,7 @@ class OpenAIModel:
         self.json_schema_mode: JSONSchemaMode = json_schema_mode
         self.backoff = backoff or Backoff()
         self.name = name or (f"openai:{model}" if self.official
-                             else f"openai-compatible:{self.base_url}#{model}")
+                             else f"openai-compatible:{mask_url(self.base_url)}#{model}")
         self._endpoint = Endpoint(model=model, base_url=self.base_url,
                                   key_env=f"{key_env} (or api_key=...)",
                                   provider="OpenAI" if self.official else "OpenAI-compatible",
@@ -120,7 +122,7 @@ class OpenAIModel:
         self._client_loop: asyncio.AbstractEventLoop | None = None
 
     def __repr__(self) -> str:
-        return (f"OpenAIModel(model={self.model!r}, base_url={self.base_url!r}, "
+        return (f"OpenAIModel(model={self.model!r}, base_url={mask_url(self.base_url)!r}, "
                 f"name={self.name!r})")
 
     async def request(self, request: ModelRequest) -> ModelResponse:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from orchestra._errors import UserError
+from orchestra._secrets import MASK, mask_url, url_secrets
 from orchestra.models.base import Model
 
 __all__ = ["ModelSpec", "load_model", "parse_model_spec", "resolve_model_specs"]
@@ -62,9 +63,10 @@ class ModelSpec:
     """``(name, value)`` pairs from after ``?``, each checked against :data:`OPTIONS`."""
 
     def __str__(self) -> str:
+        """The spec as shown and recorded: a password in the URL appears as ``***``."""
         query = "?" + "&".join(f"{k}={v}" for k, v in self.options) if self.options else ""
         if self.provider == "openai-compatible":
-            return f"openai-compatible:{self.base_url}#{self.model}{query}"
+            return f"openai-compatible:{mask_url(self.base_url or '')}#{self.model}{query}"
         return f"{self.provider}:{self.model}{query}"
 
     def option(self, name: str) -> str | None:
@@ -77,12 +79,22 @@ class ModelSpec:
 
 def _bad(spec: str, problem: str) -> UserError:
     forms = "\n  ".join(SPEC_FORMS)
-    return UserError(f"model spec {spec!r}: {problem}. Accepted forms:\n  {forms}")
+    return UserError(f"model spec {_shown(spec)!r}: {problem}. Accepted forms:\n  {forms}")
+
+
+def _shown(spec: str) -> str:
+    """``spec`` as it may be printed: a password in its URL masked."""
+    url = spec.partition(":")[2].partition("#")[0]
+    return spec.replace(url, mask_url(url)) if "://" in url else spec
 
 
 def _http_url(spec: str, url: str) -> str:
+    shown = mask_url(url)
     if not re.match(r"^https?://[^/\s]+", url):
-        raise _bad(spec, f"base URL {url!r} must start with http:// or https://")
+        raise _bad(spec, f"base URL {shown!r} must start with http:// or https://")
+    if MASK in url_secrets(url):
+        raise _bad(spec, "its credentials were masked when the run was recorded (orchestra "
+                         "never stores them); pass the model again with --model")
     return url.rstrip("/")
 
 

@@ -3,6 +3,7 @@ workspace and cannot reach the network; without it, a warning says so once."""
 
 from __future__ import annotations
 
+import shutil
 import socket
 import tempfile
 import textwrap
@@ -111,7 +112,7 @@ async def test_private_tmp(root: Path) -> None:
 def test_without_bwrap_a_warning_says_once_that_tests_run_unsandboxed(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sandbox_mod, "_detected", None)
-    monkeypatch.setattr(sandbox_mod.shutil, "which", lambda name: None)
+    monkeypatch.setattr(shutil, "which", lambda name: None)
     with capture_logs() as logs:
         first, second = detect_sandbox(), detect_sandbox()
     assert first == second and first.kind == "none"
