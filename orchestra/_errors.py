@@ -3,7 +3,8 @@
 * ``UserError`` — the caller misused orchestra (bad role declaration, bad CLI
   argument, unknown run id). Fix the code or the command.
 * ``StoreError`` — the database file is unusable (not SQLite, corrupt, newer
-  schema) or a write was refused (payload too large, lease lost).
+  schema, cannot be created or written) or a write was refused (payload too
+  large, lease lost).
 * ``ModelBehaviorError`` — the model misbehaved (invalid JSON, unknown tool,
   wrong arguments) past its retry budget.
 * ``ModelAPIError`` — the model provider failed (HTTP error, unreachable, auth).
@@ -38,6 +39,11 @@ class StoreError(OrchestraError):
 
 class NotAStoreError(StoreError):
     """The file is not an SQLite database, is corrupt, or is not an orchestra store."""
+
+
+class StoreAccessError(StoreError):
+    """The store file cannot be created, opened or written: a missing directory, no
+    permission, a read-only file system, or a write to a store opened read-only."""
 
 
 class SchemaVersionError(StoreError):

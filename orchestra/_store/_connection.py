@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Awaitable, Callable
 from typing import TypeVar, cast
+from urllib.parse import quote
 
 import aiosqlite
 
@@ -38,7 +40,14 @@ def raw(conn: aiosqlite.Connection) -> sqlite3.Connection:
     return conn._conn
 
 
-async def connect(path: str, busy_timeout: float) -> aiosqlite.Connection:
+def read_only_uri(path: str, *, immutable: bool) -> str:
+    """The URI that opens ``path`` read-only. ``immutable`` also tells SQLite nobody
+    writes it, so it needs no ``-shm`` file (which a read-only directory cannot hold)."""
+    uri = f"file:{quote(os.path.abspath(path))}?mode=ro"
+    return uri + "&immutable=1" if immutable else uri
+
+
+async def connect(path: str, busy_timeout: float, *, uri: bool = False) -> aiosqlite.Connection:
     """An autocommit connection (``isolation_level=None``): we issue BEGIN/COMMIT ourselves."""
     if sqlite3.sqlite_version_info < (3, 35, 0):
         raise StoreError(
@@ -47,7 +56,7 @@ async def connect(path: str, busy_timeout: float) -> aiosqlite.Connection:
         )
     # check_same_thread=False: the writer may run a lone write inline (see ``raw``)
     return await aiosqlite.connect(path, isolation_level=None, timeout=busy_timeout,
-                                   cached_statements=256, check_same_thread=False)
+                                   cached_statements=256, check_same_thread=False, uri=uri)
 
 
 def configure(conn: sqlite3.Connection, *, durability: Durability, busy_timeout: float,

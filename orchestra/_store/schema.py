@@ -18,7 +18,7 @@ import sqlite3
 from collections.abc import Iterator, Sequence
 from importlib import resources
 
-from orchestra._errors import NotAStoreError, SchemaVersionError, StoreError
+from orchestra._errors import NotAStoreError, SchemaVersionError, StoreAccessError, StoreError
 from orchestra._store._migrations import MIGRATIONS
 
 APPLICATION_ID = 0x4F524348
@@ -32,24 +32,39 @@ CURRENT = (resources.files("orchestra._store") / "schema.sql").read_text(encodin
 LATEST_VERSION = len(MIGRATIONS)
 
 
-def check_file(path: str, *, verify_only: bool) -> None:
-    """Refuse a file that is not SQLite by its 16-byte header, before SQLite touches it."""
+def check_file(path: str, *, verify_only: bool, read_only: bool = False) -> None:
+    """Refuse a file that is not SQLite by its 16-byte header, before SQLite touches it,
+    and a new store whose directory is missing or not writable, before anything is made."""
     try:
         with open(path, "rb") as f:
             header = f.read(len(SQLITE_HEADER))
     except FileNotFoundError:
-        if verify_only:
+        if verify_only or read_only:
             raise SchemaVersionError(
-                f"{path}: no store exists there (verify_only=True never creates one)"
+                f"{path}: no store exists there ({'read_only' if read_only else 'verify_only'}"
+                "=True never creates one)"
             ) from None
+        _check_can_create(path)
         return
     except IsADirectoryError:
         raise NotAStoreError(f"{path} is a directory, not an SQLite database file") from None
+    except PermissionError:
+        raise StoreAccessError(f"{path}: cannot read the store: permission denied") from None
     if header and header != SQLITE_HEADER:
         raise NotAStoreError(
             f"{path} is not an SQLite database (its header is {header!r}); "
             "point orchestra at a new path or at an existing orchestra store"
         )
+
+
+def _check_can_create(path: str) -> None:
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise StoreAccessError(f"cannot create the store {path}: directory {directory} does "
+                               "not exist; create it first or choose another path")
+    if not os.access(directory, os.W_OK):
+        raise StoreAccessError(f"cannot create the store {path}: directory {directory} is "
+                               "not writable (permissions or a read-only file system)")
 
 
 def read_version(conn: sqlite3.Connection, path: str) -> int:
@@ -174,4 +189,8 @@ def open_error(path: str, exc: sqlite3.Error) -> StoreError:
     """Say whose problem an error while opening is: a bad file, or the environment."""
     if _is_corruption(exc) or not isinstance(exc, sqlite3.OperationalError):
         return _corrupt(path, exc)
+    name = getattr(exc, "sqlite_errorname", "")
+    if name.startswith(("SQLITE_CANTOPEN", "SQLITE_READONLY", "SQLITE_PERM", "SQLITE_AUTH")):
+        return StoreAccessError(f"{path}: cannot open the store for writing ({exc}): check the "
+                                "permissions of the file and its directory")
     return StoreError(f"{path}: cannot open the store: {exc}")

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import aiosqlite
 
-from orchestra._errors import StoreError, UserError
+from orchestra._errors import SchemaVersionError, StoreAccessError, StoreError, UserError
 from orchestra._store import (
     _board_queries,
     _journal_txn,
@@ -30,7 +30,7 @@ from orchestra._store import (
     schema,
 )
 from orchestra._store._codec import Encoder
-from orchestra._store._connection import configure, connect, on_thread
+from orchestra._store._connection import configure, connect, on_thread, read_only_uri
 from orchestra._store._event_txn import append_event, batched_events
 from orchestra._store._sqlite_board import BoardMethods
 from orchestra._store._sqlite_runs import RunCopyMethods
@@ -81,6 +81,7 @@ class SQLiteBlackboard(BoardMethods, RunCopyMethods):
         self._reader = reader
         self._enc = encoder
         self._closed = False
+        self._read_only = False
         self._followers = 0
         self._committed = asyncio.Event()
         self._writer = GroupCommitWriter(writer, on_commit=self._notify, max_batch=max_batch,
@@ -90,7 +91,8 @@ class SQLiteBlackboard(BoardMethods, RunCopyMethods):
     @classmethod
     async def open(cls, path: str | os.PathLike[str], *, durability: Durability = "normal",
                    max_payload_bytes: int = 1 << 20, verify_only: bool = False,
-                   busy_timeout: float = 30.0, max_batch: int = 256) -> SQLiteBlackboard:
+                   busy_timeout: float = 30.0, max_batch: int = 256,
+                   read_only: bool = False) -> SQLiteBlackboard:
         """Open (creating or migrating if needed) the store at ``path``.
 
         ``durability``: ``"normal"`` (``synchronous=NORMAL``) keeps every committed
@@ -101,7 +103,9 @@ class SQLiteBlackboard(BoardMethods, RunCopyMethods):
         with ``PayloadTooLargeError``. ``verify_only``: refuse to migrate (raise
         ``SchemaVersionError`` if migrations are pending). ``busy_timeout``: seconds
         to wait for another process's write lock. ``max_batch``: most writes per group
-        commit (1 = one commit per write; for benchmarks).
+        commit (1 = one commit per write; for benchmarks). ``read_only``: open an existing
+        store without writing to it (a read-only file or directory works; every write
+        raises ``StoreAccessError``).
 
         A file that is not SQLite, is corrupt, is another program's database or comes
         from a newer orchestra is refused before anything is written to it.
@@ -117,8 +121,13 @@ class SQLiteBlackboard(BoardMethods, RunCopyMethods):
                             f"and {busy_timeout}")
         encoder = Encoder(max_payload_bytes)
         # the file checks read a few bytes; cheaper inline than a thread-pool start-up
-        schema.check_file(path, verify_only=verify_only)
-        writer = await connect(path, busy_timeout)
+        schema.check_file(path, verify_only=verify_only, read_only=read_only)
+        if read_only:
+            return await cls._open_read_only(path, encoder, busy_timeout=busy_timeout)
+        try:
+            writer = await connect(path, busy_timeout)
+        except sqlite3.Error as exc:
+            raise schema.open_error(path, exc) from exc
         # the reader's thread starts while the writer checks and migrates (resume latency)
         reader_opening = asyncio.ensure_future(connect(path, busy_timeout))
         reader: aiosqlite.Connection | None = None
@@ -138,6 +147,22 @@ class SQLiteBlackboard(BoardMethods, RunCopyMethods):
             raise
         return cls(path, writer, reader, encoder, max_batch=max_batch, durability=durability,
                    busy_timeout=busy_timeout)
+
+    @classmethod
+    async def _open_read_only(cls, path: str, encoder: Encoder, *,
+                              busy_timeout: float) -> SQLiteBlackboard:
+        """Two ``mode=ro`` connections (see ``_connect_read_only``); writes are refused."""
+        conns: list[aiosqlite.Connection] = []
+        try:
+            for _ in range(2):
+                conns.append(await _connect_read_only(path, busy_timeout))
+        except BaseException:
+            for conn in conns:
+                await conn.close()
+            raise
+        store = cls(path, conns[0], conns[1], encoder, max_batch=1, busy_timeout=busy_timeout)
+        store._read_only = True
+        return store
 
     async def close(self) -> None:
         """Commit queued writes, wake followers (they stop) and close both connections."""
@@ -160,6 +185,9 @@ class SQLiteBlackboard(BoardMethods, RunCopyMethods):
 
     # -- plumbing -------------------------------------------------------------
     async def _submit(self, op: Callable[[sqlite3.Connection], T]) -> T:
+        if self._read_only:
+            raise StoreAccessError(f"{self.path} was opened read-only; this change needs a "
+                                   "store that can be written")
         return await self._writer.submit(op)
 
     async def _write(self, op: Callable[[Txn], T]) -> T:
@@ -373,6 +401,55 @@ def _prepare(conn: sqlite3.Connection, *, path: str, durability: Durability,
         schema.migrate(conn, path)
     except sqlite3.Error as exc:
         raise schema.open_error(path, exc) from exc
+
+
+async def _connect_read_only(path: str, busy_timeout: float) -> aiosqlite.Connection:
+    """A ``mode=ro`` connection, checked; ``immutable`` when SQLite cannot open the file
+    read-only as is (a read-only directory cannot hold its ``-shm`` file) and no
+    write-ahead log holds changes the file lacks."""
+    for immutable in (False, True):
+        try:
+            conn = await connect(read_only_uri(path, immutable=immutable), busy_timeout,
+                                 uri=True)
+        except sqlite3.Error as exc:
+            raise schema.open_error(path, exc) from exc
+        try:
+            await on_thread(conn, partial(_prepare_read_only, path=path,
+                                          busy_timeout=busy_timeout))
+            return conn
+        except BaseException as exc:
+            await conn.close()
+            cause = exc.__cause__ if isinstance(exc, StoreError) else None
+            if immutable or getattr(cause, "sqlite_errorname", "") != "SQLITE_CANTOPEN":
+                raise
+        if _has_content(f"{path}-wal"):
+            raise StoreAccessError(
+                f"{path}: cannot read the store read-only: its write-ahead log {path}-wal "
+                "holds changes the file lacks, and SQLite cannot read it without writing "
+                "next to it; open the store once where its directory is writable")
+    raise AssertionError("unreachable")
+
+
+def _has_content(path: str) -> bool:
+    """A stat of one file: cheaper inline than a thread hop, like ``schema.check_file``."""
+    try:
+        return os.stat(path).st_size > 0
+    except FileNotFoundError:
+        return False
+
+
+def _prepare_read_only(conn: sqlite3.Connection, *, path: str, busy_timeout: float) -> None:
+    """Refuse a bad file or one that needs migrating (it cannot be migrated read-only)."""
+    try:
+        version = schema.read_version(conn, path)
+        configure(conn, durability="normal", busy_timeout=busy_timeout, writer=False)
+    except sqlite3.Error as exc:
+        raise schema.open_error(path, exc) from exc
+    if version < schema.LATEST_VERSION:
+        raise SchemaVersionError(
+            f"{path} has schema version {version} and this orchestra needs version "
+            f"{schema.LATEST_VERSION}; it cannot be migrated read-only: open it once where it "
+            "can be written")
 
 
 if TYPE_CHECKING:  # mypy proves the implementation satisfies the protocol

@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from orchestra._errors import UserError
+from orchestra._errors import StoreAccessError, UserError
 from orchestra._store import Blackboard
 from orchestra._store import url as store_url
 from orchestra._types import Run
@@ -32,17 +32,46 @@ DEMO_NOTICE = ("This demo runs on a SCRIPTED model session shipped with orchestr
 
 
 @contextlib.asynccontextmanager
-async def open_store(args: argparse.Namespace, *, must_exist: bool) -> AsyncIterator[
-        Blackboard]:
-    """The store ``--db`` names: a SQLite file, or a PostgreSQL URL."""
+async def open_store(args: argparse.Namespace, *, must_exist: bool,
+                     read_only: bool = False) -> AsyncIterator[Blackboard]:
+    """The store ``--db`` names: a SQLite file, or a PostgreSQL URL. A command that only
+    reads (``read_only``) opens a SQLite file it cannot write read-only; one that writes
+    is refused at once, naming the file."""
     if must_exist and not store_url.exists(args.db):
         raise UserError(f"no store at {store_url.label(args.db)} (start one with "
                         "`orchestra demo` or `orchestra run`, or pass --db / set ORCHESTRA_DB)")
-    store = await store_url.open_store(args.db)
+    path = store_url.sqlite_path(args.db)
+    cannot_write = _cannot_write(Path(path)) if path is not None else ""
+    if cannot_write and not read_only:
+        _refuse(args, Path(args.db), cannot_write)
+    store = await (store_url.open_store(args.db, read_only=True) if cannot_write
+                   else store_url.open_store(args.db))
     try:
         yield store
     finally:
         await store.close()
+
+
+def _cannot_write(path: Path) -> str:
+    """Why the store at ``path`` cannot be written (or created), or ''."""
+    directory = path.resolve().parent
+    if not path.exists():
+        if not directory.is_dir():
+            return f"directory {directory} does not exist"
+        return "" if os.access(directory, os.W_OK) else f"directory {directory} is read-only"
+    if not os.access(path, os.W_OK):
+        return "the file is read-only"
+    if not os.access(directory, os.W_OK):
+        return "its directory is read-only (SQLite writes its journal next to the file)"
+    return ""
+
+
+def _refuse(args: argparse.Namespace, path: Path, why: str) -> None:
+    if not path.exists():
+        raise StoreAccessError(f"cannot create the store {path}: {why}; create it first or "
+                               "pass another --db")
+    raise StoreAccessError(f"{path}: {why}, and `orchestra {args.command}` writes to the "
+                           "store (runs, show, board and events still read it)")
 
 
 async def dispatch(args: argparse.Namespace) -> int:
@@ -133,6 +162,9 @@ async def _start(args: argparse.Namespace, ref: str, run_input: Any) -> int:
 async def cmd_demo(args: argparse.Namespace) -> int:
     from agents.demo.director import spec_text
 
+    db_path = store_url.sqlite_path(args.db)
+    if db_path is not None and (problem := _cannot_write(Path(db_path))):
+        _refuse(args, Path(args.db), problem)  # before anything is printed or created
     workspace = Path(args.workspace).resolve()
     if workspace.exists() and any(workspace.iterdir()):
         raise UserError(f"demo workspace {workspace} is not empty; remove it or pass "
@@ -140,6 +172,7 @@ async def cmd_demo(args: argparse.Namespace) -> int:
     if store_url.sqlite_path(args.db) is None or Path(args.db).exists():
         async with open_store(args, must_exist=True):
             pass  # a bad --db fails here, before the workspace is created
+    created = not workspace.exists()
     workspace.mkdir(parents=True, exist_ok=True)
     scripted = not args.model
     if scripted:
@@ -147,7 +180,12 @@ async def cmd_demo(args: argparse.Namespace) -> int:
         if not args.json:
             print(DEMO_NOTICE)
     run_input = {"spec": spec_text(), "workspace": str(workspace), "max_rounds": 3}
-    code = await _start(args, "agents.pipeline:build_pipeline", run_input)
+    try:
+        code = await _start(args, "agents.pipeline:build_pipeline", run_input)
+    except BaseException:
+        if created and not any(workspace.iterdir()):
+            workspace.rmdir()  # a failed command leaves no empty workspace behind
+        raise
     if not args.json:
         from agents.summary import run_story
 

@@ -73,8 +73,13 @@ async def show_data(store: Blackboard, run_id: str) -> dict[str, Any]:
     }
 
 
+READ_ONLY_COMMANDS = frozenset({"runs", "show", "events", "board"})
+"""Commands that never write: they work on a store the user cannot write."""
+
+
 async def dispatch(args: argparse.Namespace, open_store: OpenStore) -> int:
-    async with open_store(args, must_exist=True) as store:
+    async with open_store(args, must_exist=True,
+                          read_only=args.command in READ_ONLY_COMMANDS) as store:
         if getattr(args, "run", None) is not None:
             args.run = await resolve_run(store, args.run)
         if args.command == "runs":

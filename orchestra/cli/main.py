@@ -10,7 +10,13 @@ import sys
 from collections.abc import Sequence
 from typing import TextIO, cast
 
-from orchestra._errors import NotAStoreError, OrchestraError, SchemaVersionError, UserError
+from orchestra._errors import (
+    NotAStoreError,
+    OrchestraError,
+    SchemaVersionError,
+    StoreAccessError,
+    UserError,
+)
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_STORE, EXIT_WAITING, EXIT_CANCELLED = 0, 1, 2, 3, 4, 5
 EXIT_INTERRUPTED = 130
@@ -21,6 +27,7 @@ exit codes:
   1    the run failed (see `orchestra show RUN`)
   2    bad arguments, unknown run/approval id, or a run in the wrong state
   3    the --db file is not a usable orchestra store (not SQLite, corrupt, newer schema)
+       or cannot be created or written (missing directory, permissions, read-only)
   4    the run is waiting for a human approval (`orchestra approve ID`, then resume)
   5    the run was cancelled
   130  interrupted (Ctrl-C); the run is resumable with `orchestra resume RUN`
@@ -272,7 +279,7 @@ def _main(argv: Sequence[str] | None) -> int:
                 if run_id else "")
         print(f"\ninterrupted; the run stopped cleanly.{hint}", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except (NotAStoreError, SchemaVersionError) as exc:
+    except (NotAStoreError, SchemaVersionError, StoreAccessError) as exc:
         return _fail(args, EXIT_STORE, exc)
     except UserError as exc:
         return _fail(args, EXIT_USAGE, exc)

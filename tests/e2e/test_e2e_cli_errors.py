@@ -133,8 +133,19 @@ CASES: list[tuple[str, list[str], int, str]] = [
     ("corrupt-demo", ["demo", "--workspace", "{root}/ws", "--db", CORRUPT], EXIT_STORE,
      "is corrupt"),
     ("directory-as-db", ["runs", "--db", "{root}/full"], EXIT_STORE, "is a directory"),
+    ("demo-db-directory-missing", ["demo", "--workspace", "{root}/ws", "--db",
+                                   "{root}/nodir/x.db"], EXIT_STORE,
+     "/nodir does not exist; create it first or pass another --db"),
+    ("run-db-directory-missing", ["run", "--spec", "{root}/spec.md", "--workspace",
+                                  "{root}/full", "--model", DEMO_MODEL, "--db",
+                                  "{root}/nodir/x.db"], EXIT_STORE,
+     "cannot create the store "),
+    ("demo-failing-after-its-workspace-was-made", ["demo", "--workspace", "{root}/ws",
+                                                   "--model", "nobody=openai:x", "--db", NEW],
+     EXIT_USAGE, "unknown role(s) ['nobody']"),
 ]
 JSON_CASES = {"show-unknown-run", "resume-completed", "run-conflicting-flags",
+              "demo-db-directory-missing",
               "demo-non-empty-workspace", "junk-runs", "corrupt-show",
               "argparse-missing-run", "argparse-bad-int"}
 
