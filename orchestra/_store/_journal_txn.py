@@ -83,15 +83,29 @@ def _last_reply(writes: Writes) -> str | None:
 
 
 def _dedupe_reply(output: JSON, writes: Writes, agent_id: str, last_seq: int) -> JSON:
-    """A model step's reply text is also the last message it appended: store it once.
+    """A model step's reply (its text and its tool calls' arguments) is also the last
+    message it appended: store it once.
 
     The journal row keeps a pointer (``text_seq``) that ``get_steps`` resolves, so a
-    long-lived agent's file grows by its messages, not by twice its messages.
+    long-lived agent's file grows by its messages, not by twice its messages. ``calls``
+    becomes null when the message holds the same calls (``_resolve_reply`` reads them
+    back from it); a row written before that keeps its own copy and reads as before.
     """
-    text = _last_reply(writes)
-    if not isinstance(output, dict) or last_seq <= 0 or text is None or output.get("text") != text:
+    if not isinstance(output, dict) or last_seq <= 0 or not writes.messages:
         return output
-    return {**output, "text": None, "text_seq": last_seq, "text_agent": agent_id}
+    last = writes.messages[-1]
+    if last.role != "assistant" or output.get("text") != last.content:
+        return output
+    calls = [[c.id, c.name, c.arguments] for c in last.tool_calls]
+    same_calls = bool(calls) and output.get("calls") == calls
+    argument_chars = sum(len(c.arguments) for c in last.tool_calls) if same_calls else 0
+    if len(last.content) < 64 and argument_chars < 64:
+        return output
+    pointer: dict[str, JSON] = {**output, "text": None, "text_seq": last_seq,
+                                "text_agent": agent_id}
+    if same_calls:
+        pointer["calls"] = None
+    return pointer
 
 
 def _is_last_reply(result: JSON, writes: Writes) -> bool:

@@ -8,6 +8,7 @@ looking like "nothing yet".
 from __future__ import annotations
 
 import dataclasses
+import json
 import sqlite3
 
 from orchestra._errors import NotFoundError, StoreError
@@ -86,7 +87,7 @@ def task_counts(conn: sqlite3.Connection, run_id: str) -> dict[str, int]:
     return counts
 
 
-_MESSAGE_CONTENT = "SELECT content FROM messages WHERE agent_id = ? AND seq = ?"
+_MESSAGE_CONTENT = "SELECT content, tool_calls FROM messages WHERE agent_id = ? AND seq = ?"
 
 
 def get_steps(conn: sqlite3.Connection, task_id: str, retry: int) -> list[Step]:
@@ -108,6 +109,9 @@ def _resolve_reply(conn: sqlite3.Connection, step: Step) -> Step:
                          f"{out['text_seq']} of {out.get('text_agent')}, which does not exist")
     output = {k: v for k, v in out.items() if k not in ("text_seq", "text_agent")}
     output["text"] = row[0]
+    if "calls" in output and output["calls"] is None:  # the calls are the message's too
+        output["calls"] = [[c["id"], c["name"], c["arguments"]]
+                           for c in (json.loads(row[1]) if row[1] else [])]
     return dataclasses.replace(step, output=output)
 
 

@@ -143,10 +143,19 @@ class TaskRunner:
                 text = resp.text
                 if len(text) > MAX_REPLY_CHARS:
                     text = text[:2000] + f"\n[reply of {len(resp.text)} characters cut]"
-                record = _response_record(text, resp.tool_calls, resp.finish_reason)
+                # tool-call arguments are part of the reply: the same cap, and over it the
+                # calls are neither run nor stored (the model is told to send less)
+                calls = tuple(resp.tool_calls)
+                argument_chars = sum(len(c.arguments) for c in calls)
+                if argument_chars > MAX_REPLY_CHARS:
+                    calls = ()
+                record = _response_record(text, calls, resp.finish_reason)
                 if len(resp.text) > MAX_REPLY_CHARS:
                     record["cut"] = len(resp.text)
-                reply = Message("assistant", text, tuple(resp.tool_calls))
+                if argument_chars > MAX_REPLY_CHARS:
+                    record["arguments_cut"] = [[c.name, len(c.arguments)]
+                                               for c in resp.tool_calls]
+                reply = Message("assistant", text, calls)
                 record["usage"] = [resp.usage.input_tokens, resp.usage.output_tokens]
                 return Outcome(record, resp.usage.input_tokens, resp.usage.output_tokens,
                                resp.usage.cost, Writes(messages=[*to_flush, reply]))
@@ -160,7 +169,13 @@ class TaskRunner:
             calls = tuple(ToolCallRecord(*c) for c in record["calls"])
             task_msgs.append(Message("assistant", text, calls))
             problem, brief = "", ""
-            if record.get("cut") and not calls:
+            if record.get("arguments_cut"):
+                sizes = ", ".join(f"{name} ({n} characters)"
+                                  for name, n in record["arguments_cut"])
+                problem = (f"Your tool calls' arguments were far too long: {sizes}; the limit "
+                           f"is {MAX_REPLY_CHARS} in all. The calls were not run. Send less "
+                           "per call (e.g. write a large file in several parts).")
+            elif record.get("cut") and not calls:
                 problem = (f"Your reply was far too long ({record['cut']} characters; the "
                            f"limit is {MAX_REPLY_CHARS}). Answer briefly.")
             elif not calls and text:
