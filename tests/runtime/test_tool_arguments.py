@@ -77,5 +77,4 @@ async def test_arguments_over_the_cap_are_not_run_nor_stored(tmp_path: Path) -> 
     assert "arguments were far too long: save (" in feedback and "not run" in feedback
     for table, column in (("messages", "tool_calls"), ("steps", "output")):
         assert await _count(store, table, column, "y" * 1000) == 0
-    assert sum(p.stat().st_size for p in tmp_path.glob("o.db*")) < MAX_REPLY_CHARS
     await store.close()
