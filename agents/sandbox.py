@@ -114,16 +114,23 @@ def new_marker() -> tuple[str, str]:
     return MARKER_VAR, secrets.token_hex(8)
 
 
-def kill_tree(pgid: int, marker: str | None = None) -> int:
-    """SIGKILL the process group ``pgid``, its session, and every process whose
-    environment holds ``MARKER_VAR=marker``; repeat until a sweep finds none (a process
-    may fork while the sweep runs). Returns how many processes were signalled."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
+def kill_tree(pgid: int, marker: str | None = None, *, leader_alive: bool = True) -> int:
+    """SIGKILL every process whose environment holds ``MARKER_VAR=marker`` and, while
+    the group's leader is alive (not yet reaped), the process group ``pgid`` and its
+    session; repeat until a sweep finds none (a process may fork while the sweep runs).
+    Returns how many processes were signalled.
+
+    Once the leader is reaped its pid may be reused (``pid_max`` is often 32768), so
+    then only the marker, which no other process carries, selects what to kill.
+    """
+    if leader_alive:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGKILL)
     tag = f"{MARKER_VAR}={marker}".encode() if marker else None
+    group = pgid if leader_alive else None
     killed = 0
     for _ in range(_SWEEP_ROUNDS):
-        found = [pid for pid in _pids() if _belongs(pid, pgid, tag)]
+        found = [pid for pid in _pids() if _belongs(pid, group, tag)]
         for pid in found:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
@@ -142,7 +149,7 @@ def _pids() -> list[int]:
     return [int(n) for n in names if n.isdigit() and int(n) != me]
 
 
-def _belongs(pid: int, pgid: int, tag: bytes | None) -> bool:
+def _belongs(pid: int, pgid: int | None, tag: bytes | None) -> bool:
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             stat = f.read()
@@ -150,7 +157,7 @@ def _belongs(pid: int, pgid: int, tag: bytes | None) -> bool:
         fields = stat[stat.rindex(b")") + 2:].split()
         if fields[0] == b"Z":
             return False  # a zombie is already dead; its parent reaps it
-        if int(fields[2]) == pgid or int(fields[3]) == pgid:
+        if pgid is not None and (int(fields[2]) == pgid or int(fields[3]) == pgid):
             return True
         if tag is None:
             return False

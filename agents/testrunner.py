@@ -17,6 +17,7 @@ import signal
 import sys
 import time
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from typing import ClassVar
 
@@ -134,7 +135,8 @@ async def run_pytest(
     finally:
         # Always kill the tree: on timeout, on our own cancellation, and after a normal
         # exit too, so a background process a test left behind cannot hold the pipe.
-        await asyncio.to_thread(kill_tree, proc.pid, marker)
+        await asyncio.to_thread(partial(kill_tree, proc.pid, marker,
+                                        leader_alive=proc.returncode is None))
         if proc.returncode is None:
             await asyncio.shield(proc.wait())
         try:
