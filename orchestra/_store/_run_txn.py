@@ -30,7 +30,7 @@ _STATUSES = frozenset(RUN_STATUSES)
 
 
 def create_run(tx: Txn, pipeline: str, input: JSON,
-               run_id: str | None, tasks: Sequence[NewTask]) -> Run:
+               run_id: str | None, tasks: Sequence[NewTask], settings: JSON = None) -> Run:
     run_id = new_id(12) if run_id is None else run_id
     if not run_id or "/" in run_id:
         raise UserError(f"run_id must be a non-empty string without '/' (agent ids are "
@@ -39,7 +39,10 @@ def create_run(tx: Txn, pipeline: str, input: JSON,
         raise UserError(f"run {run_id!r} already exists; choose another run_id or resume it")
     text = tx.enc.json(input, f"input of run {run_id}")
     tx.execute(_INSERT, (run_id, pipeline, text, tx.now, tx.now))
-    append_event(tx, run_id, "run.created", {"pipeline": pipeline})
+    created: dict[str, JSON] = {"pipeline": pipeline}
+    if settings is not None:
+        created["settings"] = settings
+    append_event(tx, run_id, "run.created", created)
     insert_tasks(tx, run_id, tasks, cause="run")
     return _rows.run(tx.execute(_GET, (run_id,)).fetchone())
 

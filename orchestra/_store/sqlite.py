@@ -207,10 +207,12 @@ class SQLiteBlackboard(BoardMethods, RunCopyMethods):
 
     # -- runs -----------------------------------------------------------------
     async def create_run(self, pipeline: str, input: JSON, *, run_id: str | None = None,
-                         tasks: Sequence[NewTask] = ()) -> Run:
+                         tasks: Sequence[NewTask] = (), settings: JSON = None) -> Run:
+        """``settings``: what the caller chose for the run (e.g. model specs), recorded in
+        its ``run.created`` event, apart from ``input`` (the pipeline's own)."""
         tasks = tuple(tasks)
         return await self._write(lambda tx: _run_txn.create_run(tx, pipeline, input, run_id,
-                                                                  tasks))
+                                                                  tasks, settings))
 
     async def get_run(self, run_id: str) -> Run:
         return await self._read(lambda c: _queries.get_run(c, run_id))

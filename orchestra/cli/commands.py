@@ -21,7 +21,14 @@ from orchestra.cli.main import EXIT_CANCELLED, EXIT_FAILED, EXIT_OK, EXIT_WAITIN
 from orchestra.cli.progress import Progress
 from orchestra.coordinator.coordinator import Coordinator, CoordinatorSettings
 from orchestra.coordinator.pipeline import load_pipeline
-from orchestra.coordinator.run_models import demo_spec, record_models, split_models
+from orchestra.coordinator.run_models import (
+    SETTINGS_EVENT,
+    demo_spec,
+    model_settings,
+    recorded_settings,
+    split_models,
+    with_models,
+)
 from orchestra.coordinator.run_models import models_for_run as _models
 from orchestra.coordinator.run_models import run_cap as _run_cap
 
@@ -146,14 +153,13 @@ async def cmd_run(args: argparse.Namespace) -> int:
 
 async def _start(args: argparse.Namespace, ref: str, run_input: Any) -> int:
     pipeline = load_pipeline(ref, run_input)
-    record_models(run_input, args.model)
-    if args.max_tokens is not None and isinstance(run_input, dict):
-        run_input["max_tokens"] = args.max_tokens  # kept with the run: resume honours it
-    models = _models(pipeline, run_input, args.model)  # refuses --model for unknown roles
+    # kept with the run, apart from its input (the user's): resume and workers honour them
+    recorded = model_settings(args.model, max_tokens=args.max_tokens)
+    models = _models(pipeline, recorded, args.model)  # refuses --model for unknown roles
     settings = _settings(args)  # bad flags fail before the store file is created
     async with open_store(args, must_exist=False) as store:
         coord = Coordinator(store, pipeline, models=models, settings=settings)
-        run = await coord.start(run_input)
+        run = await coord.start(run_input, settings=recorded)
         if not args.json:
             print(f"run {run.id} started (store {store_url.label(args.db)})")
         return await _drive(args, store, coord, run, resume=False)
@@ -202,7 +208,8 @@ async def cmd_resume(args: argparse.Namespace) -> int:
         run = await store.get_run(args.run)
         Coordinator.check_resumable(run)  # before any output: a refusal prints one line
         pipeline = load_pipeline(run.pipeline, run.input)
-        models = _models(pipeline, run.input, args.model)
+        recorded = await recorded_settings(store, run)
+        models = _models(pipeline, recorded, args.model)
         settings = _settings(args, cap=await _run_cap(store, run, args.max_tokens))
         coord = Coordinator(store, pipeline, models=models, settings=settings)
         if not args.json:
@@ -212,31 +219,16 @@ async def cmd_resume(args: argparse.Namespace) -> int:
         return await _drive(args, store, coord, run, resume=True)
 
 
-def _with_models(run_input: Any, cli: list[str]) -> Any:
-    """``run_input`` recording the ``--model`` flags (they win over the recorded specs)."""
-    default, per_role = split_models(cli)
-    if not default and not per_role:
-        return run_input
-    if not isinstance(run_input, dict):
-        raise UserError("--model needs a run whose input is a JSON object (it records models)")
-    out = dict(run_input)
-    if default:
-        out["model"] = default
-        out.pop("models", None)
-    if per_role:
-        out["models"] = {**out.get("models", {}), **per_role}
-    return out
-
-
 async def cmd_fork(args: argparse.Namespace) -> int:
     async with open_store(args, must_exist=True) as store:
         source = await store.get_run(await inspect_cmds.resolve_run(store, args.run))
-        run_input = _with_models(source.input, args.model)
-        pipeline = load_pipeline(source.pipeline, run_input)
-        models = _models(pipeline, run_input, args.model)  # a bad --model fails before forking
+        recorded = with_models(await recorded_settings(store, source), args.model)
+        pipeline = load_pipeline(source.pipeline, source.input)
+        models = _models(pipeline, recorded, args.model)  # a bad --model fails before forking
         settings = _settings(args)
-        fork = await store.fork_run(source.id, args.at,
-                                    input=None if run_input is source.input else run_input)
+        fork = await store.fork_run(source.id, args.at)
+        if args.model:  # the fork's own models, recorded for its later resumes
+            await store.append_event(fork.id, SETTINGS_EVENT, recorded)
         if args.no_run or fork.status in ("completed", "cancelled"):
             inspect_cmds.emit(args, inspect_cmds.run_dict(fork),
                               f"run {fork.id} forked from {source.id} after event {args.at} "
@@ -314,8 +306,9 @@ async def cmd_worker(args: argparse.Namespace) -> int:
                 if run.id in serving or run.status not in ("pending", "running"):
                     continue
                 pipeline = load_pipeline(run.pipeline, run.input)
+                recorded = await recorded_settings(store, run)
                 cap = await _run_cap(store, run, None)
-                coord = Coordinator(store, pipeline, models=_models(pipeline, run.input,
+                coord = Coordinator(store, pipeline, models=_models(pipeline, recorded,
                                                                     args.model),
                                     settings=_settings(args, shared=True, cap=cap))
                 serving[run.id] = asyncio.create_task(coord.drive(run.id))

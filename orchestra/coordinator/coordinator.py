@@ -18,7 +18,14 @@ from typing import TYPE_CHECKING, Any
 from orchestra._errors import NotFoundError, StoreError, UserError
 from orchestra._log import get_logger
 from orchestra._store.protocol import Blackboard, ClaimSpec
-from orchestra._types import LIVE_RUN_STATUSES, TERMINAL_RUN_STATUSES, Run, RunStatus, Task
+from orchestra._types import (
+    JSON,
+    LIVE_RUN_STATUSES,
+    TERMINAL_RUN_STATUSES,
+    Run,
+    RunStatus,
+    Task,
+)
 from orchestra.coordinator.execution import TaskExecutor
 from orchestra.coordinator.jobs import Jobs
 from orchestra.coordinator.owners import dead_local_owners, new_owner_id
@@ -92,11 +99,15 @@ class Coordinator:
         return resolved
 
     # -- public API ----------------------------------------------------------------
-    async def start(self, run_input: Any, *, run_id: str | None = None) -> Run:
-        """Create the run and its first tasks (atomically); does not drive it."""
+    async def start(self, run_input: Any, *, run_id: str | None = None,
+                    settings: JSON = None) -> Run:
+        """Create the run and its first tasks (atomically); does not drive it.
+        ``settings``: what the caller chose for the run (e.g. model specs), recorded
+        apart from the pipeline's input."""
         tasks = self.pipeline.first_tasks(run_input)
         name = self.pipeline.reference() or self.pipeline.name
-        return await self.store.create_run(name, run_input, run_id=run_id, tasks=tasks)
+        return await self.store.create_run(name, run_input, run_id=run_id, tasks=tasks,
+                                           settings=settings)
 
     async def run(self, run_input: Any, *, run_id: str | None = None) -> Run:
         """Start a run and drive it to the end (or until it waits for a human)."""

@@ -1,28 +1,38 @@
 """Which model each role of a run uses: shared by the CLI and the server.
 
-A run records the model specs it was started with (``input["model"]``, and
-``input["models"]`` per role), so any process that later serves it (``orchestra
-resume``, ``orchestra worker``, ``orchestra serve``) builds the same models.
+A run records what it was started with (``{"model": default spec, "models": {role:
+spec}, "max_tokens": cap}``) as its *settings*, in its ``run.created`` event, apart
+from its input: the input is the pipeline's, and every key in it is the user's. A
+later ``run.settings`` event replaces them (a fork with other models) and a
+``run.budget`` event sets the cap (a resume with ``--max-tokens``). Any process that
+later serves the run (``orchestra resume``, ``orchestra worker``, ``orchestra
+serve``) builds the same models from them: :func:`recorded_settings`.
+
+Runs created before settings had their place carry their specs in the input under
+``model``/``models``/``max_tokens``; they are still read there, but only values of the
+right shape (anything else under those keys was the user's own).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from orchestra._errors import UserError
-from orchestra._store.protocol import Blackboard
+from orchestra._store.protocol import Blackboard, EventLog
 from orchestra._types import Run
 from orchestra.coordinator.pipeline import Pipeline
 from orchestra.models.base import Model
 
+SETTINGS_EVENT = "run.settings"
+"""Replaces a run's settings (its data is the whole new settings)."""
 BUDGET_EVENT = "run.budget"
-"""Records a token cap raised on resume: it holds for every later process."""
+"""Sets a run's token cap (``{"max_tokens": n}``) for every later resume and worker."""
 
 
 def demo_spec() -> str:
-    """The demo's model spec, recorded in the run's input like any other."""
+    """The demo's model spec, recorded in the run's settings like any other."""
     from agents.demo.director import SESSION
 
     return f"replay-task:{SESSION}"
@@ -48,25 +58,85 @@ def split_models(specs: Sequence[str]) -> tuple[str | None, dict[str, str]]:
     return resolve_model_specs(None, list(specs), environ={})
 
 
-def record_models(run_input: Any, specs: Sequence[str]) -> None:
-    """Write the run's model specs into its input, so every later process uses the same."""
+def model_settings(specs: Sequence[str], *, max_tokens: int | None = None) -> dict[str, Any]:
+    """The settings to record with a new run: its ``--model`` specs and token cap."""
     default, per_role = split_models(specs)
-    if isinstance(run_input, dict):
-        if default:
-            run_input["model"] = default
-        if per_role:
-            run_input["models"] = per_role
+    settings: dict[str, Any] = {}
+    if default:
+        settings["model"] = default
+    if per_role:
+        settings["models"] = per_role
+    if max_tokens is not None:
+        settings["max_tokens"] = max_tokens
+    return settings
 
 
-def models_for_run(pipeline: Pipeline, run_input: Any, cli: Sequence[str]) -> dict[str, Model]:
-    """Per-role models: CLI flags, then the run's recorded specs, then $ORCHESTRA_MODEL."""
+def with_models(settings: Mapping[str, Any], specs: Sequence[str]) -> dict[str, Any]:
+    """``settings`` with ``--model`` values laid over them (a new default replaces every
+    recorded per-role spec; a per-role one replaces that role's)."""
+    default, per_role = split_models(specs)
+    out = dict(settings)
+    if default:
+        out["model"] = default
+        out.pop("models", None)
+    if per_role:
+        out["models"] = {**out.get("models", {}), **per_role}
+    return out
+
+
+async def recorded_settings(events: EventLog, run: Run) -> dict[str, Any]:
+    """The settings ``run`` was started with, as later events changed them."""
+    out = legacy_settings(run.input)
+    after = 0
+    while True:
+        batch = await events.events(run.id, starting_after=after, limit=500)
+        for e in batch:
+            data = e.data if isinstance(e.data, dict) else {}
+            if e.kind == "run.created" and isinstance(data.get("settings"), dict):
+                out = dict(data["settings"])
+            elif e.kind == SETTINGS_EVENT:
+                out = dict(data)
+            elif e.kind == BUDGET_EVENT and isinstance(data.get("max_tokens"), int):
+                out["max_tokens"] = data["max_tokens"]
+        if len(batch) < 500:
+            return out
+        after = batch[-1].seq
+
+
+def legacy_settings(run_input: Any) -> dict[str, Any]:
+    """The specs an older orchestra wrote into a run's input, if they are specs."""
+    legacy = run_input if isinstance(run_input, dict) else {}
+    out: dict[str, Any] = {}
+    model, models, cap = legacy.get("model"), legacy.get("models"), legacy.get("max_tokens")
+    if isinstance(model, str) and _is_spec(model):
+        out["model"] = model
+    if isinstance(models, dict) and models and all(
+            isinstance(k, str) and isinstance(v, str) and _is_spec(v) for k, v in models.items()):
+        out["models"] = models
+    if isinstance(cap, int) and not isinstance(cap, bool) and cap > 0:
+        out["max_tokens"] = cap
+    return out
+
+
+def _is_spec(text: str) -> bool:
+    from orchestra.models.spec import parse_model_spec
+
+    try:
+        parse_model_spec(text)
+    except UserError:
+        return False
+    return True
+
+
+def models_for_run(pipeline: Pipeline, settings: Mapping[str, Any],
+                   cli: Sequence[str]) -> dict[str, Model]:
+    """Per-role models: CLI flags, then the run's recorded specs (``settings``, see
+    :func:`recorded_settings`), then $ORCHESTRA_MODEL."""
     from orchestra.models.spec import load_model
 
     default, per_role = split_models(cli)
-    recorded = run_input.get("models", {}) if isinstance(run_input, dict) else {}
-    if default is None and isinstance(run_input, dict):
-        default = run_input.get("model")
-    default = default or os.environ.get("ORCHESTRA_MODEL")
+    recorded = settings.get("models") or {}
+    default = default or settings.get("model") or os.environ.get("ORCHESTRA_MODEL")
     unknown = set(per_role) - {r.name for r in pipeline.roles}
     if unknown:
         raise UserError(f"--model for unknown role(s) {sorted(unknown)}; roles: "
@@ -89,18 +159,9 @@ def models_for_run(pipeline: Pipeline, run_input: Any, cli: Sequence[str]) -> di
 
 async def run_cap(store: Blackboard, run: Run, flag: int | None) -> int | None:
     """The run's token cap: ``--max-tokens`` now (recorded, so it holds for later resumes),
-    else the last one recorded, else the one it started with (``input["max_tokens"]``)."""
+    else the one its settings hold (:func:`recorded_settings`: the last recorded)."""
     if flag is not None:
         await store.append_event(run.id, BUDGET_EVENT, {"max_tokens": flag})
         return flag
-    cap = run.input.get("max_tokens") if isinstance(run.input, dict) else None
-    after = 0
-    while True:
-        batch = await store.events(run.id, starting_after=after, limit=500)
-        for e in batch:
-            if e.kind == BUDGET_EVENT and isinstance(e.data, dict):
-                cap = e.data.get("max_tokens")
-        if len(batch) < 500:
-            break
-        after = batch[-1].seq
+    cap = (await recorded_settings(store, run)).get("max_tokens")
     return cap if isinstance(cap, int) else None

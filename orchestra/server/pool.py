@@ -23,7 +23,7 @@ from orchestra._types import Run
 from orchestra.coordinator.coordinator import Coordinator, CoordinatorSettings
 from orchestra.coordinator.owners import dead_local_owners
 from orchestra.coordinator.pipeline import load_pipeline
-from orchestra.coordinator.run_models import models_for_run, run_cap
+from orchestra.coordinator.run_models import models_for_run, recorded_settings, run_cap
 
 log = structlog.get_logger("orchestra.server")
 
@@ -88,8 +88,9 @@ class RunPool:
             else replace(self._settings, max_tokens_per_run=cap)  # a server-wide cap wins
         try:
             pipeline = load_pipeline(run.pipeline, run.input)
+            recorded = await recorded_settings(self._store, run)
             coord = Coordinator(self._store, pipeline,
-                                models=models_for_run(pipeline, run.input, self._models),
+                                models=models_for_run(pipeline, recorded, self._models),
                                 settings=settings)
         except UserError as exc:
             if run.id not in self.unservable:

@@ -14,7 +14,7 @@ from orchestra._types import Approval, RunStatus
 from orchestra.coordinator.coordinator import Coordinator
 from orchestra.coordinator.owners import dead_local_owners
 from orchestra.coordinator.pipeline import load_pipeline
-from orchestra.coordinator.run_models import models_for_run, record_models, run_cap
+from orchestra.coordinator.run_models import model_settings, models_for_run, run_cap
 from orchestra.server.app import Services, services
 from orchestra.server.problems import Problem
 from orchestra.server.schemas import (
@@ -62,17 +62,15 @@ async def create_run(body: RunCreate, svc: Svc) -> JSONResponse:
         pipeline = load_pipeline(body.pipeline, run_input)
     except UserError as exc:
         raise _invalid("pipeline", exc) from exc
-    try:
-        record_models(run_input, _model_specs(body.model))
-        models = models_for_run(pipeline, run_input, svc.settings.models)
+    try:  # the run's own settings, recorded apart from its input (the user's namespace)
+        settings = model_settings(_model_specs(body.model), max_tokens=body.max_tokens)
+        models = models_for_run(pipeline, settings, svc.settings.models)
     except UserError as exc:
         raise _invalid("model", exc) from exc
-    if body.max_tokens is not None:
-        run_input["max_tokens"] = body.max_tokens
     try:
         coord = Coordinator(svc.store, pipeline, models=models,
                             settings=svc.settings.coordinator)
-        run = await coord.start(run_input)
+        run = await coord.start(run_input, settings=settings)
     except UserError as exc:
         raise _invalid("input", exc) from exc
     svc.pool.kick()

@@ -117,8 +117,8 @@ def test_the_fork_command(reference: Reference, tmp_path: Path) -> None:
     assert res.code == 0 and "forked from" in res.stdout, res
     fork_id = res.stdout.split()[1]
     assert show(db, fork_id)["status"] == "pending"
-    assert query(db, "SELECT json_extract(input, '$.model') FROM runs WHERE id = ?",
-                 (fork_id,)) == [(f"replay-task:{session}",)]
+    assert query(db, "SELECT json_extract(data, '$.model') FROM events WHERE run_id = ? "
+                 "AND kind = 'run.settings'", (fork_id,)) == [(f"replay-task:{session}",)]
     res = cli("fork", reference.run_id, "--at", str(last), "--db", db)  # at the end: a copy
     assert res.code == 0 and "(completed)" in res.stdout, res
     bad = cli("fork", reference.run_id, "--at", str(last + 1), "--db", db)
