@@ -51,6 +51,7 @@ async def test_a_write_outside_the_workspace_fails_inside_it_works(
         root: Path, elsewhere: Path) -> None:
     target = elsewhere / "escaped.txt"
     _test_file(root, f"""
+        import subprocess
         from pathlib import Path
 
         def test_write_inside():
@@ -61,17 +62,22 @@ async def test_a_write_outside_the_workspace_fails_inside_it_works(
 
         def test_write_home():
             (Path.home() / "orchestra-sandbox-escaped.txt").write_text("escaped")
+
+        def test_remount_writable():
+            # as root, a sandbox that kept its capabilities could undo the read-only bind
+            subprocess.run(["mount", "-o", "remount,bind,rw", "/"], capture_output=True)
+            Path({str(target)!r}).write_text("escaped")
     """)
     report = await run_pytest(root, sandbox=_bwrap())
     assert report.sandbox == "bwrap"
-    assert (report.tests_passed, report.tests_failed) == (1, 2), report.output
+    assert (report.tests_passed, report.tests_failed) == (1, 3), report.output
     assert "Read-only file system" in report.output
     assert (root / "inside.txt").read_text() == "ok"
     assert not target.exists()
     assert not (Path.home() / "orchestra-sandbox-escaped.txt").exists()
 
     control = await run_pytest(root, sandbox=UNSANDBOXED)  # the same test can escape without
-    assert control.sandbox == "none" and control.tests_passed == 3, control.output
+    assert control.sandbox == "none" and control.tests_passed == 4, control.output
     target.unlink()
     (Path.home() / "orchestra-sandbox-escaped.txt").unlink()
 
