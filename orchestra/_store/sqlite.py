@@ -184,14 +184,11 @@ class SQLiteBlackboard(BoardMethods, RunCopyMethods):
         await self.close()
 
     # -- plumbing -------------------------------------------------------------
-    async def _submit(self, op: Callable[[sqlite3.Connection], T]) -> T:
+    async def _write(self, op: Callable[[Txn], T]) -> T:
+        """Run ``op`` as one write: on the writer's connection, stamped when it runs."""
         if self._read_only:
             raise StoreAccessError(f"{self.path} was opened read-only; this change needs a "
                                    "store that can be written")
-        return await self._writer.submit(op)
-
-    async def _write(self, op: Callable[[Txn], T]) -> T:
-        """Run ``op`` as one write: on the writer's connection, stamped when it runs."""
         enc = self._enc
         return await self._writer.submit(lambda c: op(Txn(c, enc, time.time())))
 
