@@ -54,14 +54,18 @@ _MESSAGE_RANGE = "DELETE FROM messages WHERE agent_id = $1 AND seq < $2"
 
 
 async def create_run(c: asyncpg.Connection, enc: Encoder, pipeline: str, input: JSON,
-                     run_id: str | None, tasks: Sequence[NewTask], now: float) -> Run:
+                     run_id: str | None, tasks: Sequence[NewTask], now: float,
+                     settings: JSON = None) -> Run:
     run_id = new_id(12) if run_id is None else run_id
     if not run_id:
         raise UserError("run_id must be a non-empty string")
     text = enc.json(input, f"input of run {run_id}")
     if await c.execute(_INSERT, run_id, pipeline, text, now) != "INSERT 0 1":
         raise UserError(f"run {run_id!r} already exists; choose another run_id or resume it")
-    await append_event(c, enc, run_id, "run.created", {"pipeline": pipeline}, now)
+    created: dict[str, JSON] = {"pipeline": pipeline}
+    if settings is not None:
+        created["settings"] = settings  # the caller's choices, apart from the input
+    await append_event(c, enc, run_id, "run.created", created, now)
     await insert_tasks(c, enc, run_id, tasks, now, cause="run")
     return _rows.run(whole(await c.fetchrow(_GET, run_id)))
 

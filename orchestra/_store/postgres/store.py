@@ -183,10 +183,10 @@ class PostgresBlackboard(BoardMethods):
 
     # -- runs -----------------------------------------------------------------
     async def create_run(self, pipeline: str, input: JSON, *, run_id: str | None = None,
-                         tasks: Sequence[NewTask] = ()) -> Run:
+                         tasks: Sequence[NewTask] = (), settings: JSON = None) -> Run:
         enc, tasks = self._enc, tuple(tasks)
         return await self._submit(lambda c, now: _runs.create_run(c, enc, pipeline, input,
-                                                                  run_id, tasks, now))
+                                                                  run_id, tasks, now, settings))
 
     async def get_run(self, run_id: str) -> Run:
         return await self._read(lambda c: _reads.get_run(c, run_id))
