@@ -14,7 +14,7 @@ step with the agent's model and asks again.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from orchestra._errors import UserError
@@ -60,16 +60,34 @@ def blocks(history: Sequence[Message]) -> list[list[Message]]:
     return groups
 
 
-def _keep_pinned(kept: list[Message], history: Sequence[Message],
-                 pinned: Message | None) -> tuple[Message, ...]:
+def tail_blocks(history: Sequence[Message]) -> Iterator[list[Message]]:
+    """``reversed(blocks(history))``, built lazily from the end.
+
+    A policy keeping the newest messages reads only what it keeps: grouping a
+    long-lived agent's whole history at every model call made each call cost
+    O(history), and a worker's throughput fell as its runs grew.
+    """
+    tools: list[Message] = []  # tool results seen (newest first), not yet grouped
+    for i in range(len(history) - 1, -1, -1):
+        m = history[i]
+        if m.role == "tool":
+            tools.append(m)
+            continue
+        if tools and m.tool_calls:
+            yield [m, *reversed(tools)]
+        else:
+            yield from ([t] for t in tools)  # results with no call before them stand alone
+            yield [m]
+        tools = []
+    yield from ([t] for t in tools)
+
+
+def _keep_pinned(kept: list[Message], pinned: Message | None) -> tuple[Message, ...]:
+    """``kept`` is a tail of the history: a pinned input not in it is older, so it
+    goes first (right before the first kept message after it)."""
     if pinned is None or any(m is pinned for m in kept):
         return tuple(kept)
-    # the pinned input goes back in its place: right before the first kept message after it
-    order = {id(m): i for i, m in enumerate(history)}
-    at = order.get(id(pinned), -1)
-    result = [m for m in kept if order.get(id(m), 0) < at] + [pinned]
-    result += [m for m in kept if order.get(id(m), 0) > at]
-    return tuple(result)
+    return (pinned, *kept)
 
 
 def _tail_within(history: Sequence[Message], budget: int, counter: TokenCounter,
@@ -77,7 +95,7 @@ def _tail_within(history: Sequence[Message], budget: int, counter: TokenCounter,
     """The newest whole blocks whose tokens fit in ``budget`` (pinned counts first)."""
     spent = counter(pinned) if pinned is not None else 0
     kept: list[Message] = []
-    for block in reversed(blocks(history)):
+    for block in tail_blocks(history):
         cost = sum(counter(m) for m in block if m is not pinned)
         if kept and spent + cost > budget:
             break
@@ -118,11 +136,11 @@ class SlidingWindow(CompactionPolicy):
     def view(self, history: Sequence[Message], *, summary: CompactionRecord | None,
              pinned: Message | None, counter: TokenCounter = message_tokens) -> View:
         kept: list[Message] = []
-        for block in reversed(blocks(history)):
+        for block in tail_blocks(history):
             if kept and len(kept) + len(block) > self.last:
                 break
             kept[:0] = block
-        return View(_keep_pinned(kept, history, pinned))
+        return View(_keep_pinned(kept, pinned))
 
 
 class TokenBudget(CompactionPolicy):
@@ -136,7 +154,7 @@ class TokenBudget(CompactionPolicy):
     def view(self, history: Sequence[Message], *, summary: CompactionRecord | None,
              pinned: Message | None, counter: TokenCounter = message_tokens) -> View:
         kept = _tail_within(history, self.max_tokens, counter, pinned)
-        return View(_keep_pinned(kept, history, pinned))
+        return View(_keep_pinned(kept, pinned))
 
 
 class Summarize(CompactionPolicy):
@@ -175,7 +193,7 @@ class Summarize(CompactionPolicy):
         # only stored messages (seq > 0) can be covered by a compaction record
         fold = [m for m in visible if id(m) not in tail_ids and m.seq > 0 and m is not pinned]
         if not fold:
-            return View(_keep_pinned(tail, visible, pinned), summary)
+            return View(_keep_pinned(tail, pinned), summary)
         return SummaryRequest(tuple(fold), summary, self.summary_tokens)
 
 

@@ -19,6 +19,7 @@ from orchestra._types import JSON, Approval
 _BY_STEP = (
     f"SELECT {_rows.APPROVAL_COLS} FROM approvals WHERE task_id = ? AND retry = ? AND step = ?"
 )
+_RUN_STATUS = "SELECT status FROM runs WHERE id = ?"
 _BY_ID = f"SELECT {_rows.APPROVAL_COLS} FROM approvals WHERE id = ?"
 _INSERT = (
     "INSERT INTO approvals (id, run_id, task_id, retry, step, tool, arguments, status, created_at) "
@@ -66,6 +67,13 @@ def decide_approval(tx: Txn, approval_id: str, *, approved: bool,
     if row is None:
         raise NotFoundError(f"approval {approval_id!r} does not exist")
     current = _rows.approval(row)
+    run_status = tx.execute(_RUN_STATUS, (current.run_id,)).fetchone()[0]
+    if run_status == "cancelled":
+        raise UserError(
+            f"approval {approval_id} belongs to run {current.run_id}, which was cancelled: "
+            "a cancelled run cannot continue, so its approvals cannot be decided; start a "
+            "new run instead"
+        )
     if current.status != "pending":
         raise UserError(
             f"approval {approval_id} was already {current.status} by {current.decided_by!r}; "

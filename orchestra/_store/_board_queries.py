@@ -42,7 +42,7 @@ _AGENTS = """
 SELECT a.id, a.role, (SELECT COUNT(*) FROM messages m WHERE m.agent_id = a.id)
 FROM agents a WHERE a.run_id = ? ORDER BY a.created_at, a.id"""
 _STEP_TOTALS = """
-SELECT t.role, SUM(s.status = 'completed'), SUM(s.attempts > 1), SUM(s.tokens_in),
+SELECT t.role, SUM(s.status = 'completed'), SUM(s.attempts - 1), SUM(s.tokens_in),
        SUM(s.tokens_out)
 FROM steps s JOIN tasks t ON t.id = s.task_id WHERE t.run_id = ? GROUP BY t.role"""
 # SQLite takes the bare columns of a MAX() aggregate from the row holding the maximum.

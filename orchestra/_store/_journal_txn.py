@@ -26,7 +26,7 @@ ON CONFLICT (task_id, retry, step) DO UPDATE SET
     attempts = attempts + 1, status = 'started', kind = excluded.kind, name = excluded.name,
     input_digest = excluded.input_digest, started_at = excluded.started_at,
     output = NULL, error = NULL, finished_at = NULL
-WHERE status != 'completed'
+WHERE status = 'started'
 RETURNING attempts"""
 _COMPLETE_STEP = """
 INSERT INTO steps (task_id, retry, step, kind, name, input_digest, status, output, error,
@@ -62,7 +62,11 @@ def start_step(tx: Txn, task_id: str, retry: int, step: int,
                kind: StepKind, name: str, input_digest: str, lease: Lease) -> None:
     """Journal that a step is about to run; a restarted step counts one more attempt.
 
-    A step already completed is left alone: the runtime replays it instead.
+    Only a step found ``started`` (its last execution never recorded an outcome: the
+    process running it died or lost its lease) counts a new attempt, i.e. a reissue.
+    A step already completed, failed or cancelled is left alone: the runtime replays
+    it, and a start arriving after the step's own outcome (a model call's start is
+    committed alongside the call) changes nothing.
     """
     _check_kind(kind)
     info = check_lease(tx, task_id, lease)

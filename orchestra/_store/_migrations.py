@@ -200,6 +200,42 @@ SELECT substr(cause, 9) AS id, run_id, from_agent, role AS to_role, input AS pay
 FROM tasks WHERE from_agent IS NOT NULL;
 """
 
-MIGRATIONS: tuple[str, ...] = (V1, V2, V3)
+# v4: takeover and prompt cancel. ``run_servers`` is how the store knows a run is
+# served: every process driving a run renews its row (on the store's clock, like a
+# lease), so a run nobody renews is visibly orphaned. A step a cancel interrupted is
+# recorded as ``cancelled`` (SQLite cannot alter a CHECK: the table is rebuilt).
+V4 = """
+CREATE TABLE run_servers (
+    run_id TEXT NOT NULL REFERENCES runs (id),
+    owner TEXT NOT NULL,
+    seen_at REAL NOT NULL,
+    expires_at REAL NOT NULL,
+    PRIMARY KEY (run_id, owner)
+) WITHOUT ROWID;
+CREATE TABLE steps_v4 (
+    task_id TEXT NOT NULL REFERENCES tasks (id),
+    retry INTEGER NOT NULL,
+    step INTEGER NOT NULL,
+    kind TEXT NOT NULL CHECK (kind IN ('model', 'tool', 'compaction')),
+    name TEXT NOT NULL,
+    input_digest TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('started', 'completed', 'failed', 'cancelled')),
+    output TEXT,
+    error TEXT,
+    attempts INTEGER NOT NULL DEFAULT 1,
+    tokens_in INTEGER NOT NULL DEFAULT 0,
+    tokens_out INTEGER NOT NULL DEFAULT 0,
+    cost REAL NOT NULL DEFAULT 0,
+    started_at REAL NOT NULL,
+    finished_at REAL,
+    PRIMARY KEY (task_id, retry, step)
+);
+INSERT INTO steps_v4 SELECT task_id, retry, step, kind, name, input_digest, status, output,
+    error, attempts, tokens_in, tokens_out, cost, started_at, finished_at FROM steps;
+DROP TABLE steps;
+ALTER TABLE steps_v4 RENAME TO steps;
+"""
+
+MIGRATIONS: tuple[str, ...] = (V1, V2, V3, V4)
 """Script ``i`` (0-based) takes the schema from version ``i`` to ``i + 1``. Append only;
 ``schema.sql`` must always equal their result (``tests/store/test_schema.py``)."""

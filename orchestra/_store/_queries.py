@@ -31,9 +31,14 @@ WHERE run_id = ?1 AND (?2 IS NULL OR status = ?2) AND (?3 IS NULL OR role = ?3)
 ORDER BY created_at, rowid"""
 _TASK_COUNTS = "SELECT status, COUNT(*) FROM tasks WHERE run_id = ? GROUP BY status"
 _STEPS = f"SELECT {_rows.STEP_COLS} FROM steps WHERE task_id = ? AND retry = ? ORDER BY step"
+# ``retried``: a step of a later retry of its task (the task failed on an error and
+# ran again with a fresh journal) whose number an earlier retry also executed.
 _STEP_COUNTS = """
 SELECT COALESCE(SUM(s.status = 'completed'), 0), COALESCE(SUM(s.status = 'failed'), 0),
-       COALESCE(SUM(s.status = 'started'), 0), COALESCE(SUM(s.attempts - 1), 0)
+       COALESCE(SUM(s.status = 'started'), 0), COALESCE(SUM(s.status = 'cancelled'), 0),
+       COALESCE(SUM(s.attempts - 1), 0),
+       COALESCE(SUM(s.retry > 0 AND EXISTS (SELECT 1 FROM steps p WHERE p.task_id = s.task_id
+                                            AND p.retry < s.retry AND p.step = s.step)), 0)
 FROM steps s JOIN tasks t ON t.id = s.task_id WHERE t.run_id = ?"""
 _APPROVAL_BY_STEP = (
     f"SELECT {_rows.APPROVAL_COLS} FROM approvals WHERE task_id = ? AND retry = ? AND step = ?"
@@ -116,10 +121,12 @@ def _resolve_reply(conn: sqlite3.Connection, step: Step) -> Step:
 
 
 def step_counts(conn: sqlite3.Connection, run_id: str) -> dict[str, int]:
-    """``reissued`` sums ``attempts - 1``: how many times a step was started again."""
+    """Journal totals; ``reissued`` sums ``attempts - 1`` (see ``Blackboard.step_counts``)."""
     require_run(conn, run_id)
-    completed, failed, started, reissued = conn.execute(_STEP_COUNTS, (run_id,)).fetchone()
-    return {"completed": completed, "failed": failed, "started": started, "reissued": reissued}
+    completed, failed, started, cancelled, reissued, retried = conn.execute(
+        _STEP_COUNTS, (run_id,)).fetchone()
+    return {"completed": completed, "failed": failed, "started": started,
+            "cancelled": cancelled, "reissued": reissued, "retried": retried}
 
 
 def find_approval(conn: sqlite3.Connection, task_id: str, retry: int,

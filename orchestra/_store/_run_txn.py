@@ -26,6 +26,11 @@ _CANCEL_TASKS = (
     "updated_at = ? WHERE run_id = ? AND status IN ('pending', 'running', 'waiting') "
     "RETURNING id, role"
 )
+_CANCEL_STEPS = """
+UPDATE steps SET status = 'cancelled', error = 'the run was cancelled', finished_at = ?1
+WHERE status = 'started' AND task_id IN (
+    SELECT id FROM tasks WHERE run_id = ?2 AND status IN ('pending', 'running', 'waiting'))
+RETURNING task_id, step, kind, name"""
 _STATUSES = frozenset(RUN_STATUSES)
 
 
@@ -71,6 +76,11 @@ def set_run_status(tx: Txn, run_id: str, status: RunStatus,
     append_event(tx, run_id, f"run.{status}",
                  {"status": status, "previous": current, "error": short(error)})
     if status == "cancelled":
+        # steps in flight stop now (their owner cancels them on seeing the run cancelled,
+        # and can no longer write for them): they are recorded as cancelled, not left started
+        for task_id, step, kind, name in tx.execute(_CANCEL_STEPS, (tx.now, run_id)).fetchall():
+            append_event(tx, run_id, "step.cancelled",
+                         {"task": task_id, "step": step, "kind": kind, "name": name})
         for task_id, role in tx.execute(_CANCEL_TASKS, (tx.now, run_id)).fetchall():
             append_event(tx, run_id, "task.cancelled", {"task": task_id, "role": role})
     return _rows.run(tx.execute(_GET, (run_id,)).fetchone())

@@ -41,6 +41,22 @@ WHERE id IN (
     ORDER BY t.created_at, t.rowid
     LIMIT ?6)
 RETURNING {_rows.TASK_COLS}"""
+# Leases past their expiry, on the store's clock: their owner stopped heartbeating
+# (it died, or hung for a whole lease), so the task is anyone's to take. The
+# ``tasks_leased`` index holds only running tasks, a few per worker. (On PostgreSQL
+# the same select takes ``FOR UPDATE SKIP LOCKED`` and compares with ``now()``.)
+_EXPIRED = """
+SELECT t.id, t.lease_owner FROM tasks t JOIN runs r ON r.id = t.run_id
+WHERE t.status = 'running' AND t.lease_expires_at < ?1
+  AND r.status IN ('pending', 'running', 'waiting')
+  AND (?2 IS NULL OR t.run_id = ?2)
+  AND (?3 IS NULL OR t.role IN (SELECT value FROM json_each(?3)))
+ORDER BY t.created_at, t.rowid
+LIMIT ?4"""
+_TAKE_OVER = f"""
+UPDATE tasks SET attempt = attempt + 1, lease_owner = ?1, lease_expires_at = ?2, updated_at = ?3
+WHERE id = ?4 AND status = 'running' AND lease_expires_at < ?3
+RETURNING {_rows.TASK_COLS}"""
 _PRESTART = """
 INSERT OR IGNORE INTO steps (task_id, retry, step, kind, name, input_digest, status, attempts,
     started_at)
@@ -175,10 +191,45 @@ def insert_tasks(tx: Txn, run_id: str, tasks: Sequence[NewTask],
 
 def claim(tx: Txn, owner: str, *,
           run_id: str | None, roles: Collection[str] | None, lease_seconds: float) -> Task | None:
-    """Lease the oldest claimable pending task to ``owner``, or return None."""
+    """Lease to ``owner`` a task whose lease expired, else the oldest claimable pending
+    task, or return None."""
+    tasks = take_over(tx, owner, run_id=run_id, roles=roles, lease_seconds=lease_seconds,
+                      limit=1)
+    if tasks:
+        announce_claims(tx, tasks, owner)
+        return tasks[0]
     tasks = _claim(tx, owner, run_id=run_id, roles=roles,
                    lease_seconds=lease_seconds, limit=1)
     return tasks[0] if tasks else None
+
+
+def take_over(tx: Txn, owner: str, *, run_id: str | None, roles: Collection[str] | None,
+              lease_seconds: float, limit: int) -> list[Task]:
+    """Lease to ``owner`` up to ``limit`` running tasks whose lease expired (oldest first).
+
+    The attempt is counted (it is the fencing token: the old owner, if it still
+    lives, can no longer write), and a ``task.requeued`` event names the old owner.
+    The caller announces the claims. A live owner's lease never expires: it
+    heartbeats every third of the lease.
+    """
+    if not owner:
+        raise UserError("claim_task needs a non-empty owner")
+    if limit <= 0:
+        return []
+    roles_json = None if roles is None else json.dumps(sorted(roles))
+    taken = []
+    for task_id, old_owner in tx.execute(_EXPIRED, (tx.now, run_id, roles_json,
+                                                    limit)).fetchall():
+        row = tx.execute(_TAKE_OVER, (owner, tx.now + lease_seconds, tx.now,
+                                      task_id)).fetchone()
+        if row is None:
+            continue
+        task = _rows.task(row)
+        append_event(tx, task.run_id, "task.requeued",
+                     {"task": task.id, "role": task.role, "attempt": task.attempt - 1,
+                      "owner": old_owner, "cause": "lease expired"})
+        taken.append(task)
+    return taken
 
 
 def _claim(tx: Txn, owner: str, *,
@@ -215,6 +266,9 @@ def claim_many(tx: Txn, owner: str, *,
                announce: bool = True) -> list[Task]:
     """Claim up to ``limit`` tasks, at most ``capacity[role]`` per role, in one transaction.
 
+    Tasks whose lease expired (their worker died) come first, then pending tasks,
+    oldest first: any process serving a run takes over a dead worker's work.
+
     A fresh task (first claim) of a role in ``prestart`` also gets its first step, a
     model call, journaled as started here: the worker calls the model right away, and
     this spares that start record a transaction of its own. With ``announce=False``
@@ -222,6 +276,15 @@ def claim_many(tx: Txn, owner: str, *,
     """
     free = {role: n for role, n in capacity.items() if n > 0}
     claimed: list[Task] = []
+    if free and limit > 0:  # a dead worker's tasks first: they are the oldest work
+        claimed = take_over(tx, owner, run_id=run_id, roles=tuple(free),
+                            lease_seconds=lease_seconds, limit=min(limit, sum(free.values())))
+        for task in claimed:
+            free[task.role] -= 1
+            if not free[task.role]:
+                del free[task.role]
+        if announce:
+            announce_claims(tx, claimed, owner, prestart)
     if run_id is not None and tx.execute(_RUN_HAS_PENDING, (run_id,)).fetchone() is None:
         return claimed  # the usual case for a busy run: an index probe, not a claim scan
     while free and len(claimed) < limit:

@@ -162,11 +162,15 @@ class Retention(Protocol):
 class TaskQueue(Protocol):
     """Tasks as a leased work queue.
 
-    A claim takes the oldest ready tasks (``pending``, ``not_before`` passed, run
-    live) and bumps ``attempt``, the fencing token: every write under a ``Lease``
+    A claim takes first the tasks whose lease expired (on the store's clock: their
+    worker stopped heartbeating), then the oldest ready tasks (``pending``,
+    ``not_before`` passed, run live), and bumps ``attempt``, the fencing token: every
+    write under a ``Lease``
     is refused with ``LeaseLostError`` (and writes nothing) unless the task is still
     ``running`` with that owner and attempt. A task's ``key`` is unique per run:
-    adding it again returns the existing task and writes nothing.
+    adding it again returns the existing task and writes nothing. ``serve_run``
+    renews a process's claim to serve a run (like a lease); ``served_until`` tells
+    a served run from one with no live worker.
     """
 
     async def add_tasks(self, run_id: str, tasks: Sequence[NewTask]) -> list[Task]: ...
@@ -192,13 +196,17 @@ class TaskQueue(Protocol):
                         retry_at: float | None = None, agent_id: str | None = None,
                         writes: Writes | None = None) -> Task: ...
 
+    async def serve_run(self, run_id: str, owner: str, lease_seconds: float) -> None: ...
+    async def served_until(self, run_ids: Sequence[str]) -> dict[str, float | None]: ...
+
 
 class StepJournal(Protocol):
     """The record of every model call, tool call and compaction, per task and retry.
 
     A completed step is final: completing it again raises ``StoreError`` and applies
-    nothing; starting it again is a no-op. Starting an unfinished step again counts
-    one more attempt (a step re-run after a crash).
+    nothing. Starting a completed, failed or cancelled step is a no-op. Starting a
+    step found ``started`` (its execution never recorded an outcome: the process
+    running it died or lost its lease) counts one more attempt, a reissue.
     """
 
     async def get_steps(self, task_id: str, retry: int) -> list[Step]: ...

@@ -1,4 +1,4 @@
--- The orchestra store, as it is now (schema version 3). A new store is created from this
+-- The orchestra store, as it is now (schema version 4). A new store is created from this
 -- file; an older one is brought here by the migrations in schema.py, and a test checks
 -- that both give the same tables, columns, indexes, views and triggers.
 --
@@ -11,6 +11,7 @@
 --   agents, messages, compactions   each agent's (run/role) append-only history
 --   plans, notes (+ notes_fts)      the board; approvals: human decisions on tool calls
 --   events    each run's append-only log, seq gap-free per run
+--   run_servers  which process serves which run, renewed like a lease
 --
 -- Stored once: a model step's reply text is also its last message, so its output holds
 -- {"text": null, "text_seq": N, "text_agent": ID} instead; a task result equal to its
@@ -151,7 +152,7 @@ CREATE TABLE steps (
     kind TEXT NOT NULL CHECK (kind IN ('model', 'tool', 'compaction')),
     name TEXT NOT NULL,
     input_digest TEXT NOT NULL,
-    status TEXT NOT NULL CHECK (status IN ('started', 'completed', 'failed')),
+    status TEXT NOT NULL CHECK (status IN ('started', 'completed', 'failed', 'cancelled')),
     output TEXT,
     error TEXT,
     attempts INTEGER NOT NULL DEFAULT 1,
@@ -162,6 +163,16 @@ CREATE TABLE steps (
     finished_at REAL,
     PRIMARY KEY (task_id, retry, step)
 );
+
+-- Which processes serve which run: each driver renews its row (on the store's clock)
+-- as it heartbeats its leases; a live run whose rows and leases all expired is orphaned.
+CREATE TABLE run_servers (
+    run_id TEXT NOT NULL REFERENCES runs (id),
+    owner TEXT NOT NULL,
+    seen_at REAL NOT NULL,
+    expires_at REAL NOT NULL,
+    PRIMARY KEY (run_id, owner)
+) WITHOUT ROWID;
 
 CREATE TABLE approvals (
     id TEXT PRIMARY KEY,

@@ -26,6 +26,7 @@ from orchestra._store import (
     _journal_txn,
     _queries,
     _run_txn,
+    _servers,
     _task_txn,
     schema,
 )
@@ -317,6 +318,19 @@ class SQLiteBlackboard(BoardMethods, RunCopyMethods):
         return await self._write(lambda tx: _journal_txn.fail_task(
             tx, task_id, lease, error, retry_at, agent_id, writes))
 
+    # -- who serves which run -------------------------------------------------
+    async def serve_run(self, run_id: str, owner: str, lease_seconds: float) -> None:
+        """``owner`` serves ``run_id`` for ``lease_seconds`` more (renew it as leases are
+        heartbeated); ``lease_seconds=0`` says it stopped serving."""
+        await self._write(lambda tx: _servers.renew(tx, run_id, owner, lease_seconds))
+
+    async def served_until(self, run_ids: Sequence[str]) -> dict[str, float | None]:
+        """Per run, until when some process was last known to serve it (its renewals and
+        its task leases, on the store's clock); None if nobody ever did. A live run
+        whose time is past has no live worker."""
+        ids = tuple(run_ids)
+        return await self._read(lambda c: _servers.alive_until(c, ids))
+
     # -- step journal ---------------------------------------------------------
     async def get_steps(self, task_id: str, retry: int) -> list[Step]:
         return await self._read(lambda c: _queries.get_steps(c, task_id, retry))
@@ -332,8 +346,11 @@ class SQLiteBlackboard(BoardMethods, RunCopyMethods):
                                                                   writes))
 
     async def step_counts(self, run_id: str) -> dict[str, int]:
-        """Journal totals of a run: ``completed``, ``failed``, ``started`` (in flight or
-        interrupted) and ``reissued`` (sum of ``attempts - 1``: steps run again after a crash)."""
+        """Journal totals of a run: steps ``completed``, ``failed``, ``cancelled`` and
+        ``started`` (in flight, or left by a dead process); ``reissued``: executions
+        started again because the process running them died or lost its lease (the sum
+        of ``attempts - 1``); ``retried``: steps run again in a later retry of their
+        task after an error."""
         return await self._read(lambda c: _queries.step_counts(c, run_id))
 
     # -- agents' messages -----------------------------------------------------

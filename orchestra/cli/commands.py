@@ -97,8 +97,11 @@ def _settings(args: argparse.Namespace, *, shared: bool = False,
         raise UserError(f"--concurrency must be >= 1, got {args.concurrency}")
     if args.max_tokens is not None and args.max_tokens < 1:
         raise UserError(f"--max-tokens must be >= 1, got {args.max_tokens}")
+    if not 0.3 <= args.lease <= 86400:
+        raise UserError(f"--lease must be between 0.3 and 86400 seconds, got {args.lease:g}")
     return CoordinatorSettings(concurrency=args.concurrency,
-                               max_tokens_per_run=args.max_tokens or cap, shared=shared)
+                               max_tokens_per_run=args.max_tokens or cap,
+                               lease_seconds=args.lease, shared=shared)
 
 
 async def _drive(args: argparse.Namespace, store: Blackboard, coord: Coordinator,
@@ -294,6 +297,7 @@ async def cmd_cancel(args: argparse.Namespace) -> int:
 
 async def cmd_worker(args: argparse.Namespace) -> int:
     """Serve active runs until interrupted (or idle for --idle-exit seconds)."""
+    _settings(args, shared=True)  # bad flags fail before anything is opened
     async with open_store(args, must_exist=True) as store:
         serving: dict[str, asyncio.Task[Run]] = {}
         idle_since = asyncio.get_running_loop().time()

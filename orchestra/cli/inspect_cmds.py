@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import dataclasses
 import getpass
 import json
+import sys
 import time
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
@@ -59,12 +61,45 @@ def event_line(e: Event) -> str:
            f"{detail[:160]}"
 
 
+_SERVED = ("pending", "running")  # statuses a worker must drive (waiting waits for a human)
+
+
+async def orphans(store: Blackboard, runs: list[Run]) -> dict[str, float | None]:
+    """Runs that need a worker and have no live one: run id -> when the last one's
+    renewals and leases ran out (None: no worker ever served it)."""
+    live = [r.id for r in runs if r.status in _SERVED]
+    if not live:
+        return {}
+    now = time.time()
+    return {run_id: until for run_id, until in (await store.served_until(live)).items()
+            if until is None or until < now}
+
+
+def status_text(run: Run, orphaned: dict[str, float | None]) -> str:
+    """``running``, or e.g. ``running (no live worker since 12:03:11)``."""
+    if run.id not in orphaned:
+        return run.status
+    since = orphaned[run.id]
+    if since is None:
+        return f"{run.status} (waiting for a worker)"
+    return f"{run.status} (no live worker since {time.strftime('%H:%M:%S', time.localtime(since))})"
+
+
+def _with_worker(run: Run, orphaned: dict[str, float | None]) -> dict[str, Any]:
+    data = run_dict(run)
+    data["orphaned"] = run.id in orphaned
+    data["no_worker_since"] = orphaned.get(run.id)
+    return data
+
+
 async def show_data(store: Blackboard, run_id: str) -> dict[str, Any]:
     run = await store.get_run(run_id)
     agents = await store.agent_infos(run_id)
+    orphaned = await orphans(store, [run])
     return {
-        "run": run_dict(run),
+        "run": _with_worker(run, orphaned),
         "status": run.status,
+        "status_text": status_text(run, orphaned),
         "tasks": await store.task_counts(run_id),
         "steps": await store.step_counts(run_id),
         "agents": [dataclasses.asdict(a) for a in agents],
@@ -111,18 +146,20 @@ async def _runs(args: argparse.Namespace, store: Blackboard) -> None:
     runs = [r for r in runs if args.pipeline is None or args.pipeline in r.pipeline]
     runs = runs[:args.limit]
     filtered = bool(args.status or args.pipeline or args.active)
-    emit(args, [run_dict(r) for r in runs],
-         runs_text(runs) if runs
+    orphaned = await orphans(store, runs)
+    emit(args, [_with_worker(r, orphaned) for r in runs],
+         runs_text(runs, orphaned) if runs
          else f"no runs{' match' if filtered else ''} (--db {label(args.db)})")
 
 
-def runs_text(runs: list[Run]) -> str:
-    """Runs as a table with a header row."""
+def runs_text(runs: list[Run], orphaned: dict[str, float | None] | None = None) -> str:
+    """Runs as a table with a header row; a run that needs a worker and has no live one
+    says so in its status (``running (no live worker since 12:03:11)``)."""
     if not runs:
         return "no runs"
     rows = [("RUN", "STATUS", "PIPELINE", "CREATED", "STEPS", "TOKENS")]
-    rows += [(r.id, r.status, r.pipeline, _age(r.created_at), str(r.steps),
-              str(r.tokens_in + r.tokens_out)) for r in runs]
+    rows += [(r.id, status_text(r, orphaned or {}), r.pipeline, _age(r.created_at),
+              str(r.steps), str(r.tokens_in + r.tokens_out)) for r in runs]
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
                      for row in rows)
@@ -131,7 +168,8 @@ def runs_text(runs: list[Run]) -> str:
 def show_text(d: dict[str, Any], where: str = "") -> str:
     """``where``: the ``--db FILE`` or ``--server URL`` the hints must name."""
     run = d["run"]
-    lines = [f"run {run['id']}  {run['status']}  pipeline {run['pipeline']}",
+    status = d.get("status_text", run["status"])
+    lines = [f"run {run['id']}  {status}  pipeline {run['pipeline']}",
              f"  tokens in/out {run['tokens_in']}/{run['tokens_out']}  steps {run['steps']}"
              + (f"  error: {run['error']}" if run["error"] else ""),
              "  tasks: " + ", ".join(f"{k}={v}" for k, v in sorted(d["tasks"].items())),
@@ -154,10 +192,14 @@ def show_text(d: dict[str, Any], where: str = "") -> str:
 async def _events(args: argparse.Namespace, store: Blackboard) -> None:
     await store.get_run(args.run)
     if args.follow:
-        async for e in store.follow(args.run, starting_after=args.after):
-            emit(args, dataclasses.asdict(e), event_line(e))
-            if e.kind in ("run.completed", "run.failed", "run.cancelled"):
-                return
+        watch = asyncio.create_task(_say_when_orphaned(store, args.run, args.db))
+        try:
+            async for e in store.follow(args.run, starting_after=args.after):
+                emit(args, dataclasses.asdict(e), event_line(e))
+                if e.kind in ("run.completed", "run.failed", "run.cancelled"):
+                    return
+        finally:
+            watch.cancel()
         return
     after = args.after
     while True:
@@ -167,6 +209,24 @@ async def _events(args: argparse.Namespace, store: Blackboard) -> None:
         if len(batch) < 500:
             return
         after = batch[-1].seq
+
+
+async def _say_when_orphaned(store: Blackboard, run_id: str, db: str, *,
+                             every: float = 1.0) -> None:
+    """While following: say (on stderr, once per change) that the run waits for a worker,
+    instead of waiting silently for events nobody will write."""
+    waiting = False
+    while True:
+        run = await store.get_run(run_id)
+        orphaned = await orphans(store, [run])
+        if orphaned and not waiting:
+            print(f"waiting for a worker: run {run_id} is {status_text(run, orphaned)}; "
+                  f"start one with `orchestra worker --db {db}` or `orchestra resume {run_id} "
+                  f"--db {db}`", file=sys.stderr, flush=True)
+        elif waiting and not orphaned:
+            print(f"a worker serves run {run_id} again", file=sys.stderr, flush=True)
+        waiting = bool(orphaned)
+        await asyncio.sleep(every)
 
 
 async def _board(args: argparse.Namespace, store: Blackboard) -> None:

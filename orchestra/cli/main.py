@@ -67,6 +67,9 @@ def _model_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--concurrency", type=int, default=8, help="tasks run at once (default 8)")
     p.add_argument("--max-tokens", type=int, default=None,
                    help="stop the run (resumably) after this many tokens")
+    p.add_argument("--lease", type=float, default=30.0, metavar="SECONDS",
+                   help="task lease (default 30): a dead worker's tasks are taken over by "
+                        "another serving process within this plus a third of it")
 
 
 def _version() -> str:

@@ -48,13 +48,18 @@ class CoordinatorSettings:
     concurrency: int = 16
     """Tasks run at once by this coordinator (each role also has its own limit)."""
     lease_seconds: float = 30.0
-    """A claimed task is another worker's to take after this long without a heartbeat."""
+    """A claimed task is another worker's to take after this long without a heartbeat
+    (heartbeats come every third of it): a dead worker's tasks are taken over by any
+    process serving the run within ``lease_seconds`` plus one heartbeat."""
     retry_base: float = 0.5
     """First retry delay in seconds; doubles per retry."""
     retry_max: float = 30.0
     """Longest retry delay in seconds."""
     poll_interval: float = 0.2
     """How often to look for work made by other processes (in-process work wakes at once)."""
+    cancel_poll: float = 0.5
+    """How often a driver reads its run's status: a cancel from another process stops the
+    run's model and tool calls within this (plus ``poll_interval``), not at a heartbeat."""
     max_tokens_per_run: int | None = None
     """Stop the run (resumably) once it has used this many tokens."""
     wait_for_approvals: bool = False
@@ -174,10 +179,17 @@ class Coordinator:
             if run.status in TERMINAL_RUN_STATUSES:
                 return run  # another process finished or cancelled it meanwhile
         executor = TaskExecutor(self)
-        beats = asyncio.create_task(executor.heartbeat_loop())
+        # the store learns this run is served (renewed with the leases): not an orphan
+        await self.store.serve_run(run_id, self.owner, self.settings.lease_seconds)
+        beats = asyncio.create_task(executor.heartbeat_loop(run_id))
+        clock = asyncio.get_running_loop().time
+        look_at = clock() + self.settings.cancel_poll
         try:
             self.jobs.wake(run_id)  # look for work at once
             while True:
+                if clock() >= look_at:
+                    look_at = clock() + self.settings.cancel_poll
+                    await self._notice_cancel(run_id)
                 if executor.fatal is not None:
                     await self._stop_all(run_id)
                     raise executor.fatal
@@ -199,8 +211,20 @@ class Coordinator:
             raise
         finally:
             beats.cancel()
+            with contextlib.suppress(StoreError):  # a broken store: the renewal just expires
+                await asyncio.shield(self.store.serve_run(run_id, self.owner, 0))
         await self._stop_all(run_id)
         return await self.store.get_run(run_id)
+
+    async def _notice_cancel(self, run_id: str) -> None:
+        """Stop the run's running tasks here (asyncio cancellation of their model and tool
+        calls) if another process cancelled it; the store already recorded their steps
+        as cancelled and refuses any further write for them."""
+        if run_id not in self._cancelled and \
+                (await self.store.get_run(run_id)).status == "cancelled":
+            log.info("run cancelled elsewhere; stopping its tasks", run=run_id)
+            self._cancelled.add(run_id)
+            self.jobs.cancel(run_id)
 
     def _capacity(self, finishing: str | None = None) -> tuple[dict[str, int], int]:
         """Free slots per role and in total (``finishing``: the role of a task about to end)."""

@@ -10,6 +10,7 @@ processes may serve the same run, it re-reads new messages at every task.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
@@ -62,6 +63,7 @@ class AgentState:
     loaded: bool = False
     _tokens: dict[int, int] = field(default_factory=dict)
     _task_ids: set[str] = field(default_factory=set)
+    _first_seq: dict[str, int] = field(default_factory=dict)
     _running: dict[str, list[Message]] = field(default_factory=dict)
     _visible: tuple[int, list[Message]] = (0, [])
 
@@ -77,7 +79,7 @@ class AgentState:
         if new:
             self.history.extend(new)
             self.last_seq = new[-1].seq
-            self._task_ids.update(m.task_id for m in new if m.task_id)
+            self._joined(new)
         if with_compactions:
             records = await store.get_compactions(self.agent_id)
             self.summary = records[-1] if records else None
@@ -99,13 +101,23 @@ class AgentState:
             return
         ordered = bool(not self.history or self.history[-1].seq < held[0].seq)
         self.history.extend(held)
-        self._task_ids.add(task_id)
+        self._joined(held)
         if not ordered:  # tasks of one agent ran concurrently: keep seq order
             self.history.sort(key=lambda m: m.seq)
 
+    def _joined(self, messages: Sequence[Message]) -> None:
+        for m in messages:
+            if m.task_id and m.task_id not in self._task_ids:
+                self._task_ids.add(m.task_id)
+                self._first_seq[m.task_id] = m.seq
+
     def prior(self, task_id: str) -> list[Message]:
         """History from other tasks (this task's own messages are rebuilt by replay),
-        without failed attempts and unusable replies (:func:`visible_history`)."""
+        without failed attempts and unusable replies (:func:`visible_history`).
+
+        The history is in seq order and a task's messages all come after its first
+        one, so only that tail is filtered, not the agent's whole history.
+        """
         if self._visible[0] != len(self.history):  # history only grows: length is a version
             hidden = any(m.name in (FEEDBACK, ATTEMPT_FAILED) for m in self.history)
             self._visible = (len(self.history),
@@ -113,7 +125,9 @@ class AgentState:
         seen = self._visible[1]
         if task_id not in self._task_ids:
             return seen
-        return [m for m in seen if m.task_id != task_id]
+        first = self._first_seq.get(task_id, 0)
+        at = bisect.bisect_left(seen, first, key=_seq)
+        return seen[:at] + [m for m in seen[at:] if m.task_id != task_id]
 
     def tokens(self, message: Message) -> int:
         """Token estimate of a message, cached for stored ones."""
@@ -123,3 +137,7 @@ class AgentState:
         if cached is None:
             cached = self._tokens[message.seq] = message_tokens(message)
         return cached
+
+
+def _seq(message: Message) -> int:
+    return message.seq

@@ -87,12 +87,15 @@ class Journal:
             return  # a fresh task's first model call was journaled as started by its claim
         start = self.store.start_step(self.task.id, self.task.retries, n, kind, name, digest,
                                       self.lease)
-        if wait:
+        if wait or n in self.recorded:
+            # a recorded step looked up again is one left ``started`` by a process that died
+            # (or lost its lease): a reissue, counted durably before the call runs again
             await start
             return
         # A model call has no outside effect, so its start record need not be durable
         # before the call: it commits alongside (the store ignores a start that arrives
-        # after the step's completion). It still counts reissues after most crashes.
+        # after the step's outcome). A call killed before its start commits left no trace
+        # in the journal, and had no effect outside the process.
         fut = asyncio.ensure_future(start)
         fut.add_done_callback(_consume)
         self._starts.append(fut)

@@ -92,7 +92,11 @@ async def assert_cancelled_cleanly(store: SQLiteBlackboard, path: Path, run_id: 
     assert kinds.count("run.cancelled") == 1
     assert not {"run.completed", "run.failed"} & set(kinds)
     after = kinds[kinds.index("run.cancelled") + 1:]
-    assert after == ["task.cancelled"] * len(tasks), "nothing but the cancel after the cancel"
+    # nothing but the cancel's own records: steps in flight cancelled, then the tasks
+    steps = after.count("step.cancelled")
+    assert after == ["step.cancelled"] * steps + ["task.cancelled"] * len(tasks), \
+        "nothing but the cancel after the cancel"
+    assert (await store.step_counts(run_id))["cancelled"] == steps
     event_seqs_gap_free(path, run_id)
 
 

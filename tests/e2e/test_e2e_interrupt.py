@@ -110,7 +110,9 @@ def test_cancel_from_another_process_stops_the_run(tmp_path: Path) -> None:
     assert [k for k in kinds if k in ("run.completed", "run.failed", "run.cancelled")] == [
         "run.cancelled"]
     after = kinds[kinds.index("run.cancelled") + 1:]
-    assert after == ["task.cancelled"], "the driver wrote on after the cancel"
+    # the cancel's own records (a step in flight is recorded cancelled), then nothing
+    assert after[-1] == "task.cancelled", "the driver wrote on after the cancel"
+    assert set(after) <= {"step.cancelled", "task.cancelled"}, after
     event_seqs_gap_free(db, run_id)
 
     again = cli("resume", run_id, "--db", db)

@@ -7,7 +7,14 @@ from hypothesis import strategies as st
 
 from orchestra import KeepAll, SlidingWindow, Summarize, TokenBudget
 from orchestra._types import ToolCallRecord
-from orchestra.compaction import SummaryRequest, View, message_tokens
+from orchestra.compaction import (
+    SummaryRequest,
+    View,
+    blocks,
+    message_tokens,
+    tail_blocks,
+)
+from orchestra.runtime.agent_state import AgentState
 from orchestra.types import CompactionRecord, Message
 
 
@@ -99,3 +106,48 @@ def test_summarize_invariants_and_budget(h: tuple[list[Message], Message], thres
         sent = sum(message_tokens(m) for m in out.messages) + 60
         biggest = max(message_tokens(m) for m in history) * 4 + message_tokens(pinned)
         assert sent <= threshold + biggest
+
+
+_ROLES = st.sampled_from(["system", "user", "assistant", "tool"])
+
+
+@given(st.lists(st.tuples(_ROLES, st.booleans()), max_size=14))
+def test_tail_blocks_are_the_blocks_newest_first(spec: list[tuple[str, bool]]) -> None:
+    """Grouping from the end (what the window policies read) groups exactly as from the
+    start, on any order of roles, including tool results with no call before them."""
+    history = [Message(role, str(i), (ToolCallRecord("c", "t", "{}"),) if calls and
+                       role == "assistant" else ()) for i, (role, calls) in enumerate(spec)]
+    ids = [[id(m) for m in block] for block in reversed(blocks(history))]
+    assert [[id(m) for m in block] for block in tail_blocks(history)] == ids
+
+
+def test_a_window_reads_only_the_tail_of_a_long_history() -> None:
+    """A window's view of a long-lived agent costs what it keeps, not the whole history:
+    the policy must not walk older messages (here, ones that raise when touched)."""
+
+    class Far(Message):
+        __slots__ = ()
+
+        def __getattribute__(self, name: str) -> object:
+            raise AssertionError("an old message was read")
+
+    old = [Far("user", "old") for _ in range(1000)]
+    recent = [Message("user", "q"), Message("assistant", "", (ToolCallRecord("c", "t", "{}"),)),
+              Message("tool", "r", tool_call_id="c"), Message("assistant", "a")]
+    pinned = Message("user", "task", name="task")
+    view = SlidingWindow(last=4).view([*old, *recent, pinned], summary=None, pinned=pinned)
+    assert isinstance(view, View) and view.messages[-1] is pinned and len(view.messages) == 4
+
+
+def test_prior_history_leaves_out_only_the_tasks_own_messages() -> None:
+    """Other tasks' messages stay, in seq order, whether they come before or between the
+    task's own (tasks of one agent run concurrently and interleave)."""
+    agent = AgentState("r/a", "a", "r", exclusive=False)
+    owners = ["t1", "t2", "t1", "t3", "t2", "t1", "t3"]
+    agent._joined([Message("user", str(i), agent_id="r/a", seq=i + 1, task_id=t)
+                   for i, t in enumerate(owners)])
+    agent.history = [Message("user", str(i), agent_id="r/a", seq=i + 1, task_id=t)
+                     for i, t in enumerate(owners)]
+    for task in ("t1", "t2", "t3", "t9"):
+        assert [m.seq for m in agent.prior(task)] == \
+            [i + 1 for i, t in enumerate(owners) if t != task]

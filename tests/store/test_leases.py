@@ -61,9 +61,9 @@ async def test_heartbeat_extends_a_held_lease_only(store: SQLiteBlackboard,
 
 async def test_release_requeues_expired_and_named_owners(store: SQLiteBlackboard) -> None:
     run = await store.create_run("p", {}, tasks=[NewTask("a", i) for i in range(3)])
-    expired = await store.claim_task("w1", lease_seconds=-1)
     alive = await store.claim_task("w2", lease_seconds=60)
     dead_owner = await store.claim_task("w3", lease_seconds=60)
+    expired = await store.claim_task("w1", lease_seconds=-1)
     assert expired and alive and dead_owner
     released = await store.release_leases(run.id, owners=["w3"])
     assert {t.id for t in released} == {expired.id, dead_owner.id}
@@ -126,3 +126,4 @@ async def test_cancelling_a_run_fences_its_running_tasks(store: SQLiteBlackboard
         await store.complete_task(task.id, lease, "done", agent_id="a")
     kinds = [e.kind for e in await store.events(run.id)]
     assert kinds[-3:] == ["run.cancelled", "task.cancelled", "task.cancelled"]
+

@@ -196,8 +196,11 @@ async def test_step_journal(store: SQLiteBlackboard, claimed: Claim) -> None:
     await store.start_step(task.id, 0, 1, "model", "gpt", "d1", lease)  # completed: left alone
     assert (await store.get_steps(task.id, 0))[0].attempts == 2
     assert await store.get_steps(task.id, 1) == []
+    # a start arriving after the step failed (a deferred model start) changes nothing
+    await store.start_step(task.id, 0, 2, "tool", "run", "d2", lease)
+    assert (await store.get_steps(task.id, 0))[1].status == "failed"
     assert await store.step_counts(run.id) == {"completed": 1, "failed": 1, "started": 0,
-                                               "reissued": 1}
+                                               "cancelled": 0, "reissued": 1, "retried": 0}
     totals = await store.get_run(run.id)
     assert (totals.tokens_in, totals.tokens_out, totals.cost, totals.steps) == (10, 5, 0.5, 2)
     [info] = await store.agent_infos(run.id)

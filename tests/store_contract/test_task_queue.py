@@ -8,7 +8,7 @@ import time
 import pytest
 from backends import Claimed, Opener
 
-from orchestra._errors import LeaseLostError, UserError
+from orchestra._errors import LeaseLostError, NotFoundError, UserError
 from orchestra._store import Blackboard, Lease, NewTask
 
 
@@ -100,3 +100,43 @@ async def test_concurrent_claims_from_two_handles_never_share_a_task(open_store:
     results = await asyncio.gather(*(drain(s, f"w{i}") for i, s in enumerate([a, b, a, b])))
     ids = [i for r in results for i in r]
     assert len(ids) == len(set(ids)) == 60
+
+
+async def test_an_expired_lease_is_taken_over_by_the_next_claim(store: Blackboard) -> None:
+    """A dead worker's task goes to the next claimant, before older pending work, with
+    its attempt counted; a live lease is never taken, and the old owner is fenced."""
+    run = await store.create_run("p", {}, tasks=[NewTask("a", i) for i in range(2)])
+    live = await store.claim_task("live", lease_seconds=60)
+    dead = await store.claim_task("dead", lease_seconds=-1)
+    assert dead is not None and live is not None
+    await store.add_tasks(run.id, [NewTask("a", 9), NewTask("b", 9)])
+    assert await store.claim_tasks("w", capacity={"b": 1}, limit=1, run_id=run.id) != []
+    taken = await store.claim_tasks("w", capacity={"a": 1}, limit=1, run_id=run.id)
+    assert [(t.id, t.attempt, t.lease_owner) for t in taken] == [(dead.id, 2, "w")]
+    requeued = [e.data for e in await store.events(run.id) if e.kind == "task.requeued"]
+    assert requeued == [{"task": dead.id, "role": "a", "attempt": 1, "owner": "dead",
+                         "cause": "lease expired"}]
+    assert (await store.claim_task("x", run_id=run.id)).input == 9  # pending next
+    assert await store.claim_task("y", run_id=run.id) is None  # the live lease stays
+    assert (await store.get_task(live.id)).lease_owner == "live"
+    with pytest.raises(LeaseLostError):
+        await store.complete_task(dead.id, Lease("dead", 1), "late", agent_id="a")
+    assert not await store.heartbeat(dead.id, Lease("dead", 1), 30)
+
+
+async def test_served_until_sees_renewals_and_leases(store: Blackboard) -> None:
+    run = await store.create_run("p", {}, tasks=[NewTask("a", 1)])
+    idle = await store.create_run("p", {})
+    assert await store.served_until([run.id, idle.id]) == {run.id: None, idle.id: None}
+    before = time.time()
+    await store.serve_run(run.id, "w", 60)
+    until = (await store.served_until([run.id]))[run.id]
+    assert until is not None and until >= before + 60
+    await store.serve_run(run.id, "w", 0)  # it stopped serving
+    until = (await store.served_until([run.id]))[run.id]
+    assert until is not None and until <= time.time()
+    await store.claim_task("v", run_id=run.id, lease_seconds=120)  # a live lease counts too
+    until = (await store.served_until([run.id]))[run.id]
+    assert until is not None and until >= before + 120
+    with pytest.raises(NotFoundError):
+        await store.serve_run("nope", "w", 60)
