@@ -57,10 +57,11 @@ def _serve(db: Path, workers: int, lease: float, timeout: float) -> None:
                 p.kill()
 
 
-def _rates(db: Path, since: float) -> tuple[float, float, float]:
+def _rates(db: Path, since: float) -> tuple[float, float, float, float]:
     """tasks/s over the first and the last 10% of the tasks finished after ``since``
-    (from the first completion on: the workers' start-up is not throughput), and over
-    the whole pass (start-up included)."""
+    (from the first completion on: the workers' start-up is not throughput), over the
+    80-90% window (late, but before the runs drain: as runs finish, fewer tasks are
+    left to run at once), and over the whole pass (start-up included)."""
     with sqlite3.connect(db) as conn:
         done = [t for (t,) in conn.execute(
             "SELECT updated_at FROM tasks WHERE status = 'completed' AND updated_at > ? "
@@ -72,10 +73,11 @@ def _rates(db: Path, since: float) -> tuple[float, float, float]:
     tenth = len(done) // 10
     first = tenth / (done[tenth] - done[0])
     last = tenth / (done[-1] - done[-tenth - 1])
-    return first, last, len(done) / (done[-1] - since)
+    late = tenth / (done[-tenth - 1] - done[-2 * tenth - 1])
+    return first, last, late, len(done) / (done[-1] - since)
 
 
-def one_pass(db: Path, args: argparse.Namespace) -> tuple[float, float, float]:
+def one_pass(db: Path, args: argparse.Namespace) -> tuple[float, float, float, float]:
     asyncio.run(_create(db, args.runs, args.tasks))
     since = time.time()
     _serve(db, args.workers, args.lease, args.timeout)
@@ -96,27 +98,28 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--lease", type=float, default=30.0)
     p.add_argument("--timeout", type=float, default=1800.0, help="seconds per pass")
     args = p.parse_args(argv)
-    results: dict[str, list[tuple[float, float, float]]] = {"fresh": [], "grown": []}
+    results: dict[str, list[tuple[float, float, float, float]]] = {"fresh": [], "grown": []}
     for rep in range(args.reps):
         with tempfile.TemporaryDirectory() as tmp:
             db = Path(tmp) / "s5.db"
             for size in ("fresh", "grown"):
                 results[size].append(one_pass(db, args))
-                first, last, whole = results[size][-1]
+                first, last, late, whole = results[size][-1]
                 print(f"rep {rep + 1} {size:<5}: first 10% {first:.0f} tasks/s, last 10% "
-                      f"{last:.0f}, last/first {last / first:.2f}, whole pass {whole:.0f}",
-                      flush=True)
+                      f"{last:.0f}, last/first {last / first:.2f}, 80-90% {late:.0f}, "
+                      f"whole pass {whole:.0f}", flush=True)
     print(f"\nS5: {args.workers} workers, {args.runs} runs x {args.tasks} tasks per pass, "
           f"medians of {args.reps} [min-max]")
-    print("| store | first 10% tasks/s | last 10% tasks/s | last/first | whole pass |")
-    print("|---|---|---|---|---|")
+    print("| store | first 10% tasks/s | last 10% tasks/s | last/first | 80-90% tasks/s | "
+          "whole pass |")
+    print("|---|---|---|---|---|---|")
     for size, rows in results.items():
         label = "fresh" if size == "fresh" else \
             f"holding {args.runs * args.tasks:,} finished tasks"
-        ratios = [last / first for first, last, _ in rows]
+        ratios = [r[1] / r[0] for r in rows]
         print(f"| {label} | {_fmt([r[0] for r in rows])} | {_fmt([r[1] for r in rows])} | "
               f"{statistics.median(ratios):.2f} [{min(ratios):.2f}-{max(ratios):.2f}] | "
-              f"{_fmt([r[2] for r in rows])} |")
+              f"{_fmt([r[2] for r in rows])} | {_fmt([r[3] for r in rows])} |")
 
 
 if __name__ == "__main__":
