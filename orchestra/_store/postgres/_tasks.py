@@ -48,6 +48,22 @@ UPDATE tasks SET status = 'running', attempt = tasks.attempt + 1, lease_owner = 
     lease_expires_at = $2, updated_at = $3
 FROM picked WHERE tasks.id = picked.id
 RETURNING {TASK_COLS}, tasks.position"""
+# Leases past their expiry (their owner stopped heartbeating): anyone's to take, with
+# the attempt counted; SKIP LOCKED as for pending tasks.
+_TAKE_OVER = f"""
+WITH picked AS (
+    SELECT t.id, t.lease_owner FROM tasks t JOIN runs r ON r.id = t.run_id
+    WHERE t.status = 'running' AND t.lease_expires_at < $3
+      AND r.status IN ('pending', 'running', 'waiting')
+      AND ($4::text IS NULL OR t.run_id = $4)
+      AND ($5::text[] IS NULL OR t.role = ANY($5::text[]))
+    ORDER BY t.created_at, t.position
+    LIMIT $6
+    FOR UPDATE OF t SKIP LOCKED)
+UPDATE tasks SET attempt = tasks.attempt + 1, lease_owner = $1, lease_expires_at = $2,
+    updated_at = $3
+FROM picked WHERE tasks.id = picked.id
+RETURNING {TASK_COLS}, tasks.position, picked.lease_owner"""
 _PRESTART = """
 INSERT INTO steps (task_id, retry, step, kind, name, input_digest, status, attempts, started_at)
 VALUES ($1, $2, 1, 'model', 'model', '', 'started', 1, $3) ON CONFLICT DO NOTHING"""
@@ -153,8 +169,16 @@ async def claim(c: asyncpg.Connection, enc: Encoder, owner: str, now: float, *,
     """
     if not owner:
         raise UserError("claim_task needs a non-empty owner")
-    rows = await c.fetch(_CLAIM, owner, now + lease_seconds, now, run_id,
-                         None if roles is None else sorted(roles), limit)
+    role_list = None if roles is None else sorted(roles)
+    taken = await c.fetch(_TAKE_OVER, owner, now + lease_seconds, now, run_id, role_list, limit)
+    for r in sorted(taken, key=lambda r: (r[16], r[18])):
+        await append_event(c, enc, r[1], "task.requeued",
+                           {"task": r[0], "role": r[2], "attempt": r[5] - 1,
+                            "owner": r[19], "cause": "lease expired"}, now)
+    rows = [tuple(r)[:19] for r in taken]
+    if len(rows) < limit:
+        rows += [tuple(r) for r in await c.fetch(_CLAIM, owner, now + lease_seconds, now,
+                                                 run_id, role_list, limit - len(rows))]
     rows = sorted(rows, key=lambda r: (r[16], r[18]))  # RETURNING has no order: oldest first
     tasks = [_rows.task(tuple(r)[:18]) for r in rows]
     for task in tasks:
@@ -224,3 +248,32 @@ async def retry_failed(c: asyncpg.Connection, enc: Encoder, run_id: str,
                             "cause": "resume"}, now)
         out.append(task)
     return out
+
+
+_RENEW = """
+INSERT INTO run_servers (run_id, owner, seen_at, expires_at) VALUES ($1, $2, $3, $4)
+ON CONFLICT (run_id, owner) DO UPDATE SET seen_at = excluded.seen_at,
+    expires_at = excluded.expires_at"""
+_ALIVE_UNTIL = """
+SELECT r.id, GREATEST(
+    COALESCE((SELECT MAX(expires_at) FROM run_servers s WHERE s.run_id = r.id), 0),
+    COALESCE((SELECT MAX(lease_expires_at) FROM tasks t
+              WHERE t.run_id = r.id AND t.status = 'running'), 0))
+FROM unnest($1::text[]) AS r(id)"""
+
+
+async def serve_run(c: asyncpg.Connection, run_id: str, owner: str, now: float,
+                    lease_seconds: float) -> None:
+    """``owner`` serves ``run_id`` for ``lease_seconds`` more (0: it stopped), on the
+    database's clock."""
+    if not owner:
+        raise UserError("serve_run needs a non-empty owner")
+    if await c.fetchval("SELECT 1 FROM runs WHERE id = $1", run_id) is None:
+        raise NotFoundError(f"run {run_id!r} does not exist")
+    await c.execute(_RENEW, run_id, owner, now, now + max(lease_seconds, 0.0))
+
+
+async def served_until(c: asyncpg.Connection,
+                       run_ids: Sequence[str]) -> dict[str, float | None]:
+    rows = await c.fetch(_ALIVE_UNTIL, list(run_ids))
+    return {r[0]: (r[1] or None) for r in rows}

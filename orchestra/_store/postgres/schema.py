@@ -187,7 +187,22 @@ CREATE TRIGGER events_notify AFTER INSERT ON events
     FOR EACH ROW EXECUTE FUNCTION orchestra_event_notify();
 """
 
-MIGRATIONS: tuple[str, ...] = (V1,)
+# v2 (issue 11): which processes serve which run (renewed like a lease, on the
+# database's clock), and steps a cancel stopped are recorded as cancelled.
+V2 = """
+CREATE TABLE run_servers (
+    run_id text NOT NULL REFERENCES runs (id),
+    owner text NOT NULL,
+    seen_at double precision NOT NULL,
+    expires_at double precision NOT NULL,
+    PRIMARY KEY (run_id, owner)
+);
+ALTER TABLE steps DROP CONSTRAINT steps_status_check;
+ALTER TABLE steps ADD CONSTRAINT steps_status_check
+    CHECK (status IN ('started', 'completed', 'failed', 'cancelled'));
+"""
+
+MIGRATIONS: tuple[str, ...] = (V1, V2)
 """Script ``i`` (0-based) takes the schema from version ``i`` to ``i + 1``. Append only."""
 
 LATEST_VERSION = len(MIGRATIONS)

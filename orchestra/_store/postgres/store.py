@@ -334,6 +334,14 @@ class PostgresBlackboard(BoardMethods):
         await self._submit(lambda c, now: _journal.complete_step(c, enc, result, lease,
                                                                  agent_id, writes, now))
 
+    async def serve_run(self, run_id: str, owner: str, lease_seconds: float) -> None:
+        await self._submit(lambda c, now: _tasks.serve_run(c, run_id, owner, now,
+                                                           lease_seconds))
+
+    async def served_until(self, run_ids: Sequence[str]) -> dict[str, float | None]:
+        ids = tuple(run_ids)
+        return await self._read(lambda c: _tasks.served_until(c, ids))
+
     async def step_counts(self, run_id: str) -> dict[str, int]:
         return await self._read(lambda c: _reads.step_counts(c, run_id))
 
