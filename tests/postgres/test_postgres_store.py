@@ -79,7 +79,8 @@ async def test_a_failed_migration_leaves_the_version_as_it_was(dsn: str) -> None
         bad = (*pg_schema.MIGRATIONS, "CREATE TABLE half_done (id int); SELECT no_such_column")
         with pytest.raises(StoreError, match=f"stays at version {pg_schema.LATEST_VERSION}"):
             await pg_schema.migrate(conn, "test", migrations=bad)
-        assert await conn.fetchval("SELECT version FROM orchestra_schema") == pg_schema.LATEST_VERSION
+        version = await conn.fetchval("SELECT version FROM orchestra_schema")
+        assert version == pg_schema.LATEST_VERSION
         assert await conn.fetchval("SELECT to_regclass('half_done')") is None
         with pytest.raises(SchemaVersionError, match="pending"):
             await pg_schema.migrate(conn, "test", verify_only=True, migrations=bad)
