@@ -22,6 +22,7 @@ import secrets
 import shutil
 import signal
 import subprocess
+import sys
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -65,13 +66,32 @@ class Sandbox:
         if self.kind == "none" or self.bwrap is None:
             return list(argv)
         ws = str(workspace)
+        keep = [arg for path in _interpreter_dirs_under_tmp()
+                for arg in ("--ro-bind", path, path)]
         return [self.bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-                "--tmpfs", "/tmp", "--bind", ws, ws,
+                "--tmpfs", "/tmp", *keep, "--bind", ws, ws,
                 "--unshare-all",  # network, PID, IPC, UTS, cgroup (and user, if allowed)
                 # run as root, bwrap would leave the tests every capability: enough to
                 # `mount -o remount,bind,rw /` and write anywhere (measured, bwrap 0.8)
                 "--cap-drop", "ALL",
                 "--die-with-parent", "--new-session", "--chdir", ws, "--", *argv]
+
+
+def _interpreter_dirs_under_tmp() -> list[str]:
+    """The Python running the tests (its prefixes and import path) where the private
+    ``/tmp`` would hide it: a checkout or virtualenv under ``/tmp`` (a CI clone) must
+    stay visible, read-only, or pytest cannot even start inside the sandbox."""
+    tmp = Path("/tmp")
+    found: set[Path] = set()
+    for entry in (sys.prefix, sys.base_prefix, sys.exec_prefix, *sys.path):
+        if not entry:
+            continue
+        path = Path(entry).resolve()
+        if path.is_relative_to(tmp) and path != tmp and path.exists():
+            found.add(path)
+    # a directory inside another one kept already is visible through it
+    return [str(p) for p in sorted(found)
+            if not any(p != q and p.is_relative_to(q) for q in found)]
 
 
 _detect_lock = threading.Lock()

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import shutil
 import socket
+import subprocess
+import sys
 import tempfile
 import textwrap
 from collections.abc import Iterator
@@ -137,3 +139,21 @@ def test_a_broken_bwrap_is_reported_with_its_own_error(tmp_path: Path) -> None:
     assert found.kind == "none"
     assert "No permissions to creating new namespace" in found.reason
     assert "user namespaces" in found.reason
+
+
+def test_a_python_installed_under_tmp_stays_visible_read_only(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A CI clone (checkout and virtualenv) under /tmp: the private /tmp must not hide
+    the interpreter's import path, or pytest cannot start inside the sandbox."""
+    box = _bwrap()
+    lib = tmp_path / "venv" / "lib"
+    lib.mkdir(parents=True)
+    (lib / "mod.py").write_text("X = 1\n")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    monkeypatch.setattr(sys, "path", [*sys.path, str(lib)])
+    read = box.command(["cat", str(lib / "mod.py")], ws)
+    assert subprocess.run(read, capture_output=True).stdout == b"X = 1\n"
+    write = box.command(["touch", str(lib / "new.py")], ws)
+    assert subprocess.run(write, capture_output=True).returncode != 0
+    assert not (lib / "new.py").exists()
