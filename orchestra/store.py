@@ -1,41 +1,9 @@
 """The blackboard: the store protocols, their SQLite implementation, and the write bundles
 (``Writes``, ``Lease``, ``StepResult``) the runtime commits with. Most programs need only
-``SQLiteBlackboard`` and ``NewTask``/``NewHandoff``/``NewNote``, importable from ``orchestra``."""
+``SQLiteBlackboard`` and ``NewTask``/``NewHandoff``/``NewNote``, importable from ``orchestra``.
 
-from orchestra._store.protocol import (
-    AgentHistory,
-    Approvals,
-    Blackboard,
-    Board,
-    ClaimSpec,
-    EventLog,
-    Lease,
-    NewHandoff,
-    NewNote,
-    NewTask,
-    RunStore,
-    StepJournal,
-    StepResult,
-    TaskQueue,
-    Writes,
-)
-from orchestra._store.sqlite import SQLiteBlackboard
+The public names are those of ``orchestra._store`` (its ``__all__``), listed once there.
+"""
 
-__all__ = [
-    "AgentHistory",
-    "Approvals",
-    "Blackboard",
-    "Board",
-    "ClaimSpec",
-    "EventLog",
-    "Lease",
-    "NewHandoff",
-    "NewNote",
-    "NewTask",
-    "RunStore",
-    "SQLiteBlackboard",
-    "StepJournal",
-    "StepResult",
-    "TaskQueue",
-    "Writes",
-]
+from orchestra._store import *  # noqa: F403
+from orchestra._store import __all__ as __all__

@@ -1,4 +1,6 @@
-"""The blackboard: the storage protocol and its SQLite implementation."""
+"""The blackboard: the storage protocols and their SQLite implementation.
+
+The one list of public store names: ``orchestra.store`` re-exports this ``__all__``."""
 
 from orchestra._store.protocol import (
     AgentHistory,

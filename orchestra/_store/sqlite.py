@@ -4,6 +4,11 @@ Writes go through a group-commit writer on one connection (see ``_writer``); rea
 go through a second connection, which WAL lets run while the writer commits. Both
 reach SQL through one thread hop per call: each operation is a sync function in
 ``_*_txn`` / ``_*queries`` modules, run whole on the connection's thread.
+
+This module holds the store's lifecycle (open, close), its plumbing and runs; the
+other methods come from mixins with one job each: ``_sqlite_tasks`` (queue, leases,
+journal), ``_sqlite_history`` (messages, events), ``_sqlite_board`` (plans,
+handoffs, notes, approvals) and ``_sqlite_runs`` (fork, retention).
 """
 
 from __future__ import annotations
@@ -13,57 +18,31 @@ import contextlib
 import os
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from functools import partial
 from types import TracebackType
 from typing import TYPE_CHECKING, TypeVar
 
 import aiosqlite
 
-from orchestra._errors import SchemaVersionError, StoreAccessError, StoreError, UserError
-from orchestra._store import (
-    _board_queries,
-    _journal_txn,
-    _queries,
-    _run_txn,
-    _servers,
-    _task_txn,
-    schema,
-)
+from orchestra._errors import StoreAccessError, StoreError, UserError
+from orchestra._store import _queries, _run_txn, schema
 from orchestra._store._codec import Encoder
-from orchestra._store._connection import configure, connect, on_thread, read_only_uri
-from orchestra._store._event_txn import append_event, batched_events
+from orchestra._store._connection import configure, connect, on_thread
 from orchestra._store._sqlite_board import BoardMethods
+from orchestra._store._sqlite_history import HistoryMethods
+from orchestra._store._sqlite_open import connect_read_only, prepare
 from orchestra._store._sqlite_runs import RunCopyMethods
+from orchestra._store._sqlite_tasks import TaskMethods
 from orchestra._store._txn import Txn
 from orchestra._store._writer import GroupCommitWriter
-from orchestra._store.protocol import (
-    Blackboard,
-    ClaimSpec,
-    Lease,
-    NewTask,
-    StepResult,
-    Writes,
-)
-from orchestra._types import (
-    JSON,
-    AgentInfo,
-    CompactionRecord,
-    Durability,
-    Event,
-    Message,
-    Run,
-    RunStatus,
-    Step,
-    StepKind,
-    Task,
-)
+from orchestra._store.protocol import Blackboard, NewTask
+from orchestra._types import JSON, Durability, Run, RunStatus
 
 T = TypeVar("T")
-_FOLLOW_PAGE = 500
 
 
-class SQLiteBlackboard(BoardMethods, RunCopyMethods):
+class SQLiteBlackboard(TaskMethods, HistoryMethods, BoardMethods, RunCopyMethods):
     """The durable store of runs, in one SQLite file.
 
     Open it with ``await SQLiteBlackboard.open(path)`` and close it with ``await
@@ -133,7 +112,7 @@ class SQLiteBlackboard(BoardMethods, RunCopyMethods):
         reader_opening = asyncio.ensure_future(connect(path, busy_timeout))
         reader: aiosqlite.Connection | None = None
         try:
-            await on_thread(writer, partial(_prepare, path=path, durability=durability,
+            await on_thread(writer, partial(prepare, path=path, durability=durability,
                                             busy_timeout=busy_timeout, verify_only=verify_only))
             reader = await reader_opening
             await on_thread(reader, partial(configure, durability=durability,
@@ -152,11 +131,11 @@ class SQLiteBlackboard(BoardMethods, RunCopyMethods):
     @classmethod
     async def _open_read_only(cls, path: str, encoder: Encoder, *,
                               busy_timeout: float) -> SQLiteBlackboard:
-        """Two ``mode=ro`` connections (see ``_connect_read_only``); writes are refused."""
+        """Two ``mode=ro`` connections (see ``connect_read_only``); writes are refused."""
         conns: list[aiosqlite.Connection] = []
         try:
             for _ in range(2):
-                conns.append(await _connect_read_only(path, busy_timeout))
+                conns.append(await connect_read_only(path, busy_timeout))
         except BaseException:
             for conn in conns:
                 await conn.close()
@@ -228,244 +207,6 @@ class SQLiteBlackboard(BoardMethods, RunCopyMethods):
         allowed = None if only_from is None else frozenset(only_from)
         return await self._write(lambda tx: _run_txn.set_run_status(tx, run_id, status, error,
                                                                       allowed))
-
-    # -- tasks and leases -----------------------------------------------------
-    async def add_tasks(self, run_id: str, tasks: Sequence[NewTask]) -> list[Task]:
-        tasks = tuple(tasks)
-        return await self._write(lambda tx: _run_txn.add_tasks(tx, run_id, tasks))
-
-    async def get_task(self, task_id: str) -> Task:
-        return await self._read(lambda c: _queries.get_task(c, task_id))
-
-    async def list_tasks(self, run_id: str, *, status: str | None = None,
-                         role: str | None = None) -> list[Task]:
-        return await self._read(lambda c: _queries.list_tasks(c, run_id, status, role))
-
-    async def task_counts(self, run_id: str) -> dict[str, int]:
-        """Number of tasks of the run per status (statuses with none are absent)."""
-        return await self._read(lambda c: _queries.task_counts(c, run_id))
-
-    async def claim_task(self, owner: str, *, run_id: str | None = None,
-                         roles: Collection[str] | None = None,
-                         lease_seconds: float = 30.0) -> Task | None:
-        roles = None if roles is None else tuple(roles)
-        return await self._write(lambda tx: _task_txn.claim(
-            tx, owner, run_id=run_id, roles=roles, lease_seconds=lease_seconds))
-
-    async def claim_tasks(self, owner: str, *, capacity: dict[str, int], limit: int,
-                          run_id: str | None = None, lease_seconds: float = 30.0,
-                          prestart: frozenset[str] = frozenset()) -> list[Task]:
-        """Claim up to ``limit`` ready tasks (at most ``capacity[role]`` of each role) in
-        one transaction: a coordinator with free slots fills them in one round trip."""
-        capacity = dict(capacity)
-        return await self._write(lambda tx: _task_txn.claim_many(
-            tx, owner, run_id=run_id, capacity=capacity, limit=limit,
-            lease_seconds=lease_seconds, prestart=prestart))
-
-    async def retry_failed_tasks(self, run_id: str) -> list[Task]:
-        """Put a run's failed tasks back in the queue, each with a fresh journal retry."""
-        return await self._write(lambda tx: _task_txn.retry_failed(tx, run_id))
-
-    async def heartbeat(self, task_id: str, lease: Lease, lease_seconds: float) -> bool:
-        return await self._write(lambda tx: _task_txn.heartbeat(tx, task_id, lease,
-                                                                  lease_seconds))
-
-    async def release_leases(self, run_id: str | None = None, *,
-                             owners: Collection[str] = ()) -> list[Task]:
-        owners = tuple(owners)
-        return await self._write(lambda tx: _task_txn.release_leases(
-            tx, run_id=run_id, owners=owners))
-
-    async def complete_task(self, task_id: str, lease: Lease, result: JSON, *,
-                            agent_id: str, writes: Writes | None = None,
-                            step: StepResult | None = None) -> Task:
-        return await self._write(lambda tx: _journal_txn.complete_task(
-            tx, task_id, lease, result, agent_id, writes, step))
-
-    async def complete_task_and_claim(self, task_id: str, lease: Lease, result: JSON, *,
-                                      agent_id: str, claim: ClaimSpec,
-                                      writes: Writes | None = None,
-                                      step: StepResult | None = None
-                                      ) -> tuple[Task, list[Task]]:
-        """``complete_task`` and then ``claim_tasks`` in one transaction: a busy worker
-        hands in one result and takes its next work in a single round trip."""
-
-        def op(tx: Txn) -> tuple[Task, list[Task]]:
-            with batched_events(tx):
-                # the run's older pending tasks first; room left over takes the tasks this
-                # one routes as they are inserted (see ``_task_txn.Claimer``)
-                older = _task_txn.claim_many(tx, claim.owner, run_id=claim.run_id,
-                                             capacity=dict(claim.capacity), limit=claim.limit,
-                                             lease_seconds=claim.lease_seconds,
-                                             announce=False)
-                room = dict(claim.capacity)
-                for task in older:
-                    room[task.role] -= 1
-                claimer = _task_txn.Claimer(claim.owner, room, claim.limit - len(older),
-                                            claim.lease_seconds)
-                with tx.claiming(claimer):
-                    done = _journal_txn.complete_task(tx, task_id, lease, result, agent_id,
-                                                      writes, step)
-                nxt = older + claimer.claimed
-                _task_txn.announce_claims(tx, nxt, claim.owner, claim.prestart)
-            return done, nxt
-
-        return await self._write(op)
-
-    async def fail_task(self, task_id: str, lease: Lease, error: str, *,
-                        retry_at: float | None = None, agent_id: str | None = None,
-                        writes: Writes | None = None) -> Task:
-        return await self._write(lambda tx: _journal_txn.fail_task(
-            tx, task_id, lease, error, retry_at, agent_id, writes))
-
-    # -- who serves which run -------------------------------------------------
-    async def serve_run(self, run_id: str, owner: str, lease_seconds: float) -> None:
-        """``owner`` serves ``run_id`` for ``lease_seconds`` more (renew it as leases are
-        heartbeated); ``lease_seconds=0`` says it stopped serving."""
-        await self._write(lambda tx: _servers.renew(tx, run_id, owner, lease_seconds))
-
-    async def served_until(self, run_ids: Sequence[str]) -> dict[str, float | None]:
-        """Per run, until when some process was last known to serve it (its renewals and
-        its task leases, on the store's clock); None if nobody ever did. A live run
-        whose time is past has no live worker."""
-        ids = tuple(run_ids)
-        return await self._read(lambda c: _servers.alive_until(c, ids))
-
-    # -- step journal ---------------------------------------------------------
-    async def get_steps(self, task_id: str, retry: int) -> list[Step]:
-        return await self._read(lambda c: _queries.get_steps(c, task_id, retry))
-
-    async def start_step(self, task_id: str, retry: int, step: int, kind: StepKind,
-                         name: str, input_digest: str, lease: Lease) -> None:
-        await self._write(lambda tx: _journal_txn.start_step(
-            tx, task_id, retry, step, kind, name, input_digest, lease))
-
-    async def complete_step(self, result: StepResult, lease: Lease, *, agent_id: str,
-                            writes: Writes | None = None) -> None:
-        await self._write(lambda tx: _journal_txn.complete_step(tx, result, lease, agent_id,
-                                                                  writes))
-
-    async def step_counts(self, run_id: str) -> dict[str, int]:
-        """Journal totals of a run: steps ``completed``, ``failed``, ``cancelled`` and
-        ``started`` (in flight, or left by a dead process); ``reissued``: executions
-        started again because the process running them died or lost its lease (the sum
-        of ``attempts - 1``); ``retried``: steps run again in a later retry of their
-        task after an error."""
-        return await self._read(lambda c: _queries.step_counts(c, run_id))
-
-    # -- agents' messages -----------------------------------------------------
-    async def get_messages(self, agent_id: str, *, after_seq: int = 0,
-                           limit: int | None = None) -> list[Message]:
-        return await self._read(lambda c: _board_queries.get_messages(c, agent_id, after_seq,
-                                                                      limit))
-
-    async def search_messages(self, agent_id: str, text: str, *,
-                              limit: int = 10) -> list[Message]:
-        """Messages holding any word of ``text`` (case-insensitive), most words matched
-        first, then newest. A scan of one agent's history (messages have no FTS index)."""
-        return await self._read(lambda c: _board_queries.search_messages(c, agent_id, text,
-                                                                         limit))
-
-    async def get_compactions(self, agent_id: str) -> list[CompactionRecord]:
-        return await self._read(lambda c: _board_queries.get_compactions(c, agent_id))
-
-    async def agent_infos(self, run_id: str) -> list[AgentInfo]:
-        return await self._read(lambda c: _board_queries.agent_infos(c, run_id))
-
-    # -- events ---------------------------------------------------------------
-    async def append_event(self, run_id: str, kind: str, data: JSON) -> Event:
-        return await self._write(lambda tx: append_event(tx, run_id, kind, data))
-
-    async def events(self, run_id: str, *, starting_after: int = 0,
-                     limit: int = 500) -> list[Event]:
-        return await self._read(lambda c: _queries.events(c, run_id, starting_after, limit))
-
-    async def follow(self, run_id: str, *, starting_after: int = 0,
-                     poll_interval: float = 0.2) -> AsyncIterator[Event]:
-        """Yield the run's events after ``starting_after`` as they commit, until the store closes.
-
-        Commits through this store wake it at once; commits by other processes are
-        seen by polling every ``poll_interval`` seconds (an indexed range read).
-        """
-        cursor = starting_after
-        self._followers += 1
-        try:
-            while not self._closed:
-                signal = self._committed  # taken before reading: no commit can slip between
-                page = await self.events(run_id, starting_after=cursor, limit=_FOLLOW_PAGE)
-                for event in page:
-                    cursor = event.seq
-                    yield event
-                if len(page) < _FOLLOW_PAGE and not self._closed:
-                    try:
-                        async with asyncio.timeout(poll_interval):
-                            await signal.wait()
-                    except TimeoutError:
-                        pass
-        finally:
-            self._followers -= 1
-
-
-def _prepare(conn: sqlite3.Connection, *, path: str, durability: Durability,
-             busy_timeout: float, verify_only: bool) -> None:
-    """On the writer's thread: refuse a bad file (reading only), then configure and migrate."""
-    try:
-        schema.read_version(conn, path)
-        if verify_only:
-            schema.migrate(conn, path, verify_only=True)  # raises if pending; writes nothing
-        configure(conn, durability=durability, busy_timeout=busy_timeout, writer=True)
-        schema.migrate(conn, path)
-    except sqlite3.Error as exc:
-        raise schema.open_error(path, exc) from exc
-
-
-async def _connect_read_only(path: str, busy_timeout: float) -> aiosqlite.Connection:
-    """A ``mode=ro`` connection, checked; ``immutable`` when SQLite cannot open the file
-    read-only as is (a read-only directory cannot hold its ``-shm`` file) and no
-    write-ahead log holds changes the file lacks."""
-    for immutable in (False, True):
-        try:
-            conn = await connect(read_only_uri(path, immutable=immutable), busy_timeout,
-                                 uri=True)
-        except sqlite3.Error as exc:
-            raise schema.open_error(path, exc) from exc
-        try:
-            await on_thread(conn, partial(_prepare_read_only, path=path,
-                                          busy_timeout=busy_timeout))
-            return conn
-        except BaseException as exc:
-            await conn.close()
-            cause = exc.__cause__ if isinstance(exc, StoreError) else None
-            if immutable or getattr(cause, "sqlite_errorname", "") != "SQLITE_CANTOPEN":
-                raise
-        if _has_content(f"{path}-wal"):
-            raise StoreAccessError(
-                f"{path}: cannot read the store read-only: its write-ahead log {path}-wal "
-                "holds changes the file lacks, and SQLite cannot read it without writing "
-                "next to it; open the store once where its directory is writable")
-    raise AssertionError("unreachable")
-
-
-def _has_content(path: str) -> bool:
-    """A stat of one file: cheaper inline than a thread hop, like ``schema.check_file``."""
-    try:
-        return os.stat(path).st_size > 0
-    except FileNotFoundError:
-        return False
-
-
-def _prepare_read_only(conn: sqlite3.Connection, *, path: str, busy_timeout: float) -> None:
-    """Refuse a bad file or one that needs migrating (it cannot be migrated read-only)."""
-    try:
-        version = schema.read_version(conn, path)
-        configure(conn, durability="normal", busy_timeout=busy_timeout, writer=False)
-    except sqlite3.Error as exc:
-        raise schema.open_error(path, exc) from exc
-    if version < schema.LATEST_VERSION:
-        raise SchemaVersionError(
-            f"{path} has schema version {version} and this orchestra needs version "
-            f"{schema.LATEST_VERSION}; it cannot be migrated read-only: open it once where it "
-            "can be written")
 
 
 if TYPE_CHECKING:  # mypy proves the implementation satisfies the protocol

@@ -1,0 +1,78 @@
+"""Opening a SQLite store's connections: check, configure and migrate the writer's;
+open a read-only store (``mode=ro``, or ``immutable`` where SQLite needs it)."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from functools import partial
+
+import aiosqlite
+
+from orchestra._errors import SchemaVersionError, StoreAccessError, StoreError
+from orchestra._store import schema
+from orchestra._store._connection import configure, connect, on_thread, read_only_uri
+from orchestra._types import Durability
+
+
+def prepare(conn: sqlite3.Connection, *, path: str, durability: Durability,
+             busy_timeout: float, verify_only: bool) -> None:
+    """On the writer's thread: refuse a bad file (reading only), then configure and migrate."""
+    try:
+        schema.read_version(conn, path)
+        if verify_only:
+            schema.migrate(conn, path, verify_only=True)  # raises if pending; writes nothing
+        configure(conn, durability=durability, busy_timeout=busy_timeout, writer=True)
+        schema.migrate(conn, path)
+    except sqlite3.Error as exc:
+        raise schema.open_error(path, exc) from exc
+
+
+async def connect_read_only(path: str, busy_timeout: float) -> aiosqlite.Connection:
+    """A ``mode=ro`` connection, checked; ``immutable`` when SQLite cannot open the file
+    read-only as is (a read-only directory cannot hold its ``-shm`` file) and no
+    write-ahead log holds changes the file lacks."""
+    for immutable in (False, True):
+        try:
+            conn = await connect(read_only_uri(path, immutable=immutable), busy_timeout,
+                                 uri=True)
+        except sqlite3.Error as exc:
+            raise schema.open_error(path, exc) from exc
+        try:
+            await on_thread(conn, partial(prepare_read_only, path=path,
+                                          busy_timeout=busy_timeout))
+            return conn
+        except BaseException as exc:
+            await conn.close()
+            cause = exc.__cause__ if isinstance(exc, StoreError) else None
+            if immutable or getattr(cause, "sqlite_errorname", "") != "SQLITE_CANTOPEN":
+                raise
+        if has_content(f"{path}-wal"):
+            raise StoreAccessError(
+                f"{path}: cannot read the store read-only: its write-ahead log {path}-wal "
+                "holds changes the file lacks, and SQLite cannot read it without writing "
+                "next to it; open the store once where its directory is writable")
+    raise AssertionError("unreachable")
+
+
+def has_content(path: str) -> bool:
+    """A stat of one file: cheaper inline than a thread hop, like ``schema.check_file``."""
+    try:
+        return os.stat(path).st_size > 0
+    except FileNotFoundError:
+        return False
+
+
+def prepare_read_only(conn: sqlite3.Connection, *, path: str, busy_timeout: float) -> None:
+    """Refuse a bad file or one that needs migrating (it cannot be migrated read-only)."""
+    try:
+        version = schema.read_version(conn, path)
+        configure(conn, durability="normal", busy_timeout=busy_timeout, writer=False)
+    except sqlite3.Error as exc:
+        raise schema.open_error(path, exc) from exc
+    if version < schema.LATEST_VERSION:
+        raise SchemaVersionError(
+            f"{path} has schema version {version} and this orchestra needs version "
+            f"{schema.LATEST_VERSION}; it cannot be migrated read-only: open it once where it "
+            "can be written")
+
