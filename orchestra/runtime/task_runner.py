@@ -21,7 +21,7 @@ from orchestra.compaction import SummaryRequest, View
 from orchestra.models.base import Model, ModelRequest, ModelSettings, ToolCall
 from orchestra.roles import Role
 from orchestra.runtime import keys
-from orchestra.runtime.agent_state import ATTEMPT_FAILED, FEEDBACK, AgentState
+from orchestra.runtime.agent_state import ATTEMPT_FAILED, AgentState
 from orchestra.runtime.builtin_tools import builtin_tools
 from orchestra.runtime.compactor import summarize
 from orchestra.runtime.context_fit import fit_context
@@ -33,6 +33,8 @@ from orchestra.runtime.replies import (
     recover_text_tool_calls,
 )
 from orchestra.runtime.tool_calls import ApprovalWait, ToolRunner
+from orchestra.runtime.turns import MAX_REPLY_CHARS as MAX_REPLY_CHARS
+from orchestra.runtime.turns import Turns, reply_outcome
 from orchestra.tools import Tool, ToolContext
 
 log = get_logger("orchestra.runtime")
@@ -40,7 +42,6 @@ log = get_logger("orchestra.runtime")
 Route = Callable[[Any, Task, Writes], None]
 """Turns a role's output into board postings (handoffs, plans, notes) at task end."""
 
-MAX_REPLY_CHARS = 200_000
 FRESH_AFTER = 2
 """Unusable turns in a row after which the model sees the task afresh (input + last problem)."""
 
@@ -72,11 +73,6 @@ def _serialize_output(value: Any) -> Any:
     return value
 
 
-def _response_record(text: str, calls: tuple[ToolCall, ...], finish: str) -> dict[str, Any]:
-    return {"text": text, "finish": finish,
-            "calls": [[c.id, c.name, c.arguments] for c in calls]}
-
-
 class TaskRunner:
     """Runs ``task`` for ``role`` with ``model``; composes journal, tools and compaction."""
 
@@ -96,6 +92,39 @@ class TaskRunner:
         self._context: int | None = getattr(model, "context_tokens", None)
 
     async def run(self) -> TaskOutcome:
+        """Turn after turn: ask the model, then run its tool calls or take its answer,
+        until the task completes or fails (too many unusable turns, or ``max_turns``)."""
+        st = await self._begin()
+        cls = type(self.role)
+        for _turn in range(cls.max_turns):
+            self._check_limits()
+            record, uncommitted = await self._model_step(st, await self._request(st))
+            text: str = record["text"]
+            calls = tuple(ToolCallRecord(*c) for c in record["calls"])
+            st.task_msgs.append(Message("assistant", text, calls))
+            problem, calls = self._reply_problem(record, text, calls)
+            if calls:
+                await st.journal.commit(uncommitted)
+                await self._run_tools(st, calls)
+            else:
+                outcome = await self._answer(st, record, problem, uncommitted)
+                if outcome is not None:
+                    return outcome
+            if st.failures > cls.output_retries:
+                return await self._fail(f"no usable answer after {st.failures} tries "
+                                        f"(output_retries={cls.output_retries}); the last "
+                                        f"problem: {st.last_problem}", st.pending, st.journal)
+            if st.failures >= FRESH_AFTER:
+                # the same failed exchange would likely get the same reply: start afresh
+                st.say(f"Your previous replies could not be used ({st.last_problem}). "
+                       "Do the task above again from the start.")
+                st.restart = len(st.task_msgs) - 1
+        return await self._fail(f"no final answer after max_turns={cls.max_turns} model calls "
+                                f"(the model kept calling tools); raise max_turns or simplify "
+                                f"the task", st.pending, st.journal)
+
+    async def _begin(self) -> Turns:
+        """Load the agent's history and the task's journal; pin the task input."""
         cls = type(self.role)
         await self.agent.refresh(self.store, with_compactions=cls.compaction.summarizes)
         # a task claimed for the first time has an empty journal: skip the read
@@ -107,146 +136,117 @@ class TaskRunner:
                             agent_id=self.agent.agent_id, tools=self.tools,
                             default_timeout=cls.tool_timeout,
                             needs_approval=self.role.requires_approval)
-        system = Message("system", cls.instructions)
         # name="task" marks the task input, so replay keys can be task-local
         pinned = Message("user", self.role.render_task(self.task.input), name="task",
                          task_id=self.task.id)
-        task_msgs: list[Message] = [pinned]
-        pending: list[Message] = [pinned]
-        schemas = tuple(t.schema() for t in self.tools.values())
-        output_schema = self.role.output_schema()
-        failures = 0
-        last_problem = ""
-        restart: int | None = None  # set after repeated failures: view from here, fresh
-        done: set[tuple[str, str, str]] = set()  # (tool, arguments, result) seen in this task
-        for _turn in range(cls.max_turns):
-            self._check_limits()
-            if restart is None:
-                view = await self._view(journal, task_msgs, pinned)
-            else:  # the task input and the last problem only, no failed exchange
-                view = View((pinned, *task_msgs[restart:]))
-            messages: tuple[Message, ...] = (system,)
-            if view.summary is not None:
-                messages += (Message("user", "Summary of your earlier work:\n"
-                                     + view.summary.summary),)
-            request = ModelRequest(messages + fit_context(
-                view.messages, fixed=messages, tools=schemas, output=output_schema,
-                settings=self.settings, context=self._context, pinned=pinned),
-                schemas, output_schema, self.settings)
-            n = journal.reserve()
-            flushed = list(pending)
-            pending.clear()
+        return Turns(journal=journal, tools=runner, task_id=self.task.id,
+                      system=Message("system", cls.instructions), pinned=pinned,
+                      schemas=tuple(t.schema() for t in self.tools.values()),
+                      output_schema=self.role.output_schema(),
+                      task_msgs=[pinned], pending=[pinned])
 
-            async def call(req: ModelRequest = request, to_flush: list[Message] = flushed
-                           ) -> Outcome:
-                resp = await self.model.request(req)
-                text = resp.text
-                if len(text) > MAX_REPLY_CHARS:
-                    text = text[:2000] + f"\n[reply of {len(resp.text)} characters cut]"
-                # tool-call arguments are part of the reply: the same cap, and over it the
-                # calls are neither run nor stored (the model is told to send less)
-                calls = tuple(resp.tool_calls)
-                argument_chars = sum(len(c.arguments) for c in calls)
-                if argument_chars > MAX_REPLY_CHARS:
-                    calls = ()
-                record = _response_record(text, calls, resp.finish_reason)
-                if len(resp.text) > MAX_REPLY_CHARS:
-                    record["cut"] = len(resp.text)
-                if argument_chars > MAX_REPLY_CHARS:
-                    record["arguments_cut"] = [[c.name, len(c.arguments)]
-                                               for c in resp.tool_calls]
-                reply = Message("assistant", text, calls)
-                record["usage"] = [resp.usage.input_tokens, resp.usage.output_tokens]
-                return Outcome(record, resp.usage.input_tokens, resp.usage.output_tokens,
-                               resp.usage.cost, Writes(messages=[*to_flush, reply]))
+    async def _request(self, st: Turns) -> ModelRequest:
+        """What the model sees this turn: instructions, summary, and the view that fits."""
+        if st.restart is None:
+            view = await self._view(st.journal, st.task_msgs, st.pinned)
+        else:  # the task input and the last problem only, no failed exchange
+            view = View((st.pinned, *st.task_msgs[st.restart:]))
+        messages: tuple[Message, ...] = (st.system,)
+        if view.summary is not None:
+            messages += (Message("user", "Summary of your earlier work:\n"
+                                 + view.summary.summary),)
+        return ModelRequest(messages + fit_context(
+            view.messages, fixed=messages, tools=st.schemas, output=st.output_schema,
+            settings=self.settings, context=self._context, pinned=st.pinned),
+            st.schemas, st.output_schema, self.settings)
 
-            digest = f"{len(request.messages)}:{keys.digest(request.messages[-1].content)}"
-            record, uncommitted = await journal.run_deferred(n, "model", "model", digest, call,
-                                                             wait_start=False)
-            usage = record.get("usage", [0, 0])
-            self.tokens += usage[0] + usage[1]
-            text: str = record["text"]
-            calls = tuple(ToolCallRecord(*c) for c in record["calls"])
-            task_msgs.append(Message("assistant", text, calls))
-            problem, brief = "", ""
-            if record.get("arguments_cut"):
-                sizes = ", ".join(f"{name} ({n} characters)"
-                                  for name, n in record["arguments_cut"])
-                problem = (f"Your tool calls' arguments were far too long: {sizes}; the limit "
-                           f"is {MAX_REPLY_CHARS} in all. The calls were not run. Send less "
-                           "per call (e.g. write a large file in several parts).")
-            elif record.get("cut") and not calls:
-                problem = (f"Your reply was far too long ({record['cut']} characters; the "
-                           f"limit is {MAX_REPLY_CHARS}). Answer briefly.")
-            elif not calls and text:
-                recovered = recover_text_tool_calls(text, self.tools)
-                if isinstance(recovered, str):
-                    problem = recovered
-                elif recovered:
-                    calls = tuple(recovered)
-            if calls:
-                await journal.commit(uncommitted)
-                results = await runner.run_all(calls)
-                for r in results:
-                    msg = Message("tool", r.content, tool_call_id=r.call.id, name=r.call.name,
-                                  task_id=self.task.id)
-                    task_msgs.append(msg)
-                    pending.append(msg)
-                fresh_results = [r for r in results if not r.is_error and (
-                    r.call.name, r.call.arguments, r.content) not in done]
-                done.update((r.call.name, r.call.arguments, r.content) for r in results)
-                if fresh_results:
-                    failures = 0
-                    continue
-                failures += 1
-                if any(not r.is_error for r in results):  # a call repeated to no effect
-                    last_problem = (f"you repeated the call {results[-1].call.name} with the "
-                                    "same arguments and got the same result")
-                    if failures < FRESH_AFTER:
-                        note = Message("user", "You already made that call, with the same "
-                                       "result. Do not repeat it: take the next step of your "
-                                       "task, or give your final answer.", name=FEEDBACK,
-                                       task_id=self.task.id)
-                        task_msgs.append(note)
-                        pending.append(note)
-                else:
-                    last_problem = one_line(f"{results[-1].call.name}: {results[-1].content}")
+    async def _model_step(self, st: Turns, request: ModelRequest
+                          ) -> tuple[dict[str, Any], PendingStep | None]:
+        """The model call as a journaled step (replayed if recorded), left uncommitted:
+        it commits with what follows it. The messages pending so far travel with it."""
+        n = st.journal.reserve()
+        flushed = list(st.pending)
+        st.pending.clear()
+        model = self.model
+
+        async def call() -> Outcome:
+            return reply_outcome(await model.request(request), flushed)
+
+        digest = f"{len(request.messages)}:{keys.digest(request.messages[-1].content)}"
+        record, uncommitted = await st.journal.run_deferred(n, "model", "model", digest, call,
+                                                            wait_start=False)
+        usage = record.get("usage", [0, 0])
+        self.tokens += usage[0] + usage[1]
+        return record, uncommitted
+
+    def _reply_problem(self, record: dict[str, Any], text: str, calls: tuple[ToolCall, ...]
+                       ) -> tuple[str, tuple[ToolCall, ...]]:
+        """What is wrong with the reply ('' if nothing), and the tool calls to run
+        (including calls recovered from a reply that wrote them as text)."""
+        if record.get("arguments_cut"):
+            sizes = ", ".join(f"{name} ({n} characters)" for name, n in record["arguments_cut"])
+            return (f"Your tool calls' arguments were far too long: {sizes}; the limit "
+                    f"is {MAX_REPLY_CHARS} in all. The calls were not run. Send less "
+                    "per call (e.g. write a large file in several parts).", calls)
+        if record.get("cut") and not calls:
+            return (f"Your reply was far too long ({record['cut']} characters; the "
+                    f"limit is {MAX_REPLY_CHARS}). Answer briefly.", calls)
+        if not calls and text:
+            recovered = recover_text_tool_calls(text, self.tools)
+            if isinstance(recovered, str):
+                return recovered, calls
+            if recovered:
+                return "", tuple(recovered)
+        return "", calls
+
+    async def _run_tools(self, st: Turns, calls: tuple[ToolCall, ...]) -> None:
+        """Run the turn's tool calls; a turn that learned nothing new counts as a failure."""
+        results = await st.tools.run_all(calls)
+        for r in results:
+            msg = Message("tool", r.content, tool_call_id=r.call.id, name=r.call.name,
+                          task_id=self.task.id)
+            st.task_msgs.append(msg)
+            st.pending.append(msg)
+        fresh_results = [r for r in results if not r.is_error and (
+            r.call.name, r.call.arguments, r.content) not in st.done]
+        st.done.update((r.call.name, r.call.arguments, r.content) for r in results)
+        if fresh_results:
+            st.failures = 0
+            return
+        st.failures += 1
+        if any(not r.is_error for r in results):  # a call repeated to no effect
+            st.last_problem = (f"you repeated the call {results[-1].call.name} with the "
+                               "same arguments and got the same result")
+            if st.failures < FRESH_AFTER:
+                st.say("You already made that call, with the same result. Do not repeat "
+                       "it: take the next step of your task, or give your final answer.")
+        else:
+            st.last_problem = one_line(f"{results[-1].call.name}: {results[-1].content}")
+
+    async def _answer(self, st: Turns, record: dict[str, Any], problem: str,
+                      uncommitted: PendingStep | None) -> TaskOutcome | None:
+        """A reply without tool calls: complete the task with it if it is a usable
+        (and checked) answer; else count a failure and tell the model what is wrong."""
+        brief = ""
+        if not problem:
+            try:
+                result = self._final(record["text"], record["finish"] == "length")
+            except OutputError as exc:
+                problem, brief = str(exc), exc.brief
             else:
+                if not self.checks_output:  # the model step commits with the task
+                    return await self._complete(result, st.pending, st.journal, uncommitted)
+                await st.journal.commit(uncommitted)
+                uncommitted = None
+                problem = await self._check(st.journal, result)
                 if not problem:
-                    try:
-                        result = self._final(text, record["finish"] == "length")
-                    except OutputError as exc:
-                        problem, brief = str(exc), exc.brief
-                    else:
-                        if not self.checks_output:  # the model step commits with the task
-                            return await self._complete(result, pending, journal, uncommitted)
-                        await journal.commit(uncommitted)
-                        uncommitted = None
-                        problem = await self._check(journal, result)
-                        if not problem:
-                            return await self._complete(result, pending, journal, None)
-                await journal.commit(uncommitted)
-                failures += 1
-                last_problem = brief or one_line(problem)
-                if failures < FRESH_AFTER:
-                    feedback = Message("user", problem, name=FEEDBACK, task_id=self.task.id)
-                    task_msgs.append(feedback)
-                    pending.append(feedback)
-            if failures > cls.output_retries:
-                return await self._fail(f"no usable answer after {failures} tries "
-                                        f"(output_retries={cls.output_retries}); the last "
-                                        f"problem: {last_problem}", pending, journal)
-            if failures >= FRESH_AFTER:
-                # the same failed exchange would likely get the same reply: start afresh
-                fresh = Message("user", f"Your previous replies could not be used ("
-                                f"{last_problem}). Do the task above again from the start.",
-                                name=FEEDBACK, task_id=self.task.id)
-                task_msgs.append(fresh)
-                pending.append(fresh)
-                restart = len(task_msgs) - 1
-        return await self._fail(f"no final answer after max_turns={cls.max_turns} model calls "
-                                f"(the model kept calling tools); raise max_turns or simplify "
-                                f"the task", pending, journal)
+                    return await self._complete(result, st.pending, st.journal, None)
+        await st.journal.commit(uncommitted)
+        st.failures += 1
+        st.last_problem = brief or one_line(problem)
+        if st.failures < FRESH_AFTER:
+            st.say(problem)
+        return None
 
     async def _check(self, journal: Journal, result: Any) -> str:
         """Run the role's ``check_output`` as a journaled step; '' when it passes."""

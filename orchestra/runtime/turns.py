@@ -1,0 +1,72 @@
+"""The pieces of a task's turn loop that hold no runner state: the loop's carried state
+(``Turns``) and a model reply turned into a journaled step outcome."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from orchestra._store.protocol import Writes
+from orchestra._types import Message
+from orchestra.models.base import ModelResponse, OutputSchema, ToolCall, ToolSchema
+from orchestra.runtime.agent_state import FEEDBACK
+from orchestra.runtime.journal import Journal, Outcome
+from orchestra.runtime.tool_calls import ToolRunner
+
+MAX_REPLY_CHARS = 200_000
+
+
+def response_record(text: str, calls: tuple[ToolCall, ...], finish: str) -> dict[str, Any]:
+    return {"text": text, "finish": finish,
+            "calls": [[c.id, c.name, c.arguments] for c in calls]}
+
+
+def reply_outcome(resp: ModelResponse, to_flush: list[Message]) -> Outcome:
+    """A model reply as a step outcome: the reply (capped), its usage, and the messages
+    to commit with it. Tool-call arguments are part of the reply: the same cap, and over
+    it the calls are neither run nor stored (the model is told to send less)."""
+    text = resp.text
+    if len(text) > MAX_REPLY_CHARS:
+        text = text[:2000] + f"\n[reply of {len(resp.text)} characters cut]"
+    calls = tuple(resp.tool_calls)
+    argument_chars = sum(len(c.arguments) for c in calls)
+    if argument_chars > MAX_REPLY_CHARS:
+        calls = ()
+    record = response_record(text, calls, resp.finish_reason)
+    if len(resp.text) > MAX_REPLY_CHARS:
+        record["cut"] = len(resp.text)
+    if argument_chars > MAX_REPLY_CHARS:
+        record["arguments_cut"] = [[c.name, len(c.arguments)] for c in resp.tool_calls]
+    reply = Message("assistant", text, calls)
+    record["usage"] = [resp.usage.input_tokens, resp.usage.output_tokens]
+    return Outcome(record, resp.usage.input_tokens, resp.usage.output_tokens,
+                   resp.usage.cost, Writes(messages=[*to_flush, reply]))
+
+
+@dataclass(slots=True)
+class Turns:
+    """What a task's turn loop carries from one turn to the next."""
+
+    journal: Journal
+    tools: ToolRunner
+    task_id: str
+    system: Message
+    pinned: Message
+    schemas: tuple[ToolSchema, ...]
+    output_schema: OutputSchema | None
+    task_msgs: list[Message]
+    """The task's messages so far (the model's view is built from them)."""
+    pending: list[Message]
+    """Messages not stored yet: they commit with the next step."""
+    failures: int = 0
+    last_problem: str = ""
+    restart: int | None = None
+    """Set after repeated failures: the view starts here, afresh."""
+    done: set[tuple[str, str, str]] = field(default_factory=set)
+    """(tool, arguments, result) seen in this task."""
+
+    def say(self, text: str) -> None:
+        """Tell the model something (feedback): seen next turn, stored with the next step."""
+        note = Message("user", text, name=FEEDBACK, task_id=self.task_id)
+        self.task_msgs.append(note)
+        self.pending.append(note)
