@@ -15,8 +15,12 @@ JSON = Any
 
 # The vocabulary, defined once: the Literals type the records, the tuples (derived from
 # them) check values at run time and fill the schema's CHECK constraints.
-RunStatus = Literal["pending", "running", "waiting", "completed", "failed", "cancelled"]
-TaskStatus = RunStatus
+TaskStatus = Literal["pending", "running", "waiting", "completed", "failed", "cancelled"]
+RunStatus = Literal[TaskStatus, "paused"]
+"""A run is also ``paused``: stopped for a reason a resume can lift (:data:`PauseReason`)."""
+PauseReason = Literal["budget"]
+"""Why a run is ``paused``: ``budget``, its token cap (``--max-tokens``) was reached
+(``orchestra resume RUN --max-tokens N`` raises the cap and continues it)."""
 StepKind = Literal["model", "tool", "compaction"]
 StepStatus = Literal["started", "completed", "failed", "cancelled"]
 ApprovalStatus = Literal["pending", "approved", "denied"]
@@ -24,12 +28,14 @@ MessageRole = Literal["system", "user", "assistant", "tool"]
 Durability = Literal["normal", "full"]
 
 RUN_STATUSES: tuple[RunStatus, ...] = get_args(RunStatus)
-TASK_STATUSES: tuple[TaskStatus, ...] = RUN_STATUSES
+TASK_STATUSES: tuple[TaskStatus, ...] = get_args(TaskStatus)
 STEP_KINDS: tuple[StepKind, ...] = get_args(StepKind)
 STEP_STATUSES: tuple[StepStatus, ...] = get_args(StepStatus)
 APPROVAL_STATUSES: tuple[ApprovalStatus, ...] = get_args(ApprovalStatus)
 MESSAGE_ROLES: tuple[MessageRole, ...] = get_args(MessageRole)
 LIVE_RUN_STATUSES: tuple[RunStatus, ...] = ("pending", "running", "waiting")
+"""Runs workers serve (``runs --active``); the others stay as they are until someone acts:
+a ``failed`` or ``paused`` run continues only when resumed."""
 TERMINAL_RUN_STATUSES: frozenset[str] = frozenset(RUN_STATUSES) - frozenset(LIVE_RUN_STATUSES)
 
 
@@ -82,6 +88,12 @@ class Run:
     cost: float = 0.0
     steps: int = 0
     last_seq: int = 0
+
+    @property
+    def reason(self) -> PauseReason | None:
+        """Why the run is paused (None unless it is): its token cap is the only reason
+        there is, so the status says it; ``error`` holds the words."""
+        return "budget" if self.status == "paused" else None
 
 
 @dataclass(frozen=True, slots=True)

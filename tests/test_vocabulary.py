@@ -13,12 +13,14 @@ from orchestra._types import (
     MESSAGE_ROLES,
     RUN_STATUSES,
     STEP_KINDS,
+    TASK_STATUSES,
     TERMINAL_RUN_STATUSES,
     AgentId,
     MessageRole,
     RunStatus,
     StepKind,
     Task,
+    TaskStatus,
 )
 from orchestra.runtime import keys
 
@@ -27,7 +29,10 @@ def test_tuples_are_the_literals_args() -> None:
     assert RUN_STATUSES == get_args(RunStatus)
     assert STEP_KINDS == get_args(StepKind)
     assert MESSAGE_ROLES == get_args(MessageRole)
-    assert TERMINAL_RUN_STATUSES == {"completed", "failed", "cancelled"}
+    assert TASK_STATUSES == get_args(TaskStatus)
+    assert set(RUN_STATUSES) - set(TASK_STATUSES) == {"paused"}  # only a run pauses
+    # nobody serves a paused run until it is resumed: it is no live status
+    assert TERMINAL_RUN_STATUSES == {"completed", "failed", "cancelled", "paused"}
 
 
 def test_agent_ids_round_trip() -> None:

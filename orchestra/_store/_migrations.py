@@ -236,6 +236,33 @@ DROP TABLE steps;
 ALTER TABLE steps_v4 RENAME TO steps;
 """
 
-MIGRATIONS: tuple[str, ...] = (V1, V2, V3, V4)
+# v5: a run a cap stopped is ``paused`` (resumable), not ``failed``. SQLite cannot alter
+# a CHECK: ``runs`` is rebuilt (``migrate`` turns foreign keys off around every script,
+# as SQLite's own procedure for this does, so dropping the old table leaves the rows
+# that point at runs alone; every run is copied, so they all point at one again).
+V5 = """
+CREATE TABLE runs_v5 (
+    id TEXT PRIMARY KEY,
+    pipeline TEXT NOT NULL,
+    input TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN
+        ('pending', 'running', 'waiting', 'completed', 'failed', 'cancelled', 'paused')),
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL,
+    error TEXT,
+    tokens_in INTEGER NOT NULL DEFAULT 0,
+    tokens_out INTEGER NOT NULL DEFAULT 0,
+    cost REAL NOT NULL DEFAULT 0,
+    steps INTEGER NOT NULL DEFAULT 0,
+    last_seq INTEGER NOT NULL DEFAULT 0
+);
+INSERT INTO runs_v5 SELECT id, pipeline, input, status, created_at, updated_at, error,
+    tokens_in, tokens_out, cost, steps, last_seq FROM runs;
+DROP TABLE runs;
+ALTER TABLE runs_v5 RENAME TO runs;
+CREATE INDEX runs_created ON runs (created_at);
+"""
+
+MIGRATIONS: tuple[str, ...] = (V1, V2, V3, V4, V5)
 """Script ``i`` (0-based) takes the schema from version ``i`` to ``i + 1``. Append only;
 ``schema.sql`` must always equal their result (``tests/store/test_schema.py``)."""

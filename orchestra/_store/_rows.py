@@ -18,6 +18,7 @@ from orchestra._types import (
     RUN_STATUSES,
     STEP_KINDS,
     STEP_STATUSES,
+    TASK_STATUSES,
     Approval,
     CompactionRecord,
     Event,
@@ -55,6 +56,7 @@ APPROVAL_COLS = ("id, run_id, task_id, step, tool, arguments, status, decided_by
 EVENT_COLS = "run_id, seq, kind, data, at"
 
 _RUN_STATUSES = frozenset(RUN_STATUSES)
+_TASK_STATUSES = frozenset(TASK_STATUSES)
 _STEP_STATUSES = frozenset(STEP_STATUSES)
 _STEP_KINDS = frozenset(STEP_KINDS)
 _APPROVAL_STATUSES = frozenset(APPROVAL_STATUSES)
@@ -96,7 +98,7 @@ def task(row: Row) -> Task:
     # float(): RETURNING hands back a REAL column holding 0.0 as the int 0.
     key = row[0]
     return Task(key, row[1], row[2], json_of("tasks", key, "input", row[3]),
-                _enum("tasks", key, "status", row[4], _RUN_STATUSES), row[5], row[6], row[7],
+                _enum("tasks", key, "status", row[4], _TASK_STATUSES), row[5], row[6], row[7],
                 row[8], row[9], float(row[10]), json_of("tasks", key, "result", row[11]), row[12],
                 row[13], row[14], row[15], row[16], row[17])
 

@@ -126,6 +126,20 @@ def migrate(conn: sqlite3.Connection, path: str, *, verify_only: bool = False,
     steps = [(target, migrations[target - 1]) for target in range(version + 1, latest + 1)]
     if version == 0 and migrations is MIGRATIONS:
         steps = [(latest, CURRENT)]
+    # foreign keys off while a script runs (a pragma a transaction cannot change): a
+    # script that rebuilds a table others point at (a CHECK SQLite cannot alter) drops
+    # the old one first; every script keeps every row, so the keys hold again after
+    keys = conn.execute("PRAGMA foreign_keys").fetchone()[0]
+    conn.execute("PRAGMA foreign_keys = OFF")
+    try:
+        _apply(conn, path, steps, migrations)
+    finally:
+        conn.execute(f"PRAGMA foreign_keys = {int(keys)}")
+    return latest
+
+
+def _apply(conn: sqlite3.Connection, path: str, steps: Sequence[tuple[int, str]],
+           migrations: Sequence[str]) -> None:
     for target, script in steps:
         # BEGIN IMMEDIATE so two processes migrating at once queue on the write lock
         # instead of both reading the old version and deadlocking on upgrade.
@@ -152,7 +166,6 @@ def migrate(conn: sqlite3.Connection, path: str, *, verify_only: bool = False,
                     f"the file stays at version {target - 1}"
                 ) from exc
             raise
-    return latest
 
 
 def _statements(script: str) -> Iterator[str]:

@@ -1,4 +1,4 @@
--- The orchestra store, as it is now (schema version 4). A new store is created from this
+-- The orchestra store, as it is now (schema version 5). A new store is created from this
 -- file; an older one is brought here by the migrations in schema.py, and a test checks
 -- that both give the same tables, columns, indexes, views and triggers.
 --
@@ -28,7 +28,7 @@ CREATE TABLE runs (
     pipeline TEXT NOT NULL,
     input TEXT NOT NULL,
     status TEXT NOT NULL
-        CHECK (status IN ('pending', 'running', 'waiting', 'completed', 'failed', 'cancelled')),
+        CHECK (status IN ('pending', 'running', 'waiting', 'completed', 'failed', 'cancelled', 'paused')),
     created_at REAL NOT NULL,
     updated_at REAL NOT NULL,
     error TEXT,

@@ -17,9 +17,14 @@ from orchestra._store import Blackboard
 from orchestra._store import url as store_url
 from orchestra._types import Run
 from orchestra.cli import inspect_cmds
-from orchestra.cli.main import EXIT_CANCELLED, EXIT_FAILED, EXIT_OK, EXIT_WAITING
+from orchestra.cli.main import EXIT_CANCELLED, EXIT_FAILED, EXIT_OK, EXIT_PAUSED, EXIT_WAITING
 from orchestra.cli.progress import Progress
-from orchestra.coordinator.coordinator import Coordinator, CoordinatorSettings
+from orchestra.coordinator.coordinator import (
+    CANCELLABLE,
+    Coordinator,
+    CoordinatorSettings,
+    check_resumable,
+)
 from orchestra.coordinator.pipeline import load_pipeline
 from orchestra.coordinator.run_models import (
     SETTINGS_EVENT,
@@ -119,8 +124,8 @@ async def _drive(args: argparse.Namespace, store: Blackboard, coord: Coordinator
     finally:
         await progress.stop(watcher)
     await progress.summary(final)
-    return {"completed": EXIT_OK, "waiting": EXIT_WAITING,
-            "cancelled": EXIT_CANCELLED}.get(final.status, EXIT_FAILED)
+    return {"completed": EXIT_OK, "waiting": EXIT_WAITING, "cancelled": EXIT_CANCELLED,
+            "paused": EXIT_PAUSED}.get(final.status, EXIT_FAILED)
 
 
 async def cmd_run(args: argparse.Namespace) -> int:
@@ -209,11 +214,17 @@ async def cmd_resume(args: argparse.Namespace) -> int:
     async with open_store(args, must_exist=True) as store:
         args.run = await inspect_cmds.resolve_run(store, args.run)
         run = await store.get_run(args.run)
-        Coordinator.check_resumable(run)  # before any output: a refusal prints one line
-        pipeline = load_pipeline(run.pipeline, run.input)
         recorded = await recorded_settings(store, run)
+        settings = _settings(args, cap=recorded.get("max_tokens"))  # bad flags fail first
+        # before any output or write: a refusal prints one line (a paused run's says how
+        # to raise its cap), and a cap too low to resume with is not recorded
+        check_resumable(run, settings.max_tokens_per_run,
+                        how=f"orchestra resume {run.id} --db {store_url.label(args.db)} "
+                            "--max-tokens N")
+        pipeline = load_pipeline(run.pipeline, run.input)
         models = _models(pipeline, recorded, args.model)
-        settings = _settings(args, cap=await _run_cap(store, run, args.max_tokens))
+        if args.max_tokens is not None:  # recorded: it holds for later resumes and workers
+            await _run_cap(store, run, args.max_tokens)
         coord = Coordinator(store, pipeline, models=models, settings=settings)
         if not args.json:
             budget = (f"; token cap {settings.max_tokens_per_run}"
@@ -288,8 +299,7 @@ async def cmd_cancel(args: argparse.Namespace) -> int:
             inspect_cmds.emit(args, {"run": run.id, "status": run.status},
                               f"run {run.id} was already cancelled")
             return EXIT_OK
-        run = await store.set_run_status(args.run, "cancelled",
-                                         only_from=("pending", "running", "waiting", "failed"))
+        run = await store.set_run_status(args.run, "cancelled", only_from=CANCELLABLE)
         inspect_cmds.emit(args, {"run": run.id, "status": run.status},
                           f"run {run.id} cancelled")
         return EXIT_OK

@@ -51,7 +51,8 @@ def _age(ts: float) -> str:
 
 
 def run_dict(run: Run) -> dict[str, Any]:
-    return dataclasses.asdict(run)
+    """The run as JSON, with ``reason`` (why it is paused, else None)."""
+    return {**dataclasses.asdict(run), "reason": run.reason}
 
 
 def event_line(e: Event) -> str:
@@ -76,7 +77,9 @@ async def orphans(store: Blackboard, runs: list[Run]) -> dict[str, float | None]
 
 
 def status_text(run: Run, orphaned: dict[str, float | None]) -> str:
-    """``running``, or e.g. ``running (no live worker since 12:03:11)``."""
+    """``running``, ``paused (budget)``, or e.g. ``running (no live worker since 12:03:11)``."""
+    if run.reason is not None:
+        return f"{run.status} ({run.reason})"
     if run.id not in orphaned:
         return run.status
     since = orphaned[run.id]
@@ -168,7 +171,8 @@ def runs_text(runs: list[Run], orphaned: dict[str, float | None] | None = None) 
 def show_text(d: dict[str, Any], where: str = "") -> str:
     """``where``: the ``--db FILE`` or ``--server URL`` the hints must name."""
     run = d["run"]
-    status = d.get("status_text", run["status"])
+    status = d.get("status_text") or (f"{run['status']} ({run['reason']})" if run.get("reason")
+                                      else run["status"])
     lines = [f"run {run['id']}  {status}  pipeline {run['pipeline']}",
              f"  tokens in/out {run['tokens_in']}/{run['tokens_out']}  steps {run['steps']}"
              + (f"  error: {run['error']}" if run["error"] else ""),
@@ -177,15 +181,20 @@ def show_text(d: dict[str, Any], where: str = "") -> str:
              "  agents:"]
     for a in d["agents"]:
         rp = a["restart_point"]
-        where = f"task {rp['task']} step {rp['step']}" if rp else "-"
+        point = f"task {rp['task']} step {rp['step']}" if rp else "-"
         lines.append(f"    {a['role']:<12} messages={a['messages']:<4} "
                      f"steps={a['steps_completed']:<4} reissued={a['steps_reissued']} "
-                     f"tokens={a['tokens_in'] + a['tokens_out']:<7} restart point: {where}")
+                     f"tokens={a['tokens_in'] + a['tokens_out']:<7} restart point: {point}")
     for line in d.get("concurrency", {}).get("notes", []):
         lines.append(f"  waiting on a concurrency limit: {line}")
     for ap in d["approvals_pending"]:
         lines.append(f"  pending approval {ap['id']}: {ap['tool']}({ap['arguments']}) — "
                      f"orchestra approve {ap['id']} {where}".rstrip())
+    if run.get("reason") == "budget":
+        used = run["tokens_in"] + run["tokens_out"]
+        hint = " ".join(filter(None, ("orchestra resume", run["id"], where,
+                                      f"--max-tokens {max(2 * used, used + 1000)}")))
+        lines.append(f"  paused by its token cap; raise it to continue: {hint}")
     return "\n".join(lines)
 
 

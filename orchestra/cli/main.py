@@ -17,8 +17,10 @@ from orchestra._errors import (
     StoreAccessError,
     UserError,
 )
+from orchestra._types import RUN_STATUSES
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_STORE, EXIT_WAITING, EXIT_CANCELLED = 0, 1, 2, 3, 4, 5
+EXIT_PAUSED = 6
 EXIT_INTERRUPTED = 130
 
 EPILOG = """\
@@ -30,6 +32,8 @@ exit codes:
        or cannot be created or written (missing directory, permissions, read-only)
   4    the run is waiting for a human approval (`orchestra approve ID`, then resume)
   5    the run was cancelled
+  6    the run is paused: its token cap (--max-tokens) was reached; it continues with
+       `orchestra resume RUN --max-tokens N` (N above the tokens it used)
   130  interrupted (Ctrl-C); the run is resumable with `orchestra resume RUN`
 
 Every command accepts --json for machine-readable output. --db and --json may come
@@ -146,9 +150,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("runs", help="list runs")
     _common(p)
-    p.add_argument("--active", action="store_true", help="only runs not yet finished")
-    p.add_argument("--status", choices=["pending", "running", "waiting", "completed", "failed",
-                                        "cancelled"], help="only runs with this status")
+    p.add_argument("--active", action="store_true",
+                   help="only runs still going (pending, running, waiting); a paused or "
+                        "failed run waits for `orchestra resume`")
+    p.add_argument("--status", choices=RUN_STATUSES, help="only runs with this status")
     p.add_argument("--pipeline", help="only runs of pipelines whose name contains this")
     p.add_argument("--limit", type=int, default=50, help="newest N runs (default 50)")
 
@@ -190,7 +195,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--idle-exit", type=float, default=None, metavar="SECONDS",
                    help="exit after this long with no active runs")
     _serve_parser(sub)
-    for name in ("runs", "show", "events", "approve", "deny", "cancel"):
+    for name in ("runs", "show", "events", "approve", "deny", "cancel", "resume"):
         sub.choices[name].add_argument(
             "--server", metavar="URL", help="work through `orchestra serve` at URL instead "
                                             "of the --db file (token: $ORCHESTRA_TOKEN)")

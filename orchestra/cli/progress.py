@@ -128,9 +128,9 @@ class Progress:
                 print(f"  waiting for approval {ap['id']} ({ap['tool']}): orchestra approve "
                       f"{ap['id']} {db}  or  orchestra deny {ap['id']} {db} --reason ...")
             print(f"  then: orchestra resume {run.id} {db}")
-        elif run.status == "failed" and "tokens, its cap is" in (run.error or ""):
+        elif run.reason == "budget":
             used = run.tokens_in + run.tokens_out
-            print(f"  stopped by its token budget (resumable): orchestra resume {run.id} {db} "
-                  f"--max-tokens {max(2 * used, used + 1000)}")
+            print(f"  paused by its token cap (budget); raise it to continue: orchestra resume "
+                  f"{run.id} {db} --max-tokens {max(2 * used, used + 1000)}")
         elif run.status in ("failed", "running"):
             print(f"  resume with: orchestra resume {run.id} {db}")

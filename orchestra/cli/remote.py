@@ -1,4 +1,4 @@
-"""``--server URL``: runs, show, events, approve, deny and cancel through the HTTP API
+"""``--server URL``: runs, show, events, approve, deny, cancel and resume through the HTTP API
 of ``orchestra serve`` instead of opening the store file (token: $ORCHESTRA_TOKEN)."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from orchestra.cli.main import EXIT_OK
 if TYPE_CHECKING:
     from orchestra.client import Client
 
-COMMANDS = frozenset({"runs", "show", "events", "approve", "deny", "cancel"})
+COMMANDS = frozenset({"runs", "show", "events", "approve", "deny", "cancel", "resume"})
 
 
 def dispatch(args: argparse.Namespace) -> int:
@@ -40,7 +40,7 @@ def dispatch(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace, api: Client) -> int:
     if args.command == "runs":
-        runs = [Run(**r) for r in api.runs.list(active=args.active, limit=100)["runs"]]
+        runs = [_run_of(r) for r in api.runs.list(active=args.active, limit=100)["runs"]]
         inspect_cmds.emit(args, [inspect_cmds.run_dict(r) for r in runs],
                           inspect_cmds.runs_text(runs))
     elif args.command == "show":
@@ -58,7 +58,19 @@ def _run(args: argparse.Namespace, api: Client) -> int:
         run = api.runs.cancel(args.run)
         inspect_cmds.emit(args, {"run": run["run_id"], "status": run["status"]},
                           f"run {run['run_id']} cancelled")
+    elif args.command == "resume":
+        run = api.runs.resume(args.run, max_tokens=args.max_tokens)
+        inspect_cmds.emit(args, {"run": run["run_id"], "status": run["status"]},
+                          f"run {run['run_id']} {run['status']}; the server continues it")
     return EXIT_OK
+
+
+_RUN_FIELDS = frozenset(f.name for f in dataclasses.fields(Run))
+
+
+def _run_of(data: dict[str, object]) -> Run:
+    """A run the API returned (its JSON also says ``reason``, which a Run derives)."""
+    return Run(**{k: v for k, v in data.items() if k in _RUN_FIELDS})  # type: ignore[arg-type]
 
 
 def _events(args: argparse.Namespace, api: Client) -> None:

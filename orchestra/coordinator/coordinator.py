@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 log = get_logger("orchestra.coordinator")
 
 _LIVE = LIVE_RUN_STATUSES
+_PAUSED: tuple[RunStatus, ...] = ("paused",)
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +68,24 @@ class CoordinatorSettings:
     shared: bool = False
     """Other processes may serve the same runs (``orchestra worker``): agents then re-read
     their history from the store at every task instead of trusting this process's cache."""
+
+
+CANCELLABLE: tuple[RunStatus, ...] = ("pending", "running", "waiting", "failed", "paused")
+"""A run in any of these may be cancelled (a completed or cancelled one may not)."""
+
+
+def check_resumable(run: Run, cap: int | None, *, how: str = "--max-tokens N") -> None:
+    """Raise ``UserError`` if ``run`` cannot be resumed: finished for good (completed or
+    cancelled), or paused by its token cap (``reason`` budget) while ``cap`` (the cap it
+    would resume with) is still no more than it used. ``how``: how the caller raises it."""
+    if run.status == "completed":
+        raise UserError(f"run {run.id} is already completed; nothing to resume")
+    if run.status == "cancelled":
+        raise UserError(f"run {run.id} was cancelled; start a new run instead")
+    used = run.tokens_in + run.tokens_out
+    if run.reason == "budget" and cap is not None and used >= cap:
+        raise UserError(f"run {run.id} is paused: it used {used} tokens and its token cap is "
+                        f"still {cap}; raise the cap to resume it ({how} with N > {used})")
 
 
 class Coordinator:
@@ -133,21 +152,19 @@ class Coordinator:
                             f"({live[0].lease_owner}); wait for it, or stop that process")
         if run.status == "failed":
             await self._revive_failed(run_id)
+        elif run.status == "paused":  # its tasks are still pending: they simply continue
+            await self._transition(run_id, "running", only_from=_PAUSED)
         log.info("resume", run=run_id, requeued=len(released))
         return await self.drive(run_id)
 
-    @staticmethod
-    def check_resumable(run: Run) -> None:
-        """Raise ``UserError`` if ``run`` is finished for good (completed or cancelled)."""
-        if run.status == "completed":
-            raise UserError(f"run {run.id} is already completed; nothing to resume")
-        if run.status == "cancelled":
-            raise UserError(f"run {run.id} was cancelled; start a new run instead")
+    def check_resumable(self, run: Run) -> None:
+        """Raise ``UserError`` if ``run`` is finished for good (completed or cancelled), or
+        paused by its token cap with this coordinator's cap no higher than what it used."""
+        check_resumable(run, self.settings.max_tokens_per_run)
 
     async def cancel(self, run_id: str) -> Run:
         """Cancel a run: no new steps start; running tasks here stop; state stays consistent."""
-        run = await self.store.set_run_status(
-            run_id, "cancelled", only_from=("pending", "running", "waiting", "failed"))
+        run = await self.store.set_run_status(run_id, "cancelled", only_from=CANCELLABLE)
         self._cancelled.add(run_id)
         self.jobs.cancel(run_id)
         self.jobs.wake(run_id)
@@ -193,9 +210,9 @@ class Coordinator:
                 if executor.fatal is not None:
                     await self._stop_all(run_id)
                     raise executor.fatal
-                if executor.stop_error is not None:
+                if executor.stop_error is not None:  # a cap: paused, resumable
                     await self._stop_all(run_id)
-                    return await self._transition(run_id, "failed", error=executor.stop_error)
+                    return await self._transition(run_id, "paused", error=executor.stop_error)
                 if self.jobs.take_refill(run_id) or not self.jobs.has(run_id):
                     await self._fill(run_id, executor)
                 if run_id in self._cancelled:

@@ -10,11 +10,16 @@ from fastapi import APIRouter, Depends, Header, Query
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from orchestra._errors import UserError
-from orchestra._types import Approval, RunStatus
-from orchestra.coordinator.coordinator import Coordinator
+from orchestra._types import Approval, Run, RunStatus
+from orchestra.coordinator.coordinator import CANCELLABLE, Coordinator, check_resumable
 from orchestra.coordinator.owners import dead_local_owners
 from orchestra.coordinator.pipeline import load_pipeline
-from orchestra.coordinator.run_models import model_settings, models_for_run, run_cap
+from orchestra.coordinator.run_models import (
+    model_settings,
+    models_for_run,
+    recorded_settings,
+    run_cap,
+)
 from orchestra.server.app import Services, services
 from orchestra.server.problems import Problem
 from orchestra.server.schemas import (
@@ -88,7 +93,12 @@ async def list_runs(svc: Svc, active: bool = False, status: RunStatus | None = N
     runs = await svc.store.list_runs(active_only=active, status=status, pipeline=pipeline,
                                      limit=limit, before=before)
     nxt = encode_cursor(runs[-1].created_at, runs[-1].id) if len(runs) == limit else None
-    return _json({"runs": [dataclasses.asdict(r) for r in runs], "next_cursor": nxt})
+    return _json({"runs": [_run_json(r) for r in runs], "next_cursor": nxt})
+
+
+def _run_json(run: Run) -> dict[str, Any]:
+    """A run as the API shows it: its fields, and ``reason`` (why it is paused, or null)."""
+    return {**dataclasses.asdict(run), "reason": run.reason}
 
 
 @router.get("/runs/{run_id}", response_model=RunDetail, responses=_ERRORS)
@@ -101,8 +111,9 @@ async def get_run(run_id: str, svc: Svc) -> JSONResponse:
         store.task_counts(run_id), store.step_counts(run_id), store.agent_infos(run_id),
         store.list_approvals(run_id, status="pending"))
     return _json({
-        "run": dataclasses.asdict(run),
+        "run": _run_json(run),
         "status": run.status,
+        "reason": run.reason,
         "usage": {"tokens_in": run.tokens_in, "tokens_out": run.tokens_out, "cost": run.cost,
                   "steps": run.steps},
         "tasks": tasks,
@@ -143,21 +154,24 @@ async def cancel(run_id: str, svc: Svc) -> JSONResponse:
     run = await svc.pool.cancel(run_id)
     if run is None:
         await svc.store.get_run(run_id)
-        run = await svc.store.set_run_status(
-            run_id, "cancelled", only_from=("pending", "running", "waiting", "failed"))
+        run = await svc.store.set_run_status(run_id, "cancelled", only_from=CANCELLABLE)
     return _json({"run_id": run.id, "status": run.status})
 
 
 @router.post("/runs/{run_id}/resume", status_code=202, response_model=RunAccepted,
              responses=_ERRORS)
 async def resume(run_id: str, svc: Svc, body: ResumeRequest | None = None) -> JSONResponse:
-    """Continue a failed, stopped or interrupted run in the background (with a new
-    token cap if given: it holds for every process that serves the run from now on)."""
+    """Continue a failed, paused or interrupted run in the background (with a new
+    token cap if given: it holds for every process that serves the run from now on).
+    A run paused by its token cap needs a cap above what it used: else a 409 says so."""
     store = svc.store
     run = await store.get_run(run_id)
-    Coordinator.check_resumable(run)  # completed or cancelled: 409
-    if body is not None and body.max_tokens is not None:
-        await run_cap(store, run, body.max_tokens)
+    new_cap = body.max_tokens if body is not None else None
+    cap = svc.settings.coordinator.max_tokens_per_run or new_cap or \
+        (await recorded_settings(store, run)).get("max_tokens")  # a server-wide cap wins
+    check_resumable(run, cap, how='POST /v1/runs/{id}/resume {"max_tokens": N}')  # else 409
+    if new_cap is not None:
+        await run_cap(store, run, new_cap)
     if not svc.pool.serving(run_id):
         running = await store.list_tasks(run_id, status="running")
         dead = dead_local_owners({t.lease_owner for t in running}, me="")
@@ -165,8 +179,9 @@ async def resume(run_id: str, svc: Svc, body: ResumeRequest | None = None) -> JS
             await store.release_leases(run_id, owners=dead)
         if run.status == "failed":
             await store.retry_failed_tasks(run_id)
-            failed: tuple[RunStatus, ...] = ("failed",)
-            run = await store.set_run_status(run_id, "running", only_from=failed)
+        if run.status in ("failed", "paused"):  # a paused run's tasks are still pending
+            stopped: tuple[RunStatus, ...] = (run.status,)
+            run = await store.set_run_status(run_id, "running", only_from=stopped)
         svc.pool.kick()
     return _json({"run_id": run.id, "status": run.status}, 202)
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from orchestra._types import Run, RunStatus
+from orchestra._types import PauseReason, Run, RunStatus
 from orchestra.server.problems import Problem
 
 
@@ -41,7 +41,8 @@ class RunAccepted(BaseModel):
 
 
 class RunPage(BaseModel):
-    runs: list[Run]
+    runs: list[Run] = Field(description="Each run also says `reason`: why it is paused "
+                                        "(`budget`: its token cap), else null")
     next_cursor: str | None = Field(None, description="Pass as ?cursor= for the next page")
 
 
@@ -57,6 +58,9 @@ class RunDetail(BaseModel):
 
     run: Run
     status: RunStatus
+    reason: PauseReason | None = Field(None, description="Why the run is `paused`: `budget`, "
+                                       "its token cap was reached (resume it with a higher "
+                                       "`max_tokens`)")
     usage: Usage
     tasks: dict[str, int] = Field(description="Task counts by status")
     steps: dict[str, int] = Field(description="Journal totals: completed, reissued, ...")

@@ -88,6 +88,26 @@ def test_forms_need_their_csrf_token_and_origin_and_cancel_resume_work(
     assert late.status_code in (303, 409)
 
 
+def test_a_paused_run_shows_its_cap_and_resumes_from_the_page_with_a_higher_one(
+        server: Server) -> None:
+    c, token = _login(server.url)
+    r = httpx.post(f"{server.url}/v1/runs", headers=AUTH, json={
+        "pipeline": PIPELINE, "input": {"plan": False, "turns": 6}, "max_tokens": 60})
+    run_id = r.json()["run_id"]
+    wait_status(server.url, run_id, "paused")
+    listed = c.get("/", params={"status": "paused"}).text
+    assert run_id in listed and 's-paused">paused' in listed
+    page = c.get(f"/runs/{run_id}").text
+    assert "reached its token cap" in page and 'name="max_tokens"' in page
+    bad = c.post(f"/runs/{run_id}/resume", data={"csrf": token, "max_tokens": "lots"})
+    assert bad.status_code == 422 and "whole number" in bad.text
+    same = c.post(f"/runs/{run_id}/resume", data={"csrf": token})
+    assert same.status_code == 409 and "still 60" in same.text
+    ok = c.post(f"/runs/{run_id}/resume", data={"csrf": token, "max_tokens": "100000"})
+    assert ok.status_code == 303
+    wait_status(server.url, run_id, "completed")
+
+
 def test_the_agent_page_marks_what_recall_returned(server: Server) -> None:
     c, _ = _login(server.url)
     run_id = start(server.url, plan=False, turns=14, recall=True)

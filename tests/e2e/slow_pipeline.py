@@ -6,7 +6,8 @@
 once); every model call sleeps ``delay`` seconds, so a test has time to interrupt it between steps.
 
 Every tool side effect appends a line to ``<effects>`` when the run input names
-a file, so a test can count what really ran.
+a file, and every model call one to ``<calls>`` (the tool results it saw), so a test
+can count what really ran.
 """
 
 from __future__ import annotations
@@ -64,10 +65,14 @@ def build(run_input: Any) -> Pipeline:
     inp = run_input if isinstance(run_input, dict) else {}
     turns = int(inp.get("turns", 4))
     delay = float(inp.get("delay", 0.3))
+    calls = inp.get("calls")
 
     async def script(request: ModelRequest) -> ModelResponse:
         await asyncio.sleep(delay)
         done = [json.loads(m.content) for m in request.messages if m.role == "tool"]
+        if calls:
+            with open(calls, "a") as f:
+                f.write(f"{len(done)}\n")
         if len(done) < turns:
             return reply("", tool_call("bump", {"n": len(done) + 1}, id=f"b{len(done)}"))
         return reply(json.dumps({"total": sum(done)}))

@@ -118,22 +118,40 @@ def test_run_creates_a_missing_workspace_like_demo(tmp_path: Path,
     assert code == 0 and (workspace / "textkit").is_dir()
 
 
-def test_the_token_cap_stays_with_the_run_and_resume_raises_it(
+def test_a_run_at_its_token_cap_is_paused_and_resume_raises_the_cap(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.chdir(ROOT)
-    db = str(tmp_path / "cap.db")
+    db, calls, effects = str(tmp_path / "cap.db"), tmp_path / "calls", tmp_path / "effects"
     code = main(["run", "--pipeline", "tests.e2e.slow_pipeline:build", "--input",
-                 json.dumps({"turns": 8, "delay": 0}), "--max-tokens", "60", "--db", db])
+                 json.dumps({"turns": 8, "delay": 0, "calls": str(calls),
+                             "effects": str(effects)}),
+                 "--max-tokens", "60", "--db", db])
     out = capsys.readouterr().out
     run_id = out.split()[1]
-    assert code == 1 and "stopped by its token budget" in out, out
+    assert code == 6 and f"run {run_id}: paused" in out, out  # EXIT_PAUSED, not failed
     assert f"orchestra resume {run_id} --db {db} --max-tokens" in out
-    # a plain resume keeps the cap: it stops again at once
-    assert main(["resume", run_id, "--db", db]) == 1
-    assert "token cap 60" in capsys.readouterr().out
+    made = calls.read_text().splitlines()
+    assert 0 < len(made) < 9  # stopped part way
+    assert main(["show", run_id, "--db", db, "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert (shown["status"], shown["run"]["reason"]) == ("paused", "budget")
+    assert main(["runs", "--db", db, "--status", "paused", "--json"]) == 0
+    assert [r["id"] for r in json.loads(capsys.readouterr().out)] == [run_id]
+    assert main(["runs", "--db", db, "--active", "--json"]) == 0  # nobody serves it now
+    assert json.loads(capsys.readouterr().out) == []
+    # a plain resume keeps the cap: it says the cap is still reached and how to raise it
+    assert main(["resume", run_id, "--db", db]) == 2
+    err = capsys.readouterr().err
+    assert "still 60" in err and f"orchestra resume {run_id} --db {db} --max-tokens N" in err
+    assert main(["resume", run_id[:5], "--db", db, "--max-tokens", "30"]) == 2  # still too low
+    capsys.readouterr()
     assert main(["resume", run_id[:5], "--db", db, "--max-tokens", "100000"]) == 0
     assert f"run {run_id}: completed" in capsys.readouterr().out
+    # every model call and tool effect ran once: none was repeated by the resume
+    assert calls.read_text().splitlines() == [str(n) for n in range(9)]
+    keys = [line.split()[0] for line in effects.read_text().splitlines()]
+    assert len(keys) == len(set(keys)) == 8
 
 
 def test_show_says_when_ready_work_waits_on_a_role_concurrency_limit(

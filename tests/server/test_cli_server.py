@@ -40,3 +40,21 @@ def test_cli_commands_work_through_the_server(server: Server, tmp_path: Path) ->
     cancel = _cli(tmp_path, "cancel", "nope", "--server", server.url)
     assert cancel.returncode == 2 and "nope" in cancel.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_paused_run_shows_and_resumes_through_the_server(server: Server,
+                                                           tmp_path: Path) -> None:
+    api = Client(server.url)
+    run_id = api.runs.create(PIPELINE, {"turns": 4, "delay": 0.01}, max_tokens=60)["run_id"]
+    wait_for(lambda: api.runs.get(run_id)["status"] == "paused", what="the cap pausing it")
+    show = _cli(tmp_path, "show", run_id, "--server", server.url)
+    assert show.returncode == 0 and "paused (budget)" in show.stdout, show.stdout
+    assert f"orchestra resume {run_id} --server {server.url} --max-tokens" in show.stdout
+    runs = _cli(tmp_path, "runs", "--server", server.url)
+    assert "paused (budget)" in runs.stdout
+    again = _cli(tmp_path, "resume", run_id, "--server", server.url)
+    assert again.returncode == 2 and "still 60" in again.stderr, again.stderr
+    resumed = _cli(tmp_path, "resume", run_id, "--max-tokens", "100000", "--server", server.url)
+    assert resumed.returncode == 0 and "running" in resumed.stdout, resumed.stderr
+    wait_for(lambda: api.runs.get(run_id)["status"] == "completed", what="the resumed run")
+    assert list(tmp_path.iterdir()) == []

@@ -262,8 +262,19 @@ def test_a_stream_says_when_nobody_can_serve_its_run(server: Server) -> None:
 def test_a_run_stopped_by_its_token_cap_resumes_with_a_higher_one(server: Server) -> None:
     api = Client(server.url)
     run_id = api.runs.create(PIPELINE, {"turns": 4, "delay": 0.01}, max_tokens=60)["run_id"]
-    wait_for(lambda: api.runs.get(run_id)["status"] == "failed", what="the cap stopping it")
-    assert "cap is 60" in api.runs.get(run_id)["run"]["error"]
+    wait_for(lambda: api.runs.get(run_id)["status"] == "paused", what="the cap pausing it")
+    got = api.runs.get(run_id)
+    assert (got["reason"], got["run"]["reason"]) == ("budget", "budget")
+    assert "cap is 60" in got["run"]["error"]
+    assert [(r["id"], r["reason"]) for r in api.runs.list(status="paused")["runs"]] == [
+        (run_id, "budget")]
+    assert run_id not in [r["id"] for r in api.runs.list(active=True)["runs"]]
+    assert list(api.runs.stream(run_id))[-1].kind == "run.paused"  # the stream ends there
+    # without a higher cap: 409, saying the cap is still reached and how to raise it
+    with pytest.raises(ApiError) as refused:
+        api.runs.resume(run_id)
+    assert refused.value.status == 409 and "still 60" in refused.value.detail
+    assert '{"max_tokens": N}' in refused.value.detail
     assert api.runs.resume(run_id, max_tokens=100_000)["status"] == "running"
     events = list(api.runs.stream(run_id))
     assert events[-1].kind == "run.completed"

@@ -21,6 +21,7 @@ from orchestra._types import (
     RUN_STATUSES,
     STEP_KINDS,
     STEP_STATUSES,
+    TASK_STATUSES,
 )
 
 FIXTURES = Path(__file__).with_name("fixtures")
@@ -67,7 +68,8 @@ def test_check_lists_are_the_vocabulary() -> None:
     lists = re.findall(r"(\w+) IN \(([^)]*)\)", schema.CURRENT)
     found = {(column, tuple(v.strip().strip("'") for v in values.split(",")))
              for column, values in lists if "'" in values}
-    assert found == {("status", RUN_STATUSES), ("role", MESSAGE_ROLES), ("kind", STEP_KINDS),
+    assert found == {("status", RUN_STATUSES), ("status", TASK_STATUSES),
+                     ("role", MESSAGE_ROLES), ("kind", STEP_KINDS),
                      ("status", STEP_STATUSES), ("status", APPROVAL_STATUSES)}
 
 
@@ -97,11 +99,13 @@ async def test_files_of_every_version_migrate_with_their_data(version: int,
         assert [p.body for p in await store.get_plans("run1")] == [{"modules": ["a"]}]
         events = await store.events("run1")
         assert [e.seq for e in events] == list(range(1, run.last_seq + 1))
-        # and it takes new writes
+        # and it takes new writes, a run status newer than the file too (v5 rebuilt runs)
         await store.post_note("run1", "me", NewNote("after"))
+        assert (await store.set_run_status("run1", "paused")).status == "paused"
     assert query(path, "SELECT version FROM orchestra_schema") == [(schema.LATEST_VERSION,)]
     assert shape(path) == shape(_fresh(tmp_path))
     assert fts_consistent(path)
+    assert query(path, "PRAGMA foreign_key_check") == []  # every row still points at its run
     assert json.loads(query(path, "SELECT data FROM events ORDER BY seq DESC LIMIT 1")[0][0])
 
 

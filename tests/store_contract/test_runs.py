@@ -28,6 +28,21 @@ async def test_a_run_round_trips_and_changes_status(store: Blackboard) -> None:
     assert [r.id for r in await store.list_runs()] == ["r1"]
 
 
+async def test_a_paused_run_keeps_its_pending_tasks_and_is_claimed_by_nobody(
+        store: Blackboard) -> None:
+    """A cap's stop: the run is paused (a status of runs only), nobody serves it until a
+    resume sets it running again."""
+    await store.create_run("pipe", {}, run_id="r1", tasks=[NewTask("a", {})])
+    paused = await store.set_run_status("r1", "paused", error="cap")
+    assert (paused.status, paused.reason, paused.error) == ("paused", "budget", "cap")
+    assert await store.list_runs(active_only=True) == []
+    assert [r.id for r in await store.list_runs(status="paused")] == ["r1"]
+    assert await store.claim_task("w1") is None
+    assert await store.task_counts("r1") == {"pending": 1}
+    assert (await store.set_run_status("r1", "running", only_from=("paused",))).reason is None
+    assert (await store.claim_task("w1")) is not None
+
+
 async def test_cancelling_a_run_cancels_and_fences_its_live_tasks(store: Blackboard,
                                                                 claimed: Claimed) -> None:
     run, task, lease = await claimed()

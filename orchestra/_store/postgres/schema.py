@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncpg
 
 from orchestra._errors import NotAStoreError, SchemaVersionError, StoreError
-from orchestra._types import MESSAGE_ROLES, RUN_STATUSES, STEP_KINDS
+from orchestra._types import MESSAGE_ROLES, STEP_KINDS
 
 MARK = "orchestra"
 """``orchestra_schema.app``: what marks a database's tables as an orchestra store."""
@@ -25,7 +25,8 @@ def _one_of(values: tuple[str, ...]) -> str:
     return "(" + ", ".join(f"'{v}'" for v in values) + ")"
 
 
-_STATUS = f"CHECK (status IN {_one_of(RUN_STATUSES)})"
+# v1's status list, as released (``paused`` came in v3): a script never changes
+_STATUS = "CHECK (status IN ('pending', 'running', 'waiting', 'completed', 'failed', 'cancelled'))"
 
 V1 = f"""
 CREATE TABLE orchestra_schema (
@@ -202,7 +203,14 @@ ALTER TABLE steps ADD CONSTRAINT steps_status_check
     CHECK (status IN ('started', 'completed', 'failed', 'cancelled'));
 """
 
-MIGRATIONS: tuple[str, ...] = (V1, V2)
+# v3 (issue 16): a run a cap stopped is ``paused`` (resumable), not ``failed``
+V3 = """
+ALTER TABLE runs DROP CONSTRAINT runs_status_check;
+ALTER TABLE runs ADD CONSTRAINT runs_status_check CHECK (status IN
+    ('pending', 'running', 'waiting', 'completed', 'failed', 'cancelled', 'paused'));
+"""
+
+MIGRATIONS: tuple[str, ...] = (V1, V2, V3)
 """Script ``i`` (0-based) takes the schema from version ``i`` to ``i + 1``. Append only."""
 
 LATEST_VERSION = len(MIGRATIONS)

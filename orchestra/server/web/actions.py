@@ -16,7 +16,7 @@ from starlette.responses import Response
 from orchestra._errors import OrchestraError
 from orchestra.server import routes_runs
 from orchestra.server.app import Services, services
-from orchestra.server.schemas import Decision
+from orchestra.server.schemas import Decision, ResumeRequest
 from orchestra.server.web.auth import NONCE, SESSION, cookie_header
 from orchestra.server.web.render import back, page, web
 
@@ -124,8 +124,13 @@ async def resume(request: Request, run_id: str, svc: Svc) -> Response:
     refused = _forged(request, form)
     if refused is not None:
         return refused
+    cap = form.get("max_tokens", "").strip()
+    if cap and not (cap.isdigit() and int(cap) >= 1):
+        return _refuse(request, f"the new token cap must be a whole number >= 1, got {cap!r}",
+                       422)
     try:
-        await routes_runs.resume(run_id, svc)
+        await routes_runs.resume(run_id, svc,
+                                 ResumeRequest(max_tokens=int(cap)) if cap else None)
     except OrchestraError as exc:
         return _refuse(request, str(exc), 409)
     return back(f"/runs/{run_id}")

@@ -5,7 +5,7 @@
 // server (GET /runs/{id}/live) shortly after events arrive.
 
 const $ = (sel, el = document) => el.querySelector(sel);
-const TERMINAL = new Set(["run.completed", "run.failed", "run.cancelled"]);
+const TERMINAL = new Set(["run.completed", "run.failed", "run.cancelled", "run.paused"]);
 const IDS = new Set(["task", "approval", "handoff", "owner"]);
 const KEYS = ["role", "task", "step", "kind", "name", "tool", "attempt", "approved", "by",
   "to_role", "from", "status", "error", "cause", "owner"];
