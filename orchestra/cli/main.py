@@ -56,6 +56,28 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{message} (see `{self.prog} --help`)")
 
 
+class _CommandParser(_Parser):
+    """A command's parser: options may sit anywhere among its positionals.
+
+    argparse matches positionals in runs: in ``board RUN --json handoffs`` it gives RUN
+    and the optional KIND (as nothing) to the first run, then finds ``handoffs``
+    unrecognized. Intermixed parsing reads the options first, then the positionals.
+    """
+
+    _inner = False
+
+    def parse_known_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
+                         namespace: argparse.Namespace | None = None,
+                         ) -> tuple[argparse.Namespace, list[str]]:
+        if self._inner:  # the intermixed parse's own two passes
+            return super().parse_known_args(args, namespace)
+        self._inner = True
+        try:
+            return self.parse_known_intermixed_args(args, namespace)
+        finally:
+            self._inner = False
+
+
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--db", default=None,
                    help="the store: a file, or postgresql://user:pass@host:port/db "
@@ -106,7 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default $ORCHESTRA_DB, else ./orchestra.db)")
     parser.add_argument("--json", dest="json_first", action="store_true",
                         help="machine-readable output")
-    sub = parser.add_subparsers(dest="command", parser_class=_Parser, metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", parser_class=_CommandParser, metavar="COMMAND")
 
     p = sub.add_parser("demo", help="run the stock pipeline offline on a bundled spec")
     _common(p)

@@ -60,6 +60,28 @@ def test_global_options_env_and_listing(parked: tuple[Path, str, str],
     assert "no runs match" in capsys.readouterr().out
 
 
+def test_board_takes_json_and_db_anywhere_among_its_arguments(
+        parked: tuple[Path, str, str], capsys: pytest.CaptureFixture[str]) -> None:
+    """argparse gave RUN and the optional KIND to its first run of positionals: KIND after
+    an option (`board RUN --json handoffs`) was "unrecognized"."""
+    db, run_id, _ = parked
+    for argv in (["board", run_id, "--json", "approvals", "--db", str(db)],
+                 ["board", run_id, "--db", str(db), "--json", "approvals"],
+                 ["board", "--json", run_id, "approvals", "--db", str(db)],
+                 ["--db", str(db), "board", run_id, "--json", "approvals"],
+                 ["--json", "--db", str(db), "board", run_id[:5], "approvals"]):
+        assert main(argv) == 0, argv
+        [approval] = json.loads(capsys.readouterr().out)["approvals"]
+        assert approval["tool"] == "publish" and approval["status"] == "pending", argv
+    for kind in ("handoffs", "plans", "notes"):
+        assert main(["board", run_id, "--json", kind, "--db", str(db)]) == 0, kind
+        assert json.loads(capsys.readouterr().out) == {kind: []}
+    assert main(["board", run_id, "--db", str(db), "--search", "x", "notes", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"notes": []}
+    assert main(["board", run_id, "--json", "nope", "--db", str(db)]) == 2  # still checked
+    assert "invalid choice: 'nope'" in json.loads(capsys.readouterr().out)["error"]
+
+
 def test_run_ids_by_unique_prefix(parked: tuple[Path, str, str],
                                   capsys: pytest.CaptureFixture[str]) -> None:
     db, run_id, _ = parked
