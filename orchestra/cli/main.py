@@ -224,7 +224,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _serve_parser(sub: argparse._SubParsersAction[_Parser]) -> None:
+def _serve_parser(sub: argparse._SubParsersAction[_CommandParser]) -> None:
     p = sub.add_parser("serve", help="the HTTP API (+ SSE) and a worker pool on the store")
     _common(p)
     _model_flags(p)
