@@ -133,9 +133,10 @@ class RunPool:
     async def unserved(self, run_id: str) -> str | None:
         """Why nobody serves this active run, or ``None`` if someone does (or none must).
 
-        Interim evidence until the store tracks serving processes: a run is served if
-        this server drives it, a task holds a live lease, or it wrote an event within
-        one lease period.
+        The store knows who serves a run: every process driving it renews its claim
+        (``served_until``: its renewals and its task leases, on the store's clock) every
+        third of its lease. A run whose claims all ran out has no live worker, unless
+        this server will take it at its next scan.
         """
         run = await self._store.get_run(run_id)
         if run.status not in ("pending", "running") and not (
@@ -145,17 +146,15 @@ class RunPool:
             return None
         if run_id in self.unservable:
             return f"this server cannot serve run {run_id}: {self.unservable[run_id]}"
-        now = time.time()
-        running = await self._store.list_tasks(run_id, status="running")
-        if any((t.lease_expires_at or 0) > now for t in running):
-            return None
-        last = await self._store.events(run_id, starting_after=max(run.last_seq - 1, 0), limit=1)
-        if last and now - last[-1].at < self._settings.lease_seconds:
+        until = (await self._store.served_until([run_id])).get(run_id)
+        if until is not None and until >= time.time():
             return None
         if self.workers > len(self._jobs):
             return None  # this server picks it up at its next scan
-        return (f"run {run_id} is {run.status} but no worker is serving it: start "
-                "`orchestra serve` or `orchestra worker` on its store")
+        since = "no worker has served it yet" if until is None else \
+            f"no live worker since {time.strftime('%H:%M:%S', time.localtime(until))}"
+        return (f"run {run_id} is {run.status} and {since}: start `orchestra serve` or "
+                "`orchestra worker` on its store")
 
     async def close(self) -> None:
         """Stop driving: running tasks stop and hand their leases back (resumable)."""

@@ -130,3 +130,47 @@ def test_an_api_only_server_and_a_separate_worker_serve_one_store(tmp_path: Path
         if worker is not None and worker.poll() is None:
             worker.kill()
         srv.stop()
+
+
+def test_a_stream_says_no_live_worker_soon_after_the_runs_worker_is_killed(
+        tmp_path: Path) -> None:
+    """The store's ``served_until`` (renewed by the worker every third of its lease) says
+    when a run's worker died: within its lease plus a heartbeat, not a guess from how
+    recently the run wrote an event (which took the server's own 30 s lease)."""
+    import signal
+    import time
+
+    db, lease = tmp_path / "shared.db", 2.0
+    srv = Server(db, args=("--workers", "0", "--liveness-interval", "0.3")).start()
+    worker = None
+    try:
+        api = Client(srv.url)
+        run_id = api.runs.create(PIPELINE, {"turns": 200, "delay": 0.05})["run_id"]
+        stream = api.runs.stream(run_id)
+        # the API-only server serves nothing: until a worker does, the stream says so
+        notice = next(e for e in stream if e.seq is None)
+        assert "no worker has served it yet" in notice.data["detail"], notice.data
+        worker = subprocess.Popen([sys.executable, "-m", "orchestra.cli.main", "worker", "--db",
+                                   str(db), "--run", run_id, "--lease", str(lease)],
+                                  env=child_env(), stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL)
+        killed_at = None
+        for event in stream:
+            if event.seq is None:
+                assert killed_at is not None, f"said while the worker lived: {event.data}"
+                said_after = time.monotonic() - killed_at
+                break
+            if killed_at is None and event.kind == "step.completed":
+                worker.send_signal(signal.SIGKILL)  # mid-run: it holds the task's lease
+                worker.wait(timeout=30)
+                killed_at = time.monotonic()
+        assert event.kind == "stream.no_worker" and "no live worker since" in \
+            event.data["detail"], event.data
+        # lease + heartbeat (a third of it) + the stream's check; generous for a busy machine
+        print(f"no-worker notice {said_after:.2f} s after the kill (lease {lease:g} s)")
+        assert said_after < lease + lease / 3 + 0.3 + 10.0, said_after
+        assert api.runs.get(run_id)["status"] == "running"  # as the dead worker left it
+    finally:
+        if worker is not None and worker.poll() is None:
+            worker.kill()
+        srv.stop()
