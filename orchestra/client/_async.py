@@ -4,8 +4,7 @@ is an async iterator with the same reconnect-from-the-last-seq guarantee)."""
 from __future__ import annotations
 
 import asyncio
-import builtins
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from typing import Any
 
 import httpx
@@ -13,12 +12,11 @@ from httpx_sse import SSEError, aconnect_sse
 
 from orchestra.client._wire import (
     ApiError,
+    ApprovalsApi,
     Reconnect,
+    RunsApi,
     StreamEvent,
-    create_body,
-    list_params,
     raise_for,
-    retryable,
     stream_request,
     to_event,
 )
@@ -35,12 +33,15 @@ class AsyncClient:
                                       timeout=timeout, transport=transport)
         self.stream_timeout = httpx.Timeout(timeout, read=stream_timeout)
         self.runs = AsyncRuns(self)
-        self.approvals = AsyncApprovals(self)
+        self.approvals = AsyncApprovals(self._send)
 
     async def request(self, method: str, path: str, **kwargs: Any) -> Any:
         response = await self.http.request(method, path, **kwargs)
         raise_for(response)
         return response.json()
+
+    def _send(self, method: str, path: str, kwargs: dict[str, Any]) -> Awaitable[Any]:
+        return self.request(method, path, **kwargs)
 
     async def aclose(self) -> None:
         await self.http.aclose()
@@ -52,46 +53,12 @@ class AsyncClient:
         await self.aclose()
 
 
-class AsyncRuns:
+class AsyncRuns(RunsApi[Awaitable[Any]]):
+    """``Client.runs`` awaited; ``stream`` is an async iterator."""
+
     def __init__(self, client: AsyncClient) -> None:
+        super().__init__(client._send)
         self._c = client
-
-    async def create(self, pipeline: str, input: dict[str, Any] | None = None, *,
-                     model: str | dict[str, str] | None = None,
-                     max_tokens: int | None = None) -> dict[str, Any]:
-        body = create_body(pipeline, input, model, max_tokens)
-        result: dict[str, Any] = await self._c.request("POST", "/v1/runs", json=body)
-        return result
-
-    async def list(self, *, active: bool = False, status: str | None = None,
-                   pipeline: str | None = None, limit: int = 50,
-                   cursor: str | None = None) -> dict[str, Any]:
-        params = list_params(active, status, pipeline, limit, cursor)
-        result: dict[str, Any] = await self._c.request("GET", "/v1/runs", params=params)
-        return result
-
-    async def get(self, run_id: str) -> dict[str, Any]:
-        result: dict[str, Any] = await self._c.request("GET", f"/v1/runs/{run_id}")
-        return result
-
-    async def cancel(self, run_id: str) -> dict[str, Any]:
-        result: dict[str, Any] = await self._c.request("POST", f"/v1/runs/{run_id}/cancel")
-        return result
-
-    async def resume(self, run_id: str, *, max_tokens: int | None = None) -> dict[str, Any]:
-        """Continue the run in the background (``max_tokens``: its new token cap)."""
-        body = {"max_tokens": max_tokens} if max_tokens is not None else None
-        result: dict[str, Any] = await self._c.request("POST", f"/v1/runs/{run_id}/resume",
-                                                 json=body)
-        return result
-
-    async def approvals(self, run_id: str, *,
-                        status: str | None = None) -> builtins.list[dict[str, Any]]:
-        params = {"status": status} if status else {}
-        path = f"/v1/runs/{run_id}/approvals"
-        result: builtins.list[dict[str, Any]] = await self._c.request("GET", path,
-                                                                      params=params)
-        return result
 
     async def stream(self, run_id: str, *, starting_after: int = 0,
                      include_pings: bool = False, reconnect: bool = True,
@@ -101,20 +68,16 @@ class AsyncRuns:
         dropped connections and server restarts (see ``Client.runs.stream``)."""
         state = Reconnect(run_id, starting_after, max_retry_wait, give_up_after)
         while True:
-            cause: BaseException | None = None
             try:
                 async for event in self._connect(run_id, state.cursor, include_pings):
                     state.delivered(event)
                     yield event
                 if state.finished:
                     return  # the server ended the stream after the run's terminal event
+                wait = state.next_wait(None)
             except (httpx.TransportError, SSEError, ApiError) as exc:
-                if not reconnect or not retryable(exc):
-                    if isinstance(exc, ApiError):
-                        raise
-                    raise ApiError(0, f"stream of run {run_id} broke: {exc}") from exc
-                cause = exc
-            await asyncio.sleep(state.next_wait(cause))
+                wait = state.after_error(exc, reconnect)
+            await asyncio.sleep(wait)
 
     async def _connect(self, run_id: str, cursor: int,
                        include_pings: bool) -> AsyncIterator[StreamEvent]:
@@ -130,15 +93,5 @@ class AsyncRuns:
                     yield event
 
 
-class AsyncApprovals:
-    def __init__(self, client: AsyncClient) -> None:
-        self._c = client
-
-    async def decide(self, approval_id: str, approve: bool, *, reason: str | None = None,
-                     by: str | None = None) -> dict[str, Any]:
-        body: dict[str, Any] = {"approve": approve, "reason": reason}
-        if by is not None:
-            body["by"] = by
-        result: dict[str, Any] = await self._c.request("POST", f"/v1/approvals/{approval_id}",
-                                                       json=body)
-        return result
+class AsyncApprovals(ApprovalsApi[Awaitable[Any]]):
+    """``Client.approvals`` awaited."""

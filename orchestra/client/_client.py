@@ -14,7 +14,6 @@ server, from the last event it delivered: every event arrives once, in order.
 
 from __future__ import annotations
 
-import builtins
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -24,12 +23,11 @@ from httpx_sse import SSEError, connect_sse
 
 from orchestra.client._wire import (
     ApiError,
+    ApprovalsApi,
     Reconnect,
+    RunsApi,
     StreamEvent,
-    create_body,
-    list_params,
     raise_for,
-    retryable,
     stream_request,
     to_event,
 )
@@ -47,12 +45,15 @@ class Client:
         self.stream_timeout = httpx.Timeout(timeout, read=stream_timeout)
         """A stream read waits this long for a byte (the server pings every 15 s)."""
         self.runs = Runs(self)
-        self.approvals = Approvals(self)
+        self.approvals = Approvals(self._send)
 
     def request(self, method: str, path: str, **kwargs: Any) -> Any:
         response = self.http.request(method, path, **kwargs)
         raise_for(response)
         return response.json()
+
+    def _send(self, method: str, path: str, kwargs: dict[str, Any]) -> Any:
+        return self.request(method, path, **kwargs)
 
     def close(self) -> None:
         self.http.close()
@@ -64,48 +65,13 @@ class Client:
         self.close()
 
 
-class Runs:
+class Runs(RunsApi[Any]):
+    """``create``, ``list``, ``get``, ``cancel``, ``resume``, ``approvals`` (the answers'
+    JSON), and ``stream``."""
+
     def __init__(self, client: Client) -> None:
+        super().__init__(client._send)
         self._c = client
-
-    def create(self, pipeline: str, input: dict[str, Any] | None = None, *,
-               model: str | dict[str, str] | None = None,
-               max_tokens: int | None = None) -> dict[str, Any]:
-        """Start a run in the background: ``{"run_id", "status"}``."""
-        body = create_body(pipeline, input, model, max_tokens)
-        result: dict[str, Any] = self._c.request("POST", "/v1/runs", json=body)
-        return result
-
-    def list(self, *, active: bool = False, status: str | None = None,
-             pipeline: str | None = None, limit: int = 50,
-             cursor: str | None = None) -> dict[str, Any]:
-        """One page, newest first: ``{"runs": [...], "next_cursor": ...}``."""
-        params = list_params(active, status, pipeline, limit, cursor)
-        result: dict[str, Any] = self._c.request("GET", "/v1/runs", params=params)
-        return result
-
-    def get(self, run_id: str) -> dict[str, Any]:
-        """Status, steps, per-agent state and usage (the polling endpoint)."""
-        result: dict[str, Any] = self._c.request("GET", f"/v1/runs/{run_id}")
-        return result
-
-    def cancel(self, run_id: str) -> dict[str, Any]:
-        result: dict[str, Any] = self._c.request("POST", f"/v1/runs/{run_id}/cancel")
-        return result
-
-    def resume(self, run_id: str, *, max_tokens: int | None = None) -> dict[str, Any]:
-        """Continue the run in the background (``max_tokens``: its new token cap)."""
-        body = {"max_tokens": max_tokens} if max_tokens is not None else None
-        result: dict[str, Any] = self._c.request("POST", f"/v1/runs/{run_id}/resume",
-                                                 json=body)
-        return result
-
-    def approvals(self, run_id: str, *,
-                  status: str | None = None) -> builtins.list[dict[str, Any]]:
-        params = {"status": status} if status else {}
-        path = f"/v1/runs/{run_id}/approvals"
-        result: builtins.list[dict[str, Any]] = self._c.request("GET", path, params=params)
-        return result
 
     def stream(self, run_id: str, *, starting_after: int = 0, include_pings: bool = False,
                reconnect: bool = True, max_retry_wait: float = 5.0,
@@ -120,7 +86,6 @@ class Runs:
         """
         state = Reconnect(run_id, starting_after, max_retry_wait, give_up_after)
         while True:
-            cause: BaseException | None = None
             try:
                 for event in self._connect(run_id, state.cursor, include_pings):
                     state.delivered(event)
@@ -128,13 +93,10 @@ class Runs:
                 if state.finished:
                     return  # the server ended the stream after the run's terminal event
                 # closed before the terminal event (the server is shutting down): again
+                wait = state.next_wait(None)
             except (httpx.TransportError, SSEError, ApiError) as exc:
-                if not reconnect or not retryable(exc):
-                    if isinstance(exc, ApiError):
-                        raise
-                    raise ApiError(0, f"stream of run {run_id} broke: {exc}") from exc
-                cause = exc
-            time.sleep(state.next_wait(cause))
+                wait = state.after_error(exc, reconnect)
+            time.sleep(wait)
 
     def _connect(self, run_id: str, cursor: int, include_pings: bool) -> Iterator[StreamEvent]:
         with connect_sse(self._c.http, "GET", f"/v1/runs/{run_id}/stream",
@@ -149,16 +111,5 @@ class Runs:
                     yield event
 
 
-class Approvals:
-    def __init__(self, client: Client) -> None:
-        self._c = client
-
-    def decide(self, approval_id: str, approve: bool, *, reason: str | None = None,
-               by: str | None = None) -> dict[str, Any]:
-        """Approve or deny a pending tool call (409 ``ApiError`` if already decided)."""
-        body: dict[str, Any] = {"approve": approve, "reason": reason}
-        if by is not None:
-            body["by"] = by
-        result: dict[str, Any] = self._c.request("POST", f"/v1/approvals/{approval_id}",
-                                                 json=body)
-        return result
+class Approvals(ApprovalsApi[Any]):
+    """``decide`` (the decided approval's JSON)."""
