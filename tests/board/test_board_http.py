@@ -77,6 +77,10 @@ def test_forms_need_their_csrf_token_and_origin_and_cancel_resume_work(
     bad = c.post(f"/runs/{run_id}/approvals/{approval['id']}",
                  data={"csrf": token, "decision": "maybe"})
     assert bad.status_code == 422 and "approve or deny" in bad.text
+    missing = c.post(f"/runs/{run_id}/approvals/nope", data={"csrf": token,
+                                                              "decision": "approve"})
+    assert missing.status_code == 404 and "nope" in missing.text
+    assert "text/html" in missing.headers["content-type"]  # a page, not a problem document
     r = c.post(f"/runs/{run_id}/cancel", data={"csrf": token},
                headers={"Origin": server.url})
     assert r.status_code == 303 and r.headers["location"] == f"/runs/{run_id}"
