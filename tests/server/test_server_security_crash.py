@@ -110,6 +110,13 @@ def test_kill_9_the_server_mid_run_and_the_client_resumes_its_stream(tmp_path: P
     assert len(set(keys)) == 12 and len(keys) <= 13  # at most the in-flight call again
 
 
+def _worker(db: Path, run_id: str, *args: str) -> subprocess.Popen[bytes]:
+    """``orchestra worker`` serving one run of ``db`` in a child process."""
+    return subprocess.Popen([sys.executable, "-m", "orchestra.cli.main", "worker", "--db",
+                             str(db), "--run", run_id, *args], env=child_env(),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
 def test_an_api_only_server_and_a_separate_worker_serve_one_store(tmp_path: Path) -> None:
     db = tmp_path / "shared.db"
     srv = Server(db, args=("--workers", "0", "--liveness-interval", "0.3")).start()
@@ -120,9 +127,7 @@ def test_an_api_only_server_and_a_separate_worker_serve_one_store(tmp_path: Path
         stream = api.runs.stream(run_id)
         assert next(stream).kind == "run.created"
         assert api.runs.get(run_id)["status"] == "pending"  # nobody drives it here
-        worker = subprocess.Popen([sys.executable, "-m", "orchestra.cli.main", "worker", "--db",
-                                   str(db), "--run", run_id], env=child_env(),
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        worker = _worker(db, run_id)
         kinds = [e.kind for e in stream if e.seq is not None]
         assert kinds[-1] == "run.completed"  # written by the worker, streamed by the server
         assert worker.wait(timeout=60) == 0
@@ -150,10 +155,7 @@ def test_a_stream_says_no_live_worker_soon_after_the_runs_worker_is_killed(
         # the API-only server serves nothing: until a worker does, the stream says so
         notice = next(e for e in stream if e.seq is None)
         assert "no worker has served it yet" in notice.data["detail"], notice.data
-        worker = subprocess.Popen([sys.executable, "-m", "orchestra.cli.main", "worker", "--db",
-                                   str(db), "--run", run_id, "--lease", str(lease)],
-                                  env=child_env(), stdout=subprocess.DEVNULL,
-                                  stderr=subprocess.DEVNULL)
+        worker = _worker(db, run_id, "--lease", str(lease))
         killed_at = None
         for event in stream:
             if event.seq is None:
