@@ -19,8 +19,9 @@ TaskStatus = Literal["pending", "running", "waiting", "completed", "failed", "ca
 RunStatus = Literal[TaskStatus, "paused"]
 """A run is also ``paused``: stopped for a reason a resume can lift (:data:`PauseReason`)."""
 PauseReason = Literal["budget"]
-"""Why a run is ``paused``: ``budget``, its token cap (``--max-tokens``) was reached
-(``orchestra resume RUN --max-tokens N`` raises the cap and continues it)."""
+"""Why a run is ``paused``: ``budget``, a token cap was reached: the run's
+(``--max-tokens``; ``orchestra resume RUN --max-tokens N`` raises it and continues the
+run) or a role's ``max_tokens_per_agent`` (raise it in the code, then resume)."""
 StepKind = Literal["model", "tool", "compaction"]
 StepStatus = Literal["started", "completed", "failed", "cancelled"]
 ApprovalStatus = Literal["pending", "approved", "denied"]

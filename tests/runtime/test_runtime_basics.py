@@ -244,7 +244,7 @@ async def test_usage_cap_stops_resumably(tmp_path: Path) -> None:
                            reply('{"value": 5}')])
     store, run_id = await run_with(tmp_path, model, Capped())
     run = await store.get_run(run_id)
-    assert run.status == "failed" and "cap is 1 " in (run.error or "")
+    assert (run.status, run.reason) == ("paused", "budget") and "cap is 1 " in (run.error or "")
     assert len(model.calls) == 1
     Capped.max_tokens_per_agent = 10_000
     run = await Coordinator(store, pipeline(model, Capped())).resume(run_id)
