@@ -24,8 +24,7 @@ from typing import Any
 from benchmarks import orchestra_side as side
 from benchmarks.workload import FakeModel
 from orchestra import Coordinator, SQLiteBlackboard
-from orchestra._store import _writer
-from orchestra._store._connection import raw
+from orchestra._store import _thread
 
 STEPS_PER_PIPELINE = 17
 _FRAME = 4096 + 24  # a WAL frame: one page plus its header
@@ -69,10 +68,10 @@ class _Timed:
 
 async def _profile(pipelines: int, db: Path) -> None:
     stats: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
-    original = _writer._Batch.run
+    original = _thread.run_batch
 
-    def timed_run(batch: Any, conn: sqlite3.Connection, begun: bool = False) -> None:
-        original(batch, _Timed(conn, stats), begun)  # type: ignore[arg-type]
+    def timed_run(conn: sqlite3.Connection, ops: list[Any]) -> Any:
+        return original(_Timed(conn, stats), ops)  # type: ignore[arg-type]
 
     store = await SQLiteBlackboard.open(db)
     coord = Coordinator(store, side.pipeline(side.FakeAdapter(FakeModel(0.0))),
@@ -82,17 +81,16 @@ async def _profile(pipelines: int, db: Path) -> None:
             await coord.run({})
         wal = Path(f"{db}-wal")
         # no checkpoints while measuring: the WAL then grows by exactly what commits wrote
-        conn = raw(store._writer_conn)
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        conn.execute("PRAGMA wal_autocheckpoint = 0")
-        _writer._Batch.run = timed_run  # type: ignore[method-assign]
+        await store._writer.call(lambda c: (c.execute("PRAGMA wal_checkpoint(TRUNCATE)"),
+                                            c.execute("PRAGMA wal_autocheckpoint = 0")))
+        _thread.run_batch = timed_run
         frames_before, started = wal.stat().st_size, time.perf_counter()
         for _ in range(pipelines):
             await coord.run({})
         wall = time.perf_counter() - started
         frames = (wal.stat().st_size - frames_before) / _FRAME
     finally:
-        _writer._Batch.run = original  # type: ignore[method-assign]
+        _thread.run_batch = original
         await store.close()
     steps = pipelines * STEPS_PER_PIPELINE
     in_sql = sum(t for _, t in stats.values())

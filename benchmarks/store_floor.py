@@ -34,7 +34,7 @@ from typing import Any
 from benchmarks import orchestra_side as side
 from benchmarks.workload import FakeModel
 from orchestra import Coordinator, SQLiteBlackboard
-from orchestra._store import _writer
+from orchestra._store import _thread
 from orchestra._store._connection import configure
 
 STEPS_PER_PIPELINE = 17
@@ -72,17 +72,17 @@ class _Recorder:
 async def _record(pipelines: int, db: Path) -> tuple[list[Txn], int]:
     """Every transaction of ``WARMUP + pipelines`` S1 pipelines; and where the warm-up ends."""
     txns: list[Txn] = []
-    original = _writer._Batch.run
+    original = _thread.run_batch
 
-    def recording_run(batch: Any, conn: sqlite3.Connection, begun: bool = False) -> None:
+    def recording_run(conn: sqlite3.Connection, ops: list[Any]) -> Any:
         txn: Txn = []
         txns.append(txn)
-        original(batch, _Recorder(conn, txn), begun)  # type: ignore[arg-type]
+        return original(_Recorder(conn, txn), ops)  # type: ignore[arg-type]
 
     store = await SQLiteBlackboard.open(db)
     coord = Coordinator(store, side.pipeline(side.FakeAdapter(FakeModel(0.0))),
                         settings=side._settings())
-    _writer._Batch.run = recording_run  # type: ignore[method-assign]
+    _thread.run_batch = recording_run
     try:
         for _ in range(WARMUP):
             await coord.run({})
@@ -90,7 +90,7 @@ async def _record(pipelines: int, db: Path) -> tuple[list[Txn], int]:
         for _ in range(pipelines):
             await coord.run({})
     finally:
-        _writer._Batch.run = original  # type: ignore[method-assign]
+        _thread.run_batch = original
         await store.close()
     return [_body(t) for t in txns], warm
 

@@ -1,43 +1,16 @@
-"""Opening connections: the one connect hook, and running SQL on a connection's thread."""
+"""Opening connections: the one connect function and the one connect hook (pragmas)."""
 
 from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Awaitable, Callable
-from typing import TypeVar, cast
 from urllib.parse import quote
-
-import aiosqlite
 
 from orchestra._errors import StoreError
 from orchestra._types import Durability
 
-T = TypeVar("T")
-
 _CACHE_KIB = 64 * 1024
 _SYNCHRONOUS = {"normal": "NORMAL", "full": "FULL"}
-
-
-def on_thread(conn: aiosqlite.Connection, fn: Callable[[sqlite3.Connection], T]) -> Awaitable[T]:
-    """Run ``fn(raw sqlite3 connection)`` on ``conn``'s thread: one thread hop in all.
-
-    aiosqlite hops threads once per call (~30-60 us each); a transaction made of six
-    awaited statements would cost six hops. ``Connection._execute`` ("run this callable
-    on the connection thread") is aiosqlite's private API, and this is the only
-    place orchestra uses it: a whole transaction or read is one sync function.
-    """
-    return cast(Awaitable[T], conn._execute(lambda: fn(conn._conn)))  # type: ignore[no-untyped-call]
-
-
-def raw(conn: aiosqlite.Connection) -> sqlite3.Connection:
-    """The sqlite3 connection under ``conn``, for running a write inline on the loop.
-
-    Only the group-commit writer uses this, and only while no job of its own is on
-    ``conn``'s thread (it has one batch in flight at a time), so the connection is
-    never used from two threads at once. aiosqlite private API, like ``on_thread``.
-    """
-    return conn._conn
 
 
 def read_only_uri(path: str, *, immutable: bool) -> str:
@@ -47,16 +20,18 @@ def read_only_uri(path: str, *, immutable: bool) -> str:
     return uri + "&immutable=1" if immutable else uri
 
 
-async def connect(path: str, busy_timeout: float, *, uri: bool = False) -> aiosqlite.Connection:
-    """An autocommit connection (``isolation_level=None``): we issue BEGIN/COMMIT ourselves."""
+def connect(path: str, busy_timeout: float, *, uri: bool = False) -> sqlite3.Connection:
+    """An autocommit connection (``isolation_level=None``): we issue BEGIN/COMMIT ourselves.
+
+    Called on the thread that will own the connection (``_thread.ConnectionThread``):
+    SQLite's ``check_same_thread`` stays on, so no other thread can use it."""
     if sqlite3.sqlite_version_info < (3, 35, 0):
         raise StoreError(
             f"orchestra needs SQLite >= 3.35 (for RETURNING); this Python links SQLite "
             f"{sqlite3.sqlite_version}. Use a Python built against a newer SQLite."
         )
-    # check_same_thread=False: the writer may run a lone write inline (see ``raw``)
-    return await aiosqlite.connect(path, isolation_level=None, timeout=busy_timeout,
-                                   cached_statements=256, check_same_thread=False, uri=uri)
+    return sqlite3.connect(path, isolation_level=None, timeout=busy_timeout,
+                           cached_statements=256, uri=uri)
 
 
 def configure(conn: sqlite3.Connection, *, durability: Durability, busy_timeout: float,

@@ -1,17 +1,15 @@
-"""Opening a SQLite store's connections: check, configure and migrate the writer's;
-open a read-only store (``mode=ro``, or ``immutable`` where SQLite needs it)."""
+"""Opening a SQLite store's connections, each on the thread that owns it: check,
+configure and migrate the writer's; configure the reader's; open a read-only store
+(``mode=ro``, or ``immutable`` where SQLite needs it)."""
 
 from __future__ import annotations
 
 import os
 import sqlite3
-from functools import partial
-
-import aiosqlite
 
 from orchestra._errors import SchemaVersionError, StoreAccessError, StoreError
 from orchestra._store import schema
-from orchestra._store._connection import configure, connect, on_thread, read_only_uri
+from orchestra._store._connection import configure, connect, read_only_uri
 from orchestra._types import Durability
 
 
@@ -28,22 +26,47 @@ def prepare(conn: sqlite3.Connection, *, path: str, durability: Durability,
         raise schema.open_error(path, exc) from exc
 
 
-async def connect_read_only(path: str, busy_timeout: float) -> aiosqlite.Connection:
-    """A ``mode=ro`` connection, checked; ``immutable`` when SQLite cannot open the file
-    read-only as is (a read-only directory cannot hold its ``-shm`` file) and no
-    write-ahead log holds changes the file lacks."""
+def open_writer(path: str, *, durability: Durability, busy_timeout: float,
+                verify_only: bool) -> sqlite3.Connection:
+    """On the writer's thread: connect, refuse a bad file, configure and migrate."""
+    try:
+        conn = connect(path, busy_timeout)
+    except sqlite3.Error as exc:
+        raise schema.open_error(path, exc) from exc
+    try:
+        prepare(conn, path=path, durability=durability, busy_timeout=busy_timeout,
+                verify_only=verify_only)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def open_reader(path: str, *, durability: Durability, busy_timeout: float
+                ) -> sqlite3.Connection:
+    """On the reader's thread: connect and configure (``query_only``)."""
+    try:
+        conn = connect(path, busy_timeout)
+        configure(conn, durability=durability, busy_timeout=busy_timeout, writer=False)
+    except sqlite3.Error as exc:
+        raise schema.open_error(path, exc) from exc
+    return conn
+
+
+def connect_read_only(path: str, busy_timeout: float) -> sqlite3.Connection:
+    """On its thread: a ``mode=ro`` connection, checked; ``immutable`` when SQLite cannot
+    open the file read-only as is (a read-only directory cannot hold its ``-shm`` file)
+    and no write-ahead log holds changes the file lacks."""
     for immutable in (False, True):
         try:
-            conn = await connect(read_only_uri(path, immutable=immutable), busy_timeout,
-                                 uri=True)
+            conn = connect(read_only_uri(path, immutable=immutable), busy_timeout, uri=True)
         except sqlite3.Error as exc:
             raise schema.open_error(path, exc) from exc
         try:
-            await on_thread(conn, partial(prepare_read_only, path=path,
-                                          busy_timeout=busy_timeout))
+            prepare_read_only(conn, path=path, busy_timeout=busy_timeout)
             return conn
         except BaseException as exc:
-            await conn.close()
+            conn.close()
             cause = exc.__cause__ if isinstance(exc, StoreError) else None
             if immutable or getattr(cause, "sqlite_errorname", "") != "SQLITE_CANTOPEN":
                 raise
@@ -56,7 +79,7 @@ async def connect_read_only(path: str, busy_timeout: float) -> aiosqlite.Connect
 
 
 def has_content(path: str) -> bool:
-    """A stat of one file: cheaper inline than a thread hop, like ``schema.check_file``."""
+    """Whether the file at ``path`` exists and is not empty."""
     try:
         return os.stat(path).st_size > 0
     except FileNotFoundError:

@@ -1,9 +1,9 @@
 """``SQLiteBlackboard``: the blackboard protocol on one SQLite file (WAL).
 
-Writes go through a group-commit writer on one connection (see ``_writer``); reads
-go through a second connection, which WAL lets run while the writer commits. Both
-reach SQL through one thread hop per call: each operation is a sync function in
-``_*_txn`` / ``_*queries`` modules, run whole on the connection's thread.
+Writes go through a group-commit writer: one connection on a thread of the store's
+own (see ``_thread``); reads go through a second connection on a second thread, which
+WAL lets run while the writer commits. Each operation is a sync function in ``_*_txn``
+/ ``_*queries`` modules, run whole on its connection's thread: no SQL runs on the loop.
 
 This module holds the store's lifecycle (open, close), its plumbing and runs; the
 other methods come from mixins with one job each: ``_sqlite_tasks`` (queue, leases,
@@ -14,7 +14,6 @@ handoffs, notes, approvals) and ``_sqlite_runs`` (fork, retention).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import sqlite3
 import time
@@ -23,19 +22,16 @@ from functools import partial
 from types import TracebackType
 from typing import TYPE_CHECKING, TypeVar
 
-import aiosqlite
-
 from orchestra._errors import StoreAccessError, StoreError, UserError
 from orchestra._store import _queries, _run_txn, schema
 from orchestra._store._codec import Encoder
-from orchestra._store._connection import configure, connect, on_thread
 from orchestra._store._sqlite_board import BoardMethods
 from orchestra._store._sqlite_history import HistoryMethods
-from orchestra._store._sqlite_open import connect_read_only, prepare
+from orchestra._store._sqlite_open import connect_read_only, open_reader, open_writer
 from orchestra._store._sqlite_runs import RunCopyMethods
 from orchestra._store._sqlite_tasks import TaskMethods
+from orchestra._store._thread import ConnectionThread
 from orchestra._store._txn import Txn
-from orchestra._store._writer import GroupCommitWriter
 from orchestra._store.protocol import Blackboard, NewTask
 from orchestra._types import JSON, Durability, Run, RunStatus
 
@@ -51,22 +47,20 @@ class SQLiteBlackboard(TaskMethods, HistoryMethods, BoardMethods, RunCopyMethods
     connection.
     """
 
-    def __init__(self, path: str, writer: aiosqlite.Connection, reader: aiosqlite.Connection,
-                 encoder: Encoder, *, max_batch: int, durability: Durability = "normal",
-                 busy_timeout: float = 30.0) -> None:
-        """Use :meth:`open`; this only wires already-prepared connections together."""
+    def __init__(self, path: str, writer: ConnectionThread, reader: ConnectionThread,
+                 encoder: Encoder, *, busy_timeout: float = 30.0,
+                 read_only: bool = False) -> None:
+        """Use :meth:`open`; this only wires already-started connection threads together."""
         self.path = path
         self._busy_timeout = busy_timeout
-        self._writer_conn = writer
+        self._writer = writer
         self._reader = reader
         self._enc = encoder
         self._closed = False
-        self._read_only = False
+        self._read_only = read_only
         self._followers = 0
         self._committed = asyncio.Event()
-        self._writer = GroupCommitWriter(writer, on_commit=self._notify, max_batch=max_batch,
-                                         inline=durability == "normal",
-                                         busy_timeout=busy_timeout)
+        writer.on_commit = self._notify
 
     @classmethod
     async def open(cls, path: str | os.PathLike[str], *, durability: Durability = "normal",
@@ -104,45 +98,35 @@ class SQLiteBlackboard(TaskMethods, HistoryMethods, BoardMethods, RunCopyMethods
         schema.check_file(path, verify_only=verify_only, read_only=read_only)
         if read_only:
             return await cls._open_read_only(path, encoder, busy_timeout=busy_timeout)
+        writer = await ConnectionThread.start(
+            partial(open_writer, path, durability=durability, busy_timeout=busy_timeout,
+                    verify_only=verify_only),
+            name="orchestra-store-writer", max_batch=max_batch)
         try:
-            writer = await connect(path, busy_timeout)
-        except sqlite3.Error as exc:
-            raise schema.open_error(path, exc) from exc
-        # the reader's thread starts while the writer checks and migrates (resume latency)
-        reader_opening = asyncio.ensure_future(connect(path, busy_timeout))
-        reader: aiosqlite.Connection | None = None
-        try:
-            await on_thread(writer, partial(prepare, path=path, durability=durability,
-                                            busy_timeout=busy_timeout, verify_only=verify_only))
-            reader = await reader_opening
-            await on_thread(reader, partial(configure, durability=durability,
-                                            busy_timeout=busy_timeout, writer=False))
+            reader = await ConnectionThread.start(
+                partial(open_reader, path, durability=durability, busy_timeout=busy_timeout),
+                name="orchestra-store-reader")
         except BaseException:
             await writer.close()
-            if reader is None:
-                with contextlib.suppress(BaseException):
-                    reader = await reader_opening
-            if reader is not None:
-                await reader.close()
             raise
-        return cls(path, writer, reader, encoder, max_batch=max_batch, durability=durability,
-                   busy_timeout=busy_timeout)
+        return cls(path, writer, reader, encoder, busy_timeout=busy_timeout)
 
     @classmethod
     async def _open_read_only(cls, path: str, encoder: Encoder, *,
                               busy_timeout: float) -> SQLiteBlackboard:
         """Two ``mode=ro`` connections (see ``connect_read_only``); writes are refused."""
-        conns: list[aiosqlite.Connection] = []
+        threads: list[ConnectionThread] = []
         try:
-            for _ in range(2):
-                conns.append(await connect_read_only(path, busy_timeout))
+            for name in ("writer", "reader"):
+                threads.append(await ConnectionThread.start(
+                    partial(connect_read_only, path, busy_timeout),
+                    name=f"orchestra-store-{name}", max_batch=1))
         except BaseException:
-            for conn in conns:
-                await conn.close()
+            for thread in threads:
+                await thread.close()
             raise
-        store = cls(path, conns[0], conns[1], encoder, max_batch=1, busy_timeout=busy_timeout)
-        store._read_only = True
-        return store
+        return cls(path, threads[0], threads[1], encoder, busy_timeout=busy_timeout,
+                   read_only=True)
 
     async def close(self) -> None:
         """Commit queued writes, wake followers (they stop) and close both connections."""
@@ -153,7 +137,6 @@ class SQLiteBlackboard(TaskMethods, HistoryMethods, BoardMethods, RunCopyMethods
             await self._writer.close()
         finally:
             self._committed.set()
-            await self._writer_conn.close()
             await self._reader.close()
 
     async def __aenter__(self) -> SQLiteBlackboard:
@@ -170,12 +153,12 @@ class SQLiteBlackboard(TaskMethods, HistoryMethods, BoardMethods, RunCopyMethods
             raise StoreAccessError(f"{self.path} was opened read-only; this change needs a "
                                    "store that can be written")
         enc = self._enc
-        return await self._writer.submit(lambda c: op(Txn(c, enc, time.time())))
+        return await self._writer.write(lambda c: op(Txn(c, enc, time.time())))
 
     async def _read(self, op: Callable[[sqlite3.Connection], T]) -> T:
         if self._closed:
             raise StoreError("the store is closed; open it again to read")
-        return await on_thread(self._reader, op)
+        return await self._reader.call(op)
 
     def _notify(self) -> None:
         if self._followers:

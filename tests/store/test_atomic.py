@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -127,25 +128,37 @@ async def test_lease_check_writes_nothing(store: SQLiteBlackboard, claimed: Clai
     assert query(db_path, "SELECT COUNT(*) FROM notes") == [(0,)]
 
 
-async def test_cancelling_the_caller_that_sent_a_batch_strands_nobody(tmp_path: Path) -> None:
-    # durability "full": every batch hops to the writer thread (at "normal" a lone
-    # write runs inline and cannot be cancelled mid-hop at all)
-    async with await SQLiteBlackboard.open(tmp_path / "full.db", durability="full") as store:
-        await _cancel_the_batch_sender(store)
-
-
-async def _cancel_the_batch_sender(store: SQLiteBlackboard) -> None:
+async def test_a_cancelled_caller_whose_write_was_taken_commits_it_whole_and_strands_nobody(
+        store: SQLiteBlackboard, db_path: Path) -> None:
     run = await store.create_run("p", {})
-    leader = asyncio.ensure_future(store.append_event(run.id, "leader", {}))
-    await asyncio.sleep(0)  # the leader found the writer idle and sent its batch
-    queued = [asyncio.ensure_future(store.append_event(run.id, "queued", {"i": i}))
-              for i in range(5)]
-    await asyncio.sleep(0)
-    leader.cancel()
-    events = await asyncio.wait_for(asyncio.gather(*queued), 5.0)
+    other = sqlite3.connect(db_path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # the writer thread will wait in busy_timeout
+    try:
+        leader = asyncio.ensure_future(store.append_event(run.id, "leader", {}))
+        await _taken(store)  # the writer thread took the leader's write and waits
+        queued = [asyncio.ensure_future(store.append_event(run.id, "queued", {"i": i}))
+                  for i in range(5)]
+        dropped = asyncio.ensure_future(store.append_event(run.id, "dropped", {}))
+        await asyncio.sleep(0)
+        leader.cancel()
+        dropped.cancel()  # not taken yet: it is dropped, nothing written
+    finally:
+        other.execute("COMMIT")
+        other.close()
+    events = await asyncio.wait_for(asyncio.gather(*queued), 10.0)
     assert [e.data["i"] for e in events] == list(range(5))
-    with pytest.raises(asyncio.CancelledError):
-        await leader
-    # Its batch had started, so the leader's write committed as a unit.
+    for cancelled in (leader, dropped):
+        with pytest.raises(asyncio.CancelledError):
+            await cancelled
+    # The leader's write had been taken, so it committed as a unit; ``dropped`` had not.
     assert [e.kind for e in await store.events(run.id)] == ["run.created", "leader"] + [
         "queued"] * 5
+
+
+async def _taken(store: SQLiteBlackboard) -> None:
+    """Until the writer thread has taken every queued write."""
+    for _ in range(1000):
+        await asyncio.sleep(0.01)  # (first: the caller's coroutine queues its write)
+        if store._writer._jobs.empty():
+            return
+    raise AssertionError("the writer thread never took the write")

@@ -10,7 +10,6 @@ from store_helpers import query
 
 from orchestra._errors import NotAStoreError, SchemaVersionError, StoreError
 from orchestra._store import NewTask, SQLiteBlackboard, schema
-from orchestra._store._connection import on_thread
 from orchestra._types import Durability
 
 
@@ -44,8 +43,7 @@ async def test_durability_sets_synchronous(db_path: Path) -> None:
     cases: tuple[tuple[Durability, int], ...] = (("normal", 1), ("full", 2))
     for durability, expected in cases:
         store = await SQLiteBlackboard.open(db_path, durability=durability)
-        level = await on_thread(store._writer_conn,
-                                lambda c: c.execute("PRAGMA synchronous").fetchone()[0])
+        level = await store._writer.call(lambda c: c.execute("PRAGMA synchronous").fetchone()[0])
         assert level == expected
         await store.close()
 

@@ -1,8 +1,8 @@
-"""At durability "normal" a lone write runs inline on the loop: it must never block it.
+"""Writes run on the store's writer thread: the event loop never waits for SQLite.
 
-Two hazards of running SQLite on the event loop, each tested on a real file: a
-write lock held by another process (the loop must not sit in busy_timeout), and a
-coroutine that only writes (it must still yield between writes).
+Two hazards, each tested on a real file: a write lock held by another process (the
+loop must not sit in busy_timeout), and a coroutine that only writes (it must still
+yield between writes). The suite's ``sql_on_loop`` guard checks the rest.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ async def test_a_lock_held_elsewhere_is_waited_for_off_the_loop(
         other.close()
     event = await asyncio.wait_for(write, 10.0)
     assert event.kind == "blocked"
-    # the next lone write is back inline, and still sees the lock policy restored
+    # the writer is not stuck: the next write follows in order
     assert (await store.append_event(run.id, "after", {})).seq == event.seq + 1
 
 
