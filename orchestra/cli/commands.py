@@ -90,6 +90,10 @@ async def dispatch(args: argparse.Namespace) -> int:
     handlers = {"demo": cmd_demo, "run": cmd_run, "resume": cmd_resume, "cancel": cmd_cancel,
                 "worker": cmd_worker, "serve": cmd_serve, "fork": cmd_fork, "prune": cmd_prune,
                 "migrate": cmd_migrate}
+    if args.command == "copy":
+        from orchestra.cli.copy_cmd import cmd_copy
+
+        return await cmd_copy(args)
     handler = handlers.get(args.command)
     if handler is not None:
         return await handler(args)

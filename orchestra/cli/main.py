@@ -217,6 +217,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--idle-exit", type=float, default=None, metavar="SECONDS",
                    help="exit after this long with no active runs")
     _serve_parser(sub)
+    from orchestra.cli import copy_cmd
+
+    copy_cmd.add_parser(sub)
     for name in ("runs", "show", "events", "approve", "deny", "cancel", "resume"):
         sub.choices[name].add_argument(
             "--server", metavar="URL", help="work through `orchestra serve` at URL instead "
