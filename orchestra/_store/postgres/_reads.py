@@ -43,7 +43,11 @@ _TASK_COUNTS = "SELECT status, COUNT(*) FROM tasks WHERE run_id = $1 GROUP BY st
 _STEPS = f"SELECT {_rows.STEP_COLS} FROM steps WHERE task_id = $1 AND retry = $2 ORDER BY step"
 _STEP_COUNTS = """
 SELECT COUNT(*) FILTER (WHERE s.status = 'completed'), COUNT(*) FILTER (WHERE s.status = 'failed'),
-       COUNT(*) FILTER (WHERE s.status = 'started'), COALESCE(SUM(s.attempts - 1), 0)
+       COUNT(*) FILTER (WHERE s.status = 'started'), COUNT(*) FILTER (WHERE s.status = 'cancelled'),
+       COALESCE(SUM(s.attempts - 1), 0),
+       COUNT(*) FILTER (WHERE s.retry > 0 AND EXISTS (
+           SELECT 1 FROM steps p WHERE p.task_id = s.task_id AND p.retry < s.retry
+           AND p.step = s.step))
 FROM steps s JOIN tasks t ON t.id = s.task_id WHERE t.run_id = $1"""
 _APPROVAL_BY_STEP = (
     f"SELECT {_rows.APPROVAL_COLS} FROM approvals WHERE task_id = $1 AND retry = $2 AND step = $3"
@@ -152,9 +156,10 @@ async def get_steps(c: asyncpg.Connection, task_id: str, retry: int) -> list[Ste
 async def step_counts(c: asyncpg.Connection, run_id: str) -> dict[str, int]:
     await require_run(c, run_id)
     row = await c.fetchrow(_STEP_COUNTS, run_id)
-    completed, failed, started, reissued = tuple(row) if row is not None else (0, 0, 0, 0)
+    completed, failed, started, cancelled, reissued, retried = (
+        tuple(row) if row is not None else (0,) * 6)
     return {"completed": completed, "failed": failed, "started": started,
-            "reissued": int(reissued)}
+            "cancelled": cancelled, "reissued": int(reissued), "retried": retried}
 
 
 async def find_approval(c: asyncpg.Connection, task_id: str, retry: int,
