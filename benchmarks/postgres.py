@@ -1,15 +1,22 @@
-"""S1, S2 and S5 on the PostgreSQL store, beside SQLite, on one local PostgreSQL 16.
+"""S1, S2 and S5 on the PostgreSQL store, beside SQLite and LangGraph's PostgreSQL
+checkpointer, all on one local PostgreSQL 16 started for the run.
 
-``python -m benchmarks.postgres [--s1 N] [--s2 N] [--s5 TASKS] [--reps R] [--fsync]``
+``python -m benchmarks.postgres [--s1 N] [--s2 N] [--s5-runs R --s5-tasks T] [--reps R]
+[--fsync] [--sides sqlite,postgres,langgraph-postgres] [--no-s5] [--drivers STEPS]``
 
 * S1: N pipelines one after another (the workload's 17 model calls each, zero model
-  latency): milliseconds per durable step, for SQLite (durability normal) and
-  PostgreSQL (``synchronous_commit`` on; ``--fsync`` makes the server fsync too).
+  latency): milliseconds per durable step, for orchestra on SQLite (durability
+  normal), orchestra on PostgreSQL (``synchronous_commit`` on; ``--fsync`` makes the
+  server fsync too) and LangGraph's ``AsyncPostgresSaver`` (durability sync: each
+  checkpoint committed before the next step, as orchestra does; and async, its default).
 * S2: N pipelines at once with 50 ms model latency: makespan over the ideal.
-* S5: TASKS tasks claimed and completed by 1, 2 and 4 worker processes over TCP:
-  tasks per second (the store's throughput, no model).
+* S5: ``orchestra worker`` processes (1, 2, 4) serving fan-out runs on one
+  PostgreSQL store: tasks/s (``benchmarks.pg_workers``).
+* ``--drivers STEPS``: the same S1-like write loop through asyncpg and psycopg 3
+  (``benchmarks.pg_drivers``).
 
-Medians over ``--reps`` runs. The server is ``LocalPostgres`` (pgserver's binaries).
+Medians over ``--reps`` runs, the sides interleaved (order flipped each repetition).
+The server is ``LocalPostgres`` (pgserver's binaries, as root run as ``nobody``).
 """
 
 from __future__ import annotations
@@ -19,23 +26,22 @@ import asyncio
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from benchmarks import measure
+from benchmarks import measure, pg_drivers, pg_workers
 from benchmarks.orchestra_side import FakeAdapter, pipeline
 from benchmarks.workload import FakeModel
 from orchestra import Coordinator, CoordinatorSettings
-from orchestra._store import Blackboard, NewTask, SQLiteBlackboard
+from orchestra._store import Blackboard, SQLiteBlackboard
 from orchestra._store.postgres import PostgresBlackboard
 from orchestra._store.postgres.local import LocalPostgres
 
-HERE = Path(__file__).parent
+SIDES = ("sqlite", "postgres", "langgraph-postgres-sync", "langgraph-postgres-async")
+METRIC = {"S1": "ms_per_step", "S2": "makespan_over_ideal"}
 
 
 async def _pipelines(store: Blackboard, n: int, latency: float, concurrent: bool
@@ -52,9 +58,18 @@ async def _pipelines(store: Blackboard, n: int, latency: float, concurrent: bool
     return await measure.sequential(run_one, n)
 
 
-async def _on(backend: str, server: LocalPostgres, tmp: Path,
-              body: Callable[[Blackboard], Awaitable[measure.Metrics]]) -> measure.Metrics:
-    if backend == "sqlite":
+async def _on(side: str, server: LocalPostgres, tmp: Path, n: int, concurrent: bool
+              ) -> measure.Metrics:
+    latency = measure.S2_LATENCY if concurrent else 0.0
+    if side.startswith("langgraph-postgres-"):
+        from benchmarks import pg_langgraph
+
+        dsn = server.create_database("lg" + os.urandom(4).hex())
+        return await pg_langgraph.pipelines(dsn, n, side.rsplit("-", 1)[1], latency,
+                                            concurrent)
+    body: Callable[[Blackboard], Awaitable[measure.Metrics]] = lambda s: _pipelines(  # noqa: E731
+        s, n, latency, concurrent)
+    if side == "sqlite":
         store: Blackboard = await SQLiteBlackboard.open(tmp / f"{os.urandom(4).hex()}.db")
     else:
         store = await PostgresBlackboard.open(
@@ -65,56 +80,56 @@ async def _on(backend: str, server: LocalPostgres, tmp: Path,
         await store.close()
 
 
-def _s5(server: LocalPostgres, tasks: int, workers: int) -> float:
-    """Tasks per second of ``workers`` processes draining ``tasks`` tasks."""
-    dsn = server.create_database("s5" + os.urandom(4).hex())
-
-    async def setup() -> str:
-        async with await PostgresBlackboard.open(dsn) as store:
-            run = await store.create_run("s5", {}, tasks=[NewTask("job", {"i": i})
-                                                          for i in range(tasks)])
-            return run.id
-
-    run_id = asyncio.run(setup())
-    env = {**os.environ, "PYTHONPATH": str(HERE.parent)}
+def scenarios(server: LocalPostgres, sides: list[str], sizes: dict[str, int], reps: int
+              ) -> dict[str, dict[str, float]]:
+    """Median S1 ms/step and S2 makespan/ideal per side."""
+    values: dict[str, dict[str, list[float]]] = {s: {"S1": [], "S2": []} for s in sides}
     with tempfile.TemporaryDirectory() as tmp:
-        start = time.perf_counter()
-        script = str(HERE.parent / "tests/postgres/_pg_worker.py")
-        procs = [subprocess.Popen([sys.executable, script, dsn, run_id, f"w{i}", f"{tmp}/w{i}"],
-                                  env=env) for i in range(workers)]
-        for proc in procs:
-            assert proc.wait() == 0
-        return tasks / (time.perf_counter() - start)
+        for rep in range(reps):
+            for scenario in ("S1", "S2"):
+                for side in sides if rep % 2 == 0 else reversed(sides):
+                    metrics = asyncio.run(_on(side, server, Path(tmp), sizes[scenario],
+                                              scenario == "S2"))
+                    values[side][scenario].append(metrics[METRIC[scenario]])
+                    print(f"{scenario} rep {rep + 1}: {side} {METRIC[scenario]}="
+                          f"{metrics[METRIC[scenario]]:.3g}", file=sys.stderr, flush=True)
+    return {side: {f"{sc}_{METRIC[sc]}": statistics.median(v) for sc, v in by.items()}
+            for side, by in values.items()}
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.postgres", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--s1", type=int, default=100, help="pipelines in S1")
     p.add_argument("--s2", type=int, default=200, help="pipelines in S2")
-    p.add_argument("--s5", type=int, default=4000, help="tasks in S5")
+    p.add_argument("--s5-runs", type=int, default=4, help="fan-out runs per S5 pass")
+    p.add_argument("--s5-tasks", type=int, default=250, help="tasks per S5 run")
+    p.add_argument("--no-s5", action="store_true", help="skip S5")
+    p.add_argument("--drivers", type=int, default=0, metavar="STEPS",
+                   help="also compare asyncpg and psycopg 3 over STEPS steps")
     p.add_argument("--reps", type=int, default=3)
+    p.add_argument("--sides", default=",".join(SIDES))
     p.add_argument("--fsync", action="store_true", help="the server fsyncs (off: faster)")
-    args = p.parse_args()
+    args = p.parse_args(argv)
+    sides = [s.strip() for s in args.sides.split(",") if s.strip()]
+    if unknown := set(sides) - set(SIDES):
+        raise SystemExit(f"unknown sides {sorted(unknown)}; known: {', '.join(SIDES)}")
     server = LocalPostgres(fsync=args.fsync)
-    results: dict[str, Any] = {"fsync": args.fsync}
+    results: dict[str, Any] = {"fsync": args.fsync, "reps": args.reps, "S1_pipelines": args.s1,
+                               "S2_pipelines": args.s2, "load_before": os.getloadavg()}
     try:
         server.start()
-        with tempfile.TemporaryDirectory() as tmp:
-            for backend in ("sqlite", "postgres"):
-                s1 = [asyncio.run(_on(backend, server, Path(tmp), lambda s: _pipelines(
-                    s, args.s1, 0.0, False)))["ms_per_step"] for _ in range(args.reps)]
-                s2 = [asyncio.run(_on(backend, server, Path(tmp), lambda s: _pipelines(
-                    s, args.s2, measure.S2_LATENCY, True)))["makespan_over_ideal"]
-                    for _ in range(args.reps)]
-                results[backend] = {"S1_ms_per_step": statistics.median(s1),
-                                    "S2_makespan_over_ideal": statistics.median(s2)}
-                print(backend, results[backend], flush=True)
-        results["S5_tasks_per_s"] = {
-            n: statistics.median(_s5(server, args.s5, n) for _ in range(args.reps))
-            for n in (1, 2, 4)}
-        print("S5", results["S5_tasks_per_s"], flush=True)
+        results |= scenarios(server, sides, {"S1": args.s1, "S2": args.s2}, args.reps)
+        if not args.no_s5:
+            results["S5_tasks_per_s"] = pg_workers.measure(
+                server, [1, 2, 4], args.s5_runs, args.s5_tasks, args.reps)
+            results["S5_tasks"] = args.s5_runs * args.s5_tasks
+        if args.drivers:
+            results["driver_ms_per_step"] = pg_drivers.measure(server, args.drivers,
+                                                               args.reps)
     finally:
         server.close()
+    results["load_after"] = os.getloadavg()
     print(json.dumps(results))
 
 

@@ -1,0 +1,103 @@
+"""S5 on PostgreSQL: 1, 2 and 4 ``orchestra worker`` processes on one PostgreSQL store.
+
+    python -m benchmarks.pg_workers [--runs 4] [--tasks 250] [--reps 3] [--workers 1,2,4]
+
+As ``benchmarks.workers`` (S5 on SQLite): ``--runs`` runs of the fan-out pipeline
+(``benchmarks/fanout.py``: three journaled steps and one tool side effect per task)
+with ``--tasks`` tasks each, on a fresh database per pass, served by N worker
+processes over TCP until every run is done. Reports tasks/s from the first
+completion to the last (the workers' start-up is not throughput; the store's clock),
+medians of ``--reps``. Every process shares this machine's cores with the server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+from benchmarks.fanout import build
+from orchestra import Coordinator
+from orchestra._store.postgres import PostgresBlackboard
+from orchestra._store.postgres.local import LocalPostgres, shared_server
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+async def _create(dsn: str, runs: int, tasks: int) -> None:
+    run_input = {"tasks": tasks}
+    async with await PostgresBlackboard.open(dsn) as store:
+        coord = Coordinator(store, build(run_input))
+        for _ in range(runs):
+            await coord.start(run_input)
+
+
+async def _rate(dsn: str) -> float:
+    import asyncpg
+
+    conn = await asyncpg.connect(dsn)
+    try:  # the completion times, on the database's clock, oldest first
+        done = await conn.fetch(
+            "SELECT updated_at FROM tasks WHERE status = 'completed' ORDER BY updated_at")
+        left = await conn.fetchval("SELECT COUNT(*) FROM tasks WHERE status <> 'completed'")
+    finally:
+        await conn.close()
+    times = [r[0] for r in done]
+    if left or len(times) < 2:
+        raise SystemExit(f"the pass did not finish: {left} tasks not completed")
+    return (len(times) - 1) / (times[-1] - times[0])
+
+
+def one_pass(server: LocalPostgres, workers: int, runs: int, tasks: int,
+             timeout: float = 1800.0) -> float:
+    """Tasks per second of ``workers`` worker processes serving a fresh database."""
+    dsn = server.create_database("s5" + os.urandom(4).hex())
+    asyncio.run(_create(dsn, runs, tasks))
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    argv = [sys.executable, "-m", "orchestra.cli.main", "worker", "--db", dsn,
+            "--idle-exit", "1"]
+    procs = [subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL)
+             for _ in range(workers)]
+    try:
+        for p in procs:
+            if p.wait(timeout=timeout) != 0:
+                raise SystemExit(f"a worker exited with {p.returncode}")
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    return asyncio.run(_rate(dsn))
+
+
+def measure(server: LocalPostgres, counts: list[int], runs: int, tasks: int,
+            reps: int) -> dict[int, float]:
+    """Median tasks/s per worker count, the counts' order flipped each repetition."""
+    rates: dict[int, list[float]] = {n: [] for n in counts}
+    for rep in range(reps):
+        for n in counts if rep % 2 == 0 else reversed(counts):
+            rates[n].append(one_pass(server, n, runs, tasks))
+            print(f"S5 rep {rep + 1}: {n} worker(s) {rates[n][-1]:.0f} tasks/s",
+                  file=sys.stderr, flush=True)
+    return {n: statistics.median(values) for n, values in rates.items()}
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.pg_workers", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--runs", type=int, default=4)
+    p.add_argument("--tasks", type=int, default=250, help="tasks per run")
+    p.add_argument("--reps", type=int, default=3)
+    p.add_argument("--workers", default="1,2,4")
+    args = p.parse_args(argv)
+    counts = [int(n) for n in args.workers.split(",")]
+    result = measure(shared_server(), counts, args.runs, args.tasks, args.reps)
+    print(json.dumps({"S5_tasks_per_s": result}))
+
+
+if __name__ == "__main__":
+    main()

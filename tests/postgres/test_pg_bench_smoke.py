@@ -1,0 +1,42 @@
+"""Smoke test of the PostgreSQL benchmarks (benchmarks/postgres.py, pg_*.py) at tiny sizes:
+every side runs the workload to its checked end state; nothing is timed or asserted fast."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from benchmarks import pg_drivers, pg_workers
+from benchmarks import postgres as bench
+from orchestra._store.postgres.local import LocalPostgres
+
+
+@pytest.mark.parametrize("side", bench.SIDES)
+def test_each_side_runs_s1_and_s2(side: str, server: LocalPostgres, tmp_path: Path) -> None:
+    if side.startswith("langgraph") and importlib.util.find_spec(
+            "langgraph.checkpoint.postgres") is None:
+        pytest.skip("langgraph-checkpoint-postgres is not installed (pip install -e '.[bench]')")
+    s1 = asyncio.run(bench._on(side, server, tmp_path, 1, concurrent=False))
+    assert s1["steps"] == 17 and s1["ms_per_step"] > 0
+    s2 = asyncio.run(bench._on(side, server, tmp_path, 2, concurrent=True))
+    assert s2["pipelines"] == 2 and s2["makespan_over_ideal"] >= 1
+
+
+def test_both_drivers_run_the_write_loop(server: LocalPostgres) -> None:
+    if importlib.util.find_spec("psycopg") is None:
+        pytest.skip("psycopg is not installed (pip install -e '.[bench]')")
+    result = pg_drivers.measure(server, steps=10, reps=1)
+    assert set(result) == {"asyncpg", "psycopg"} and all(v > 0 for v in result.values())
+
+
+@pytest.mark.slow
+def test_s5_worker_processes_finish_every_task(server: LocalPostgres) -> None:
+    assert pg_workers.one_pass(server, workers=2, runs=1, tasks=6) > 0
+
+
+def test_unknown_sides_are_refused() -> None:
+    with pytest.raises(SystemExit, match="unknown sides"):
+        bench.main(["--sides", "sqlite,nope"])
