@@ -69,11 +69,17 @@ async def test_follow_ends_when_the_store_closes(open_store: Opener) -> None:
     store = await open_store()
     run = await store.create_run("p", {})
 
+    seen: list[int] = []
+
     async def drain() -> list[int]:
-        return [e.seq async for e in store.follow(run.id)]
+        async for e in store.follow(run.id):
+            seen.append(e.seq)
+        return seen
 
     follower = asyncio.create_task(drain())
-    await asyncio.sleep(0.05)
+    async with asyncio.timeout(30):  # a loaded machine: wait for the read, not a fixed time
+        while not seen:
+            await asyncio.sleep(0.01)
     await store.close()
     async with asyncio.timeout(10):
         assert await follower == [1]
