@@ -70,16 +70,17 @@ async def test_follow_ends_when_the_store_closes(open_store: Opener) -> None:
     run = await store.create_run("p", {})
 
     seen: list[int] = []
+    first = asyncio.Event()
 
     async def drain() -> list[int]:
         async for e in store.follow(run.id):
             seen.append(e.seq)
+            first.set()
         return seen
 
     follower = asyncio.create_task(drain())
     async with asyncio.timeout(30):  # a loaded machine: wait for the read, not a fixed time
-        while not seen:
-            await asyncio.sleep(0.01)
+        await first.wait()
     await store.close()
     async with asyncio.timeout(10):
         assert await follower == [1]
