@@ -184,7 +184,7 @@ async def open_side(url: str | os.PathLike[str]) -> Side:
     if path is not None:
         from orchestra._store.copy_sqlite import SQLiteSide
 
-        return SQLiteSide(path)
+        return await SQLiteSide.open(path)
     from orchestra._store.copy_postgres import PostgresSide
 
     return await PostgresSide.connect(os.fspath(url))

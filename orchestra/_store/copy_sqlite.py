@@ -1,7 +1,8 @@
 """The SQLite end of ``orchestra copy``: a run read in one snapshot, written in one transaction.
 
 Plain ``sqlite3`` on a connection of its own (the store's own handle is closed by
-then), each whole read or write one call on a worker thread.
+then); connecting, each whole read or write, and closing are one call each on a
+worker thread, never SQL on the event loop.
 """
 
 from __future__ import annotations
@@ -25,11 +26,19 @@ def _sql(text: str) -> str:
 
 
 class SQLiteSide:
-    def __init__(self, path: str, busy_timeout: float = 30.0) -> None:
+    def __init__(self, path: str, conn: sqlite3.Connection) -> None:
+        """Use :meth:`open`."""
         self.where = path
-        self._conn = sqlite3.connect(path, timeout=busy_timeout, isolation_level=None,
-                                     check_same_thread=False)
-        self._conn.execute("PRAGMA foreign_keys = ON")
+        self._conn = conn
+
+    @classmethod
+    async def open(cls, path: str, busy_timeout: float = 30.0) -> SQLiteSide:
+        def connect() -> sqlite3.Connection:  # no SQL on the event loop, not even this
+            conn = sqlite3.connect(path, timeout=busy_timeout, isolation_level=None,
+                                   check_same_thread=False)
+            conn.execute("PRAGMA foreign_keys = ON")
+            return conn
+        return cls(path, await asyncio.to_thread(connect))
 
     async def run_ids(self) -> list[str]:
         return [r[0] for r in await asyncio.to_thread(self._conn.execute(RUN_IDS).fetchall)]
@@ -84,4 +93,4 @@ class SQLiteSide:
         self._conn.execute("COMMIT")
 
     async def close(self) -> None:
-        self._conn.close()
+        await asyncio.to_thread(self._conn.close)
