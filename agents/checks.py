@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import ast
 import re
+import sys
 from collections.abc import Sequence
 from pathlib import PurePosixPath
 from typing import Any
 
 from agents.workspace import Workspace, WorkspaceError
 
+# f"...{... "x" ...}": the same quote inside a replacement field, valid only from 3.12;
+# a small model writes it often and cannot tell what "unterminated string" refers to
+_NESTED_FSTRING_QUOTE = re.compile(r"""\b[fF]([\"'])[^\n]*?\{[^}\n]*\1""")
 _PY_PATH = re.compile(r"(?<![\w./-])((?:[A-Za-z_][\w-]*/)*[A-Za-z_]\w*\.py)(?![\w/])")
 
 
@@ -83,21 +87,22 @@ async def check_written(workspace: Workspace, files: Sequence[str],
     """The files an answer names (and the ``required`` ones) exist, are not empty, and
     parse as Python where they are ``.py`` files."""
     if not files:
-        return ("your answer lists no files. Write the module and its tests with write_file "
-                "first, then answer with the paths you wrote in files.")
+        return ("your answer has no code. Give the module's complete source in module_code "
+                "and its tests in test_code.")
     for path in [*files, *(p for p in required if p not in files)]:
         try:
             text = await workspace.read_file(path)
         except WorkspaceError as exc:
             if "does not exist" in str(exc):
                 return (f"{path!r} does not exist in the workspace: you have not written it. "
-                        "Write it with write_file, then answer.")
+                        "Give its complete source in your answer (module_code or "
+                        "test_code).")
             return f"{path!r} cannot be read ({exc}). Write it with write_file, then answer."
         if not text.strip():
-            return f"{path!r} is empty. Write its full content with write_file, then answer."
+            return f"{path!r} is empty. Give its complete source in your answer."
         problem = python_problem(path, text)
         if problem:
-            return f"{path!r} is {problem}. Fix it with write_file, then answer."
+            return f"{path!r} is {problem}. Give its fixed, complete source in your answer."
     return ""
 
 
@@ -108,5 +113,11 @@ def python_problem(path: str, text: str) -> str:
     try:
         ast.parse(text, filename=path)
     except SyntaxError as exc:
-        return f"not valid Python (line {exc.lineno}: {exc.msg})"
+        line = (exc.text or "").strip()
+        shown = f": {line[:160]!r}" if line else ""
+        hint = ""
+        if sys.version_info < (3, 12) and _NESTED_FSTRING_QUOTE.search(line):
+            hint = ("; inside an f-string's {...} use the other quote character "
+                    "(f\"{'x'}\") or compute the value on its own line first")
+        return f"not valid Python (line {exc.lineno}: {exc.msg}{shown}{hint})"
     return ""

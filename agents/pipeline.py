@@ -41,7 +41,7 @@ def _code_route(result: CodeResult, task: Task, writes: Writes) -> None:
     payload = {
         "module": task.input["module"],
         "round": task.input["round"],
-        "files": result.files,
+        "files": result.written(task.input),
         "summary": result.summary,
         "spec": task.input.get("spec"),
     }

@@ -47,11 +47,24 @@ class ProjectPlan(BaseModel):
 
 
 class CodeResult(BaseModel):
-    """What the coder did for one module."""
+    """What the coder did for one module: the code itself, or the files it wrote."""
 
     module: str = Field(description="the module path")
-    files: list[str] = Field(description="paths of the files written with write_file")
+    module_code: str = Field(default="", description="the module's full source code")
+    test_code: str = Field(default="", description="the full source code of its pytest file")
     summary: str = Field(description="what was implemented and tested")
+    files: list[str] = Field(default_factory=list,
+                             description="paths of files already written with write_file")
+
+    def written(self, task_input: Any) -> list[str]:
+        """Every file this result stands for: those written with write_file, and the
+        module and test files its code fields fill (at the task's own paths)."""
+        module, tests = [*_module_files(task_input), "", ""][:2]
+        out = list(self.files)
+        for path, code in ((module, self.module_code), (tests, self.test_code)):
+            if path and code.strip() and path not in out:
+                out.append(path)
+        return out
 
 
 class Review(BaseModel):
@@ -139,10 +152,11 @@ class Architect(WorkspaceRole):
 
 class Coder(TestingRole):
     """You are a careful Python developer. You implement exactly one module of a plan and
-    its pytest tests. First write the module with write_file at its path, then its tests
-    with write_file at its test_path (they import the module by its dotted path). If you
-    get review comments, revise the code to address every one. Only when both files are
-    written, reply with a JSON object: module, files (the paths you wrote), summary."""
+    its pytest tests. Reply with a JSON object: module (its path), module_code (the
+    module's complete source), test_code (its complete pytest file, importing the module
+    by its dotted path) and summary. If you get review comments, revise the code to
+    address every one and reply with the complete new sources. (You may instead write
+    the files with write_file and list their paths in files.)"""
 
     name = "coder"
     output = CodeResult
@@ -172,9 +186,22 @@ class Coder(TestingRole):
         return result
 
     async def check_output(self, ctx: ToolContext, output: Any) -> None:
-        """The files the answer names, and the module and its tests, exist as valid code."""
-        problem = await check_written(self.workspace, output.files,
-                                      _module_files(ctx.task_input))
+        """Writes the code the answer carries; then the files the answer stands for, and
+        the module and its tests, must exist as valid code.
+
+        This runs as a journaled step: the writes are whole-file replacements of the
+        answer's own text, so a step re-run after a crash writes the same bytes."""
+        required = _module_files(ctx.task_input)
+        for path, code, what in zip(required, (output.module_code, output.test_code),
+                                    ("module_code", "test_code"), strict=False):
+            if not code.strip():
+                continue
+            problem = python_problem(path, code)
+            if problem:
+                raise ModelRetry(f"Your {what} is {problem}. Reply again with it fixed.")
+            await self.workspace.write_file(path, code)
+        problem = await check_written(self.workspace, output.written(ctx.task_input),
+                                      required)
         if problem:
             raise ModelRetry(f"Your answer cannot be accepted: {problem}")
 

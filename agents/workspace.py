@@ -127,7 +127,7 @@ class Workspace:
     def _list_files_sync(self, rel: str) -> list[str]:
         start = self.resolve(rel)
         if not start.exists():
-            raise WorkspaceError(f"directory {rel!r} does not exist; list '.' to see the files")
+            raise WorkspaceError(f"directory {rel!r} does not exist; {self._what_exists()}")
         if not start.is_dir():
             raise WorkspaceError(f"{rel!r} is a file, not a directory; read it with read_file")
         found: list[str] = []
@@ -147,6 +147,18 @@ class Workspace:
                     )
         return sorted(found)
 
+    def _what_exists(self, shown: int = 20) -> str:
+        """What a model that asked for a missing path should know instead: the files
+        there are (a weak model otherwise keeps asking for the path it expected)."""
+        try:
+            files = self._list_files_sync(".")
+        except WorkspaceError:
+            return "call list_files to see what is there"
+        if not files:
+            return "the workspace has no files yet, so there is nothing to read"
+        more = f" and {len(files) - shown} more" if len(files) > shown else ""
+        return f"the workspace's files are: {', '.join(files[:shown])}{more}"
+
     def _inside(self, path: Path) -> bool:
         real = Path(os.path.realpath(path))
         return real.is_relative_to(self.root)
@@ -158,9 +170,7 @@ class Workspace:
             # O_NONBLOCK: opening a FIFO must not hang waiting for a writer.
             fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         except FileNotFoundError:
-            raise WorkspaceError(
-                f"file {rel!r} does not exist; call list_files to see what is there"
-            ) from None
+            raise WorkspaceError(f"file {rel!r} does not exist; {self._what_exists()}") from None
         except IsADirectoryError:
             raise WorkspaceError(f"{rel!r} is a directory; call list_files on it") from None
         except OSError as exc:

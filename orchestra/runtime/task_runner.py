@@ -32,6 +32,7 @@ from orchestra.runtime.replies import (
     parse_output,
     recover_text_tool_calls,
 )
+from orchestra.runtime.retry_sampling import retry_settings
 from orchestra.runtime.tool_calls import ApprovalWait, ToolRunner
 from orchestra.runtime.turns import MAX_REPLY_CHARS as MAX_REPLY_CHARS
 from orchestra.runtime.turns import Turns, reply_outcome
@@ -158,7 +159,9 @@ class TaskRunner:
         return ModelRequest(messages + fit_context(
             view.messages, fixed=messages, tools=st.schemas, output=st.output_schema,
             settings=self.settings, context=self._context, pinned=st.pinned),
-            st.schemas, st.output_schema, self.settings)
+            st.schemas, st.output_schema, retry_settings(
+                self.settings, task_id=self.task.id, retries=self.task.retries,
+                failures=st.failures))
 
     async def _model_step(self, st: Turns, request: ModelRequest
                           ) -> tuple[dict[str, Any], PendingStep | None]:

@@ -58,7 +58,7 @@ def test_a_plan_leaving_out_a_named_module(ws: Workspace) -> None:
 
 async def test_written_files_must_exist_be_non_empty_and_parse(ws: Workspace) -> None:
     required = ["kata/roman.py", "tests/test_roman.py"]
-    assert "lists no files" in await check_written(ws, [], required)
+    assert "has no code" in await check_written(ws, [], required)
     assert "'kata/roman.py' does not exist in the workspace" in await check_written(
         ws, ["kata/roman.py"], required)
     await ws.write_file("kata/roman.py", "def to_roman(n):\n    return 'I'\n")
@@ -72,3 +72,21 @@ async def test_written_files_must_exist_be_non_empty_and_parse(ws: Workspace) ->
     await ws.write_file("tests/test_roman.py", "def test_x():\n    pass\n")
     assert await check_written(ws, required, required) == ""
     assert "is absolute" in await check_written(ws, ["/etc/passwd"], [])
+
+
+def test_a_syntax_error_shows_its_line_and_the_nested_f_string_quote_gets_a_hint() -> None:
+    import sys
+
+    from agents.checks import python_problem
+
+    bad = 'def f(n):\n    return [f"{i if i % 3 else "Fizz"}" for i in range(n)]\n'
+    problem = python_problem("kata/f.py", bad)
+    if sys.version_info >= (3, 12):  # valid there
+        assert problem == ""
+        return
+    assert problem.startswith("not valid Python (line 2:")
+    assert "for i in range(n)]" in problem  # the offending line itself
+    assert "use the other quote character" in problem
+    plain = python_problem("kata/g.py", "x = (\n")
+    assert "'x = ('" in plain and "quote" not in plain
+    assert python_problem("notes.txt", "x = (") == ""

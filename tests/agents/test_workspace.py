@@ -177,6 +177,24 @@ async def test_read_errors_name_the_path(ws: Workspace, root: Path) -> None:
         await ws.delete_file("d")
 
 
+async def test_a_missing_path_is_answered_with_what_exists(ws: Workspace, root: Path) -> None:
+    """A weak model asks again and again for the path it expected: the error tells it
+    what there is instead (or that there is nothing yet to read)."""
+    with pytest.raises(WorkspaceError, match="no files yet, so there is nothing to read"):
+        await ws.read_file("kata/rle.py")
+    with pytest.raises(WorkspaceError, match="no files yet"):
+        await ws.list_files("kata/rle.py")
+    (root / "kata").mkdir()
+    (root / "kata" / "a.py").write_text("")
+    with pytest.raises(WorkspaceError, match=r"'kata/b\.py' does not exist; the workspace's "
+                                             r"files are: kata/a\.py$"):
+        await ws.read_file("kata/b.py")
+    for i in range(30):
+        (root / f"f{i:02}.txt").write_text("")
+    with pytest.raises(WorkspaceError, match=r"f19\.txt and 11 more$"):
+        await ws.list_files("nope")
+
+
 async def test_listing_is_recursive_sorted_and_skips_caches(ws: Workspace, root: Path) -> None:
     for rel in [
         "b.py", "a/z.py", "a/b/c.py", ".gitignore",

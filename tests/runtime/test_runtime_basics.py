@@ -261,3 +261,34 @@ async def test_role_records_all_messages_as_json_safe(tmp_path: Path) -> None:
     assert kinds[0] == "run.created" and kinds[-1] == "run.completed"
     json.dumps([e.data for e in events])
     await store.close()
+
+
+async def test_each_try_after_a_failure_is_another_sample(tmp_path: Path) -> None:
+    """A small model asked the same thing at the same sampling repeats itself: after an
+    unusable reply the request is warmer and reseeded, and no two tries share a seed."""
+    replies = iter(["not json", "still not json", '{"value": 3}'])
+    model = FunctionModel(lambda req: next(replies))
+    store, run_id = await run_with(tmp_path, model)
+    assert (await store.get_run(run_id)).status == "completed"
+    first, second, third = (c.settings for c in model.calls)
+    assert first.temperature is None and first.seed is None  # a clean try: the role's own
+    assert second.temperature is not None and third.temperature is not None
+    assert third.temperature > second.temperature
+    assert second.seed is not None and third.seed is not None and second.seed != third.seed
+    await store.close()
+
+
+def test_retry_sampling_keeps_a_role_s_own_settings_until_a_failure() -> None:
+    from orchestra.models.base import ModelSettings
+    from orchestra.runtime.retry_sampling import retry_settings
+
+    base = ModelSettings(temperature=0.95, max_tokens=100, seed=7)
+    assert retry_settings(base, task_id="t", retries=0, failures=0) is base
+    later = retry_settings(base, task_id="t", retries=1, failures=0)
+    assert later.temperature == 0.95 and later.max_tokens == 100  # only ever raised
+    assert later.seed != 7
+    # deterministic (a replay asks with the same settings), distinct per try and per task
+    assert later == retry_settings(base, task_id="t", retries=1, failures=0)
+    seeds = {retry_settings(base, task_id=t, retries=r, failures=f).seed
+             for t in "ab" for r in range(3) for f in range(3) if r + f}
+    assert len(seeds) == 16
