@@ -93,7 +93,11 @@ def build_pipeline(run_input: Any) -> Pipeline:
     return Pipeline(
         "software",
         roles=[Architect(workspace), Coder(workspace), Reviewer(workspace)],
-        start=lambda inp: [NewTask("architect", {"spec": inp["spec"]}, key="plan")],
+        # the files there are now, in the task's input: a small model otherwise keeps
+        # reading the path it is to create (seen: read_file of the spec's module, thrice)
+        start=lambda inp: [NewTask("architect", {"spec": inp["spec"],
+                                                 "workspace_files": workspace.existing_files()},
+                                   key="plan")],
         routes={
             "architect": _plan_route,
             "coder": _code_route,

@@ -132,10 +132,11 @@ class TestingRole(WorkspaceRole):
 
 
 class Architect(WorkspaceRole):
-    """You are the architect of a small Python project. Read the spec you are given (and
-    the workspace, if it has files), then reply with the plan as a JSON object: the
-    modules to build (path, purpose, public_api, test_path) and your key decisions with
-    their reasons. Keep modules small and independent; one test file per module."""
+    """You are the architect of a small Python project. Read the spec you are given
+    (workspace_files lists the files the workspace already has; read one with read_file
+    only if you need it), then reply with the plan as a JSON object: the modules to
+    build (path, purpose, public_api, test_path) and your key decisions with their
+    reasons. Keep modules small and independent; one test file per module."""
 
     name = "architect"
     output = ProjectPlan

@@ -147,6 +147,14 @@ class Workspace:
                     )
         return sorted(found)
 
+    def existing_files(self, shown: int = 50) -> list[str]:
+        """Up to ``shown`` of the workspace's files, listed now (blocking: for setup code
+        such as a pipeline's first task, not for a model's tool calls)."""
+        try:
+            return self._list_files_sync(".")[:shown]
+        except WorkspaceError:  # too many to list: the model lists a subdirectory itself
+            return []
+
     def _what_exists(self, shown: int = 20) -> str:
         """What a model that asked for a missing path should know instead: the files
         there are (a weak model otherwise keeps asking for the path it expected)."""

@@ -82,3 +82,14 @@ async def test_an_answer_with_neither_code_nor_files_is_refused(tmp_path: Path) 
     with_code = CodeResult(module="x", module_code=CODE, summary="s", files=["extra.txt"])
     assert with_code.written({"module": PLAN["modules"][0]}) == [  # type: ignore[index]
         "extra.txt", "calc/add.py"]
+
+
+def test_the_architect_is_told_which_files_exist(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "full" / "kata").mkdir(parents=True)
+    (tmp_path / "full" / "kata" / "old.py").write_text("x = 1\n")
+    for name, expect in (("empty", []), ("full", ["kata/old.py"])):
+        run_input = {"spec": "s", "workspace": str(tmp_path / name)}
+        (first,) = build_pipeline(run_input).start(run_input)
+        assert first.role == "architect"
+        assert first.input == {"spec": "s", "workspace_files": expect}
