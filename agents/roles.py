@@ -220,7 +220,12 @@ class Reviewer(TestingRole):
     concurrency = 1
 
     async def check_output(self, ctx: ToolContext, output: Any) -> None:
-        """An approval must be backed by a real passing test run."""
+        """An approval must be backed by a real passing test run; a rejection must say
+        what to change (the coder gets nothing else to act on)."""
+        if isinstance(output, Review) and not output.approved and not any(
+                c.strip() for c in output.comments):
+            raise ModelRetry("You requested changes without saying which: give concrete "
+                             "comments (what fails, where, how to fix), or approve.")
         if isinstance(output, Review) and output.approved:
             test_path = (ctx.task_input or {}).get("module", {}).get("test_path")
             try:

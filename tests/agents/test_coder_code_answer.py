@@ -93,3 +93,21 @@ def test_the_architect_is_told_which_files_exist(tmp_path: Path) -> None:
         (first,) = build_pipeline(run_input).start(run_input)
         assert first.role == "architect"
         assert first.input == {"spec": "s", "workspace_files": expect}
+
+
+async def test_a_rejection_without_comments_is_sent_back(tmp_path: Path) -> None:
+    from agents.roles import Review, Reviewer
+    from agents.workspace import Workspace
+    from orchestra import ModelRetry, ToolContext
+
+    reviewer = Reviewer(Workspace(tmp_path))
+    ctx = ToolContext(run_id="r", task_id="t", agent_id="r/reviewer", role="reviewer",
+                      step=1, idempotency_key="k", board=None,  # type: ignore[arg-type]
+                      task_input={"module": PLAN["modules"][0]})  # type: ignore[index]
+    import pytest
+
+    with pytest.raises(ModelRetry, match="without saying which"):
+        await reviewer.check_output(ctx, Review(module="calc/add.py", approved=False,
+                                                comments=["  "]))
+    await reviewer.check_output(ctx, Review(module="calc/add.py", approved=False,
+                                            comments=["add(1, 2) returns 4; return a + b"]))
