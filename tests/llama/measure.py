@@ -112,11 +112,17 @@ def table(path: Path) -> str:
         own, hidden = r["own_tests"], r["hidden_tests"]
         hidden_passed += hidden[0]
         hidden_total += hidden[1]
-        out.append(f"| {i} | {r['spec']} | {r['model'].split('#')[-1].split('/')[-1]} | "
+        label = r.get("label") or r["model"].split("#")[-1].split("?")[0]
+        out.append(f"| {i} | {r['spec']} | {label} | "
                    f"{r['exit']} ({r.get('status', '?')}) | {r['wall_s']} s | "
                    f"{r.get('tokens', '?')} | {r.get('review_rounds', '?')} | {files} | "
                    f"{own[0]}/{own[1]} | {hidden[0]}/{hidden[1]} |")
     out.append(f"\nhidden tests passing across {len(rows)} runs: {hidden_passed}/{hidden_total}")
+    done = sum(1 for r in rows if r["exit"] != "killed" and r["wall_s"] <= 600
+               and f"kata/{r['spec']}.py" in r["files"]
+               and f"tests/test_{r['spec']}.py" in r["files"])
+    out.append(f"runs that wrote the module and its tests and ended by themselves within "
+               f"10 minutes: {done}/{len(rows)}")
     return "\n".join(out)
 
 
@@ -129,6 +135,8 @@ def main() -> int:
     parser.add_argument("--out", type=Path, help="append one JSON line per run here")
     parser.add_argument("--keep", action="store_true", help="keep each run's directory")
     parser.add_argument("--table", type=Path, help="print the table of a results file")
+    parser.add_argument("--label", default="", help="what to call the model in the table "
+                                                    "(e.g. 0.5b, 1.5b, gguf-0.5b)")
     args = parser.parse_args()
     if args.table:
         print(table(args.table))
@@ -138,6 +146,7 @@ def main() -> int:
     for _ in range(args.runs):
         for spec in args.specs:
             row = measure(spec, args.model, args.limit, args.out if args.keep else None)
+            row["label"] = args.label
             with args.out.open("a") as f:
                 f.write(json.dumps(row) + "\n")
             print(json.dumps(row), flush=True)
