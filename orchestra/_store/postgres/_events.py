@@ -17,15 +17,16 @@ from orchestra._errors import NotFoundError, StoreError
 from orchestra._store._codec import Encoder
 from orchestra._types import JSON, Event
 
-_NEXT_SEQ = (
-    "UPDATE runs SET last_seq = last_seq + 1, updated_at = $1 WHERE id = $2 RETURNING last_seq"
-)
-_NEXT_SEQ_WITH_TOTALS = (
-    "UPDATE runs SET last_seq = last_seq + 1, updated_at = $1, tokens_in = tokens_in + $3, "
-    "tokens_out = tokens_out + $4, cost = cost + $5, steps = steps + 1 "
-    "WHERE id = $2 RETURNING last_seq"
-)
-_INSERT = "INSERT INTO events (run_id, seq, kind, data, at) VALUES ($1, $2, $3, $4, $5)"
+# the seq taken and the event inserted in one statement (one round trip, not two): the
+# UPDATE locks the run's row for the rest of the transaction, as before
+_SET_SEQ = "UPDATE runs SET last_seq = last_seq + 1, updated_at = $1"
+_SET_TOTALS = (", tokens_in = tokens_in + $5, tokens_out = tokens_out + $6, cost = cost + $7, "
+               "steps = steps + 1")
+_APPEND = ("WITH s AS ({set} WHERE id = $2 RETURNING last_seq) "
+           "INSERT INTO events (run_id, seq, kind, data, at) "
+           "SELECT $2, last_seq, $3, $4, $1 FROM s RETURNING seq")
+_NEXT_SEQ = _APPEND.format(set=_SET_SEQ)
+_NEXT_SEQ_WITH_TOTALS = _APPEND.format(set=_SET_SEQ + _SET_TOTALS)
 _RUN_EXISTS = "SELECT 1 FROM runs WHERE id = $1"
 
 
@@ -46,8 +47,8 @@ async def append_event(c: asyncpg.Connection, enc: Encoder, run_id: str, kind: s
                        now: float) -> Event:
     """Append one event to ``run_id``'s log; ``NotFoundError`` if the run does not exist."""
     text = enc.json(data, f"event {kind!r} data")  # before the seq: a bad payload takes none
-    seq = await c.fetchval(_NEXT_SEQ, now, run_id)
-    return await _insert(c, run_id, seq, kind, data, text, now)
+    seq = await c.fetchval(_NEXT_SEQ, now, run_id, kind, text)
+    return _event(run_id, seq, kind, data, now)
 
 
 async def append_step_event(c: asyncpg.Connection, enc: Encoder, run_id: str, kind: str,
@@ -55,14 +56,12 @@ async def append_step_event(c: asyncpg.Connection, enc: Encoder, run_id: str, ki
                             cost: float) -> Event:
     """Append a step's event and add the step to the run's totals in one statement."""
     text = enc.json(data, f"event {kind!r} data")
-    seq = await c.fetchval(_NEXT_SEQ_WITH_TOTALS, now, run_id, tokens_in, tokens_out,
-                           float(cost))
-    return await _insert(c, run_id, seq, kind, data, text, now)
+    seq = await c.fetchval(_NEXT_SEQ_WITH_TOTALS, now, run_id, kind, text, tokens_in,
+                           tokens_out, float(cost))
+    return _event(run_id, seq, kind, data, now)
 
 
-async def _insert(c: asyncpg.Connection, run_id: str, seq: int | None, kind: str, data: JSON,
-                  text: str, now: float) -> Event:
+def _event(run_id: str, seq: int | None, kind: str, data: JSON, now: float) -> Event:
     if seq is None:
         raise NotFoundError(f"run {run_id!r} does not exist")
-    await c.execute(_INSERT, run_id, seq, kind, text, now)
     return Event(run_id, seq, kind, data, now)

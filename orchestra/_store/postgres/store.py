@@ -41,6 +41,17 @@ _NOW = "SELECT extract(epoch FROM now())::float8"
 _log = get_logger("orchestra.store")
 
 
+
+async def _reset(conn: asyncpg.Connection) -> None:
+    """What a pooled connection needs before its next use: only a rollback, if a
+    cancelled operation left a transaction open. asyncpg's default reset sends
+    ``UNLISTEN *; RESET ALL; CLOSE ALL; pg_advisory_unlock_all()`` on every release (one
+    more round trip per store operation), but the store keeps no session state on
+    pooled connections: followers LISTEN on their own connection, and the only
+    advisory lock (migrations) is transaction-scoped."""
+    if conn.is_in_transaction():
+        await conn.execute("ROLLBACK")
+
 class PostgresBlackboard(TaskMethods, HistoryMethods, BoardMethods, RunCopyMethods):
     """The durable store of runs, in a PostgreSQL database (or schema).
 
@@ -81,7 +92,7 @@ class PostgresBlackboard(TaskMethods, HistoryMethods, BoardMethods, RunCopyMetho
         where = redact(dsn)
         try:
             pool = await asyncpg.create_pool(dsn, min_size=pool_size, max_size=pool_size,
-                                             statement_cache_size=256)
+                                             statement_cache_size=256, reset=_reset)
         except (asyncpg.PostgresError, *_LOST, ValueError) as exc:
             raise StoreError(f"{where}: cannot connect to PostgreSQL: "
                              f"{scrub(str(exc), dsn)}") from None
