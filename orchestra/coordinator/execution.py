@@ -152,8 +152,10 @@ class TaskExecutor:
             bound.info("task waiting for approval", approval=outcome.extra.get("approval"))
         elif outcome.status == "limited":
             bound.warning("usage cap reached", error=outcome.error)
-            await self.c.store.release_leases(task.run_id, owners=[self.c.owner])
+            # first: the run's loop, woken above, must stop rather than claim the task anew
+            # while the release below is in flight
             self.stop_error = outcome.error
+            await self.c.store.release_leases(task.run_id, owners=[self.c.owner])
 
     async def _fail(self, task: Task, lease: Lease, error: str, *, retry: bool,
                     writes: Writes | None = None) -> None:
