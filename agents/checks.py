@@ -100,9 +100,29 @@ async def check_written(workspace: Workspace, files: Sequence[str],
             return f"{path!r} cannot be read ({exc}). Write it with write_file, then answer."
         if not text.strip():
             return f"{path!r} is empty. Give its complete source in your answer."
-        problem = python_problem(path, text)
+        kind = required.index(path) if path in required else -1
+        problem = (code_problem(path, text, tests=kind == 1) if kind >= 0 else
+                   python_problem(path, text))
         if problem:
             return f"{path!r} is {problem}. Give its fixed, complete source in your answer."
+    return ""
+
+
+def code_problem(path: str, text: str, *, tests: bool) -> str:
+    """Why ``text`` is not a module (or, with ``tests``, a pytest file) worth the name:
+    not Python, or Python with nothing in it. A path typed where code belongs
+    (``tests/test_x.py``) parses as a division, so parsing alone is not enough."""
+    problem = python_problem(path, text)
+    if problem or not path.endswith(".py"):
+        return problem
+    body = ast.parse(text).body
+    defs = [n for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                ast.ClassDef))]
+    if tests and not any(n.name.startswith(("test", "Test")) for n in defs):
+        return ("not a pytest file: it defines no test function (def test_...(): ...) that "
+                "imports the module and asserts what it returns")
+    if not tests and not defs:
+        return "not the module's code: it defines no function or class"
     return ""
 
 

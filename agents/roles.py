@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from agents.checks import check_plan, check_written, python_problem
+from agents.checks import check_plan, check_written, code_problem, python_problem
 from agents.testrunner import TestReport, run_pytest
 from agents.workspace import Workspace, WorkspaceError
 from orchestra import ModelRetry, ModelSettings, Role, SlidingWindow, ToolContext, tool
@@ -49,9 +49,13 @@ class ProjectPlan(BaseModel):
 class CodeResult(BaseModel):
     """What the coder did for one module: the code itself, or the files it wrote."""
 
+    # required, and before the summary: a constrained decoder emits required fields in
+    # order, and with optional code fields a small model wrote a summary and stopped
     module: str = Field(description="the module path")
-    module_code: str = Field(default="", description="the module's full source code")
-    test_code: str = Field(default="", description="the full source code of its pytest file")
+    module_code: str = Field(description="the module's complete source code (empty only if "
+                                         "you wrote the file with write_file)")
+    test_code: str = Field(description="the complete source code of its pytest file (empty "
+                                       "only if you wrote it with write_file)")
     summary: str = Field(description="what was implemented and tested")
     files: list[str] = Field(default_factory=list,
                              description="paths of files already written with write_file")
@@ -197,7 +201,7 @@ class Coder(TestingRole):
                                     ("module_code", "test_code"), strict=False):
             if not code.strip():
                 continue
-            problem = python_problem(path, code)
+            problem = code_problem(path, code, tests=what == "test_code")
             if problem:
                 raise ModelRetry(f"Your {what} is {problem}. Reply again with it fixed.")
             await self.workspace.write_file(path, code)

@@ -109,7 +109,8 @@ def _coder(task: dict[str, Any], after: list[Any]) -> ModelResponse:
         return reply("", tool_call("run_tests", {"path": mod["test_path"]}, id="t1"))
     summary = mod.get("fix_note") if rnd > 1 else f"implemented {mod['path']} with tests"
     files = [mod["path"], mod["test_path"]]
-    return reply(json.dumps({"module": mod["path"], "files": files, "summary": summary}))
+    return reply(json.dumps({"module": mod["path"], "module_code": "", "test_code": "",
+                             "summary": summary, "files": files}))
 
 
 def _reviewer(task: dict[str, Any], after: list[Any]) -> ModelResponse:

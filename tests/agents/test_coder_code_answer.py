@@ -77,9 +77,10 @@ async def test_a_coder_answer_with_code_is_checked_written_and_reviewed(tmp_path
 async def test_an_answer_with_neither_code_nor_files_is_refused(tmp_path: Path) -> None:
     from agents.roles import CodeResult
 
-    result = CodeResult(module="calc/add.py", summary="did it")
+    result = CodeResult(module="calc/add.py", module_code="", test_code=" ", summary="did it")
     assert result.written({"module": PLAN["modules"][0]}) == []  # type: ignore[index]
-    with_code = CodeResult(module="x", module_code=CODE, summary="s", files=["extra.txt"])
+    with_code = CodeResult(module="x", module_code=CODE, test_code="", summary="s",
+                           files=["extra.txt"])
     assert with_code.written({"module": PLAN["modules"][0]}) == [  # type: ignore[index]
         "extra.txt", "calc/add.py"]
 
@@ -111,3 +112,16 @@ async def test_a_rejection_without_comments_is_sent_back(tmp_path: Path) -> None
                                                 comments=["  "]))
     await reviewer.check_output(ctx, Review(module="calc/add.py", approved=False,
                                             comments=["add(1, 2) returns 4; return a + b"]))
+
+
+def test_code_must_be_a_module_or_a_test_file_not_just_python() -> None:
+    from agents.checks import code_problem
+
+    # a path typed where code belongs parses (as a division): it is still refused
+    assert "defines no test function" in code_problem("tests/test_add.py",
+                                                      "tests/test_add.py", tests=True)
+    assert "defines no function or class" in code_problem("calc/add.py", "calc/add.py",
+                                                          tests=False)
+    assert code_problem("tests/test_add.py", TESTS, tests=True) == ""
+    assert code_problem("calc/add.py", CODE, tests=False) == ""
+    assert "not valid Python" in code_problem("calc/add.py", "def f(:", tests=False)

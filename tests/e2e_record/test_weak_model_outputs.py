@@ -58,7 +58,8 @@ def _schema_echo_valid() -> str:
 
 
 def _claim(summary: str) -> str:
-    return json.dumps({"module": "calc/add.py", "files": ["calc/add.py", "tests/test_add.py"],
+    return json.dumps({"module": "calc/add.py", "module_code": "", "test_code": "",
+                       "files": ["calc/add.py", "tests/test_add.py"],
                        "summary": summary})
 
 
