@@ -49,14 +49,15 @@ class ProjectPlan(BaseModel):
 class CodeResult(BaseModel):
     """What the coder did for one module: the code itself, or the files it wrote."""
 
-    # required, and before the summary: a constrained decoder emits required fields in
-    # order, and with optional code fields a small model wrote a summary and stopped
-    module: str = Field(description="the module path")
-    module_code: str = Field(description="the module's complete source code (empty only if "
-                                         "you wrote the file with write_file)")
-    test_code: str = Field(description="the complete source code of its pytest file (empty "
+    # The code first and required: a constrained decoder emits required fields in order;
+    # with optional code fields a small model wrote a summary and stopped, and after a
+    # "module": "<path>" field it typed paths into the code fields too.
+    module_code: str = Field(description="the module's complete Python source code (empty "
+                                         "only if you wrote the file with write_file)")
+    test_code: str = Field(description="the complete Python source of its pytest file (empty "
                                        "only if you wrote it with write_file)")
     summary: str = Field(description="what was implemented and tested")
+    module: str = Field(default="", description="the module path")
     files: list[str] = Field(default_factory=list,
                              description="paths of files already written with write_file")
 
@@ -157,11 +158,11 @@ class Architect(WorkspaceRole):
 
 class Coder(TestingRole):
     """You are a careful Python developer. You implement exactly one module of a plan and
-    its pytest tests. Reply with a JSON object: module (its path), module_code (the
-    module's complete source), test_code (its complete pytest file, importing the module
-    by its dotted path) and summary. If you get review comments, revise the code to
-    address every one and reply with the complete new sources. (You may instead write
-    the files with write_file and list their paths in files.)"""
+    its pytest tests. Reply with a JSON object: module_code (the module's complete Python
+    source), test_code (its complete pytest file, importing the module by its dotted
+    path) and summary. If you get review comments, revise the code to address every one
+    and reply with the complete new sources. (You may instead write the files with
+    write_file and list their paths in files.)"""
 
     name = "coder"
     output = CodeResult

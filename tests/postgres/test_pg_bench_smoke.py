@@ -14,10 +14,17 @@ from benchmarks import postgres as bench
 from orchestra._store.postgres.local import LocalPostgres
 
 
+def _installed(module: str) -> bool:
+    """find_spec of a dotted name raises when a parent package is missing."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:
+        return False
+
+
 @pytest.mark.parametrize("side", bench.SIDES)
 def test_each_side_runs_s1_and_s2(side: str, server: LocalPostgres, tmp_path: Path) -> None:
-    if side.startswith("langgraph") and importlib.util.find_spec(
-            "langgraph.checkpoint.postgres") is None:
+    if side.startswith("langgraph") and not _installed("langgraph.checkpoint.postgres"):
         pytest.skip("langgraph-checkpoint-postgres is not installed (pip install -e '.[bench]')")
     s1 = asyncio.run(bench._on(side, server, tmp_path, 1, concurrent=False))
     assert s1["steps"] == 17 and s1["ms_per_step"] > 0
@@ -26,7 +33,7 @@ def test_each_side_runs_s1_and_s2(side: str, server: LocalPostgres, tmp_path: Pa
 
 
 def test_both_drivers_run_the_write_loop(server: LocalPostgres) -> None:
-    if importlib.util.find_spec("psycopg") is None:
+    if not _installed("psycopg"):
         pytest.skip("psycopg is not installed (pip install -e '.[bench]')")
     result = pg_drivers.measure(server, steps=10, reps=1)
     assert set(result) == {"asyncpg", "psycopg"} and all(v > 0 for v in result.values())
