@@ -17,16 +17,13 @@ import asyncio
 import json
 import os
 import statistics
-import subprocess
 import sys
-from pathlib import Path
 
 from benchmarks.fanout import build
+from benchmarks.workers import serve
 from orchestra import Coordinator
 from orchestra._store.postgres import PostgresBlackboard
 from orchestra._store.postgres.local import LocalPostgres, shared_server
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 async def _create(dsn: str, runs: int, tasks: int) -> None:
@@ -58,19 +55,7 @@ def one_pass(server: LocalPostgres, workers: int, runs: int, tasks: int,
     """Tasks per second of ``workers`` worker processes serving a fresh database."""
     dsn = server.create_database("s5" + os.urandom(4).hex())
     asyncio.run(_create(dsn, runs, tasks))
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    argv = [sys.executable, "-m", "orchestra.cli.main", "worker", "--db", dsn,
-            "--idle-exit", "1"]
-    procs = [subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL)
-             for _ in range(workers)]
-    try:
-        for p in procs:
-            if p.wait(timeout=timeout) != 0:
-                raise SystemExit(f"a worker exited with {p.returncode}")
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
+    serve(dsn, workers, None, timeout)
     return asyncio.run(_rate(dsn))
 
 

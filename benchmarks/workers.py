@@ -41,10 +41,12 @@ async def _create(db: Path, runs: int, tasks: int) -> None:
             await coord.start(run_input)
 
 
-def _serve(db: Path, workers: int, lease: float, timeout: float) -> None:
+def serve(db: Path | str, workers: int, lease: float | None, timeout: float) -> None:
+    """Run ``workers`` ``orchestra worker`` processes on ``db`` until all of them are idle
+    (also used by ``benchmarks.pg_workers``); ``lease`` None keeps the CLI's default."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     argv = [sys.executable, "-m", "orchestra.cli.main", "worker", "--db", str(db),
-            "--idle-exit", "1", "--lease", str(lease)]
+            "--idle-exit", "1", *(() if lease is None else ("--lease", str(lease)))]
     procs = [subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL)
              for _ in range(workers)]
     try:
@@ -80,7 +82,7 @@ def _rates(db: Path, since: float) -> tuple[float, float, float, float]:
 def one_pass(db: Path, args: argparse.Namespace) -> tuple[float, float, float, float]:
     asyncio.run(_create(db, args.runs, args.tasks))
     since = time.time()
-    _serve(db, args.workers, args.lease, args.timeout)
+    serve(db, args.workers, args.lease, args.timeout)
     return _rates(db, since)
 
 
