@@ -7,7 +7,6 @@ The runtime does the work; this decides what a failure means for the task
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from typing import TYPE_CHECKING
 
@@ -24,6 +23,7 @@ from orchestra._errors import (
 from orchestra._log import get_logger
 from orchestra._store.protocol import Lease, Writes
 from orchestra._types import AgentId, Task
+from orchestra.runtime.agent_state import AgentState
 from orchestra.runtime.journal import RecordedStepError
 from orchestra.runtime.task_runner import RunLimits, TaskOutcome, run_task
 from orchestra.tools import POST_CHECK
@@ -32,6 +32,8 @@ if TYPE_CHECKING:
     from orchestra.coordinator.coordinator import Coordinator
 
 log = get_logger("orchestra.coordinator")
+
+_NO_LIMITS = RunLimits()
 
 
 class _TaskLog:
@@ -79,21 +81,30 @@ class TaskExecutor:
         return time.time() + delay
 
     async def execute(self, task: Task) -> None:
-        try:
-            await self._execute(task)
-        finally:
-            # whatever happened, messages this task committed join the agent's history
-            self.c.agent(task.run_id, task.role).task_done(task.id)
+        """Run ``task``, then in the same job each task claimed as the last one completed
+        (no new asyncio task per orchestra task: a pipeline's steps run back to back)."""
+        POST_CHECK.set(self.c.pipeline.check_post)  # this job's own context
+        current: Task | None = task
+        while current is not None:
+            agent = self.c.agent(current.run_id, current.role)
+            try:
+                after = await self._execute(current, agent)
+            finally:
+                # whatever happened, messages this task committed join the agent's history
+                agent.task_done(current.id)
+            if after is not None:
+                self.c.jobs.hand_over(current.run_id, current.id, after.id, after.role)
+            current = after
 
-    async def _execute(self, task: Task) -> None:
+    async def _execute(self, task: Task, agent: AgentState) -> Task | None:
+        """Run one task and settle its outcome; the task to run next in this job, if any."""
         lease = Lease(self.c.owner, task.attempt)
         role = self.c.pipeline.role(task.role)
         bound = _TaskLog(task)
         self.leases[task.id] = (task.run_id, lease)
         timeout = type(role).task_timeout
-        agent = self.c.agent(task.run_id, task.role)
         try:
-            limits = RunLimits()
+            limits = _NO_LIMITS
             if self.c.settings.max_tokens_per_run is not None:
                 run = await self.c.store.get_run(task.run_id)
                 limits = RunLimits(self.c.settings.max_tokens_per_run,
@@ -103,45 +114,57 @@ class TaskExecutor:
                             route=self.c.pipeline.route_for(task.role), limits=limits,
                             settings=type(role).settings,
                             claim_next=lambda: self.c.claim_spec(task))
-            POST_CHECK.set(self.c.pipeline.check_post)  # this job's own context
-            with (self.c.tracing.task(task, agent.agent_id) if self.c.tracing
-                  else contextlib.nullcontext()):
-                outcome = await (asyncio.wait_for(work, timeout) if timeout else work)
+            if timeout:
+                work = asyncio.wait_for(work, timeout)
+            if self.c.tracing is None:
+                outcome = await work
+            else:
+                with self.c.tracing.task(task, agent.agent_id):
+                    outcome = await work
         except TimeoutError:
             await self._fail(task, lease, f"task timed out after {timeout:g} s", retry=True)
-            return
+            return None
         except LeaseLostError as exc:
             bound.warning("lease lost", error=str(exc))  # cancelled, or taken over
-            return
+            return None
         except (DeterminismError, RecordedStepError, UserError) as exc:
             bound.error("task failed", error=str(exc))
             await self._fail(task, lease, str(exc), retry=False)
-            return
+            return None
         except ModelAPIError as exc:
             await self._fail(task, lease, str(exc), retry=exc.retryable)
-            return
+            return None
         except StoreError as exc:  # the store itself failed: stop the run, tell the caller
             self.fatal = exc
             self.c.jobs.wake(task.run_id)
-            return
+            return None
         except (OrchestraError, Exception) as exc:  # a bug in a role, route or tool wrapper
             bound.exception("task crashed")
             await self._fail(task, lease, f"{type(exc).__name__}: {exc}", retry=True)
-            return
+            return None
         finally:
             self.leases.pop(task.id, None)
-        await self._settle(task, lease, outcome, bound)
-
-    async def _settle(self, task: Task, lease: Lease, outcome: TaskOutcome,
-                      bound: _TaskLog) -> None:
         if outcome.status == "completed":
-            claimed = outcome.extra.get("claimed") or []
-            self.c.adopt(task.run_id, claimed, self)
-            if not claimed and not outcome.extra.get("looked"):
+            return self._completed(task, outcome)
+        await self._settle(task, lease, outcome, bound)
+        return None
+
+    def _completed(self, task: Task, outcome: TaskOutcome) -> Task | None:
+        """Start what the completing transaction claimed: the first in this job (returned),
+        the rest in jobs of their own."""
+        claimed: list[Task] = outcome.extra.get("claimed") or []
+        if not claimed:
+            if not outcome.extra.get("looked"):
                 # nobody looked for the run's next work: maybe some is waiting unclaimed
                 # (a claim that looked with room to spare and found none needs no second look)
                 self.c.jobs.wake(task.run_id)
-            return
+            return None
+        self.c.adopt(task.run_id, claimed[1:], self)
+        return claimed[0]
+
+    async def _settle(self, task: Task, lease: Lease, outcome: TaskOutcome,
+                      bound: _TaskLog) -> None:
+        """A task that did not complete: failed, waiting for a human, or stopped by a cap."""
         self.c.jobs.wake(task.run_id)
         if outcome.status == "failed":
             bound.warning("task failed", error=outcome.error)

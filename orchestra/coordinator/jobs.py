@@ -3,6 +3,10 @@
 With hundreds of runs in one process, scanning every job on each wake-up made
 scheduling quadratic; here each run has its own job table and wake-up event and
 per-role counts are kept up to date as jobs start and end.
+
+A job may run several tasks of its run one after another (the next one claimed as the
+last completed): :meth:`Jobs.hand_over` moves the job to its next task, so per-role
+counts, cancellation by task id and the heartbeat all follow the task it runs now.
 """
 
 from __future__ import annotations
@@ -12,11 +16,20 @@ from collections.abc import Coroutine
 from typing import Any
 
 
+class _Job:
+    """One asyncio task and the orchestra task it runs now."""
+
+    __slots__ = ("job", "role", "run_id", "task_id")
+
+    def __init__(self, run_id: str, task_id: str, role: str, job: asyncio.Task[None]) -> None:
+        self.run_id, self.task_id, self.role, self.job = run_id, task_id, role, job
+
+
 class Jobs:
     """Running task jobs by run, with per-role counts and per-run wake-ups."""
 
     def __init__(self) -> None:
-        self._by_run: dict[str, dict[str, tuple[str, asyncio.Task[None]]]] = {}
+        self._by_run: dict[str, dict[str, _Job]] = {}
         self._busy: dict[str, int] = {}
         self._wakes: dict[str, asyncio.Event] = {}
         self._refill: set[str] = set()
@@ -25,21 +38,34 @@ class Jobs:
     def start(self, run_id: str, task_id: str, role: str,
               work: Coroutine[Any, Any, None]) -> None:
         job = asyncio.create_task(work, name=f"{run_id}:{task_id}:{role}")
-        self._by_run.setdefault(run_id, {})[task_id] = (role, job)
+        entry = _Job(run_id, task_id, role, job)
+        self._by_run.setdefault(run_id, {})[task_id] = entry
         self._busy[role] = self._busy.get(role, 0) + 1
         self.total += 1
-        job.add_done_callback(lambda _j: self._end(run_id, task_id))
+        job.add_done_callback(lambda _j: self._end(entry))
 
-    def _end(self, run_id: str, task_id: str) -> None:
-        jobs = self._by_run.get(run_id)
-        entry = jobs.pop(task_id, None) if jobs else None
-        if entry is None:
+    def hand_over(self, run_id: str, task_id: str, next_id: str, next_role: str) -> None:
+        """The job running ``task_id`` runs ``next_id`` (of ``next_role``) now."""
+        jobs = self._by_run[run_id]
+        entry = jobs.pop(task_id)
+        self._busy[entry.role] -= 1
+        self._busy[next_role] = self._busy.get(next_role, 0) + 1
+        entry.task_id, entry.role = next_id, next_role
+        jobs[next_id] = entry
+        entry.job.set_name(f"{run_id}:{next_id}:{next_role}")
+
+    def _end(self, entry: _Job) -> None:
+        jobs = self._by_run.get(entry.run_id)
+        if jobs is None or jobs.get(entry.task_id) is not entry:
             return
-        self._busy[entry[0]] -= 1
+        del jobs[entry.task_id]
+        self._busy[entry.role] -= 1
         self.total -= 1
-        if jobs is not None and not jobs:
-            del self._by_run[run_id]
-        self.wake(run_id, refill=False)  # the executor asked for a refill if one is needed
+        if not jobs:
+            del self._by_run[entry.run_id]
+            # the run's loop, idle while jobs run, decides whether the run is done; with
+            # jobs left it need not wake (the executor asks for a refill when one is needed)
+            self.wake(entry.run_id, refill=False)
 
     def wake(self, run_id: str, *, refill: bool = True) -> None:
         """Wake the run's scheduling loop; ``refill``: it should look for new work."""
@@ -63,22 +89,23 @@ class Jobs:
             event.clear()
             return True
         try:
-            await asyncio.wait_for(event.wait(), seconds)
+            async with asyncio.timeout(seconds):  # no task per wait, unlike wait_for
+                await event.wait()
         except TimeoutError:
             return False
         event.clear()
         return True
 
     def of_run(self, run_id: str) -> list[asyncio.Task[None]]:
-        return [job for _, job in self._by_run.get(run_id, {}).values()]
+        return [e.job for e in self._by_run.get(run_id, {}).values()]
 
     def has(self, run_id: str) -> bool:
         return bool(self._by_run.get(run_id))
 
     def cancel(self, run_id: str, task_id: str | None = None) -> None:
-        for tid, (_, job) in list(self._by_run.get(run_id, {}).items()):
+        for tid, entry in list(self._by_run.get(run_id, {}).items()):
             if task_id is None or tid == task_id:
-                job.cancel()
+                entry.job.cancel()
 
     def busy(self, role: str) -> int:
         return self._busy.get(role, 0)
