@@ -183,10 +183,12 @@ class Pipeline:
             # what the route appended itself is checked too (replaced in place)
             for i, h in enumerate(writes.handoffs):
                 name, payload = self._target(h.to_role, h.payload, "handoff", source)
-                writes.handoffs[i] = replace(h, to_role=name, payload=payload)
+                if name != h.to_role or payload is not h.payload:
+                    writes.handoffs[i] = replace(h, to_role=name, payload=payload)
             for i, t in enumerate(writes.tasks):
                 name, payload = self._target(t.role, t.input, "task", source)
-                writes.tasks[i] = replace(t, role=name, input=payload)
+                if name != t.role or payload is not t.input:
+                    writes.tasks[i] = replace(t, role=name, input=payload)
 
         return checked
 

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import hashlib
-
 from orchestra._store.protocol import Writes
 from orchestra._types import CompactionRecord, Message
 from orchestra.compaction import SummaryRequest, summary_prompt
 from orchestra.models.base import Model, ModelRequest, ModelSettings
+from orchestra.runtime import keys
 from orchestra.runtime.agent_state import AgentState
 from orchestra.runtime.journal import Journal, Outcome
 from orchestra.tracing import step_span
@@ -37,7 +36,7 @@ async def summarize(journal: Journal, model: Model, agent: AgentState, request: 
                        resp.usage.input_tokens, resp.usage.output_tokens, resp.usage.cost,
                        Writes(compactions=[record]))
 
-    digest = f"{first}-{last}:" + hashlib.sha256(prompt.encode()).hexdigest()[:12]
+    digest = f"{first}-{last}:{keys.digest(prompt)}"
     out = await journal.run(n, "compaction", "summarize", digest, call)
     return CompactionRecord(agent.agent_id, int(out["first"]), int(out["last"]),
                             str(out["summary"]), task_id=journal.task.id, step=n)

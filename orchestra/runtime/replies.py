@@ -49,12 +49,13 @@ def _json_candidates(text: str) -> list[str]:
     return found
 
 
-def extract_json(text: str) -> Any:
-    """The first JSON value found in ``text`` (whole text, a fenced block, or ``{...}``)."""
+def _first_json(text: str) -> tuple[Any, str]:
+    """The first JSON value found in ``text`` (whole text, a fenced block, or ``{...}``),
+    and the text it was parsed from."""
     errors: list[json.JSONDecodeError] = []
     for candidate in _json_candidates(text):
         try:
-            return json.loads(candidate)
+            return json.loads(candidate), candidate
         except json.JSONDecodeError as exc:
             errors.append(exc)
     if not errors:
@@ -68,11 +69,18 @@ def extract_json(text: str) -> Any:
 
 
 def parse_output(text: str, output: type[pydantic.BaseModel], *, truncated: bool) -> Any:
-    """Validate the final answer against the role's output model."""
+    """Validate the final answer against the role's output model.
+
+    The answer is validated as JSON text (pydantic's JSON mode: a strict model takes an
+    array for a tuple, an ISO string for a datetime), bare or found inside prose."""
+    try:  # the usual reply, a bare JSON answer: parsed and validated in one pass
+        return output.model_validate_json(text)
+    except pydantic.ValidationError:
+        pass  # prose or a fence around it, or a real mismatch: the path below says which
     data: Any = None
     try:
-        data = extract_json(text)
-        return output.model_validate(data)
+        data, candidate = _first_json(text)
+        return output.model_validate_json(candidate)
     except (OutputError, pydantic.ValidationError) as exc:
         if isinstance(exc, pydantic.ValidationError):
             problems = "; ".join(

@@ -35,7 +35,7 @@ from orchestra.runtime.replies import (
 from orchestra.runtime.retry_sampling import retry_settings
 from orchestra.runtime.tool_calls import ApprovalWait, ToolRunner
 from orchestra.runtime.turns import MAX_REPLY_CHARS as MAX_REPLY_CHARS
-from orchestra.runtime.turns import Turns, reply_outcome
+from orchestra.runtime.turns import Turns, reply_outcome, system_message
 from orchestra.tools import Tool, ToolContext
 
 log = get_logger("orchestra.runtime")
@@ -99,11 +99,9 @@ class TaskRunner:
         cls = type(self.role)
         for _turn in range(cls.max_turns):
             self._check_limits()
-            record, uncommitted = await self._model_step(st, await self._request(st))
-            text: str = record["text"]
-            calls = tuple(ToolCallRecord(*c) for c in record["calls"])
-            st.task_msgs.append(Message("assistant", text, calls))
-            problem, calls = self._reply_problem(record, text, calls)
+            record, reply, uncommitted = await self._model_step(st, await self._request(st))
+            st.task_msgs.append(reply)
+            problem, calls = self._reply_problem(record, reply.content, reply.tool_calls)
             if calls:
                 await st.journal.commit(uncommitted)
                 await self._run_tools(st, calls)
@@ -141,8 +139,8 @@ class TaskRunner:
         pinned = Message("user", self.role.render_task(self.task.input), name="task",
                          task_id=self.task.id)
         return Turns(journal=journal, tools=runner, task_id=self.task.id,
-                      system=Message("system", cls.instructions), pinned=pinned,
-                      schemas=tuple(t.schema() for t in self.tools.values()),
+                     system=system_message(cls.instructions), pinned=pinned,
+                     schemas=tuple([t.schema() for t in self.tools.values()]),
                       output_schema=self.role.output_schema(),
                       task_msgs=[pinned], pending=[pinned])
 
@@ -164,12 +162,13 @@ class TaskRunner:
                 failures=st.failures))
 
     async def _model_step(self, st: Turns, request: ModelRequest
-                          ) -> tuple[dict[str, Any], PendingStep | None]:
+                          ) -> tuple[dict[str, Any], Message, PendingStep | None]:
         """The model call as a journaled step (replayed if recorded), left uncommitted:
-        it commits with what follows it. The messages pending so far travel with it."""
+        it commits with what follows it. The messages pending so far travel with it.
+        Returns the step's record, the reply as a message, and the uncommitted step."""
         n = st.journal.reserve()
-        flushed = list(st.pending)
-        st.pending.clear()
+        flushed = st.pending
+        st.pending = []
         model = self.model
 
         async def call() -> Outcome:
@@ -180,7 +179,12 @@ class TaskRunner:
                                                             wait_start=False)
         usage = record.get("usage", [0, 0])
         self.tokens += usage[0] + usage[1]
-        return record, uncommitted
+        if uncommitted is not None and uncommitted.writes is not None:
+            reply = uncommitted.writes.messages[-1]  # reply_outcome stores the reply last
+        else:  # replayed: the reply as recorded
+            reply = Message("assistant", record["text"],
+                            tuple(ToolCallRecord(*c) for c in record["calls"]))
+        return record, reply, uncommitted
 
     def _reply_problem(self, record: dict[str, Any], text: str, calls: tuple[ToolCall, ...]
                        ) -> tuple[str, tuple[ToolCall, ...]]:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,6 +15,12 @@ from orchestra.runtime.journal import Journal, Outcome
 from orchestra.runtime.tool_calls import ToolRunner
 
 MAX_REPLY_CHARS = 200_000
+
+
+@functools.lru_cache(maxsize=256)
+def system_message(instructions: str) -> Message:
+    """A role's system prompt as a message, made once (messages are immutable)."""
+    return Message("system", instructions)
 
 
 def response_record(text: str, calls: tuple[ToolCall, ...], finish: str) -> dict[str, Any]:
