@@ -36,34 +36,11 @@ log = get_logger("orchestra.coordinator")
 _NO_LIMITS = RunLimits()
 
 
-class _TaskLog:
-    """The coordinator's logger bound to one task, bound only if something is logged:
-    most tasks log nothing, and binding costs more than the rest of a task's setup."""
-
-    __slots__ = ("_log", "_task")
-
-    def __init__(self, task: Task) -> None:
-        self._task = task
-        self._log: structlog.typing.FilteringBoundLogger | None = None
-
-    def _bound(self) -> structlog.typing.FilteringBoundLogger:
-        if self._log is None:
-            t = self._task
-            self._log = log.bind(run=t.run_id, task=t.id, agent=str(AgentId(t.run_id, t.role)),
-                                 attempt=t.attempt)
-        return self._log
-
-    def info(self, event: str, **kw: object) -> None:
-        self._bound().info(event, **kw)
-
-    def warning(self, event: str, **kw: object) -> None:
-        self._bound().warning(event, **kw)
-
-    def error(self, event: str, **kw: object) -> None:
-        self._bound().error(event, **kw)
-
-    def exception(self, event: str, **kw: object) -> None:
-        self._bound().exception(event, **kw)
+def _task_log(task: Task) -> structlog.typing.FilteringBoundLogger:
+    """The coordinator's logger bound to one task; bound only when something is logged
+    (most tasks log nothing, and binding costs more than the rest of a task's setup)."""
+    return log.bind(run=task.run_id, task=task.id, agent=str(AgentId(task.run_id, task.role)),
+                    attempt=task.attempt)
 
 
 class TaskExecutor:
@@ -84,9 +61,12 @@ class TaskExecutor:
         """Run ``task``, then in the same job each task claimed as the last one completed
         (no new asyncio task per orchestra task: a pipeline's steps run back to back)."""
         POST_CHECK.set(self.c.pipeline.check_post)  # this job's own context
+        agents: dict[str, AgentState] = {}  # by role: a job's tasks are of one run
         current: Task | None = task
         while current is not None:
-            agent = self.c.agent(current.run_id, current.role)
+            agent = agents.get(current.role)
+            if agent is None:
+                agent = agents[current.role] = self.c.agent(current.run_id, current.role)
             try:
                 after = await self._execute(current, agent)
             finally:
@@ -100,7 +80,6 @@ class TaskExecutor:
         """Run one task and settle its outcome; the task to run next in this job, if any."""
         lease = Lease(self.c.owner, task.attempt)
         role = self.c.pipeline.role(task.role)
-        bound = _TaskLog(task)
         self.leases[task.id] = (task.run_id, lease)
         timeout = type(role).task_timeout
         try:
@@ -125,10 +104,10 @@ class TaskExecutor:
             await self._fail(task, lease, f"task timed out after {timeout:g} s", retry=True)
             return None
         except LeaseLostError as exc:
-            bound.warning("lease lost", error=str(exc))  # cancelled, or taken over
+            _task_log(task).warning("lease lost", error=str(exc))  # cancelled, or taken over
             return None
         except (DeterminismError, RecordedStepError, UserError) as exc:
-            bound.error("task failed", error=str(exc))
+            _task_log(task).error("task failed", error=str(exc))
             await self._fail(task, lease, str(exc), retry=False)
             return None
         except ModelAPIError as exc:
@@ -139,14 +118,14 @@ class TaskExecutor:
             self.c.jobs.wake(task.run_id)
             return None
         except (OrchestraError, Exception) as exc:  # a bug in a role, route or tool wrapper
-            bound.exception("task crashed")
+            _task_log(task).exception("task crashed")
             await self._fail(task, lease, f"{type(exc).__name__}: {exc}", retry=True)
             return None
         finally:
             self.leases.pop(task.id, None)
         if outcome.status == "completed":
             return self._completed(task, outcome)
-        await self._settle(task, lease, outcome, bound)
+        await self._settle(task, lease, outcome)
         return None
 
     def _completed(self, task: Task, outcome: TaskOutcome) -> Task | None:
@@ -162,9 +141,9 @@ class TaskExecutor:
         self.c.adopt(task.run_id, claimed[1:], self)
         return claimed[0]
 
-    async def _settle(self, task: Task, lease: Lease, outcome: TaskOutcome,
-                      bound: _TaskLog) -> None:
+    async def _settle(self, task: Task, lease: Lease, outcome: TaskOutcome) -> None:
         """A task that did not complete: failed, waiting for a human, or stopped by a cap."""
+        bound = _task_log(task)
         self.c.jobs.wake(task.run_id)
         if outcome.status == "failed":
             bound.warning("task failed", error=outcome.error)

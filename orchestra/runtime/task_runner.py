@@ -131,18 +131,23 @@ class TaskRunner:
                     if self.task.attempt > 1 else [])
         journal = Journal(self.store, self.task, self.lease, self.agent.agent_id, recorded,
                           on_commit=self._on_commit)
-        runner = ToolRunner(store=self.store, task=self.task, lease=self.lease, journal=journal,
-                            agent_id=self.agent.agent_id, tools=self.tools,
-                            default_timeout=cls.tool_timeout,
-                            needs_approval=self.role.requires_approval)
         # name="task" marks the task input, so replay keys can be task-local
         pinned = Message("user", self.role.render_task(self.task.input), name="task",
                          task_id=self.task.id)
-        return Turns(journal=journal, tools=runner, task_id=self.task.id,
+        return Turns(journal=journal, task_id=self.task.id,
                      system=system_message(cls.instructions), pinned=pinned,
                      schemas=tuple([t.schema() for t in self.tools.values()]),
-                      output_schema=self.role.output_schema(),
-                      task_msgs=[pinned], pending=[pinned])
+                     output_schema=self.role.output_schema(),
+                     task_msgs=[pinned], pending=[pinned])
+
+    def _tool_runner(self, st: Turns) -> ToolRunner:
+        """The task's tool runner, made at its first tool call (most tasks make none)."""
+        if st.tools is None:
+            st.tools = ToolRunner(store=self.store, task=self.task, lease=self.lease,
+                                  journal=st.journal, agent_id=self.agent.agent_id,
+                                  tools=self.tools, default_timeout=type(self.role).tool_timeout,
+                                  needs_approval=self.role.requires_approval)
+        return st.tools
 
     async def _request(self, st: Turns) -> ModelRequest:
         """What the model sees this turn: instructions, summary, and the view that fits."""
@@ -208,7 +213,7 @@ class TaskRunner:
 
     async def _run_tools(self, st: Turns, calls: tuple[ToolCall, ...]) -> None:
         """Run the turn's tool calls; a turn that learned nothing new counts as a failure."""
-        results = await st.tools.run_all(calls)
+        results = await self._tool_runner(st).run_all(calls)
         for r in results:
             msg = Message("tool", r.content, tool_call_id=r.call.id, name=r.call.name,
                           task_id=self.task.id)

@@ -55,7 +55,6 @@ class Turns:
     """What a task's turn loop carries from one turn to the next."""
 
     journal: Journal
-    tools: ToolRunner
     task_id: str
     system: Message
     pinned: Message
@@ -71,6 +70,8 @@ class Turns:
     """Set after repeated failures: the view starts here, afresh."""
     done: set[tuple[str, str, str]] = field(default_factory=set)
     """(tool, arguments, result) seen in this task."""
+    tools: ToolRunner | None = None
+    """Made at the task's first tool call."""
 
     def say(self, text: str) -> None:
         """Tell the model something (feedback): seen next turn, stored with the next step."""
