@@ -108,6 +108,7 @@ class Coordinator:
         self._prestart = frozenset(r.name for r in pipeline.roles
                                    if not type(r).compaction.summarizes)
         self._cancelled: set[str] = set()
+        self._left: set[str] = set()  # runs whose drive told the store it stopped serving
 
     def _resolve_models(self, overrides: Mapping[str, Model]) -> dict[str, Model]:
         resolved: dict[str, Model] = {}
@@ -136,7 +137,7 @@ class Coordinator:
     async def run(self, run_input: Any, *, run_id: str | None = None) -> Run:
         """Start a run and drive it to the end (or until it waits for a human)."""
         run = await self.start(run_input, run_id=run_id)
-        return await self.drive(run.id)
+        return await self.drive(run.id, _started=run)
 
     async def resume(self, run_id: str) -> Run:
         """Continue a run after a crash, a cancel-free stop or a raised cap."""
@@ -171,15 +172,18 @@ class Coordinator:
         return run
 
     # -- the scheduling loop -------------------------------------------------------
-    async def drive(self, run_id: str) -> Run:
-        """Run tasks of ``run_id`` until every task is finished, or it waits or stops."""
+    async def drive(self, run_id: str, *, _started: Run | None = None) -> Run:
+        """Run tasks of ``run_id`` until every task is finished, or it waits or stops.
+
+        (``_started``: the run as :meth:`run` just created it, so nobody has written to
+        it yet: its agents start empty without reading the store.)"""
         if self.tracing is None:
-            return await self._drive(run_id)
-        await self.tracing.run_started(self.store, await self.store.get_run(run_id))
+            return await self._drive(run_id, _started)
+        await self.tracing.run_started(self.store, _started or await self.store.get_run(run_id))
         final: Run | None = None
         error: BaseException | None = None
         try:
-            final = await self._drive(run_id)
+            final = await self._drive(run_id, _started)
             return final
         except BaseException as exc:
             error = exc
@@ -187,22 +191,34 @@ class Coordinator:
         finally:
             self.tracing.run_ended(run_id, final.status if final else None, error)
 
-    async def _drive(self, run_id: str) -> Run:
-        run = await self.store.get_run(run_id)
+    async def _drive(self, run_id: str, started: Run | None) -> Run:
+        run = started or await self.store.get_run(run_id)
         if run.status in TERMINAL_RUN_STATUSES:
             return run
-        if run.status != "running":
-            run = await self._transition(run_id, "running", only_from=("pending", "waiting"))
-            if run.status in TERMINAL_RUN_STATUSES:
-                return run  # another process finished or cancelled it meanwhile
+        if started is not None and not self.settings.shared:
+            for role in self.pipeline.roles:  # a run made just now: nobody wrote to it yet
+                self.agent(run_id, role.name).loaded = True
         executor = TaskExecutor(self)
-        # the store learns this run is served (renewed with the leases): not an orphan
-        await self.store.serve_run(run_id, self.owner, self.settings.lease_seconds)
+        # Sent together, these share one group commit (one round trip to the store's
+        # writer): the run's status, the store learning that the run is served (renewed
+        # with the leases, so it is not an orphan), and the first claim (which takes
+        # nothing from a run another process has finished or cancelled meanwhile).
+        try:
+            moved, _, _ = await asyncio.gather(
+                self._transition(run_id, "running", only_from=("pending", "waiting"))
+                if run.status != "running" else _same(run),
+                self.store.serve_run(run_id, self.owner, self.settings.lease_seconds),
+                self._fill(run_id, executor))
+        except BaseException:
+            await self._stop_all(run_id)
+            raise
         beats = asyncio.create_task(executor.heartbeat_loop(run_id))
         clock = asyncio.get_running_loop().time
         look_at = clock() + self.settings.cancel_poll
         try:
-            self.jobs.wake(run_id)  # look for work at once
+            if moved.status in TERMINAL_RUN_STATUSES:
+                await self._stop_all(run_id)
+                return moved  # another process finished or cancelled it meanwhile
             while True:
                 if clock() >= look_at:
                     look_at = clock() + self.settings.cancel_poll
@@ -228,8 +244,10 @@ class Coordinator:
             raise
         finally:
             beats.cancel()
-            with contextlib.suppress(StoreError):  # a broken store: the renewal just expires
-                await asyncio.shield(self.store.serve_run(run_id, self.owner, 0))
+            if run_id not in self._left:
+                with contextlib.suppress(StoreError):  # a broken store: it just expires
+                    await asyncio.shield(self._unserve(run_id))
+            self._left.discard(run_id)
         await self._stop_all(run_id)
         return await self.store.get_run(run_id)
 
@@ -296,11 +314,19 @@ class Coordinator:
             if self.settings.wait_for_approvals and run.status == "waiting":
                 return None
             return run
-        failed = await self.store.list_tasks(run_id, status="failed")
-        if failed and self.pipeline.fail_run_on_task_failure:
+        if counts.get("failed", 0) and self.pipeline.fail_run_on_task_failure:
+            failed = await self.store.list_tasks(run_id, status="failed")
             reasons = "; ".join(f"{t.role} task {t.id}: {t.error}" for t in failed[:3])
             return await self._transition(run_id, "failed", error=reasons)
-        return await self._transition(run_id, "completed")
+        # the run's end and this process leaving it share one group commit
+        run, _ = await asyncio.gather(self._transition(run_id, "completed"),
+                                      self._unserve(run_id))
+        return run
+
+    async def _unserve(self, run_id: str) -> None:
+        """Tell the store this process no longer serves ``run_id`` (once per drive)."""
+        self._left.add(run_id)
+        await self.store.serve_run(run_id, self.owner, 0)
 
     async def _transition(self, run_id: str, status: RunStatus, *, error: str | None = None,
                           only_from: Collection[RunStatus] = _LIVE) -> Run:
@@ -328,9 +354,14 @@ class Coordinator:
             log.info("retrying failed tasks", run=run_id, tasks=len(retried))
 
     def agent(self, run_id: str, role: str) -> AgentState:
+        """The in-memory state of ``run_id``'s agent for ``role`` (made on first use)."""
         key = agent_id_for(run_id, role)
         state = self.agents.get(key)
         if state is None:
             state = self.agents[key] = AgentState(key, role, run_id,
                                                   exclusive=not self.settings.shared)
         return state
+
+
+async def _same(run: Run) -> Run:
+    return run
