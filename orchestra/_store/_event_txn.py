@@ -42,10 +42,10 @@ _LAST_SEQ = "SELECT last_seq FROM runs WHERE id = ?"
 class _RunTally:
     """What a batch owes one run's row: its last seq and the step totals to add."""
 
-    __slots__ = ("cost", "seq", "steps", "tokens_in", "tokens_out")
+    __slots__ = ("cost", "first", "seq", "steps", "tokens_in", "tokens_out")
 
     def __init__(self, seq: int) -> None:
-        self.seq = seq
+        self.first = self.seq = seq
         self.tokens_in = self.tokens_out = self.steps = 0
         self.cost = 0.0
 
@@ -76,6 +76,8 @@ def batched_events(tx: Txn) -> Iterator[None]:
     finally:
         tx.events = None
     for run_id, tally in batch.runs.items():
+        if tally.seq == tally.first and not tally.steps:
+            continue  # only read (to check the run exists): nothing to write back
         tx.execute(_SET_SEQ_WITH_TOTALS, (tally.seq, tx.now, tally.tokens_in, tally.tokens_out,
                                           tally.cost, tally.steps, run_id))
     if batch.rows:
@@ -83,8 +85,10 @@ def batched_events(tx: Txn) -> Iterator[None]:
 
 
 def require_run(tx: Txn, run_id: str) -> None:
-    """``NotFoundError`` unless the run exists (known already if the batch has its seq)."""
-    if tx.events is not None and run_id in tx.events.runs:
+    """``NotFoundError`` unless the run exists. Inside a batch the check is the read of
+    the run's ``last_seq`` its events will need anyway (one statement, not two)."""
+    if tx.events is not None:
+        _tally(tx, tx.events, run_id)
         return
     if tx.execute(_RUN_EXISTS, (run_id,)).fetchone() is None:
         raise NotFoundError(f"run {run_id!r} does not exist")
@@ -113,14 +117,20 @@ def append_step_event(tx: Txn, run_id: str, kind: str, data: JSON, *, tokens_in:
     return _insert(tx, run_id, kind, data, row)
 
 
-def _next_seq(tx: Txn, batch: EventBatch, run_id: str) -> _RunTally:
-    """The run's tally with its next seq taken; the first one of a run reads ``last_seq``."""
+def _tally(tx: Txn, batch: EventBatch, run_id: str) -> _RunTally:
+    """The run's tally in the batch; the first use of a run reads its ``last_seq``."""
     tally = batch.runs.get(run_id)
     if tally is None:
         row = tx.execute(_LAST_SEQ, (run_id,)).fetchone()
         if row is None:
             raise NotFoundError(f"run {run_id!r} does not exist")
         tally = batch.runs[run_id] = _RunTally(row[0])
+    return tally
+
+
+def _next_seq(tx: Txn, batch: EventBatch, run_id: str) -> _RunTally:
+    """The run's tally with its next seq taken."""
+    tally = _tally(tx, batch, run_id)
     tally.seq += 1
     return tally
 

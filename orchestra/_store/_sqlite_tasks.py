@@ -97,7 +97,7 @@ class TaskMethods:
                 older = _task_txn.claim_many(tx, claim.owner, run_id=claim.run_id,
                                              capacity=dict(claim.capacity), limit=claim.limit,
                                              lease_seconds=claim.lease_seconds,
-                                             announce=False)
+                                             announce=False, expired=False)
                 room = dict(claim.capacity)
                 for task in older:
                     room[task.role] -= 1

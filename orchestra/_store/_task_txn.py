@@ -263,7 +263,7 @@ def announce_claims(tx: Txn, tasks: Sequence[Task], owner: str,
 def claim_many(tx: Txn, owner: str, *,
                run_id: str | None, capacity: dict[str, int], limit: int,
                lease_seconds: float, prestart: Collection[str] = (),
-               announce: bool = True) -> list[Task]:
+               announce: bool = True, expired: bool = True) -> list[Task]:
     """Claim up to ``limit`` tasks, at most ``capacity[role]`` per role, in one transaction.
 
     Tasks whose lease expired (their worker died) come first, then pending tasks,
@@ -273,10 +273,12 @@ def claim_many(tx: Txn, owner: str, *,
     model call, journaled as started here: the worker calls the model right away, and
     this spares that start record a transaction of its own. With ``announce=False``
     the caller announces them (events and started steps) with :func:`announce_claims`.
+    ``expired=False`` leaves expired leases to the next ordinary claim (a worker handing
+    in a result takes its next work without scanning for dead workers' tasks).
     """
     free = {role: n for role, n in capacity.items() if n > 0}
     claimed: list[Task] = []
-    if free and limit > 0:  # a dead worker's tasks first: they are the oldest work
+    if free and limit > 0 and expired:  # a dead worker's tasks first: the oldest work
         claimed = take_over(tx, owner, run_id=run_id, roles=tuple(free),
                             lease_seconds=lease_seconds, limit=min(limit, sum(free.values())))
         for task in claimed:
