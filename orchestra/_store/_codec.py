@@ -12,6 +12,11 @@ from orchestra._types import JSON
 _ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
+def compact(value: JSON) -> str:
+    """Compact JSON of parts already encoded and checked (no limit, no redaction)."""
+    return _ENCODER.encode(value)
+
+
 def new_id(length: int = 16) -> str:
     """A random hex id from ``os.urandom`` (what ``uuid4`` draws on, without building a
     UUID); runs use 12 characters, everything else 16."""

@@ -11,7 +11,7 @@ import sqlite3
 from collections.abc import Callable, Collection, Sequence
 from typing import TypeVar
 
-from orchestra._store import _journal_txn, _queries, _run_txn, _servers, _task_txn
+from orchestra._store import _journal_txn, _queries, _run_txn, _servers, _step_record, _task_txn
 from orchestra._store._event_txn import batched_events
 from orchestra._store._txn import Txn
 from orchestra._store.protocol import ClaimSpec, Lease, NewTask, StepResult, Writes
@@ -85,12 +85,19 @@ class TaskMethods:
     async def complete_task_and_claim(self, task_id: str, lease: Lease, result: JSON, *,
                                       agent_id: str, claim: ClaimSpec,
                                       writes: Writes | None = None,
-                                      step: StepResult | None = None
-                                      ) -> tuple[Task, list[Task]]:
+                                      step: StepResult | None = None) -> list[Task]:
         """``complete_task`` and then ``claim_tasks`` in one transaction: a busy worker
-        hands in one result and takes its next work in a single round trip."""
+        hands in one result and takes its next work in a single round trip. The usual
+        end (a model step, messages, handoffs) is one appended record (``_step_record``)."""
+        record = _step_record.fits(writes, step, task_id)
 
-        def op(tx: Txn) -> tuple[Task, list[Task]]:
+        def op(tx: Txn) -> list[Task]:
+            if record:
+                assert step is not None
+                claimed = _step_record.complete_and_claim(tx, task_id, lease, result,
+                                                          agent_id, writes, step, claim)
+                if claimed is not None:
+                    return claimed
             with batched_events(tx):
                 # the run's older pending tasks first; room left over takes the tasks this
                 # one routes as they are inserted (see ``_task_txn.Claimer``)
@@ -104,11 +111,11 @@ class TaskMethods:
                 claimer = _task_txn.Claimer(claim.owner, room, claim.limit - len(older),
                                             claim.lease_seconds)
                 with tx.claiming(claimer):
-                    done = _journal_txn.complete_task(tx, task_id, lease, result, agent_id,
-                                                      writes, step)
+                    _journal_txn.complete_task(tx, task_id, lease, result, agent_id, writes,
+                                               step)
                 nxt = older + claimer.claimed
                 _task_txn.announce_claims(tx, nxt, claim.owner, claim.prestart)
-            return done, nxt
+            return nxt
 
         return await self._write(op)
 

@@ -190,8 +190,7 @@ class TaskQueue(Protocol):
     async def complete_task_and_claim(self, task_id: str, lease: Lease, result: JSON, *,
                                       agent_id: str, claim: ClaimSpec,
                                       writes: Writes | None = None,
-                                      step: StepResult | None = None
-                                      ) -> tuple[Task, list[Task]]: ...
+                                      step: StepResult | None = None) -> list[Task]: ...
     async def fail_task(self, task_id: str, lease: Lease, error: str, *,
                         retry_at: float | None = None, agent_id: str | None = None,
                         writes: Writes | None = None) -> Task: ...

@@ -1,4 +1,4 @@
--- The orchestra store, as it is now (schema version 5). A new store is created from this
+-- The orchestra store, as it is now (schema version 6). A new store is created from this
 -- file; an older one is brought here by the migrations in schema.py, and a test checks
 -- that both give the same tables, columns, indexes, views and triggers.
 --
@@ -205,3 +205,67 @@ CREATE VIEW handoffs AS
 SELECT substr(cause, 9) AS id, run_id, from_agent, role AS to_role, input AS payload,
     handoff_note AS note, id AS task_id, created_at, rowid AS position
 FROM tasks WHERE from_agent IS NOT NULL;
+
+-- A task's end as one record (``_step_record``): inserting into this view is the whole
+-- write; its trigger maintains the tables in the same transaction. Nothing is stored
+-- in the view itself. ``messages``, ``tasks``, ``prestart`` and ``events`` are JSON
+-- arrays of rows the store's Python already encoded and checked.
+CREATE VIEW step_records AS
+SELECT NULL AS run_id, NULL AS task_id, NULL AS agent_id, NULL AS agent_role, NULL AS retry,
+    NULL AS step, NULL AS kind, NULL AS name, NULL AS input_digest, NULL AS output,
+    NULL AS tokens_in, NULL AS tokens_out, NULL AS cost, NULL AS result,
+    NULL AS result_is_reply, NULL AS reply_seq, NULL AS messages, NULL AS tasks,
+    NULL AS prestart, NULL AS events, NULL AS at;
+CREATE TRIGGER step_records_insert INSTEAD OF INSERT ON step_records BEGIN
+    SELECT RAISE(ABORT, 'orchestra: step already completed') WHERE EXISTS (
+        SELECT 1 FROM steps WHERE task_id = new.task_id AND retry = new.retry
+        AND step = new.step AND status = 'completed');
+    INSERT OR IGNORE INTO agents (id, run_id, role, created_at)
+    VALUES (new.agent_id, new.run_id, new.agent_role, new.at);
+    INSERT INTO messages (agent_id, seq, task_id, role, content, tool_calls, tool_call_id,
+        name, created_at)
+    SELECT new.agent_id, new.reply_seq - json_array_length(new.messages) + m.key + 1,
+        new.task_id, json_extract(m.value, '$[1]'), json_extract(m.value, '$[0]'),
+        json_extract(m.value, '$[2]'), json_extract(m.value, '$[3]'),
+        json_extract(m.value, '$[4]'), new.at
+    FROM json_each(new.messages) AS m;
+    INSERT INTO tasks (id, run_id, role, input, status, attempt, lease_owner, lease_expires_at,
+        max_attempts, not_before, parent_id, cause, "key", from_agent, handoff_note,
+        created_at, updated_at)
+    SELECT json_extract(t.value, '$[0]'), new.run_id, json_extract(t.value, '$[1]'),
+        json_extract(t.value, '$[2]'), json_extract(t.value, '$[3]'),
+        json_extract(t.value, '$[4]'), json_extract(t.value, '$[5]'),
+        json_extract(t.value, '$[6]'), json_extract(t.value, '$[7]'), 0, new.task_id,
+        json_extract(t.value, '$[8]'), NULL, new.agent_id, json_extract(t.value, '$[9]'),
+        new.at, new.at
+    FROM json_each(new.tasks) AS t;
+    INSERT INTO steps (task_id, retry, step, kind, name, input_digest, status, output, error,
+        attempts, tokens_in, tokens_out, cost, started_at, finished_at)
+    VALUES (new.task_id, new.retry, new.step, new.kind, new.name, new.input_digest,
+        'completed', new.output, NULL, 1, new.tokens_in, new.tokens_out, new.cost, new.at,
+        new.at)
+    ON CONFLICT (task_id, retry, step) DO UPDATE SET
+        kind = excluded.kind, name = excluded.name, input_digest = excluded.input_digest,
+        status = excluded.status, output = excluded.output, error = excluded.error,
+        tokens_in = excluded.tokens_in, tokens_out = excluded.tokens_out, cost = excluded.cost,
+        finished_at = excluded.finished_at
+    WHERE status != 'completed';
+    UPDATE tasks SET status = 'completed', result = new.result, error = NULL,
+        lease_owner = NULL, lease_expires_at = NULL, updated_at = new.at,
+        result_msg = CASE WHEN new.result_is_reply THEN (SELECT rowid FROM messages
+            WHERE agent_id = new.agent_id AND seq = new.reply_seq) END
+    WHERE id = new.task_id;
+    INSERT OR IGNORE INTO steps (task_id, retry, step, kind, name, input_digest, status,
+        attempts, started_at)
+    SELECT json_extract(p.value, '$[0]'), json_extract(p.value, '$[1]'), 1, 'model', 'model',
+        '', 'started', 1, new.at
+    FROM json_each(new.prestart) AS p;
+    INSERT INTO events (run_id, seq, kind, data, at)
+    SELECT new.run_id, (SELECT last_seq FROM runs WHERE id = new.run_id) + e.key + 1,
+        json_extract(e.value, '$[0]'), json_extract(e.value, '$[1]'), new.at
+    FROM json_each(new.events) AS e;
+    UPDATE runs SET last_seq = last_seq + json_array_length(new.events), updated_at = new.at,
+        tokens_in = tokens_in + new.tokens_in, tokens_out = tokens_out + new.tokens_out,
+        cost = cost + new.cost, steps = steps + 1
+    WHERE id = new.run_id;
+END;

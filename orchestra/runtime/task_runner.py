@@ -340,7 +340,7 @@ class TaskRunner:
                                            agent_id=self.agent.agent_id, writes=writes,
                                            step=final)
         else:  # hand in the result and take the next work in one transaction
-            _, claimed = await self.store.complete_task_and_claim(
+            claimed = await self.store.complete_task_and_claim(
                 self.task.id, self.lease, data, agent_id=self.agent.agent_id, claim=spec,
                 writes=writes, step=final)
         self._on_commit(writes)

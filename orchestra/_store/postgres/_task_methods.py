@@ -91,20 +91,19 @@ class TaskMethods:
     async def complete_task_and_claim(self, task_id: str, lease: Lease, result: JSON, *,
                                       agent_id: str, claim: ClaimSpec,
                                       writes: Writes | None = None,
-                                      step: StepResult | None = None
-                                      ) -> tuple[Task, list[Task]]:
+                                      step: StepResult | None = None) -> list[Task]:
         """``complete_task`` then ``claim_tasks`` in one transaction (one round trip's worth
         of locking): the tasks this one routes are newer, so oldest-first still holds."""
         enc = self._enc
 
-        async def op(c: asyncpg.Connection, now: float) -> tuple[Task, list[Task]]:
-            done = await _journal.complete_task(c, enc, task_id, lease, result, agent_id,
+        async def op(c: asyncpg.Connection, now: float) -> list[Task]:
+            await _journal.complete_task(c, enc, task_id, lease, result, agent_id,
                                                 writes, step, now)
             nxt = await _tasks.claim_many(c, enc, claim.owner, now, run_id=claim.run_id,
                                           capacity=dict(claim.capacity), limit=claim.limit,
                                           lease_seconds=claim.lease_seconds,
                                           prestart=claim.prestart)
-            return done, nxt
+            return nxt
 
         return await self._submit(op)
 

@@ -1,0 +1,172 @@
+"""A task's end as one appended record: one statement that SQLite projects itself.
+
+The common end of a task is its last model step plus the messages it appended and
+the handoffs it routed (the next tasks), handed in while the worker claims its next
+work. Written the general way (``_journal_txn.complete_task``) that is about twenty
+statements, each a round of Python, binding and the GIL on the store's thread. Here
+it is ONE ``INSERT INTO step_records``: a view whose ``INSTEAD OF`` trigger
+(``schema.sql``) maintains every table the change touches (agents, messages, steps,
+the handoffs' tasks, the task's end, the event log and the run's totals) in the same
+transaction, inside SQLite, with the GIL released for the whole projection. Nothing
+else is stored: the record is the statement, and the tables are what reads use.
+
+Python still decides everything a write must decide (the lease check, each payload's
+encoding, size limit and redaction, the message seqs, the reply stored once, which
+new tasks the worker takes, each event's data), so the rows are exactly those of
+the general path; ``tests/store/test_step_record.py`` checks both write the same rows.
+Ends with anything else (plans, notes, compactions, keyed handoffs, a run with older
+pending work to claim first) take the general path: :func:`fits` says which.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from orchestra._errors import StoreError, UserError
+from orchestra._store import _codec
+from orchestra._store._codec import Encoder
+from orchestra._store._journal_txn import _dedupe_reply, _is_last_reply
+from orchestra._store._task_txn import check_lease
+from orchestra._store._txn import Txn
+from orchestra._store.protocol import ClaimSpec, Lease, StepResult, Writes
+from orchestra._types import JSON, MESSAGE_ROLES, STEP_KINDS, AgentId, Task
+
+_LAST_MESSAGE_SEQ = "SELECT COALESCE(MAX(seq), 0) FROM messages WHERE agent_id = ?"
+_RUN_HAS_PENDING = "SELECT 1 FROM tasks WHERE run_id = ? AND status = 'pending' LIMIT 1"
+_APPEND = (
+    "INSERT INTO step_records (run_id, task_id, agent_id, agent_role, retry, step, kind, "
+    "name, input_digest, output, tokens_in, tokens_out, cost, result, result_is_reply, "
+    "reply_seq, messages, tasks, prestart, events, at) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_ALREADY_COMPLETED = "orchestra: step already completed"
+_ROLES = frozenset(MESSAGE_ROLES)
+_KINDS = frozenset(STEP_KINDS)
+
+
+def fits(writes: Writes | None, step: StepResult | None, task_id: str) -> bool:
+    """Whether this end can be one record: a successful step of the task, and writes
+    that are only messages and handoffs without a key."""
+    if step is None or step.error is not None or step.task_id != task_id:
+        return False
+    if step.kind not in _KINDS:
+        return False
+    if writes is None:
+        return True
+    return not (writes.compactions or writes.plans or writes.notes or writes.tasks
+                or writes.events) and all(h.key is None for h in writes.handoffs)
+
+
+def complete_and_claim(tx: Txn, task_id: str, lease: Lease, result: JSON, agent_id: str,
+                       writes: Writes | None, step: StepResult, claim: ClaimSpec | None
+                       ) -> list[Task] | None:
+    """Hand in the task as one record and return the tasks it claimed for ``claim``;
+    None (nothing written) when the run has older pending work for the claim to take
+    first, which the general path does."""
+    info = check_lease(tx, task_id, lease)
+    run_id, enc, now = info.run_id, tx.enc, tx.now
+    if claim is not None and tx.execute(_RUN_HAS_PENDING, (run_id,)).fetchone() is not None:
+        return None
+    if not agent_id:
+        raise UserError("agent_id must be a non-empty string")
+    agent_role = AgentId.parse(agent_id).role
+    messages = writes.messages if writes is not None else []
+    last_seq = 0
+    rows: list[list[JSON]] = []
+    if messages:
+        last_seq = tx.execute(_LAST_MESSAGE_SEQ, (agent_id,)).fetchone()[0]
+        for m in messages:
+            last_seq += 1
+            if m.role not in _ROLES:
+                raise UserError(f"message role must be one of {sorted(_ROLES)}, "
+                                f"got {m.role!r}")
+            field = f"message {last_seq} of {agent_id}"
+            calls = None
+            if m.tool_calls:
+                calls = enc.json([{"id": c.id, "name": c.name, "arguments": c.arguments}
+                                  for c in m.tool_calls], field + " tool_calls")
+            rows.append([enc.text(m.content, field + " content"), m.role, calls,
+                         m.tool_call_id, m.name])
+    events: list[list[str]] = []
+    tasks, claimed = _handoff_tasks(tx, run_id, agent_id, task_id, writes, claim, events)
+    field = f"step {step.step} of task {task_id}"
+    stored = step.output
+    if writes:
+        stored = _dedupe_reply(stored, writes, agent_id, last_seq)
+    output = None if stored is None else enc.json(stored, field + " output")
+    _event(enc, events, "step.completed",
+           {"task": task_id, "step": step.step, "kind": step.kind, "name": step.name,
+            "tokens_in": step.tokens_in, "tokens_out": step.tokens_out})
+    _event(enc, events, "task.completed", {"task": task_id, "role": info.role})
+    result_text: str | None = enc.json(result, f"result of task {task_id}")
+    from_reply = bool(writes) and last_seq > 0 and _is_last_reply(result, writes)  # type: ignore[arg-type]
+    if from_reply:
+        result_text = None
+    prestart: list[list[JSON]] = []
+    for task in claimed:
+        _event(enc, events, "task.claimed", {"task": task.id, "role": task.role,
+                                             "attempt": task.attempt, "owner": task.lease_owner})
+        if claim is not None and task.role in claim.prestart:
+            prestart.append([task.id, task.retries])
+    try:
+        tx.execute(_APPEND, (
+            run_id, task_id, agent_id, agent_role, step.retry, step.step, step.kind,
+            step.name, step.input_digest, output, step.tokens_in, step.tokens_out, step.cost,
+            result_text, int(from_reply), last_seq, _codec.compact(rows),
+            _codec.compact(tasks), _codec.compact(prestart), _codec.compact(events), now))
+    except sqlite3.IntegrityError as exc:
+        if str(exc) != _ALREADY_COMPLETED:
+            raise
+        raise StoreError(
+            f"task {task_id} retry {step.retry} step {step.step} ({step.name}) is already "
+            "completed; its writes were not applied again. Replay its recorded output "
+            "instead of completing it twice.") from exc
+    return claimed
+
+
+def _handoff_tasks(tx: Txn, run_id: str, agent_id: str, task_id: str, writes: Writes | None,
+                   claim: ClaimSpec | None, events: list[list[str]]
+                   ) -> tuple[list[list[JSON]], list[Task]]:
+    """The rows of the tasks the handoffs create (claimed while ``claim`` has room, as
+    ``_task_txn.Claimer`` does), their ``handoff.posted`` events, and the claimed tasks."""
+    if writes is None or not writes.handoffs:
+        return [], []
+    enc, now = tx.enc, tx.now
+    room = dict(claim.capacity) if claim is not None else {}
+    limit = claim.limit if claim is not None else 0
+    rows: list[list[JSON]] = []
+    claimed: list[Task] = []
+    for handoff in writes.handoffs:
+        role = handoff.to_role
+        handoff_id = _codec.new_id()
+        note = enc.text(handoff.note, f"handoff note to {role!r}")
+        if not role:
+            raise UserError("a task needs a role, got an empty string")
+        if handoff.max_attempts < 1:
+            raise UserError(f"task for {role!r}: max_attempts must be >= 1, got "
+                            f"{handoff.max_attempts}")
+        new_task = _codec.new_id()
+        cause = f"handoff:{handoff_id}"
+        payload = enc.json(handoff.payload, f"handoff payload to {role!r}")
+        owner: str | None = None
+        attempt, lease_ends = 0, None
+        if claim is not None and limit > 0 and room.get(role, 0) > 0:
+            room[role] -= 1
+            limit -= 1
+            owner, attempt, lease_ends = claim.owner, 1, now + claim.lease_seconds
+        status = "pending" if owner is None else "running"
+        rows.append([new_task, role, payload, status, attempt, owner, lease_ends,
+                     handoff.max_attempts, cause, note])
+        _event(enc, events, "handoff.posted", {"handoff": handoff_id, "from": agent_id,
+                                               "to_role": role, "task": new_task})
+        if owner is not None:
+            claimed.append(Task(new_task, run_id, role, handoff.payload, "running",
+                                attempt=1, max_attempts=handoff.max_attempts,
+                                lease_owner=owner, lease_expires_at=lease_ends,
+                                parent_id=task_id, cause=cause, created_at=now,
+                                updated_at=now))
+    return rows, claimed
+
+
+def _event(enc: Encoder, events: list[list[str]], kind: str, data: JSON) -> None:
+    events.append([kind, enc.json(data, f"event {kind!r} data")])
