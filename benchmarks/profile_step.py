@@ -81,8 +81,11 @@ async def _profile(pipelines: int, db: Path) -> None:
             await coord.run({})
         wal = Path(f"{db}-wal")
         # no checkpoints while measuring: the WAL then grows by exactly what commits wrote
-        await store._writer.call(lambda c: (c.execute("PRAGMA wal_checkpoint(TRUNCATE)"),
-                                            c.execute("PRAGMA wal_autocheckpoint = 0")))
+        # (fetched: a cursor left open would keep its statement running and make every
+        # later COMMIT fail with "SQL statements in progress")
+        await store._writer.call(lambda c: (
+            c.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall(),
+            c.execute("PRAGMA wal_autocheckpoint = 0").fetchall()))
         _thread.run_batch = timed_run
         frames_before, started = wal.stat().st_size, time.perf_counter()
         for _ in range(pipelines):
