@@ -6,7 +6,7 @@ Adapters (OpenAI-compatible, Anthropic, GGUF) and the test doubles implement
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from orchestra._types import Message, ToolCallRecord
@@ -69,7 +69,7 @@ class ModelRequest:
     messages: tuple[Message, ...]
     tools: tuple[ToolSchema, ...] = ()
     output: OutputSchema | None = None
-    settings: ModelSettings = field(default_factory=ModelSettings)
+    settings: ModelSettings = ModelSettings()  # immutable: one shared default
 
 
 FinishReason = Literal["stop", "tool_calls", "length", "content_filter", "error"]
@@ -81,7 +81,7 @@ class ModelResponse:
 
     text: str = ""
     tool_calls: tuple[ToolCall, ...] = ()
-    usage: Usage = field(default_factory=Usage)
+    usage: Usage = Usage()  # immutable: one shared default
     finish_reason: FinishReason = "stop"
     model: str = ""
 
