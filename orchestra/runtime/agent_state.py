@@ -11,6 +11,7 @@ processes may serve the same run, it re-reads new messages at every task.
 from __future__ import annotations
 
 import bisect
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
@@ -66,6 +67,8 @@ class AgentState:
     _first_seq: dict[str, int] = field(default_factory=dict)
     _running: dict[str, list[Message]] = field(default_factory=dict)
     _visible: tuple[int, list[Message]] = (0, [])
+    _hidden: bool = False  # some message of the history is one later tasks do not see
+    _scanned: int = 0  # how much of the history was looked at for such messages
 
     async def refresh(self, store: Blackboard, *, with_compactions: bool) -> None:
         """Load the history once (or, when shared, pull what others wrote since)."""
@@ -118,10 +121,15 @@ class AgentState:
         The history is in seq order and a task's messages all come after its first
         one, so only that tail is filtered, not the agent's whole history.
         """
-        if self._visible[0] != len(self.history):  # history only grows: length is a version
-            hidden = any(m.name in (FEEDBACK, ATTEMPT_FAILED) for m in self.history)
-            self._visible = (len(self.history),
-                             visible_history(self.history) if hidden else self.history)
+        n = len(self.history)
+        if self._visible[0] != n:  # history only grows: length is a version
+            # only the messages added since the last look: a turn must not cost in
+            # proportion to how long the agent has been talking
+            start = self._scanned if self._scanned <= n else 0
+            self._hidden = self._hidden or any(
+                m.name in _HIDING for m in itertools.islice(self.history, start, None))
+            self._scanned = n
+            self._visible = (n, visible_history(self.history) if self._hidden else self.history)
         seen = self._visible[1]
         if task_id not in self._task_ids:
             return seen
@@ -137,6 +145,9 @@ class AgentState:
         if cached is None:
             cached = self._tokens[message.seq] = message_tokens(message)
         return cached
+
+
+_HIDING = (FEEDBACK, ATTEMPT_FAILED)
 
 
 def _seq(message: Message) -> int:

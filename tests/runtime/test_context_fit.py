@@ -61,3 +61,18 @@ def test_failed_attempts_and_unusable_replies_leave_the_next_tasks_view() -> Non
     seen = agent.prior("t2")
     assert [m.seq for m in seen] == [6, 9]
     assert agent.history == t1  # the store's history is untouched
+
+
+def test_a_failed_attempt_joining_a_long_clean_history_is_still_hidden() -> None:
+    """``prior`` looks only at messages added since its last look (a turn must not cost
+    in proportion to the agent's age), yet a failed attempt that joins later is hidden."""
+    agent = AgentState("r/coder", "coder", "r")
+    agent.committed("t1", [Message("user", "task one"), Message("assistant", "done")])
+    agent.task_done("t1")
+    assert [m.content for m in agent.prior("t3")] == ["task one", "done"]
+    agent.committed("t2", [Message("user", "task two"), Message("assistant", "bad"),
+                           Message("user", "(attempt 1 failed)", name=ATTEMPT_FAILED)])
+    agent.task_done("t2")
+    assert [m.content for m in agent.prior("t3")] == ["task one", "done"]
+    agent.history.append(Message("user", "three", agent_id="r/coder", seq=6, task_id="t4"))
+    assert [m.content for m in agent.prior("t5")] == ["task one", "done", "three"]
