@@ -61,8 +61,11 @@ def complete_and_claim(tx: Txn, task_id: str, lease: Lease, result: JSON, agent_
                        writes: Writes | None, step: StepResult, claim: ClaimSpec | None
                        ) -> list[Task] | None:
     """Hand in the task as one record and return the tasks it claimed for ``claim``;
-    None (nothing written) when the run has older pending work for the claim to take
-    first, which the general path does."""
+    None (nothing written) when the general path must do it: the run has older pending
+    work for the claim to take first, or a text holds a NUL character (SQLite's JSON
+    functions would cut it there; the general path binds it whole)."""
+    if writes is not None and _has_nul(writes):
+        return None
     info = check_lease(tx, task_id, lease)
     run_id, enc, now = info.run_id, tx.enc, tx.now
     if claim is not None and tx.execute(_RUN_HAS_PENDING, (run_id,)).fetchone() is not None:
@@ -166,6 +169,12 @@ def _handoff_tasks(tx: Txn, run_id: str, agent_id: str, task_id: str, writes: Wr
                                 parent_id=task_id, cause=cause, created_at=now,
                                 updated_at=now))
     return rows, claimed
+
+
+def _has_nul(writes: Writes) -> bool:
+    """Whether a text the record carries raw (not JSON-encoded) holds a NUL."""
+    return any("\x00" in m.content or "\x00" in (m.name or "") or "\x00" in (m.tool_call_id or "")
+               for m in writes.messages) or any("\x00" in h.note for h in writes.handoffs)
 
 
 def _event(enc: Encoder, events: list[list[str]], kind: str, data: JSON) -> None:

@@ -61,6 +61,7 @@ async def _both(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scenario: Scena
                 ) -> tuple[Any, Any, dict[str, Any], dict[str, Any]]:
     """Run ``scenario`` through the record and through the general path, ids equal."""
     results = []
+    RECORDED.clear()
     for name, record in (("record", True), ("general", False)):
         counter = itertools.count(1)
 
@@ -71,11 +72,22 @@ async def _both(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scenario: Scena
             monkeypatch.setattr(module, "new_id", new_id)
         fits = _step_record.fits if record else (lambda *a: False)
         monkeypatch.setattr(_step_record, "fits", fits)
+        monkeypatch.setattr(_step_record, "complete_and_claim", _spy)
         async with await SQLiteBlackboard.open(tmp_path / f"{name}.db") as store:
             results.append(await scenario(store))
         monkeypatch.undo()
     return (results[0], results[1], _dump(tmp_path / "record.db"),
             _dump(tmp_path / "general.db"))
+
+
+RECORDED: list[bool] = []  # per end through the record path: written as a record or not
+_complete_and_claim = _step_record.complete_and_claim
+
+
+def _spy(*args: Any) -> Any:
+    claimed = _complete_and_claim(*args)
+    RECORDED.append(claimed is not None)
+    return claimed
 
 
 async def _start(store: SQLiteBlackboard, *older: str) -> tuple[str, Lease]:
@@ -123,6 +135,7 @@ async def test_a_routed_end_writes_the_general_paths_rows(
         return [(t.role, t.status, t.attempt) for t in claimed]
 
     got, want, rows, general = await _both(tmp_path, monkeypatch, scenario)
+    assert RECORDED == [True]  # the first run wrote a record; the second never tried
     assert got == want == [("reviewer", "running", 1)]
     assert rows == general
     assert [e["kind"] for e in rows["events"]][-5:] == [
@@ -131,14 +144,19 @@ async def test_a_routed_end_writes_the_general_paths_rows(
 
 
 @pytest.mark.parametrize("case", ["no writes", "no claim room", "result is not the reply",
-                                  "older pending work"])
+                                  "older pending work", "a NUL in a tool result"])
 async def test_other_ends_write_the_same_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                               case: str) -> None:
     async def scenario(store: SQLiteBlackboard) -> list[str]:
         older = ("reviewer",) if case == "older pending work" else ()
         task_id, lease = await _start(store, *older)
+        messages, note = _messages(), ""
+        if case == "a NUL in a tool result":  # e.g. a binary file read by a tool
+            messages[2] = Message("tool", "head\x00tail \U0001f600", tool_call_id="c1",
+                                  name="read")
+            note = "a\x00b"
         writes = None if case == "no writes" else Writes(
-            messages=_messages(), handoffs=[NewHandoff("reviewer", {"module": "m"})])
+            messages=messages, handoffs=[NewHandoff("reviewer", {"module": "m"}, note=note)])
         result = {"other": True} if case == "result is not the reply" else json.loads(REPLY)
         claim = _claim() if case == "no claim room" else _claim(reviewer=2)
         claimed = await store.complete_task_and_claim(
@@ -147,8 +165,11 @@ async def test_other_ends_write_the_same_rows(tmp_path: Path, monkeypatch: pytes
         return [t.id for t in claimed]
 
     got, want, rows, general = await _both(tmp_path, monkeypatch, scenario)
+    assert RECORDED == [case not in ("older pending work", "a NUL in a tool result")]
     assert got == want
     assert rows == general
+    if case == "a NUL in a tool result":
+        assert "head\x00tail \U0001f600" in [m["content"] for m in rows["messages"]]
 
 
 async def test_ends_the_record_cannot_carry_take_the_general_path(
