@@ -33,6 +33,7 @@ class Jobs:
         self._busy: dict[str, int] = {}
         self._wakes: dict[str, asyncio.Event] = {}
         self._refill: set[str] = set()
+        self._moved: set[str] = set()  # runs a job of which ended or moved on since a wait
         self.total = 0
 
     def start(self, run_id: str, task_id: str, role: str,
@@ -52,6 +53,8 @@ class Jobs:
         self._busy[next_role] = self._busy.get(next_role, 0) + 1
         entry.task_id, entry.role = next_id, next_role
         jobs[next_id] = entry
+        if run_id in self._wakes:  # the run's loop is serving it
+            self._moved.add(run_id)
         entry.job.set_name(f"{run_id}:{next_id}:{next_role}")
 
     def _end(self, entry: _Job) -> None:
@@ -61,6 +64,8 @@ class Jobs:
         del jobs[entry.task_id]
         self._busy[entry.role] -= 1
         self.total -= 1
+        if entry.run_id in self._wakes:
+            self._moved.add(entry.run_id)
         if not jobs:
             del self._by_run[entry.run_id]
             # the run's loop, idle while jobs run, decides whether the run is done; with
@@ -83,8 +88,10 @@ class Jobs:
         return False
 
     async def wait(self, run_id: str, seconds: float) -> bool:
-        """Sleep until woken or ``seconds`` pass; True if woken."""
+        """Sleep until woken or ``seconds`` pass; True if woken, or if the run's jobs
+        moved on meanwhile (a run whose work flows needs no poll for more)."""
         event = self._wakes.setdefault(run_id, asyncio.Event())
+        self._moved.discard(run_id)
         if event.is_set():
             event.clear()
             return True
@@ -92,7 +99,7 @@ class Jobs:
             async with asyncio.timeout(seconds):  # no task per wait, unlike wait_for
                 await event.wait()
         except TimeoutError:
-            return False
+            return run_id in self._moved
         event.clear()
         return True
 
@@ -113,3 +120,4 @@ class Jobs:
     def forget(self, run_id: str) -> None:
         self._wakes.pop(run_id, None)
         self._refill.discard(run_id)
+        self._moved.discard(run_id)

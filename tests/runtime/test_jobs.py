@@ -101,3 +101,19 @@ async def test_the_run_loop_wakes_when_its_last_job_ends_not_before() -> None:
     gates[1].set()
     assert await asyncio.wait_for(waiter, 5) is True
     assert not jobs.take_refill("r")  # woken to see the run is idle, not to claim
+
+
+async def test_a_run_whose_jobs_move_on_is_not_polled_an_idle_one_is() -> None:
+    jobs = Jobs()
+    gates = [asyncio.Event(), asyncio.Event()]
+    jobs.start("r", "t0", "writer", gates[0].wait())  # type: ignore[arg-type]
+    jobs.start("r", "t1", "writer", gates[1].wait())  # type: ignore[arg-type]
+    waiter = asyncio.create_task(jobs.wait("r", 0.05))
+    await asyncio.sleep(0)
+    jobs.hand_over("r", "t1", "t2", "editor")  # a task done, the job on to the next one
+    assert await waiter is True  # timed out, but work flows: no poll of the store
+    gates[0].set()  # a job ends, another still runs
+    assert await jobs.wait("r", 0.05) is True
+    assert await jobs.wait("r", 0.05) is False  # nothing moved: time to look for work
+    gates[1].set()
+    await asyncio.gather(*jobs.of_run("r"))
