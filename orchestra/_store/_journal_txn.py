@@ -19,19 +19,24 @@ from orchestra._store._txn import Txn
 from orchestra._store.protocol import Lease, StepResult, Writes
 from orchestra._types import JSON, STEP_KINDS, StepKind, Task
 
-_START_STEP = """
+# A new row's attempts: a retry's first step was in flight in every claim of the retry
+# (the claim journals it: no row is written when it starts), so each claim after the
+# one that began the retry is a reissue of it; any other step starts at one attempt.
+_FIRST_ATTEMPTS = """CASE WHEN ?3 = 1 THEN (SELECT MAX(1, attempt - retry_attempt + 1)
+    FROM tasks WHERE id = ?1) ELSE 1 END"""
+_START_STEP = f"""
 INSERT INTO steps (task_id, retry, step, kind, name, input_digest, status, attempts, started_at)
-VALUES (?, ?, ?, ?, ?, ?, 'started', 1, ?)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'started', {_FIRST_ATTEMPTS}, ?7)
 ON CONFLICT (task_id, retry, step) DO UPDATE SET
     attempts = attempts + 1, status = 'started', kind = excluded.kind, name = excluded.name,
     input_digest = excluded.input_digest, started_at = excluded.started_at,
     output = NULL, error = NULL, finished_at = NULL
 WHERE status = 'started'
 RETURNING attempts"""
-_COMPLETE_STEP = """
+_COMPLETE_STEP = f"""
 INSERT INTO steps (task_id, retry, step, kind, name, input_digest, status, output, error,
     attempts, tokens_in, tokens_out, cost, started_at, finished_at)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 1, ?10, ?11, ?12, ?13, ?13)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, {_FIRST_ATTEMPTS}, ?10, ?11, ?12, ?13, ?13)
 ON CONFLICT (task_id, retry, step) DO UPDATE SET
     kind = excluded.kind, name = excluded.name, input_digest = excluded.input_digest,
     status = excluded.status, output = excluded.output, error = excluded.error,
@@ -46,7 +51,7 @@ WHERE id = ? RETURNING {_rows.TASK_COLS}"""
 _MESSAGE_ROWID = "SELECT rowid FROM messages WHERE agent_id = ? AND seq = ?"
 _RETRY_TASK = f"""
 UPDATE tasks SET status = 'pending', retries = retries + 1, not_before = ?, error = ?,
-    lease_owner = NULL, lease_expires_at = NULL, updated_at = ?
+    lease_owner = NULL, lease_expires_at = NULL, updated_at = ?, retry_attempt = attempt + 1
 WHERE id = ? RETURNING {_rows.TASK_COLS}"""
 
 

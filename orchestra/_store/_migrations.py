@@ -264,18 +264,23 @@ CREATE INDEX runs_created ON runs (created_at);
 """
 
 # v6: a task's usual end is one statement, an insert into the ``step_records`` view
-# whose trigger maintains the tables (``_step_record``); no table changes.
+# whose trigger maintains the tables (``_step_record``); ``tasks.retry_attempt``: the
+# attempt that began the current retry (its first step's reissues are counted from it;
+# for a task met mid-retry, its current attempt is taken as that start).
 V6 = """
+ALTER TABLE tasks ADD COLUMN retry_attempt INTEGER NOT NULL DEFAULT 1;
+UPDATE tasks SET retry_attempt = CASE WHEN status = 'pending' THEN attempt + 1 ELSE attempt END
+WHERE attempt > 0;
 -- A task's end as one record (``_step_record``): inserting into this view is the whole
 -- write; its trigger maintains the tables in the same transaction. Nothing is stored
--- in the view itself. ``messages``, ``tasks``, ``prestart`` and ``events`` are JSON
+-- in the view itself. ``messages``, ``tasks`` and ``events`` are JSON
 -- arrays of rows the store's Python already encoded and checked.
 CREATE VIEW step_records AS
 SELECT NULL AS run_id, NULL AS task_id, NULL AS agent_id, NULL AS agent_role, NULL AS retry,
     NULL AS step, NULL AS kind, NULL AS name, NULL AS input_digest, NULL AS output,
     NULL AS tokens_in, NULL AS tokens_out, NULL AS cost, NULL AS result,
     NULL AS result_is_reply, NULL AS reply_seq, NULL AS messages, NULL AS tasks,
-    NULL AS prestart, NULL AS events, NULL AS at;
+    NULL AS events, NULL AS at;
 CREATE TRIGGER step_records_insert INSTEAD OF INSERT ON step_records BEGIN
     SELECT RAISE(ABORT, 'orchestra: step already completed') WHERE EXISTS (
         SELECT 1 FROM steps WHERE task_id = new.task_id AND retry = new.retry
@@ -302,8 +307,9 @@ CREATE TRIGGER step_records_insert INSTEAD OF INSERT ON step_records BEGIN
     INSERT INTO steps (task_id, retry, step, kind, name, input_digest, status, output, error,
         attempts, tokens_in, tokens_out, cost, started_at, finished_at)
     VALUES (new.task_id, new.retry, new.step, new.kind, new.name, new.input_digest,
-        'completed', new.output, NULL, 1, new.tokens_in, new.tokens_out, new.cost, new.at,
-        new.at)
+        'completed', new.output, NULL, CASE WHEN new.step = 1 THEN (SELECT
+            MAX(1, attempt - retry_attempt + 1) FROM tasks WHERE id = new.task_id) ELSE 1 END,
+        new.tokens_in, new.tokens_out, new.cost, new.at, new.at)
     ON CONFLICT (task_id, retry, step) DO UPDATE SET
         kind = excluded.kind, name = excluded.name, input_digest = excluded.input_digest,
         status = excluded.status, output = excluded.output, error = excluded.error,
@@ -315,11 +321,6 @@ CREATE TRIGGER step_records_insert INSTEAD OF INSERT ON step_records BEGIN
         result_msg = CASE WHEN new.result_is_reply THEN (SELECT rowid FROM messages
             WHERE agent_id = new.agent_id AND seq = new.reply_seq) END
     WHERE id = new.task_id;
-    INSERT OR IGNORE INTO steps (task_id, retry, step, kind, name, input_digest, status,
-        attempts, started_at)
-    SELECT json_extract(p.value, '$[0]'), json_extract(p.value, '$[1]'), 1, 'model', 'model',
-        '', 'started', 1, new.at
-    FROM json_each(new.prestart) AS p;
     INSERT INTO events (run_id, seq, kind, data, at)
     SELECT new.run_id, (SELECT last_seq FROM runs WHERE id = new.run_id) + e.key + 1,
         json_extract(e.value, '$[0]'), json_extract(e.value, '$[1]'), new.at

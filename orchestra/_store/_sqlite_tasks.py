@@ -53,14 +53,14 @@ class TaskMethods:
             tx, owner, run_id=run_id, roles=roles, lease_seconds=lease_seconds))
 
     async def claim_tasks(self, owner: str, *, capacity: dict[str, int], limit: int,
-                          run_id: str | None = None, lease_seconds: float = 30.0,
-                          prestart: frozenset[str] = frozenset()) -> list[Task]:
+                          run_id: str | None = None,
+                          lease_seconds: float = 30.0) -> list[Task]:
         """Claim up to ``limit`` ready tasks (at most ``capacity[role]`` of each role) in
         one transaction: a coordinator with free slots fills them in one round trip."""
         capacity = dict(capacity)
         return await self._write(lambda tx: _task_txn.claim_many(
             tx, owner, run_id=run_id, capacity=capacity, limit=limit,
-            lease_seconds=lease_seconds, prestart=prestart))
+            lease_seconds=lease_seconds))
 
     async def retry_failed_tasks(self, run_id: str) -> list[Task]:
         """Put a run's failed tasks back in the queue, each with a fresh journal retry."""
@@ -114,7 +114,7 @@ class TaskMethods:
                     _journal_txn.complete_task(tx, task_id, lease, result, agent_id, writes,
                                                step)
                 nxt = older + claimer.claimed
-                _task_txn.announce_claims(tx, nxt, claim.owner, claim.prestart)
+                _task_txn.announce_claims(tx, nxt, claim.owner)
             return nxt
 
         return await self._write(op)

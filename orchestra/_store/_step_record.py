@@ -36,8 +36,8 @@ _RUN_HAS_PENDING = "SELECT 1 FROM tasks WHERE run_id = ? AND status = 'pending' 
 _APPEND = (
     "INSERT INTO step_records (run_id, task_id, agent_id, agent_role, retry, step, kind, "
     "name, input_digest, output, tokens_in, tokens_out, cost, result, result_is_reply, "
-    "reply_seq, messages, tasks, prestart, events, at) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "reply_seq, messages, tasks, events, at) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 _ALREADY_COMPLETED = "orchestra: step already completed"
 _ROLES = frozenset(MESSAGE_ROLES)
@@ -105,18 +105,15 @@ def complete_and_claim(tx: Txn, task_id: str, lease: Lease, result: JSON, agent_
     from_reply = bool(writes) and last_seq > 0 and _is_last_reply(result, writes)  # type: ignore[arg-type]
     if from_reply:
         result_text = None
-    prestart: list[list[JSON]] = []
     for task in claimed:
         _event(enc, events, "task.claimed", {"task": task.id, "role": task.role,
                                              "attempt": task.attempt, "owner": task.lease_owner})
-        if claim is not None and task.role in claim.prestart:
-            prestart.append([task.id, task.retries])
     try:
         tx.execute(_APPEND, (
             run_id, task_id, agent_id, agent_role, step.retry, step.step, step.kind,
             step.name, step.input_digest, output, step.tokens_in, step.tokens_out, step.cost,
             result_text, int(from_reply), last_seq, _codec.compact(rows),
-            _codec.compact(tasks), _codec.compact(prestart), _codec.compact(events), now))
+            _codec.compact(tasks), _codec.compact(events), now))
     except sqlite3.IntegrityError as exc:
         if str(exc) != _ALREADY_COMPLETED:
             raise

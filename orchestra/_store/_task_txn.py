@@ -57,10 +57,6 @@ _TAKE_OVER = f"""
 UPDATE tasks SET attempt = attempt + 1, lease_owner = ?1, lease_expires_at = ?2, updated_at = ?3
 WHERE id = ?4 AND status = 'running' AND lease_expires_at < ?3
 RETURNING {_rows.TASK_COLS}"""
-_PRESTART = """
-INSERT OR IGNORE INTO steps (task_id, retry, step, kind, name, input_digest, status, attempts,
-    started_at)
-VALUES (?, ?, 1, 'model', 'model', '', 'started', 1, ?)"""
 _HEARTBEAT = (
     "UPDATE tasks SET lease_expires_at = ?, updated_at = ? "
     "WHERE id = ? AND status = 'running' AND lease_owner = ? AND attempt = ?"
@@ -248,31 +244,25 @@ def _claim(tx: Txn, owner: str, *,
     return tasks
 
 
-def announce_claims(tx: Txn, tasks: Sequence[Task], owner: str,
-                    prestart: Collection[str] = ()) -> None:
-    """The ``task.claimed`` events of ``tasks``; a fresh task of a role in ``prestart``
-    also gets its first step, a model call, journaled as started."""
+def announce_claims(tx: Txn, tasks: Sequence[Task], owner: str) -> None:
+    """The ``task.claimed`` events of ``tasks``. (A claim also journals that the task's
+    first step is in flight: see ``tasks.retry_attempt``.)"""
     for task in tasks:
         append_event(tx, task.run_id, "task.claimed",
                      {"task": task.id, "role": task.role, "attempt": task.attempt,
                       "owner": owner})
-        if task.attempt == 1 and task.role in prestart:
-            tx.execute(_PRESTART, (task.id, task.retries, tx.now))
 
 
 def claim_many(tx: Txn, owner: str, *,
                run_id: str | None, capacity: dict[str, int], limit: int,
-               lease_seconds: float, prestart: Collection[str] = (),
-               announce: bool = True, expired: bool = True) -> list[Task]:
+               lease_seconds: float, announce: bool = True,
+               expired: bool = True) -> list[Task]:
     """Claim up to ``limit`` tasks, at most ``capacity[role]`` per role, in one transaction.
 
     Tasks whose lease expired (their worker died) come first, then pending tasks,
     oldest first: any process serving a run takes over a dead worker's work.
 
-    A fresh task (first claim) of a role in ``prestart`` also gets its first step, a
-    model call, journaled as started here: the worker calls the model right away, and
-    this spares that start record a transaction of its own. With ``announce=False``
-    the caller announces them (events and started steps) with :func:`announce_claims`.
+    With ``announce=False`` the caller announces them with :func:`announce_claims`.
     ``expired=False`` leaves expired leases to the next ordinary claim (a worker handing
     in a result takes its next work without scanning for dead workers' tasks).
     """
@@ -286,7 +276,7 @@ def claim_many(tx: Txn, owner: str, *,
             if not free[task.role]:
                 del free[task.role]
         if announce:
-            announce_claims(tx, claimed, owner, prestart)
+            announce_claims(tx, claimed, owner)
     if run_id is not None and tx.execute(_RUN_HAS_PENDING, (run_id,)).fetchone() is None:
         return claimed  # the usual case for a busy run: an index probe, not a claim scan
     while free and len(claimed) < limit:
@@ -296,7 +286,7 @@ def claim_many(tx: Txn, owner: str, *,
         tasks = _claim(tx, owner, run_id=run_id, roles=tuple(free),
                        lease_seconds=lease_seconds, limit=want, announce=False)
         if announce:
-            announce_claims(tx, tasks, owner, prestart)
+            announce_claims(tx, tasks, owner)
         for task in tasks:
             claimed.append(task)
             free[task.role] -= 1
@@ -310,7 +300,7 @@ def claim_many(tx: Txn, owner: str, *,
 _FAILED_TASKS = "SELECT id FROM tasks WHERE run_id = ? AND status = 'failed' ORDER BY created_at"
 _RETRY_FAILED = f"""
 UPDATE tasks SET status = 'pending', retries = retries + 1, error = NULL, not_before = 0,
-    lease_owner = NULL, lease_expires_at = NULL, updated_at = ?
+    lease_owner = NULL, lease_expires_at = NULL, updated_at = ?, retry_attempt = attempt + 1
 WHERE id = ? RETURNING {_rows.TASK_COLS}"""
 
 

@@ -127,8 +127,6 @@ class ClaimSpec:
     limit: int
     run_id: str | None = None
     lease_seconds: float = 30.0
-    prestart: frozenset[str] = frozenset()
-    """Roles whose first step is always a model call: journal it as started on claim."""
 
 
 class RunStore(Protocol):
@@ -178,8 +176,8 @@ class TaskQueue(Protocol):
                          roles: Collection[str] | None = None,
                          lease_seconds: float = 30.0) -> Task | None: ...
     async def claim_tasks(self, owner: str, *, capacity: dict[str, int], limit: int,
-                          run_id: str | None = None, lease_seconds: float = 30.0,
-                          prestart: frozenset[str] = frozenset()) -> list[Task]: ...
+                          run_id: str | None = None,
+                          lease_seconds: float = 30.0) -> list[Task]: ...
     async def heartbeat(self, task_id: str, lease: Lease, lease_seconds: float) -> bool: ...
     async def release_leases(self, run_id: str | None = None, *,
                              owners: Collection[str] = ()) -> list[Task]: ...

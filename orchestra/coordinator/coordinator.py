@@ -104,9 +104,6 @@ class Coordinator:
         self.models = self._resolve_models(models or {})
         self.agents: dict[str, AgentState] = {}
         self.jobs = Jobs()
-        # a role whose policy never summarizes always starts a task with a model call
-        self._prestart = frozenset(r.name for r in pipeline.roles
-                                   if not type(r).compaction.summarizes)
         self._cancelled: set[str] = set()
         self._left: set[str] = set()  # runs whose drive told the store it stopped serving
 
@@ -275,8 +272,7 @@ class Coordinator:
         capacity, free = self._capacity(finishing=task.role)
         if free <= 0 or not any(n > 0 for n in capacity.values()):
             return None
-        return ClaimSpec(self.owner, capacity, free, task.run_id, self.settings.lease_seconds,
-                         self._prestart)
+        return ClaimSpec(self.owner, capacity, free, task.run_id, self.settings.lease_seconds)
 
     def adopt(self, run_id: str, tasks: list[Task], executor: TaskExecutor) -> None:
         """Start tasks this coordinator has claimed."""
@@ -290,7 +286,7 @@ class Coordinator:
         if free <= 0 or not any(n > 0 for n in capacity.values()):
             return
         tasks = await self.store.claim_tasks(self.owner, run_id=run_id, capacity=capacity,
-                                             limit=free, prestart=self._prestart,
+                                             limit=free,
                                              lease_seconds=self.settings.lease_seconds)
         self.adopt(run_id, tasks, executor)
 

@@ -83,8 +83,10 @@ class Journal:
 
     async def _start(self, n: int, kind: StepKind, name: str, digest: str, *,
                      wait: bool) -> None:
-        if n == 1 and kind == "model" and self.task.attempt == 1 and n not in self.recorded:
-            return  # a fresh task's first model call was journaled as started by its claim
+        if n == 1 and kind == "model" and n not in self.recorded:
+            # the claim that took this attempt journals it: the store counts each claim
+            # of a retry after its first as a reissue of the retry's first step
+            return
         start = self.store.start_step(self.task.id, self.task.retries, n, kind, name, digest,
                                       self.lease)
         if wait or n in self.recorded:

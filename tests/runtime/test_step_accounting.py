@@ -24,6 +24,7 @@ from orchestra import (
     SQLiteBlackboard,
     reply,
 )
+from orchestra._store import Lease
 
 FAST = CoordinatorSettings(retry_base=0.01, retry_max=0.02, poll_interval=0.02)
 
@@ -86,12 +87,11 @@ async def test_a_dead_workers_in_flight_call_run_again_is_a_reissue(tmp_path: Pa
     async with await SQLiteBlackboard.open(tmp_path / "s.db") as store:
         coord = Coordinator(store, pipeline, settings=FAST)
         run = await coord.start({})
-        # the dead worker: it claimed the task (its first model call is journaled as
-        # started by the claim) and died with the call in flight
+        # the dead worker: it claimed the task (the claim journals its first model call
+        # as in flight) and died with the call in flight
         [task] = await store.claim_tasks("host:1:dead", capacity={"flaky": 1}, limit=1,
-                                         run_id=run.id, prestart=frozenset({"flaky"}),
-                                         lease_seconds=0.0)
-        assert [s.status for s in await store.get_steps(task.id, 0)] == ["started"]
+                                         run_id=run.id, lease_seconds=0.0)
+        assert await store.get_steps(task.id, 0) == []  # no row until the step ends
         await store.release_leases(run.id)  # its lease has expired
         done = await coord.drive(run.id)
         assert done.status == "completed", done.error
@@ -102,3 +102,39 @@ async def test_a_dead_workers_in_flight_call_run_again_is_a_reissue(tmp_path: Pa
     assert (step.status, step.attempts) == ("completed", 2)
     assert (counts["reissued"], counts["retried"]) == (1, 0)
     assert agent.steps_reissued == 1
+
+
+async def test_a_retry_after_an_error_and_then_a_takeover_counts_one_reissue(
+        tmp_path: Path) -> None:
+    """The retry's own first claim is not a reissue (a retry starts anew); a claim of the
+    same retry after its worker died is. Counted from the task's claims, no start row."""
+    calls = 0
+
+    def script(request: ModelRequest) -> ModelResponse:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            raise ModelAPIError("503 from the provider", retryable=True)
+        return reply('{"value": 1}')
+
+    pipeline = _pipeline(FunctionModel(script))
+    async with await SQLiteBlackboard.open(tmp_path / "s.db") as store:
+        coord = Coordinator(store, pipeline, settings=FAST)
+        run = await coord.start({})
+        [task] = await store.claim_tasks("host:1:w", capacity={"flaky": 1}, limit=1,
+                                         run_id=run.id)
+        # a worker whose call failed: retry 1
+        await store.fail_task(task.id, Lease("host:1:w", task.attempt), "503",
+                              retry_at=0.0)
+        # retry 1 is claimed by a worker that dies at once, then taken over by coord
+        [again] = await store.claim_tasks("host:1:dead", capacity={"flaky": 1}, limit=1,
+                                          run_id=run.id, lease_seconds=0.0)
+        assert (again.retries, again.attempt) == (1, 2)
+        await store.release_leases(run.id)
+        calls = 1  # the failed call happened above, outside this coordinator
+        done = await coord.drive(run.id)
+        assert done.status == "completed", done.error
+        [step] = await store.get_steps(task.id, 1)
+        counts = await store.step_counts(run.id)
+    assert (step.status, step.attempts) == ("completed", 2)
+    assert (counts["reissued"], counts["retried"]) == (1, 0)

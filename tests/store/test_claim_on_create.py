@@ -20,8 +20,7 @@ from orchestra._store import ClaimSpec, Lease, NewHandoff, NewTask, SQLiteBlackb
 
 
 def _spec(run_id: str, **capacity: int) -> ClaimSpec:
-    return ClaimSpec("worker-1", dict(capacity), sum(capacity.values()), run_id,
-                     prestart=frozenset({"reviewer"}))
+    return ClaimSpec("worker-1", dict(capacity), sum(capacity.values()), run_id)
 
 
 async def test_a_routed_task_is_claimed_as_it_is_created(store: SQLiteBlackboard,
@@ -41,9 +40,8 @@ async def test_a_routed_task_is_claimed_as_it_is_created(store: SQLiteBlackboard
     # the same story in the event log as a pending task claimed afterwards
     kinds = [e.kind for e in await store.events(run.id)]
     assert kinds[-3:] == ["handoff.posted", "task.completed", "task.claimed"]
-    # a prestart role's first model step is journaled as started by the claim
-    assert query(db_path, "SELECT status FROM steps WHERE task_id = ?", review.id) == [
-        ("started",)]
+    # the claim journals the first step's start: no row until the step ends
+    assert query(db_path, "SELECT status FROM steps WHERE task_id = ?", review.id) == []
     (handoff,) = await store.get_handoffs(run.id)
     assert (handoff.to_role, handoff.payload, handoff.note, handoff.task_id) == (
         "reviewer", {"v": 1}, "please review", review.id)

@@ -105,8 +105,7 @@ def _step(task_id: str, text: str = REPLY) -> StepResult:
 
 
 def _claim(**capacity: int) -> ClaimSpec:
-    return ClaimSpec("worker-1", dict(capacity), sum(capacity.values()), "r1",
-                     prestart=frozenset({"reviewer"}))
+    return ClaimSpec("worker-1", dict(capacity), sum(capacity.values()), "r1")
 
 
 def _messages() -> list[Message]:
@@ -119,7 +118,7 @@ def _messages() -> list[Message]:
 async def test_a_routed_end_writes_the_general_paths_rows(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Messages (with tool calls), the reply stored once, the result pointing at the
-    reply, two handoffs of which the claim has room for one (a prestart role)."""
+    reply, two handoffs of which the claim has room for one."""
 
     async def scenario(store: SQLiteBlackboard) -> list[tuple[str, str, int]]:
         task_id, lease = await _start(store)

@@ -53,7 +53,8 @@ def _mapped(expr: str) -> str:
 # $1 source run, $2 fork, $3 the fork point's time, $4 now / end, then the map
 _COPY_TASKS = _map(4) + f"""
 INSERT INTO tasks (id, run_id, role, input, status, attempt, retries, max_attempts, not_before,
-    result, error, parent_id, cause, "key", created_at, updated_at, from_agent, handoff_note)
+    result, error, parent_id, cause, "key", created_at, updated_at, from_agent, handoff_note,
+    retry_attempt)
 SELECT m.new, $2, t.role, t.input, m.status, m.claims, m.retries, t.max_attempts,
     CASE WHEN m.status IN ('completed', 'failed', 'cancelled') THEN t.not_before ELSE 0 END,
     CASE WHEN m.status = 'completed' THEN t.result END,
@@ -62,7 +63,8 @@ SELECT m.new, $2, t.role, t.input, m.status, m.claims, m.retries, t.max_attempts
     CASE WHEN t.cause LIKE 'task:%' THEN 'task:' || {_mapped("substr(t.cause, 6)")}
          ELSE t.cause END,
     t."key", t.created_at, CASE WHEN m.status IN ('completed', 'failed', 'cancelled')
-        THEN t.updated_at ELSE $3 END, {_agent("t.from_agent")}, t.handoff_note
+        THEN t.updated_at ELSE $3 END, {_agent("t.from_agent")}, t.handoff_note,
+    m.claims + 1
 FROM fork_ids m JOIN tasks t ON t.id = m.old WHERE m.status IS NOT NULL
 ORDER BY t.position"""
 _COPY_STEPS = _map(4) + """

@@ -18,19 +18,23 @@ from orchestra._store.postgres._tasks import TASK_COLS, LeaseInfo, check_lease
 from orchestra._store.protocol import Lease, StepResult, Writes
 from orchestra._types import JSON, STEP_KINDS, StepKind, Task
 
-_START_STEP = """
+# A new row's attempts: each claim of a retry after the one that began it reissued the
+# retry's first step (a claim journals it: no row is written when it starts).
+_FIRST_ATTEMPTS = """CASE WHEN $3 = 1 THEN (SELECT GREATEST(1, attempt - retry_attempt + 1)
+    FROM tasks WHERE id = $1) ELSE 1 END"""
+_START_STEP = f"""
 INSERT INTO steps (task_id, retry, step, kind, name, input_digest, status, attempts, started_at)
-VALUES ($1, $2, $3, $4, $5, $6, 'started', 1, $7)
+VALUES ($1, $2, $3, $4, $5, $6, 'started', {_FIRST_ATTEMPTS}, $7)
 ON CONFLICT (task_id, retry, step) DO UPDATE SET
     attempts = steps.attempts + 1, status = 'started', kind = excluded.kind,
     name = excluded.name, input_digest = excluded.input_digest,
     started_at = excluded.started_at, output = NULL, error = NULL, finished_at = NULL
 WHERE steps.status <> 'completed'
 RETURNING attempts"""
-_COMPLETE_STEP = """
+_COMPLETE_STEP = f"""
 INSERT INTO steps (task_id, retry, step, kind, name, input_digest, status, output, error,
     attempts, tokens_in, tokens_out, cost, started_at, finished_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 1, $10, $11, $12, $13, $13)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, {_FIRST_ATTEMPTS}, $10, $11, $12, $13, $13)
 ON CONFLICT (task_id, retry, step) DO UPDATE SET
     kind = excluded.kind, name = excluded.name, input_digest = excluded.input_digest,
     status = excluded.status, output = excluded.output, error = excluded.error,
@@ -44,7 +48,7 @@ UPDATE tasks SET status = $1, result = $2, error = $3, lease_owner = NULL,
 WHERE id = $5 RETURNING {TASK_COLS}"""
 _RETRY_TASK = f"""
 UPDATE tasks SET status = 'pending', retries = retries + 1, not_before = $1, error = $2,
-    lease_owner = NULL, lease_expires_at = NULL, updated_at = $3
+    lease_owner = NULL, lease_expires_at = NULL, updated_at = $3, retry_attempt = attempt + 1
 WHERE id = $4 RETURNING {TASK_COLS}"""
 _KINDS = frozenset(STEP_KINDS)
 

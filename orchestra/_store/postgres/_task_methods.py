@@ -61,11 +61,11 @@ class TaskMethods:
 
     async def claim_tasks(self, owner: str, *, capacity: dict[str, int], limit: int,
                           run_id: str | None = None, lease_seconds: float = 30.0,
-                          prestart: frozenset[str] = frozenset()) -> list[Task]:
+                          ) -> list[Task]:
         enc, capacity = self._enc, dict(capacity)
         return await self._submit(lambda c, now: _tasks.claim_many(
             c, enc, owner, now, run_id=run_id, capacity=capacity, limit=limit,
-            lease_seconds=lease_seconds, prestart=prestart))
+            lease_seconds=lease_seconds))
 
     async def retry_failed_tasks(self, run_id: str) -> list[Task]:
         enc = self._enc
@@ -101,8 +101,7 @@ class TaskMethods:
                                                 writes, step, now)
             nxt = await _tasks.claim_many(c, enc, claim.owner, now, run_id=claim.run_id,
                                           capacity=dict(claim.capacity), limit=claim.limit,
-                                          lease_seconds=claim.lease_seconds,
-                                          prestart=claim.prestart)
+                                          lease_seconds=claim.lease_seconds)
             return nxt
 
         return await self._submit(op)

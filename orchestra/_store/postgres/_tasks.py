@@ -64,9 +64,6 @@ UPDATE tasks SET attempt = tasks.attempt + 1, lease_owner = $1, lease_expires_at
     updated_at = $3
 FROM picked WHERE tasks.id = picked.id
 RETURNING {TASK_COLS}, tasks.position, picked.lease_owner"""
-_PRESTART = """
-INSERT INTO steps (task_id, retry, step, kind, name, input_digest, status, attempts, started_at)
-VALUES ($1, $2, 1, 'model', 'model', '', 'started', 1, $3) ON CONFLICT DO NOTHING"""
 _HEARTBEAT = (
     "UPDATE tasks SET lease_expires_at = $1, updated_at = $2 "
     "WHERE id = $3 AND status = 'running' AND lease_owner = $4 AND attempt = $5"
@@ -88,7 +85,7 @@ _FAILED_TASKS = (
 )
 _RETRY_FAILED = f"""
 UPDATE tasks SET status = 'pending', retries = retries + 1, error = NULL, not_before = 0,
-    lease_owner = NULL, lease_expires_at = NULL, updated_at = $1
+    lease_owner = NULL, lease_expires_at = NULL, updated_at = $1, retry_attempt = attempt + 1
 WHERE id = $2 RETURNING {TASK_COLS}"""
 
 
@@ -161,7 +158,7 @@ async def insert_tasks(c: asyncpg.Connection, enc: Encoder, run_id: str,
 
 async def claim(c: asyncpg.Connection, enc: Encoder, owner: str, now: float, *,
                 run_id: str | None, roles: Collection[str] | None, lease_seconds: float,
-                limit: int = 1, prestart: Collection[str] = ()) -> list[Task]:
+                limit: int = 1) -> list[Task]:
     """Lease up to ``limit`` of the oldest claimable pending tasks to ``owner``.
 
     ``SKIP LOCKED`` passes over rows another transaction is claiming right now, so
@@ -185,21 +182,19 @@ async def claim(c: asyncpg.Connection, enc: Encoder, owner: str, now: float, *,
         await append_event(c, enc, task.run_id, "task.claimed",
                            {"task": task.id, "role": task.role, "attempt": task.attempt,
                             "owner": owner}, now)
-        if task.attempt == 1 and task.role in prestart:
-            await c.execute(_PRESTART, task.id, task.retries, now)
     return tasks
 
 
 async def claim_many(c: asyncpg.Connection, enc: Encoder, owner: str, now: float, *,
                      run_id: str | None, capacity: dict[str, int], limit: int,
-                     lease_seconds: float, prestart: Collection[str] = ()) -> list[Task]:
+                     lease_seconds: float) -> list[Task]:
     """Claim up to ``limit`` tasks, at most ``capacity[role]`` per role, in one transaction."""
     free = {role: n for role, n in capacity.items() if n > 0}
     claimed: list[Task] = []
     while free and len(claimed) < limit:
         want = min(limit - len(claimed), *free.values())
         tasks = await claim(c, enc, owner, now, run_id=run_id, roles=tuple(free),
-                            lease_seconds=lease_seconds, limit=want, prestart=prestart)
+                            lease_seconds=lease_seconds, limit=want)
         for task in tasks:
             claimed.append(task)
             free[task.role] -= 1

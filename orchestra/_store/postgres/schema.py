@@ -210,7 +210,16 @@ ALTER TABLE runs ADD CONSTRAINT runs_status_check CHECK (status IN
     ('pending', 'running', 'waiting', 'completed', 'failed', 'cancelled', 'paused'));
 """
 
-MIGRATIONS: tuple[str, ...] = (V1, V2, V3)
+# v4 (issue 13): the attempt that began each task's current retry (a claim journals the
+# retry's first step; each later claim of the retry is a reissue of it). A task met
+# mid-retry takes its current attempt as that start.
+V4 = """
+ALTER TABLE tasks ADD COLUMN retry_attempt integer NOT NULL DEFAULT 1;
+UPDATE tasks SET retry_attempt = CASE WHEN status = 'pending' THEN attempt + 1 ELSE attempt END
+WHERE attempt > 0;
+"""
+
+MIGRATIONS: tuple[str, ...] = (V1, V2, V3, V4)
 """Script ``i`` (0-based) takes the schema from version ``i`` to ``i + 1``. Append only."""
 
 LATEST_VERSION = len(MIGRATIONS)
