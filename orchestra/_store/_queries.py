@@ -40,6 +40,10 @@ SELECT COALESCE(SUM(s.status = 'completed'), 0), COALESCE(SUM(s.status = 'failed
        COALESCE(SUM(s.retry > 0 AND EXISTS (SELECT 1 FROM steps p WHERE p.task_id = s.task_id
                                             AND p.retry < s.retry AND p.step = s.step)), 0)
 FROM steps s JOIN tasks t ON t.id = s.task_id WHERE t.run_id = ?"""
+# A claimed task whose retry has no first step yet has it in flight: its claim journals it.
+_FIRST_STEPS_IN_FLIGHT = """
+SELECT COUNT(*) FROM tasks t WHERE t.run_id = ? AND t.status = 'running' AND NOT EXISTS (
+    SELECT 1 FROM steps s WHERE s.task_id = t.id AND s.retry = t.retries AND s.step = 1)"""
 _APPROVAL_BY_STEP = (
     f"SELECT {_rows.APPROVAL_COLS} FROM approvals WHERE task_id = ? AND retry = ? AND step = ?"
 )
@@ -125,6 +129,7 @@ def step_counts(conn: sqlite3.Connection, run_id: str) -> dict[str, int]:
     require_run(conn, run_id)
     completed, failed, started, cancelled, reissued, retried = conn.execute(
         _STEP_COUNTS, (run_id,)).fetchone()
+    started += conn.execute(_FIRST_STEPS_IN_FLIGHT, (run_id,)).fetchone()[0]
     return {"completed": completed, "failed": failed, "started": started,
             "cancelled": cancelled, "reissued": reissued, "retried": retried}
 

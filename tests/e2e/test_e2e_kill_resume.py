@@ -49,9 +49,15 @@ ORPHAN_TMP = re.compile(r"(^|/)\.[^/]+\.[A-Za-z0-9_]+\.tmp$")
 
 
 def in_flight(db: Path) -> dict[Step, str]:
-    """Steps journaled as started but never finished (-> kind): what the kill interrupted."""
-    return {(t, r, s): kind for t, r, s, kind in query(
+    """Steps journaled as started but never finished (-> kind): what the kill interrupted.
+    A claimed task with no first step yet has it in flight (its claim journals it)."""
+    started = {(t, r, s): kind for t, r, s, kind in query(
         db, "SELECT task_id, retry, step, kind FROM steps WHERE status = 'started'")}
+    first = {(t, r, 1): "model" for t, r in query(
+        db, "SELECT id, retries FROM tasks t WHERE status = 'running' AND NOT EXISTS ("
+            "SELECT 1 FROM steps s WHERE s.task_id = t.id AND s.retry = t.retries "
+            "AND s.step = 1)")}
+    return first | started
 
 
 def kill_when(sql: str, args: tuple[object, ...], db: Path, log: Path, *,

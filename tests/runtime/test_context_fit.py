@@ -76,3 +76,20 @@ def test_a_failed_attempt_joining_a_long_clean_history_is_still_hidden() -> None
     assert [m.content for m in agent.prior("t3")] == ["task one", "done"]
     agent.history.append(Message("user", "three", agent_id="r/coder", seq=6, task_id="t4"))
     assert [m.content for m in agent.prior("t5")] == ["task one", "done", "three"]
+
+
+def test_a_committed_message_keeps_every_field_but_its_place() -> None:
+    """``committed`` builds the stored message field by field (cheaper than ``replace``):
+    a field added to ``Message`` must not be dropped there."""
+    import dataclasses
+
+    agent = AgentState("r/coder", "coder", "r")
+    sent = Message("assistant", "x", (ToolCallRecord("c1", "read", "{}"),), "c0", "n",
+                   agent_id="other", seq=99, task_id="elsewhere")
+    agent.committed("t1", [sent])
+    agent.task_done("t1")
+    assert agent.history == [dataclasses.replace(sent, agent_id="r/coder", seq=1,
+                                                 task_id="t1")]
+    assert {f.name for f in dataclasses.fields(Message)} == {
+        "role", "content", "tool_calls", "tool_call_id", "name", "agent_id", "seq", "task_id"
+    }, "a new Message field: copy it in AgentState.committed"

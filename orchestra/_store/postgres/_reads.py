@@ -49,6 +49,10 @@ SELECT COUNT(*) FILTER (WHERE s.status = 'completed'), COUNT(*) FILTER (WHERE s.
            SELECT 1 FROM steps p WHERE p.task_id = s.task_id AND p.retry < s.retry
            AND p.step = s.step))
 FROM steps s JOIN tasks t ON t.id = s.task_id WHERE t.run_id = $1"""
+# A claimed task whose retry has no first step yet has it in flight: its claim journals it.
+_FIRST_STEPS_IN_FLIGHT = """
+SELECT COUNT(*) FROM tasks t WHERE t.run_id = $1 AND t.status = 'running' AND NOT EXISTS (
+    SELECT 1 FROM steps s WHERE s.task_id = t.id AND s.retry = t.retries AND s.step = 1)"""
 _APPROVAL_BY_STEP = (
     f"SELECT {_rows.APPROVAL_COLS} FROM approvals WHERE task_id = $1 AND retry = $2 AND step = $3"
 )
@@ -158,6 +162,7 @@ async def step_counts(c: asyncpg.Connection, run_id: str) -> dict[str, int]:
     row = await c.fetchrow(_STEP_COUNTS, run_id)
     completed, failed, started, cancelled, reissued, retried = (
         tuple(row) if row is not None else (0,) * 6)
+    started += await c.fetchval(_FIRST_STEPS_IN_FLIGHT, run_id)
     return {"completed": completed, "failed": failed, "started": started,
             "cancelled": cancelled, "reissued": int(reissued), "retried": retried}
 
