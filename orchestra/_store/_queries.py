@@ -10,10 +10,11 @@ from __future__ import annotations
 import dataclasses
 import json
 import sqlite3
+from collections.abc import Sequence
 
 from orchestra._errors import NotFoundError, StoreError
 from orchestra._store import _rows
-from orchestra._types import Approval, Event, Run, Step, Task
+from orchestra._types import Approval, Event, Run, RunStatus, Step, Task
 
 _RUN = f"SELECT {_rows.RUN_COLS} FROM runs WHERE id = ?"
 # newest first; ``(created_at, id) < cursor`` is the keyset page boundary (ties broken by id)
@@ -57,6 +58,14 @@ _EVENTS = f"SELECT {_rows.EVENT_COLS} FROM events WHERE run_id = ? AND seq > ? O
 def require_run(conn: sqlite3.Connection, run_id: str) -> None:
     if conn.execute(_RUN_EXISTS, (run_id,)).fetchone() is None:
         raise NotFoundError(f"run {run_id!r} does not exist")
+
+
+_RUN_STATUSES = "SELECT id, status FROM runs WHERE id IN (SELECT value FROM json_each(?))"
+
+
+def run_statuses(conn: sqlite3.Connection, run_ids: Sequence[str]) -> dict[str, RunStatus]:
+    """The status of each of ``run_ids`` that exists (one read for many runs)."""
+    return dict(conn.execute(_RUN_STATUSES, (json.dumps(list(run_ids)),)).fetchall())
 
 
 def get_run(conn: sqlite3.Connection, run_id: str) -> Run:

@@ -177,6 +177,12 @@ class SQLiteBlackboard(TaskMethods, HistoryMethods, BoardMethods, RunCopyMethods
     async def get_run(self, run_id: str) -> Run:
         return await self._read(lambda c: _queries.get_run(c, run_id))
 
+    async def run_statuses(self, run_ids: Sequence[str]) -> dict[str, RunStatus]:
+        """The status of each of ``run_ids`` that exists, in one read (a driver watching
+        many runs for a cancel from another process)."""
+        ids = tuple(run_ids)
+        return await self._read(lambda c: _queries.run_statuses(c, ids))
+
     async def list_runs(self, *, active_only: bool = False, limit: int = 100,
                         status: RunStatus | None = None, pipeline: str | None = None,
                         before: tuple[float, str] | None = None) -> list[Run]:

@@ -26,6 +26,7 @@ from orchestra._types import (
     RunStatus,
     Task,
 )
+from orchestra.coordinator.cancel_watch import CancelWatch
 from orchestra.coordinator.execution import TaskExecutor
 from orchestra.coordinator.jobs import Jobs
 from orchestra.coordinator.owners import dead_local_owners, new_owner_id
@@ -106,6 +107,7 @@ class Coordinator:
         self.jobs = Jobs()
         self._cancelled: set[str] = set()
         self._left: set[str] = set()  # runs whose drive told the store it stopped serving
+        self._watch = CancelWatch(store, settings.cancel_poll, self._cancelled_elsewhere)
 
     def _resolve_models(self, overrides: Mapping[str, Model]) -> dict[str, Model]:
         resolved: dict[str, Model] = {}
@@ -210,16 +212,12 @@ class Coordinator:
             await self._stop_all(run_id)
             raise
         beats = asyncio.create_task(executor.heartbeat_loop(run_id))
-        clock = asyncio.get_running_loop().time
-        look_at = clock() + self.settings.cancel_poll
+        self._watch.watch(run_id)
         try:
             if moved.status in TERMINAL_RUN_STATUSES:
                 await self._stop_all(run_id)
                 return moved  # another process finished or cancelled it meanwhile
             while True:
-                if clock() >= look_at:
-                    look_at = clock() + self.settings.cancel_poll
-                    await self._notice_cancel(run_id)
                 if executor.fatal is not None:
                     await self._stop_all(run_id)
                     raise executor.fatal
@@ -241,6 +239,7 @@ class Coordinator:
             raise
         finally:
             beats.cancel()
+            self._watch.unwatch(run_id)
             if run_id not in self._left:
                 with contextlib.suppress(StoreError):  # a broken store: it just expires
                     await asyncio.shield(self._unserve(run_id))
@@ -248,15 +247,16 @@ class Coordinator:
         await self._stop_all(run_id)
         return await self.store.get_run(run_id)
 
-    async def _notice_cancel(self, run_id: str) -> None:
-        """Stop the run's running tasks here (asyncio cancellation of their model and tool
-        calls) if another process cancelled it; the store already recorded their steps
-        as cancelled and refuses any further write for them."""
-        if run_id not in self._cancelled and \
-                (await self.store.get_run(run_id)).status == "cancelled":
-            log.info("run cancelled elsewhere; stopping its tasks", run=run_id)
-            self._cancelled.add(run_id)
-            self.jobs.cancel(run_id)
+    def _cancelled_elsewhere(self, run_id: str) -> None:
+        """Another process cancelled ``run_id``: stop its running tasks here (asyncio
+        cancellation of their model and tool calls; the store already recorded their
+        steps as cancelled and refuses any further write for them) and end its drive."""
+        if run_id in self._cancelled:
+            return
+        log.info("run cancelled elsewhere; stopping its tasks", run=run_id)
+        self._cancelled.add(run_id)
+        self.jobs.cancel(run_id)
+        self.jobs.wake(run_id)
 
     def _capacity(self, finishing: str | None = None) -> tuple[dict[str, int], int]:
         """Free slots per role and in total (``finishing``: the role of a task about to end)."""

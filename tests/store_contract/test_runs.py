@@ -98,3 +98,13 @@ async def test_runs_are_listed_newest_first_in_keyset_pages_with_filters(
     assert [r.id for r in await store.list_runs(pipeline="even", active_only=True)] == [
         "r2", "r0"]
     assert [r.id for r in await store.list_runs(status="completed")] == ["r4"]
+
+
+async def test_run_statuses_reads_many_runs_at_once(store: Blackboard) -> None:
+    """What a driver watching many runs for a cancel reads: existing runs only."""
+    a = await store.create_run("p", {})
+    b = await store.create_run("p", {})
+    await store.set_run_status(b.id, "cancelled")
+    assert await store.run_statuses([a.id, b.id, "no-such-run"]) == {
+        a.id: "pending", b.id: "cancelled"}
+    assert await store.run_statuses([]) == {}

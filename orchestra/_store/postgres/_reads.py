@@ -3,6 +3,7 @@ exist raises ``NotFoundError`` instead of looking like "nothing yet"."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import asyncpg
@@ -21,6 +22,7 @@ from orchestra._types import (
     Note,
     Plan,
     Run,
+    RunStatus,
     Step,
     Task,
 )
@@ -112,6 +114,13 @@ def _t(rows: list[asyncpg.Record]) -> list[tuple[Any, ...]]:
 async def require_run(c: asyncpg.Connection, run_id: str) -> None:
     if await c.fetchval(_RUN_EXISTS, run_id) is None:
         raise NotFoundError(f"run {run_id!r} does not exist")
+
+
+_RUN_STATUSES = "SELECT id, status FROM runs WHERE id = ANY($1::text[])"
+
+
+async def run_statuses(c: asyncpg.Connection, run_ids: Sequence[str]) -> dict[str, RunStatus]:
+    return {r[0]: r[1] for r in await c.fetch(_RUN_STATUSES, list(run_ids))}
 
 
 async def get_run(c: asyncpg.Connection, run_id: str) -> Run:

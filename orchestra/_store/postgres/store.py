@@ -180,6 +180,10 @@ class PostgresBlackboard(TaskMethods, HistoryMethods, BoardMethods, RunCopyMetho
     async def get_run(self, run_id: str) -> Run:
         return await self._read(lambda c: _reads.get_run(c, run_id))
 
+    async def run_statuses(self, run_ids: Sequence[str]) -> dict[str, RunStatus]:
+        ids = tuple(run_ids)
+        return await self._read(lambda c: _reads.run_statuses(c, ids))
+
     async def list_runs(self, *, active_only: bool = False, limit: int = 100,
                         status: RunStatus | None = None, pipeline: str | None = None,
                         before: tuple[float, str] | None = None) -> list[Run]:
