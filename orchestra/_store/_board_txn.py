@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from orchestra._errors import UserError
 from orchestra._store import _rows
-from orchestra._store._codec import new_id
+from orchestra._store._codec import Encoder, new_id
 from orchestra._store._event_txn import append_event, require_run
 from orchestra._store._task_txn import insert_task
 from orchestra._store._txn import Txn
@@ -63,21 +63,32 @@ def append_messages(tx: Txn, agent_id: str, task_id: str | None,
     """
     if not messages:
         return 0
-    seq: int = tx.execute(_LAST_MESSAGE_SEQ, (agent_id,)).fetchone()[0]
+    seq = last_message_seq(tx, agent_id)
     rows = []
     for m in messages:
         seq += 1
-        if m.role not in _MESSAGE_ROLES:
-            raise UserError(f"message role must be one of {sorted(_MESSAGE_ROLES)}, got {m.role!r}")
-        field = f"message {seq} of {agent_id}"
-        calls = None
-        if m.tool_calls:
-            calls = tx.enc.json([{"id": c.id, "name": c.name, "arguments": c.arguments}
-                              for c in m.tool_calls], field + " tool_calls")
-        rows.append((agent_id, seq, task_id, m.role, tx.enc.text(m.content, field + " content"),
-                     calls, m.tool_call_id, m.name, tx.now))
+        content, calls = encode_message(tx.enc, m, f"message {seq} of {agent_id}")
+        rows.append((agent_id, seq, task_id, m.role, content, calls, m.tool_call_id, m.name,
+                     tx.now))
     tx.executemany(_INSERT_MESSAGE, rows)
     return seq
+
+
+def last_message_seq(tx: Txn, agent_id: str) -> int:
+    """The seq of the agent's last stored message (0 for none)."""
+    return int(tx.execute(_LAST_MESSAGE_SEQ, (agent_id,)).fetchone()[0])
+
+
+def encode_message(enc: Encoder, m: Message, field: str) -> tuple[str, str | None]:
+    """A message's stored content and tool calls (JSON), checked: its role is one of the
+    vocabulary's, each text within the payload limit and redacted."""
+    if m.role not in _MESSAGE_ROLES:
+        raise UserError(f"message role must be one of {sorted(_MESSAGE_ROLES)}, got {m.role!r}")
+    calls = None
+    if m.tool_calls:
+        calls = enc.json([{"id": c.id, "name": c.name, "arguments": c.arguments}
+                          for c in m.tool_calls], field + " tool_calls")
+    return enc.text(m.content, field + " content"), calls
 
 
 def record_compaction(tx: Txn, agent_id: str,

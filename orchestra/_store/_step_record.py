@@ -24,14 +24,14 @@ import sqlite3
 
 from orchestra._errors import StoreError, UserError
 from orchestra._store import _codec
+from orchestra._store._board_txn import encode_message, last_message_seq
 from orchestra._store._codec import Encoder
 from orchestra._store._journal_txn import _dedupe_reply, _is_last_reply
-from orchestra._store._task_txn import check_lease
+from orchestra._store._task_txn import Claimer, check_lease, check_new_task
 from orchestra._store._txn import Txn
 from orchestra._store.protocol import ClaimSpec, Lease, StepResult, Writes
-from orchestra._types import JSON, MESSAGE_ROLES, STEP_KINDS, AgentId, Task
+from orchestra._types import JSON, STEP_KINDS, AgentId, Task
 
-_LAST_MESSAGE_SEQ = "SELECT COALESCE(MAX(seq), 0) FROM messages WHERE agent_id = ?"
 _RUN_HAS_PENDING = "SELECT 1 FROM tasks WHERE run_id = ? AND status = 'pending' LIMIT 1"
 _APPEND = (
     "INSERT INTO step_records (run_id, task_id, agent_id, agent_role, retry, step, kind, "
@@ -40,7 +40,6 @@ _APPEND = (
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 _ALREADY_COMPLETED = "orchestra: step already completed"
-_ROLES = frozenset(MESSAGE_ROLES)
 _KINDS = frozenset(STEP_KINDS)
 
 
@@ -77,19 +76,11 @@ def complete_and_claim(tx: Txn, task_id: str, lease: Lease, result: JSON, agent_
     last_seq = 0
     rows: list[list[JSON]] = []
     if messages:
-        last_seq = tx.execute(_LAST_MESSAGE_SEQ, (agent_id,)).fetchone()[0]
+        last_seq = last_message_seq(tx, agent_id)
         for m in messages:
             last_seq += 1
-            if m.role not in _ROLES:
-                raise UserError(f"message role must be one of {sorted(_ROLES)}, "
-                                f"got {m.role!r}")
-            field = f"message {last_seq} of {agent_id}"
-            calls = None
-            if m.tool_calls:
-                calls = enc.json([{"id": c.id, "name": c.name, "arguments": c.arguments}
-                                  for c in m.tool_calls], field + " tool_calls")
-            rows.append([enc.text(m.content, field + " content"), m.role, calls,
-                         m.tool_call_id, m.name])
+            content, calls = encode_message(enc, m, f"message {last_seq} of {agent_id}")
+            rows.append([content, m.role, calls, m.tool_call_id, m.name])
     events: list[list[str]] = []
     tasks, claimed = _handoff_tasks(tx, run_id, agent_id, task_id, writes, claim, events)
     field = f"step {step.step} of task {task_id}"
@@ -132,28 +123,22 @@ def _handoff_tasks(tx: Txn, run_id: str, agent_id: str, task_id: str, writes: Wr
     if writes is None or not writes.handoffs:
         return [], []
     enc, now = tx.enc, tx.now
-    room = dict(claim.capacity) if claim is not None else {}
-    limit = claim.limit if claim is not None else 0
+    claimer = None if claim is None else Claimer(claim.owner, dict(claim.capacity),
+                                                 claim.limit, claim.lease_seconds)
     rows: list[list[JSON]] = []
     claimed: list[Task] = []
     for handoff in writes.handoffs:
         role = handoff.to_role
         handoff_id = _codec.new_id()
         note = enc.text(handoff.note, f"handoff note to {role!r}")
-        if not role:
-            raise UserError("a task needs a role, got an empty string")
-        if handoff.max_attempts < 1:
-            raise UserError(f"task for {role!r}: max_attempts must be >= 1, got "
-                            f"{handoff.max_attempts}")
+        check_new_task(role, handoff.max_attempts)
         new_task = _codec.new_id()
         cause = f"handoff:{handoff_id}"
         payload = enc.json(handoff.payload, f"handoff payload to {role!r}")
         owner: str | None = None
         attempt, lease_ends = 0, None
-        if claim is not None and limit > 0 and room.get(role, 0) > 0:
-            room[role] -= 1
-            limit -= 1
-            owner, attempt, lease_ends = claim.owner, 1, now + claim.lease_seconds
+        if claimer is not None and claimer.take(role, 0.0, now):
+            owner, attempt, lease_ends = claimer.owner, 1, now + claimer.lease_seconds
         status = "pending" if owner is None else "running"
         rows.append([new_task, role, payload, status, attempt, owner, lease_ends,
                      handoff.max_attempts, cause, note])

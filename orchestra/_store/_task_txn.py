@@ -130,6 +130,14 @@ def check_lease(tx: Txn, task_id: str, lease: Lease) -> LeaseInfo:
     return LeaseInfo(task_id, run_id, role, retries, max_attempts)
 
 
+def check_new_task(role: str, max_attempts: int) -> None:
+    """``UserError`` unless a task of ``role`` with ``max_attempts`` can be created."""
+    if not role:
+        raise UserError("a task needs a role, got an empty string")
+    if max_attempts < 1:
+        raise UserError(f"task for {role!r}: max_attempts must be >= 1, got {max_attempts}")
+
+
 def insert_task(tx: Txn, run_id: str, new: NewTask, *, parent_id: str | None = None,
                 cause: str | None = None, announce: bool = True,
                 handoff: tuple[str, str] | None = None) -> Task:
@@ -141,10 +149,7 @@ def insert_task(tx: Txn, run_id: str, new: NewTask, *, parent_id: str | None = N
     by the ``handoff.posted`` event, which names it, so it passes ``announce=False``
     and ``handoff=(from_agent, note)``: the task's row is the handoff's record.
     """
-    if not new.role:
-        raise UserError("a task needs a role, got an empty string")
-    if new.max_attempts < 1:
-        raise UserError(f"task for {new.role!r}: max_attempts must be >= 1, got {new.max_attempts}")
+    check_new_task(new.role, new.max_attempts)
     if new.key is not None:
         row = tx.execute(_BY_KEY, (run_id, new.key)).fetchone()
         if row is not None:

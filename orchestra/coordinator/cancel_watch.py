@@ -9,7 +9,6 @@ watcher per coordinator reads the status of every run it drives in one read ever
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections import Counter
 from collections.abc import Callable
 
@@ -55,5 +54,7 @@ class CancelWatch:
                 continue
             for run_id in runs:
                 if statuses.get(run_id) == "cancelled" and run_id in self._runs:
-                    with contextlib.suppress(Exception):
+                    try:
                         self.on_cancel(run_id)
+                    except Exception:  # a bug there must not stop watching the others
+                        log.exception("stopping a cancelled run failed", run=run_id)
