@@ -1,0 +1,163 @@
+"""Where S1's and S2's CPU goes, thread by thread: the profile behind the README's S1/S2 notes.
+
+    python -m benchmarks.profile_threads [--scenario S1|S2|both] [--pipelines 200] [--reps 3]
+
+Runs the orchestra side of the workload (default durability) after a warm-up and
+reads each thread's own CPU clock (``pthread_getcpuclockid``), so a thread waiting
+for the GIL, a lock or a wake-up costs nothing in its figure. Per step it reports:
+
+* the event loop's CPU (runtime, coordinator, asyncio, the fake model);
+* the store writer's CPU, split into time inside SQLite statements (its thread's CPU
+  clock around each ``execute``: SQLite runs with the GIL released) and the rest
+  (Python: building the record, encoding, the lease check, the batch loop);
+* the cyclic garbage collector's time (``gc.callbacks``);
+* the GIL bound: Python of both threads runs one at a time, so
+  ``(loop CPU + writer Python) x steps`` is a floor under S2's makespan that no
+  scheduling can beat, and ``makespan / ideal`` cannot fall below it / 0.85 s.
+
+It is measured, not a test; medians over ``--reps`` runs, each on a fresh file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import sqlite3
+import statistics
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from benchmarks import orchestra_side as side
+from benchmarks.measure import S2_LATENCY
+from benchmarks.workload import FakeModel
+from orchestra import Coordinator, SQLiteBlackboard
+from orchestra._store import _thread
+
+STEPS_PER_PIPELINE = 17
+WARMUP = 5
+
+
+class _CpuTimed:
+    """A connection whose statements add their thread-CPU time to ``spent[0]``."""
+
+    def __init__(self, conn: sqlite3.Connection, spent: list[float]) -> None:
+        self._conn = conn
+        self._spent = spent
+
+    @property
+    def in_transaction(self) -> bool:
+        return self._conn.in_transaction
+
+    def execute(self, *args: Any) -> Any:
+        start = time.thread_time()
+        try:
+            return self._conn.execute(*args)
+        finally:
+            self._spent[0] += time.thread_time() - start
+
+    def executemany(self, *args: Any) -> Any:
+        start = time.thread_time()
+        try:
+            return self._conn.executemany(*args)
+        finally:
+            self._spent[0] += time.thread_time() - start
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._conn, name)
+
+
+def _thread_cpu(name: str) -> Callable[[], float]:
+    """A reader of the CPU clock of the live thread called ``name``."""
+    [thread] = [t for t in threading.enumerate() if t.name == name]
+    assert thread.ident is not None
+    clock = time.pthread_getcpuclockid(thread.ident)
+    return lambda: time.clock_gettime(clock)
+
+
+async def _once(scenario: str, pipelines: int, db: Path) -> dict[str, float]:
+    latency = S2_LATENCY if scenario == "S2" else 0.0
+    store = await SQLiteBlackboard.open(db)
+    coord = Coordinator(store, side.pipeline(side.FakeAdapter(FakeModel(latency))),
+                        settings=side._settings())
+
+    async def run_all(n: int) -> None:
+        if scenario == "S2":
+            await asyncio.gather(*(coord.run({"i": i}) for i in range(n)))
+        else:
+            for i in range(n):
+                await coord.run({"i": i})
+
+    in_sql, in_batches = [0.0], [0.0]
+    gc_time, gc_start = [0.0], [0.0]
+    original = _thread.run_batch
+
+    def timed_batch(conn: sqlite3.Connection, ops: list[Any]) -> Any:
+        start = time.thread_time()
+        try:
+            return original(_CpuTimed(conn, in_sql), ops)  # type: ignore[arg-type]
+        finally:
+            in_batches[0] += time.thread_time() - start
+
+    def on_gc(phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            gc_start[0] = time.perf_counter()
+        else:
+            gc_time[0] += time.perf_counter() - gc_start[0]
+
+    try:
+        await run_all(WARMUP)
+        writer = _thread_cpu("orchestra-store-writer")
+        _thread.run_batch = timed_batch
+        gc.callbacks.append(on_gc)
+        writer0, loop0, wall0 = writer(), time.thread_time(), time.perf_counter()
+        await run_all(pipelines)
+        wall = time.perf_counter() - wall0
+        loop_cpu, writer_cpu = time.thread_time() - loop0, writer() - writer0
+    finally:
+        _thread.run_batch = original
+        if on_gc in gc.callbacks:
+            gc.callbacks.remove(on_gc)
+        await store.close()
+    steps = pipelines * STEPS_PER_PIPELINE
+    writer_python = writer_cpu - in_sql[0]
+    ms = 1e3 / steps
+    return {"wall ms/step": wall * ms, "loop CPU": loop_cpu * ms, "writer CPU": writer_cpu * ms,
+            "writer SQLite": in_sql[0] * ms, "writer Python": writer_python * ms,
+            "writer outside batches": (writer_cpu - in_batches[0]) * ms, "GC": gc_time[0] * ms,
+            "GIL floor": (loop_cpu + writer_python) * ms}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--scenario", choices=("S1", "S2", "both"), default="both")
+    p.add_argument("--pipelines", type=int, default=200)
+    p.add_argument("--reps", type=int, default=3)
+    args = p.parse_args()
+    if args.pipelines < 1 or args.reps < 1:
+        p.error("--pipelines and --reps must be >= 1")
+    for scenario in ("S1", "S2") if args.scenario == "both" else (args.scenario,):
+        reps: list[dict[str, float]] = []
+        for rep in range(args.reps):
+            with tempfile.TemporaryDirectory() as tmp:
+                reps.append(asyncio.run(_once(scenario, args.pipelines, Path(tmp) / f"{rep}.db")))
+        print(f"{scenario}: {args.pipelines} pipelines, ms per step, median [min-max] of "
+              f"{args.reps}")
+        for key in reps[0]:
+            values = [r[key] for r in reps]
+            print(f"  {key:24s} {statistics.median(values):6.3f} "
+                  f"[{min(values):.3f}-{max(values):.3f}]")
+        if scenario == "S2":
+            floor = statistics.median(r["GIL floor"] for r in reps)
+            wall = statistics.median(r["wall ms/step"] for r in reps)
+            ideal_ms = S2_LATENCY * 1e3 / args.pipelines  # 17 x latency over all steps
+            print(f"  makespan/ideal {wall / ideal_ms:.2f}; the GIL floor alone is "
+                  f"{floor / ideal_ms:.2f} x ideal")
+
+
+if __name__ == "__main__":
+    main()
