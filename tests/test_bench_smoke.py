@@ -83,3 +83,22 @@ def test_store_floor_replays_what_the_store_wrote(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr[-3000:]
     for label in ("today", "today, grouped", "one record", "record + grouped"):
         assert f"{label}  " in proc.stdout
+
+
+def test_profile_threads_splits_each_threads_cpu(tmp_path: Path) -> None:
+    """The thread profile runs both scenarios and its figures add up: the writer's CPU
+    is its SQLite plus its Python, and the GIL floor is the loop's plus the writer's Python."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks.profile_threads", "--pipelines", "3", "--reps", "1"],
+        cwd=REPO, capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    for scenario in ("S1", "S2"):
+        block = proc.stdout.split(f"{scenario}: ")[1]
+        figures = {line[:26].strip(): float(line[26:].split()[0])
+                   for line in block.splitlines()[1:9]}
+        assert figures["writer CPU"] > 0 and figures["loop CPU"] > 0, block
+        assert abs(figures["writer CPU"] - figures["writer SQLite"]
+                   - figures["writer Python"]) < 0.002, block
+        assert abs(figures["GIL floor"] - figures["loop CPU"] - figures["writer Python"]) < 0.002
+    assert "the GIL floor alone is" in proc.stdout
