@@ -169,7 +169,8 @@ class TaskQueue(Protocol):
     ``running`` with that owner and attempt. A task's ``key`` is unique per run:
     adding it again returns the existing task and writes nothing. ``serve_run``
     renews a process's claim to serve a run (like a lease); ``served_until`` tells
-    a served run from one with no live worker.
+    a served run from one with no live worker, in times on the caller's clock (a
+    backend on another host's clock converts its times).
     """
 
     async def add_tasks(self, run_id: str, tasks: Sequence[NewTask]) -> list[Task]: ...

@@ -140,3 +140,15 @@ async def test_served_until_sees_renewals_and_leases(store: Blackboard) -> None:
     assert until is not None and until >= before + 120
     with pytest.raises(NotFoundError):
         await store.serve_run("nope", "w", 60)
+
+
+async def test_served_until_is_on_the_callers_clock(store: Blackboard,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A host whose clock is an hour ahead of the store's still sees a run it serves
+    as served for the lease it asked for: the times come back on the caller's clock."""
+    run = await store.create_run("p", {})
+    real = time.time
+    monkeypatch.setattr(time, "time", lambda: real() + 3600)
+    await store.serve_run(run.id, "w", 60)
+    until = (await store.served_until([run.id]))[run.id]
+    assert until is not None and time.time() + 50 <= until <= time.time() + 70

@@ -9,6 +9,7 @@ time (``now``) is the database's clock, read once per transaction by the caller.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Collection, Sequence
 
 import asyncpg
@@ -255,6 +256,7 @@ SELECT r.id, GREATEST(
     COALESCE((SELECT MAX(lease_expires_at) FROM tasks t
               WHERE t.run_id = r.id AND t.status = 'running'), 0))
 FROM unnest($1::text[]) AS r(id)"""
+_DB_NOW = "SELECT extract(epoch FROM now())::float8"
 
 
 async def serve_run(c: asyncpg.Connection, run_id: str, owner: str, now: float,
@@ -270,5 +272,9 @@ async def serve_run(c: asyncpg.Connection, run_id: str, owner: str, now: float,
 
 async def served_until(c: asyncpg.Connection,
                        run_ids: Sequence[str]) -> dict[str, float | None]:
+    """When each run's last claim to be served runs out, on the CALLER's clock: the
+    times are the database's, shifted by how far it is from this host's clock, so a
+    host whose clock is off does not see live runs as unserved (or dead ones as live)."""
     rows = await c.fetch(_ALIVE_UNTIL, list(run_ids))
-    return {r[0]: (r[1] or None) for r in rows}
+    shift = time.time() - await c.fetchval(_DB_NOW)
+    return {r[0]: (r[1] + shift if r[1] else None) for r in rows}
