@@ -18,6 +18,7 @@ import sqlite3
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -34,20 +35,23 @@ _KEYS: dict[str, str] = {}  # SQL text -> its one-line label
 
 
 class _Timed:
-    """A sqlite3 connection whose execute/executemany calls are timed by statement."""
+    """A sqlite3 connection whose execute/executemany calls are timed by statement, on
+    ``clock`` (wall time by default; ``time.thread_time`` counts only the thread's CPU)."""
 
-    def __init__(self, conn: sqlite3.Connection, stats: dict[str, list[float]]) -> None:
+    def __init__(self, conn: sqlite3.Connection, stats: dict[str, list[float]],
+                 clock: Callable[[], float] = time.perf_counter) -> None:
         self._conn = conn
         self._stats = stats
+        self._clock = clock
 
     @property
     def in_transaction(self) -> bool:
         return self._conn.in_transaction
 
     def _timed(self, name: str, sql: str, *args: Any) -> Any:
-        start = time.perf_counter()
+        start = self._clock()
         out = getattr(self._conn, name)(sql, *args)
-        elapsed = time.perf_counter() - start  # before the bookkeeping below
+        elapsed = self._clock() - start  # before the bookkeeping below
         key = _KEYS.get(sql)
         if key is None:
             key = _KEYS[sql] = re.sub(r"\s+", " ", sql).strip()[:90]

@@ -28,47 +28,20 @@ import statistics
 import tempfile
 import threading
 import time
+from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from benchmarks import orchestra_side as side
 from benchmarks.measure import S2_LATENCY
+from benchmarks.profile_step import _Timed
 from benchmarks.workload import FakeModel
 from orchestra import Coordinator, SQLiteBlackboard
 from orchestra._store import _thread
 
 STEPS_PER_PIPELINE = 17
 WARMUP = 5
-
-
-class _CpuTimed:
-    """A connection whose statements add their thread-CPU time to ``spent[0]``."""
-
-    def __init__(self, conn: sqlite3.Connection, spent: list[float]) -> None:
-        self._conn = conn
-        self._spent = spent
-
-    @property
-    def in_transaction(self) -> bool:
-        return self._conn.in_transaction
-
-    def execute(self, *args: Any) -> Any:
-        start = time.thread_time()
-        try:
-            return self._conn.execute(*args)
-        finally:
-            self._spent[0] += time.thread_time() - start
-
-    def executemany(self, *args: Any) -> Any:
-        start = time.thread_time()
-        try:
-            return self._conn.executemany(*args)
-        finally:
-            self._spent[0] += time.thread_time() - start
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._conn, name)
 
 
 def _thread_cpu(name: str) -> Callable[[], float]:
@@ -92,14 +65,16 @@ async def _once(scenario: str, pipelines: int, db: Path) -> dict[str, float]:
             for i in range(n):
                 await coord.run({"i": i})
 
-    in_sql, in_batches = [0.0], [0.0]
+    statements: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
+    in_batches = [0.0]
     gc_time, gc_start = [0.0], [0.0]
     original = _thread.run_batch
 
     def timed_batch(conn: sqlite3.Connection, ops: list[Any]) -> Any:
         start = time.thread_time()
         try:
-            return original(_CpuTimed(conn, in_sql), ops)  # type: ignore[arg-type]
+            return original(_Timed(conn, statements, time.thread_time),  # type: ignore[arg-type]
+                            ops)
         finally:
             in_batches[0] += time.thread_time() - start
 
@@ -124,10 +99,11 @@ async def _once(scenario: str, pipelines: int, db: Path) -> dict[str, float]:
             gc.callbacks.remove(on_gc)
         await store.close()
     steps = pipelines * STEPS_PER_PIPELINE
-    writer_python = writer_cpu - in_sql[0]
+    in_sql = sum(spent for _, spent in statements.values())
+    writer_python = writer_cpu - in_sql
     ms = 1e3 / steps
     return {"wall ms/step": wall * ms, "loop CPU": loop_cpu * ms, "writer CPU": writer_cpu * ms,
-            "writer SQLite": in_sql[0] * ms, "writer Python": writer_python * ms,
+            "writer SQLite": in_sql * ms, "writer Python": writer_python * ms,
             "writer outside batches": (writer_cpu - in_batches[0]) * ms, "GC": gc_time[0] * ms,
             "GIL floor": (loop_cpu + writer_python) * ms}
 

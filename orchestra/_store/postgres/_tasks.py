@@ -254,9 +254,9 @@ _ALIVE_UNTIL = """
 SELECT r.id, GREATEST(
     COALESCE((SELECT MAX(expires_at) FROM run_servers s WHERE s.run_id = r.id), 0),
     COALESCE((SELECT MAX(lease_expires_at) FROM tasks t
-              WHERE t.run_id = r.id AND t.status = 'running'), 0))
+              WHERE t.run_id = r.id AND t.status = 'running'), 0)),
+    extract(epoch FROM now())::float8
 FROM unnest($1::text[]) AS r(id)"""
-_DB_NOW = "SELECT extract(epoch FROM now())::float8"
 _SAME_CLOCK = 1.0  # seconds: clocks closer than this are taken as one (leases are longer)
 
 
@@ -277,7 +277,11 @@ async def served_until(c: asyncpg.Connection,
     times are the database's, shifted by how far it is from this host's clock, so a
     host whose clock is off does not see live runs as unserved (or dead ones as live)."""
     rows = await c.fetch(_ALIVE_UNTIL, list(run_ids))
-    shift = time.time() - await c.fetchval(_DB_NOW)
-    if abs(shift) < _SAME_CLOCK:
-        shift = 0.0  # the round trip's own delay: the times stay exactly the stored ones
-    return {r[0]: (r[1] + shift if r[1] else None) for r in rows}
+    here = time.time()
+    served: dict[str, float | None] = {}
+    for run_id, until, db_now in rows:
+        shift = here - db_now
+        if abs(shift) < _SAME_CLOCK:
+            shift = 0.0  # the round trip's own delay: the times stay exactly the stored ones
+        served[run_id] = until + shift if until else None
+    return served
