@@ -97,5 +97,31 @@ class DeterminismError(OrchestraError):
 
 
 class ModelRetry(OrchestraError):
-    """Raised by a tool to tell the model what to fix; it is fed back as the tool result."""
+    """Raised by a tool to tell the model what to fix; it is fed back as the tool result.
 
+    Raised by a role's ``check_output``, it sends the answer back; ``data`` (JSON-able:
+    a test score, the rejected files) is journaled with the rejection, and later checks
+    of the same task attempt see it in ``ctx.rejections`` (to keep the best answer).
+    """
+
+    def __init__(self, message: str = "", *, data: object = None) -> None:
+        super().__init__(message)
+        self.data = data
+
+
+class OutputError(ValueError):
+    """The reply could not be turned into the role's output; the text is fed back.
+
+    ``brief`` is the problem in one short line, without the schema the feedback may
+    carry: what an error message or a fresh restart quotes.
+    """
+
+    def __init__(self, message: str, *, brief: str | None = None) -> None:
+        super().__init__(message)
+        self.brief = one_line(brief or message)
+
+
+def one_line(text: str, limit: int = 240) -> str:
+    """``text`` on one line (whitespace collapsed), cut to ``limit`` characters."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."

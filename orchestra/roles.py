@@ -25,6 +25,7 @@ import pydantic
 from typing_extensions import TypeVar
 
 from orchestra._errors import RoleDefinitionError
+from orchestra.answers import AnswerFormat
 from orchestra.compaction import CompactionPolicy, KeepAll
 from orchestra.models.base import Model, ModelSettings, OutputSchema
 from orchestra.tools import Tool, ToolContext
@@ -50,6 +51,9 @@ class Role(Generic[In, Out]):
     """System prompt; defaults to the class docstring."""
     output: ClassVar[type[pydantic.BaseModel] | type[str]] = str
     """Type of the final answer: a pydantic model (validated JSON) or ``str``."""
+    answer: ClassVar[AnswerFormat | None] = None
+    """How the final answer is written when it is not JSON: ``FileBlocks(...)`` (files as
+    fenced blocks) or ``EditBlocks(...)`` (search/replace edits); sets ``output``."""
     input: ClassVar[type[pydantic.BaseModel] | None] = None
     """Pydantic model of this role's task input: handoffs and tasks posted to the role are
     validated against it when posted (a bad payload fails the posting task, naming the field)."""
@@ -94,6 +98,17 @@ class Role(Generic[In, Out]):
             doc = cls.__dict__.get("__doc__")
             cls.instructions = inspect.cleandoc(doc) if doc else ""
         _apply_generic_args(cls)
+        fmt = cls.__dict__.get("answer")
+        if fmt is not None:
+            if not isinstance(fmt, AnswerFormat):
+                raise RoleDefinitionError(role, "answer", f"{fmt!r} is not an answer format "
+                                          "(e.g. FileBlocks(paths=...) from orchestra.answers)")
+            if "output" not in cls.__dict__:
+                cls.output = fmt.output
+            elif cls.output is not fmt.output:
+                raise RoleDefinitionError(role, "output", f"{cls.output!r} differs from what "
+                                          f"its answer format gives ({fmt.output.__name__}); "
+                                          "leave output unset")
         if not cls.instructions.strip():
             raise RoleDefinitionError(role, "instructions", "missing: write the system prompt "
                                       "as the class docstring or set `instructions`")
@@ -131,13 +146,29 @@ class Role(Generic[In, Out]):
         return tool.needs_approval or tool.name in type(self).needs_approval
 
     def output_schema(self) -> OutputSchema | None:
-        return _output_schema(type(self).output)
+        fmt = type(self).answer
+        return fmt.schema() if fmt is not None else _output_schema(type(self).output)
 
-    async def check_output(self, ctx: ToolContext, output: Any) -> None:
+    def system_prompt(self) -> str:
+        """The instructions, with how to write the answer (the same for every task)."""
+        fmt = type(self).answer
+        return type(self).instructions + (fmt.instructions() if fmt is not None else "")
+
+    def task_message(self, task_input: Any) -> str:
+        """The task as the model reads it: ``render_task`` and what its answer holds."""
+        fmt = type(self).answer
+        text = self.render_task(task_input)
+        return text + fmt.task_note(task_input) if fmt is not None else text
+
+    async def check_output(self, ctx: ToolContext, output: Any) -> Any:
         """Override to verify a final answer; raise ``ModelRetry`` to send it back.
 
-        Runs as a journaled step, so a check with side effects is not repeated on resume.
+        Return None to accept ``output`` as it is, or an output of the same type to accept
+        that instead (an answer amended with a real test report, or the best of the
+        answers sent back before: ``ctx.rejections``). Runs as a journaled step, so a
+        check with side effects is not repeated on resume, and what it returned replays.
         """
+        return None
 
     def render_task(self, task_input: Any) -> str:
         """The user message for a task; override to shape how work is presented."""

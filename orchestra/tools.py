@@ -33,6 +33,14 @@ POST_CHECK: ContextVar[Callable[[NewHandoff, str], Any] | None] = ContextVar(
 
 
 @dataclass(slots=True)
+class Rejection:
+    """An answer ``check_output`` sent back: what was said, and the ``data`` it kept."""
+
+    problem: str
+    data: Any = None
+
+
+@dataclass(slots=True)
 class ToolContext:
     """What a running tool may know and do.
 
@@ -50,6 +58,8 @@ class ToolContext:
     board: Blackboard
     writes: Writes = field(default_factory=Writes)
     task_input: Any = None
+    rejections: tuple[Rejection, ...] = ()
+    """In ``check_output``: this task attempt's earlier answers the check sent back."""
 
     def post_note(self, body: str, *tags: str) -> None:
         self.writes.notes.append(NewNote(body=body, tags=tuple(tags)))

@@ -8,6 +8,7 @@ adapter behaves the same.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import json
 import os
@@ -27,6 +28,7 @@ from orchestra.models._http import (
     classify_sdk_error,
     load_key,
 )
+from orchestra.models._stream import StreamError, fold_chunks, sse_chunks
 from orchestra.models.base import ModelRequest, ModelResponse
 
 if TYPE_CHECKING:
@@ -59,6 +61,10 @@ def is_official_openai(base_url: str) -> bool:
     return (urlsplit(base_url).hostname or "").lower() == "api.openai.com"
 
 
+class _Silence(Exception):
+    """A streamed answer went silent for longer than the timeout."""
+
+
 class _FormatRejected(Exception):
     """The server refused the ``response_format`` we sent (handled by degrading it)."""
 
@@ -78,6 +84,12 @@ class OpenAIModel:
     ``context_tokens`` is the served model's context window, when known: the
     runtime compacts requests to fit it.
 
+    ``stream`` (default: on for every server but OpenAI's own) streams the answer:
+    ``timeout`` then limits *silence* (no token for that long), not the answer's
+    length, so a slow local model writing a long file is never cut off by it. After a
+    timeout the retry asks for half the ``max_tokens`` (never the identical long
+    request again).
+
     The key comes from ``api_key``, else ``OPENAI_API_KEY`` for OpenAI's API (or a
     base URL taken from ``OPENAI_BASE_URL``), else ``OPENAI_COMPATIBLE_API_KEY`` for
     other servers, which also work without one.
@@ -88,7 +100,8 @@ class OpenAIModel:
     def __init__(self, model: str, *, base_url: str | None = None, api_key: str | None = None,
                  max_retries: int = 4, timeout: float = 120.0,
                  json_schema_mode: JSONSchemaMode = "auto", name: str | None = None,
-                 backoff: Backoff | None = None, context_tokens: int | None = None) -> None:
+                 backoff: Backoff | None = None, context_tokens: int | None = None,
+                 stream: bool | None = None) -> None:
         if not model:
             raise UserError("OpenAIModel needs a model name, e.g. OpenAIModel('gpt-4.1-mini')")
         if json_schema_mode not in ("auto", "json_schema", "json_object", "none"):
@@ -108,6 +121,7 @@ class OpenAIModel:
         self.__api_key = key or _DUMMY_KEY
         self.max_retries = max_retries
         self.timeout = timeout
+        self.stream = (not self.official) if stream is None else stream
         self.context_tokens = context_tokens
         self.json_schema_mode: JSONSchemaMode = json_schema_mode
         self.backoff = backoff or Backoff()
@@ -128,12 +142,19 @@ class OpenAIModel:
     async def request(self, request: ModelRequest) -> ModelResponse:
         """Send one chat-completions call, retrying transient failures."""
         check_allowed(self.name)
+        timeouts = [0]  # this call's timed-out attempts: each retry asks for less
+
+        def classify(exc: Exception) -> Failure | None:
+            failure = self._classify(exc, request)
+            if isinstance(exc, (_Silence, self._sdk.APITimeoutError)):
+                timeouts[0] += 1
+            return failure
+
         while True:
             mode = self._format_mode(request)
             try:
                 return await call_with_retries(
-                    functools.partial(self._attempt, request, mode),
-                    lambda exc: self._classify(exc, request),
+                    functools.partial(self._shrunk_attempt, request, mode, timeouts), classify,
                     max_retries=self.max_retries, backoff=self.backoff, model=self.name)
             except _FormatRejected:
                 self._degraded = _DEGRADE[mode]
@@ -172,23 +193,64 @@ class OpenAIModel:
         body = chat_body(request, mode=mode, max_tokens_field=(
             "max_completion_tokens" if self.official else "max_tokens"), strict=self.official)
         try:
-            completion = await (await self._sdk_client()).chat.completions.create(
-                model=self.model, timeout=self._timeout(request), **body)
+            if self.stream:
+                data = await self._streamed(body, self._timeout(request))
+            else:
+                completion = await (await self._sdk_client()).chat.completions.create(
+                    model=self.model, timeout=self._timeout(request), **body)
+                data = (completion.model_dump() if hasattr(completion, "model_dump")
+                        else completion)
         except self._sdk.BadRequestError as exc:
             if mode != "none" and _rejects_format(exc.body, exc.message):
                 raise _FormatRejected from None
             raise
-        data = completion.model_dump() if hasattr(completion, "model_dump") else completion
         try:
             return chat_response(data, model=self.model)
         except ShapeError as exc:
             raise self._endpoint.bad_shape(str(exc)) from None
 
+    async def _shrunk_attempt(self, request: ModelRequest, mode: ResponseFormatMode,
+                              timeouts: list[int]) -> ModelResponse:
+        return await self._attempt(_shrunk(request, timeouts[0]), mode)
+
+    async def _streamed(self, body: dict[str, Any], seconds: float) -> Any:
+        """One streamed call folded into a response body (a server that answers with
+        plain JSON despite ``stream`` is read as such)."""
+        client = await self._sdk_client()
+        async with client.chat.completions.with_streaming_response.create(
+                model=self.model, timeout=seconds, stream=True,
+                stream_options={"include_usage": True}, **body) as response:
+            try:
+                if "text/event-stream" not in response.headers.get("content-type", ""):
+                    return json.loads(await response.read())
+                return fold_chunks([c async for c in sse_chunks(response.iter_lines())])
+            except Exception as exc:  # the SDK maps errors of the send, not of the body
+                names = {k.__name__ for k in type(exc).__mro__}
+                if "TimeoutException" in names:
+                    raise _Silence from None
+                if "TransportError" in names:  # the server closed mid-answer
+                    raise StreamError(f"the stream broke off ({type(exc).__name__})") from None
+                raise
+
     def _timeout(self, request: ModelRequest) -> float:
         return request.settings.timeout or self.timeout
 
     def _classify(self, exc: Exception, request: ModelRequest) -> Failure | None:
+        if isinstance(exc, StreamError):
+            return self._endpoint.malformed(exc)
+        if isinstance(exc, _Silence):
+            return self._endpoint.timed_out(self._timeout(request))
         return classify_sdk_error(self._sdk, self._endpoint, exc, self._timeout(request))
+
+
+def _shrunk(request: ModelRequest, timeouts: int) -> ModelRequest:
+    """``request`` after ``timeouts`` timed-out attempts: half the ``max_tokens`` each
+    time (at least 256), so a retry is never the same long request again."""
+    cap = request.settings.max_tokens
+    if not timeouts or cap is None:
+        return request
+    settings = dataclasses.replace(request.settings, max_tokens=max(256, cap >> timeouts))
+    return dataclasses.replace(request, settings=settings)
 
 
 def _rejects_format(body: object, message: str) -> bool:

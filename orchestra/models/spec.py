@@ -40,7 +40,8 @@ SPEC_FORMS = (
     "openai-compatible:http://h/v1#m?timeout=600",
 )
 OPTIONS: dict[str, str] = {
-    "timeout": "seconds one request may take (HTTP providers; default 120)",
+    "timeout": "seconds without a token before a request is abandoned (HTTP providers; "
+               "default 120; streamed answers may take longer in all)",
     "context": "the model's context window in tokens: requests are compacted to fit it",
     "n_ctx": "gguf only: the context the model is loaded with (default 4096; also 'context')",
     "structured": "how a structured answer is constrained: json_schema, json_object or none",

@@ -15,28 +15,13 @@ from typing import Any
 
 import pydantic
 
+from orchestra._errors import OutputError, one_line
 from orchestra.models.base import ToolCall
+
+__all__ = ["OutputError", "one_line", "parse_output", "recover_text_tool_calls"]
 
 _FENCE = re.compile(r"```(?:json|JSON|python)?\s*\n?(.*?)```", re.DOTALL)
 _TAGGED = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL)
-
-
-class OutputError(ValueError):
-    """The reply could not be turned into the role's output; the text is fed back.
-
-    ``brief`` is the problem in one short line, without the schema the feedback may
-    carry: what an error message or a fresh restart quotes.
-    """
-
-    def __init__(self, message: str, *, brief: str | None = None) -> None:
-        super().__init__(message)
-        self.brief = one_line(brief or message)
-
-
-def one_line(text: str, limit: int = 240) -> str:
-    """``text`` on one line (whitespace collapsed), cut to ``limit`` characters."""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
 def _json_candidates(text: str) -> list[str]:

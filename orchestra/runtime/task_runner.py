@@ -36,7 +36,7 @@ from orchestra.runtime.retry_sampling import retry_settings
 from orchestra.runtime.tool_calls import ApprovalWait, ToolRunner
 from orchestra.runtime.turns import MAX_REPLY_CHARS as MAX_REPLY_CHARS
 from orchestra.runtime.turns import Turns, reply_outcome, system_message
-from orchestra.tools import Tool, ToolContext
+from orchestra.tools import Rejection, Tool, ToolContext
 
 log = get_logger("orchestra.runtime")
 
@@ -109,8 +109,9 @@ class TaskRunner:
                 outcome = await self._answer(st, record, problem, uncommitted)
                 if outcome is not None:
                     return outcome
-            if st.failures > cls.output_retries:
-                return await self._fail(f"no usable answer after {st.failures} tries "
+            if st.failures + len(st.rejections) > cls.output_retries:
+                return await self._fail(f"no usable answer after "
+                                        f"{st.failures + len(st.rejections)} tries "
                                         f"(output_retries={cls.output_retries}); the last "
                                         f"problem: {st.last_problem}", st.pending, st.journal)
             if st.failures >= FRESH_AFTER:
@@ -132,10 +133,10 @@ class TaskRunner:
         journal = Journal(self.store, self.task, self.lease, self.agent.agent_id, recorded,
                           on_commit=self._on_commit)
         # name="task" marks the task input, so replay keys can be task-local
-        pinned = Message("user", self.role.render_task(self.task.input), name="task",
+        pinned = Message("user", self.role.task_message(self.task.input), name="task",
                          task_id=self.task.id)
         return Turns(journal=journal, task_id=self.task.id,
-                     system=system_message(cls.instructions), pinned=pinned,
+                     system=system_message(self.role.system_prompt()), pinned=pinned,
                      schemas=tuple([t.schema() for t in self.tools.values()]),
                      output_schema=self.role.output_schema(),
                      task_msgs=[pinned], pending=[pinned])
@@ -164,7 +165,7 @@ class TaskRunner:
             settings=self.settings, context=self._context, pinned=st.pinned),
             st.schemas, st.output_schema, retry_settings(
                 self.settings, task_id=self.task.id, retries=self.task.retries,
-                failures=st.failures))
+                failures=st.failures + len(st.rejections)))
 
     async def _model_step(self, st: Turns, request: ModelRequest
                           ) -> tuple[dict[str, Any], Message, PendingStep | None]:
@@ -238,7 +239,9 @@ class TaskRunner:
     async def _answer(self, st: Turns, record: dict[str, Any], problem: str,
                       uncommitted: PendingStep | None) -> TaskOutcome | None:
         """A reply without tool calls: complete the task with it if it is a usable
-        (and checked) answer; else count a failure and tell the model what is wrong."""
+        (and checked) answer; else tell the model what is wrong. An unusable reply counts
+        a failure (a few in a row start the task afresh); a usable answer the check sends
+        back is a rejection: the model sees why in full, the exchange stays in view."""
         brief = ""
         if not problem:
             try:
@@ -249,10 +252,14 @@ class TaskRunner:
                 if not self.checks_output:  # the model step commits with the task
                     return await self._complete(result, st.pending, st.journal, uncommitted)
                 await st.journal.commit(uncommitted)
-                uncommitted = None
-                problem = await self._check(st.journal, result)
-                if not problem:
-                    return await self._complete(result, st.pending, st.journal, None)
+                rejection, accepted = await self._check(st, result)
+                if rejection is None:
+                    return await self._complete(accepted, st.pending, st.journal, None)
+                st.rejections.append(rejection)
+                st.failures = 0
+                st.last_problem = one_line(rejection.problem)
+                st.say(rejection.problem)
+                return None
         await st.journal.commit(uncommitted)
         st.failures += 1
         st.last_problem = brief or one_line(problem)
@@ -260,27 +267,39 @@ class TaskRunner:
             st.say(problem)
         return None
 
-    async def _check(self, journal: Journal, result: Any) -> str:
-        """Run the role's ``check_output`` as a journaled step; '' when it passes."""
-        if not self.checks_output:
-            return ""
+    async def _check(self, st: Turns, result: Any) -> tuple[Rejection | None, Any]:
+        """Run the role's ``check_output`` as a journaled step: (None, the accepted
+        output) when it passes, else (the rejection, None)."""
+        journal = st.journal
         n = journal.reserve()
         ctx = ToolContext(run_id=self.task.run_id, task_id=self.task.id,
                           agent_id=self.agent.agent_id, role=self.task.role, step=n,
                           idempotency_key=keys.idempotency_key(self.task, n),
-                          board=self.store, task_input=self.task.input)
+                          board=self.store, task_input=self.task.input,
+                          rejections=tuple(st.rejections))
 
         async def check() -> Outcome:
             try:
-                await self.role.check_output(ctx, result)
+                amended = await self.role.check_output(ctx, result)
             except ModelRetry as exc:
-                return Outcome({"problem": str(exc)})
-            return Outcome({"problem": ""})
+                return Outcome({"problem": str(exc), "data": exc.data})
+            if amended is None:
+                return Outcome({"problem": ""})
+            return Outcome({"problem": "", "output": _serialize_output(amended)})
 
         out = await journal.run(n, "tool", "check_output", "", check)
-        return str(out["problem"])
+        if out["problem"]:
+            return Rejection(str(out["problem"]), out.get("data")), None
+        if "output" not in out:
+            return None, result
+        output = type(self.role).output  # an amended answer, rebuilt alike on replay
+        return None, (out["output"] if output is str
+                      else output.model_validate(out["output"]))  # type: ignore[union-attr]
 
     def _final(self, text: str, truncated: bool) -> Any:
+        fmt = type(self.role).answer
+        if fmt is not None:
+            return fmt.parse(text, truncated=truncated, task_input=self.task.input)
         out = type(self.role).output
         if out is str:
             if not text.strip():

@@ -13,6 +13,7 @@ from orchestra.models.base import ModelResponse, OutputSchema, ToolCall, ToolSch
 from orchestra.runtime.agent_state import FEEDBACK
 from orchestra.runtime.journal import Journal, Outcome
 from orchestra.runtime.tool_calls import ToolRunner
+from orchestra.tools import Rejection
 
 MAX_REPLY_CHARS = 200_000
 
@@ -65,6 +66,9 @@ class Turns:
     pending: list[Message]
     """Messages not stored yet: they commit with the next step."""
     failures: int = 0
+    """Unusable replies in a row (a fresh start follows a few)."""
+    rejections: list[Rejection] = field(default_factory=list)
+    """Usable answers that ``check_output`` sent back in this attempt, in order."""
     last_problem: str = ""
     restart: int | None = None
     """Set after repeated failures: the view starts here, afresh."""

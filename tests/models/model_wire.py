@@ -27,6 +27,9 @@ class Reply:
     body: Any = None
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
+    events: list[tuple[float, Any]] | None = None
+    """A streamed reply instead: (seconds to wait, chunk) pairs sent as server-sent
+    events (``data: <json>``), then ``data: [DONE]``."""
 
 
 @dataclass
@@ -59,6 +62,9 @@ class WireServer:
                         500, {"error": {"message": "test script exhausted"}})
                 if reply.delay:
                     time.sleep(reply.delay)
+                if reply.events is not None:
+                    self._stream(reply)
+                    return
                 data = reply.body if isinstance(reply.body, bytes) else json.dumps(
                     reply.body).encode()
                 try:
@@ -71,6 +77,21 @@ class WireServer:
                     self.wfile.write(data)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (timeout test)
+
+            def _stream(self, reply: Reply) -> None:
+                try:
+                    self.send_response(reply.status)
+                    self.send_header("content-type", "text/event-stream")
+                    self.send_header("connection", "close")
+                    self.end_headers()
+                    for wait, chunk in [*(reply.events or []), (0.0, "[DONE]")]:
+                        time.sleep(wait)
+                        text = chunk if isinstance(chunk, str) else json.dumps(chunk)
+                        self.wfile.write(f"data: {text}\n\n".encode())
+                        self.wfile.flush()
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+                self.close_connection = True
 
             def log_message(self, *args: object) -> None:
                 pass

@@ -1,0 +1,99 @@
+"""Streamed chat completions: chunks fold into one response, the timeout is a limit on
+silence (not on length), and a timed-out call is never resent unchanged."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from model_wire import SECRET, Reply, WireServer
+
+from orchestra._errors import ModelAPIError
+from orchestra._types import Message
+from orchestra.models._chat_format import chat_response
+from orchestra.models._http import Backoff
+from orchestra.models._stream import fold_chunks
+from orchestra.models.base import ModelRequest, ModelSettings
+from orchestra.models.openai import OpenAIModel
+
+
+def chunk(content: str | None = None, *, finish: str | None = None, **extra: Any
+          ) -> dict[str, Any]:
+    delta: dict[str, Any] = {} if content is None else {"content": content}
+    return {"id": "c1", "model": "served-m", "object": "chat.completion.chunk",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], **extra}
+
+
+def ask(max_tokens: int | None = None) -> ModelRequest:
+    return ModelRequest((Message("system", "be brief"), Message("user", "hi")),
+                        settings=ModelSettings(max_tokens=max_tokens))
+
+
+def local(wire: WireServer, backoff: Backoff, **kw: Any) -> OpenAIModel:
+    return OpenAIModel("m1", base_url=f"{wire.url}/v1", api_key=SECRET, backoff=backoff, **kw)
+
+
+async def test_a_streamed_answer_is_folded_with_usage_and_timings(
+        wire: WireServer, backoff: Backoff) -> None:
+    usage = {"prompt_tokens": 30, "completion_tokens": 3, "total_tokens": 33}
+    wire.add(Reply(events=[(0, chunk("Hel")), (0, chunk("lo")), (0, chunk(finish="stop")),
+                           (0, {"id": "c1", "choices": [], "usage": usage,
+                                "timings": {"prompt_n": 4, "cache_n": 26}})]))
+    response = await local(wire, backoff).request(ask(100))
+    assert (response.text, response.finish_reason) == ("Hello", "stop")
+    assert (response.usage.input_tokens, response.usage.output_tokens) == (30, 3)
+    sent = wire.last
+    assert sent["stream"] is True and sent["stream_options"] == {"include_usage": True}
+
+
+def test_tool_call_deltas_fold_into_whole_calls() -> None:
+    parts = [
+        {"choices": [{"index": 0, "delta": {"tool_calls": [
+            {"index": 0, "id": "call_a", "function": {"name": "write_file", "arguments": ""}}]}}]},
+        {"choices": [{"index": 0, "delta": {"tool_calls": [
+            {"index": 0, "function": {"arguments": '{"path": '}}]}}]},
+        {"choices": [{"index": 0, "delta": {"tool_calls": [
+            {"index": 0, "function": {"arguments": '"a.py"}'}}]}, "finish_reason": "tool_calls"}]},
+    ]
+    response = chat_response(fold_chunks(parts), model="m")
+    assert [(c.id, c.name, c.arguments) for c in response.tool_calls] == [
+        ("call_a", "write_file", '{"path": "a.py"}')]
+    assert response.finish_reason == "tool_calls"
+
+
+async def test_a_slow_but_steady_stream_outlives_the_timeout(
+        wire: WireServer, backoff: Backoff) -> None:
+    # 8 chunks 0.1 s apart: 0.8 s in all, never 0.5 s of silence
+    wire.add(Reply(events=[(0.1, chunk("x")) for _ in range(8)]
+                   + [(0.1, chunk(finish="stop"))]))
+    response = await local(wire, backoff, timeout=0.5, max_retries=0).request(ask())
+    assert response.text == "x" * 8
+
+
+async def test_silence_times_out_and_the_retry_asks_for_less(
+        wire: WireServer, backoff: Backoff) -> None:
+    wire.add(Reply(events=[(0, chunk("a")), (1.0, chunk("b"))]),
+             Reply(events=[(0, chunk("short")), (0, chunk(finish="stop"))]))
+    response = await local(wire, backoff, timeout=0.3, max_retries=1).request(ask(2000))
+    assert response.text == "short"
+    assert [r.body["max_tokens"] for r in wire.received] == [2000, 1000]
+
+
+async def test_silence_past_the_retries_names_the_timeout(
+        wire: WireServer, backoff: Backoff) -> None:
+    wire.add(Reply(events=[(1.0, chunk("late"))]))
+    with pytest.raises(ModelAPIError, match=r"no answer within 0.3 s") as info:
+        await local(wire, backoff, timeout=0.3, max_retries=0).request(ask(800))
+    assert info.value.retryable
+
+
+async def test_an_error_event_mid_stream_is_a_model_error(
+        wire: WireServer, backoff: Backoff) -> None:
+    wire.add(Reply(events=[(0, chunk("a")), (0, {"error": {"message": "slot died"}})]))
+    with pytest.raises(ModelAPIError, match="slot died"):
+        await local(wire, backoff, max_retries=0).request(ask())
+
+
+async def test_official_openai_is_not_streamed_by_default() -> None:
+    assert OpenAIModel("gpt-4.1-mini", api_key=SECRET).stream is False
+    assert OpenAIModel("m", base_url="http://127.0.0.1:1/v1").stream is True
