@@ -141,3 +141,137 @@ def python_problem(path: str, text: str) -> str:
                     "(f\"{'x'}\") or compute the value on its own line first")
         return f"not valid Python (line {exc.lineno}: {exc.msg}{shown}{hint})"
     return ""
+
+
+_SIGNATURE = re.compile(
+    r"^\s*(?:def\s+|class\s+)?([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)?)\s*(\((.*)\))?")
+
+
+def _params(sig: str) -> list[str] | None:
+    """The parameter names of ``name(a, b: int = 1, *args)`` (None when unparseable)."""
+    try:
+        tree = ast.parse(f"def _f({sig}): pass")
+    except SyntaxError:
+        return None
+    fn = tree.body[0]
+    assert isinstance(fn, ast.FunctionDef)
+    return [a.arg for a in [*fn.args.posonlyargs, *fn.args.args]]
+
+
+def _top_level(tree: ast.Module) -> dict[str, ast.AST]:
+    names: dict[str, ast.AST] = {}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names[node.name] = node
+        elif isinstance(node, ast.Assign):
+            names.update({t.id: node for t in node.targets if isinstance(t, ast.Name)})
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update({(a.asname or a.name).split(".")[0]: node for a in node.names})
+    return names
+
+
+def api_problem(path: str, text: str, public_api: Sequence[str]) -> str:
+    """Why ``text`` does not provide the public names the plan gives, at module top level
+    and with their parameters ('' when it does). ``Class.method(x)`` asks for a class with
+    that method; a signature that does not parse is checked by name only."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return ""  # python_problem reports it
+    top = _top_level(tree)
+    for entry in public_api:
+        m = _SIGNATURE.match(entry)
+        if not m:
+            continue
+        name, params = m.group(1), _params(m.group(3)) if m.group(2) else None
+        owner, _, member = name.partition(".")
+        node = top.get(owner)
+        if node is None:
+            nested = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef))
+                      and n.name == owner]
+            where = " (you defined it inside another definition)" if nested else ""
+            return (f"{path} has no top-level {owner!r}{where}: the plan's public API is "
+                    f"{'; '.join(public_api)}. Define each of them at module level, with "
+                    "exactly these names")
+        if member:
+            if isinstance(node, ast.ClassDef):
+                methods = {n.name: n for n in node.body if isinstance(n, (ast.FunctionDef,
+                                                                          ast.AsyncFunctionDef))}
+                if member not in methods:
+                    return f"class {owner} in {path} has no method {member!r} (the plan: {entry})"
+                node, params = methods[member], (["self", *params] if params is not None
+                                                 and params[:1] != ["self"] else params)
+            else:
+                continue
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and params is not None:
+            have = [a.arg for a in [*node.args.posonlyargs, *node.args.args]]
+            required = len(have) - len(node.args.defaults)
+            if not (required <= len(params) <= len(have) or node.args.vararg):
+                return (f"{name} in {path} takes ({', '.join(have)}), but the plan says "
+                        f"{entry}: give it exactly those parameters")
+    return ""
+
+
+_QUOTED = re.compile(r"`(\"(?:[^\"\\`]|\\.)*\"|'(?:[^'\\`]|\\.)*')`")
+
+
+def spec_section(spec: str, path: str) -> str:
+    """The part of a markdown spec about ``path``: from the heading that names it to the
+    next heading of the same or a higher level; the whole spec when no heading names it."""
+    lines = spec.split("\n")
+    stem = PurePosixPath(path).stem
+    for i, line in enumerate(lines):
+        level = len(line) - len(line.lstrip("#"))
+        if level and (path in line or re.search(rf"\b{re.escape(stem)}\b", line)) and level > 1:
+            end = next((j for j in range(i + 1, len(lines))
+                        if 0 < len(lines[j]) - len(lines[j].lstrip("#")) <= level), len(lines))
+            return "\n".join(lines[i:end])
+    return spec
+
+
+def spec_examples(spec: str) -> list[str]:
+    """The string values a spec gives in backticks (``"MCMXCIV"``), as Python would read
+    them: the examples a test of the spec must assert, in order, without repeats."""
+    found: list[str] = []
+    for literal in _QUOTED.findall(spec):
+        try:
+            value = ast.literal_eval(literal)
+        except (ValueError, SyntaxError):
+            continue
+        if isinstance(value, str) and value.strip() and value not in found:
+            found.append(value)
+    return found
+
+
+def missing_examples(tests: str, examples: Sequence[str]) -> list[str]:
+    """The ``examples`` that no string literal of the test file holds."""
+    try:
+        tree = ast.parse(tests)
+    except SyntaxError:
+        return []
+    literals = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant)
+                and isinstance(n.value, str)}
+    return [e for e in examples if e not in literals and not any(e in lit for lit in literals)]
+
+
+def dotted(path: str) -> str:
+    """``kata/roman.py`` as the module name tests import: ``kata.roman``."""
+    return ".".join(PurePosixPath(path).with_suffix("").parts)
+
+
+def imports_module(tests: str, module_path: str) -> bool:
+    """True when the test file imports the module (``import a.b`` / ``from a.b import``)."""
+    try:
+        tree = ast.parse(tests)
+    except SyntaxError:
+        return False
+    name = dotted(module_path)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == name:
+            return True
+        if isinstance(node, ast.ImportFrom) and node.module and name.startswith(
+                node.module + ".") and any(a.name == name.rsplit(".", 1)[-1] for a in node.names):
+            return True
+        if isinstance(node, ast.Import) and any(a.name == name for a in node.names):
+            return True
+    return False

@@ -1,9 +1,12 @@
-"""The software pipeline: architect plans, coders build, reviewers judge, in rounds.
+"""The software pipeline: the architect plans; per module the tester writes tests from
+the spec, the coder writes the code until those tests pass (or its rounds run out),
+and the reviewer judges, sending the fix to whichever of the two is wrong.
 
 Routes turn each role's output into the next work, atomically with the task's
-completion: the plan fans out into one coder task per module; a coder's result
-becomes a review task; a rejected review goes back to the coder with its
-comments, up to ``max_rounds`` rounds, after which the module is marked failed
+completion: the plan fans out into one tester task per module (modules another one
+builds on first); the tests become a coder task; the code, with its real test
+report, a review task; a rejected review goes back to the coder or the tester with
+its comments, up to ``max_rounds`` rounds, after which the module is marked failed
 (with the reason) instead of looping forever.
 
 Run input: ``{"spec": str, "workspace": str, "max_rounds": int, "model": spec|None}``.
@@ -14,7 +17,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from agents.roles import Architect, Coder, CodeResult, ProjectPlan, Review, Reviewer
+from agents.checks import dotted, spec_section
+from agents.roles import Architect, CodeAnswer, ProjectPlan, Review, TestsAnswer
+from agents.team import Coder, Reviewer, Tester
 from agents.workspace import Workspace
 from orchestra import NewHandoff, NewNote, NewTask, Pipeline, Task, UserError, fan_out
 from orchestra.store import Writes
@@ -23,36 +28,74 @@ PIPELINE_REF = "agents.pipeline:build_pipeline"
 DEFAULT_MAX_ROUNDS = 3
 
 
+def _uses(plan: ProjectPlan, spec: str) -> dict[str, list[str]]:
+    """For each module, the plan's other modules it builds on: those the architect
+    listed, and those its part of the spec names (by path or import name)."""
+    paths = [m.path for m in plan.modules]
+    out: dict[str, list[str]] = {}
+    for m in plan.modules:
+        section = spec_section(spec, m.path) if spec else ""
+        named = {p for p in paths if p != m.path and section is not spec and (
+            p in section or dotted(p) in section)}
+        out[m.path] = [p for p in paths if p != m.path and (p in m.uses or p in named)]
+    return out
+
+
+def _ordered(paths: list[str], uses: dict[str, list[str]]) -> list[str]:
+    """``paths`` with every module after the ones it builds on (plan order otherwise;
+    a cycle keeps plan order)."""
+    done: list[str] = []
+
+    def visit(p: str, stack: tuple[str, ...]) -> None:
+        if p in done or p in stack:
+            return
+        for q in uses.get(p, []):
+            visit(q, (*stack, p))
+        done.append(p)
+
+    for p in paths:
+        visit(p, ())
+    return done
+
+
 def _plan_route(plan: ProjectPlan, task: Task, writes: Writes) -> None:
+    spec = str(task.input.get("spec") or "")
     writes.plans.append(plan.model_dump(mode="json"))
     for d in plan.decisions:
         writes.notes.append(NewNote(f"{d.decision} — because {d.reason}", ("decision",)))
+    by_path = {m.path: m.model_dump(mode="json") for m in plan.modules}
+    uses = _uses(plan, spec)
     fan_out(
-        writes,
-        "coder",
-        ({"module": m.model_dump(mode="json"), "round": 1, "spec": task.input.get("spec")}
-         for m in plan.modules),
-        note="implement this module and its tests",
-        key=lambda item: f"code:{item['module']['path']}:1",
-    )
+        writes, "tester",
+        ({"module": {**by_path[path], "uses": uses[path]}, "round": 1, "spec": spec,
+          "uses": [by_path[p] for p in uses[path]]}
+         for path in _ordered(list(by_path), uses)),
+        note="write this module's tests from the spec",
+        key=lambda item: f"tests:{item['module']['path']}:1")
 
 
-def _code_route(result: CodeResult, task: Task, writes: Writes) -> None:
-    payload = {
-        "module": task.input["module"],
-        "round": task.input["round"],
-        "files": result.written(task.input),
-        "summary": result.summary,
-        "spec": task.input.get("spec"),
-    }
-    writes.handoffs.append(
-        NewHandoff(
-            "reviewer",
-            payload,
-            note=f"round {payload['round']}: please review",
-            key=f"review:{task.input['module']['path']}:{payload['round']}",
-        )
-    )
+def _tests_route(result: TestsAnswer, task: Task, writes: Writes) -> None:
+    rnd = int(task.input["round"])
+    path = task.input["module"]["path"]
+    payload = {k: task.input[k] for k in ("module", "spec", "uses") if k in task.input}
+    payload["round"] = rnd
+    if rnd > 1:  # the tests were wrong: the code is tried again against the new ones
+        payload["current"] = task.input.get("code", "")
+        payload["comments"] = ["The tests were corrected (the reviewer found them wrong "
+                               "against the spec); make sure the module passes them."]
+    writes.handoffs.append(NewHandoff("coder", payload, note="implement this module",
+                                      key=f"code:{path}:{rnd}"))
+
+
+def _code_route(result: CodeAnswer, task: Task, writes: Writes) -> None:
+    module = task.input["module"]
+    rnd = int(task.input["round"])
+    writes.handoffs.append(NewHandoff("reviewer", {
+        "module": module, "round": rnd, "spec": task.input.get("spec"),
+        "uses": task.input.get("uses", []), "code": result.files.get(module["path"], ""),
+        "tests": result.tests, "report": result.report, "summary": result.text[:500],
+        "history": result.history},
+        note=f"round {rnd}: please review", key=f"review:{module['path']}:{rnd}"))
 
 
 def _review_route(max_rounds: int) -> Any:
@@ -62,24 +105,26 @@ def _review_route(max_rounds: int) -> Any:
         if review.approved:
             writes.notes.append(NewNote(f"approved {path} in round {rnd}", ("approval", path)))
             writes.events.append(("module.approved", {"module": path, "round": rnd}))
-        elif rnd >= max_rounds:
+            return
+        if rnd >= max_rounds:
             reason = "; ".join(review.comments) or "no reason given"
             writes.notes.append(
-                NewNote(f"{path} failed after {rnd} review rounds: {reason}", ("failed", path))
-            )
+                NewNote(f"{path} failed after {rnd} review rounds: {reason}", ("failed", path)))
             writes.events.append(
-                ("module.failed", {"module": path, "rounds": rnd, "reason": reason[:500]})
-            )
+                ("module.failed", {"module": path, "rounds": rnd, "reason": reason[:500]}))
+            return
+        base = {"module": module, "round": rnd + 1, "spec": task.input.get("spec"),
+                "uses": task.input.get("uses", []), "comments": review.comments,
+                "report": task.input.get("report")}
+        if review.fix == "tests":
+            writes.handoffs.append(NewHandoff(
+                "tester", {**base, "tests": task.input.get("tests", ""),
+                           "code": task.input.get("code", "")},
+                note=f"round {rnd}: the tests are wrong", key=f"tests:{path}:{rnd + 1}"))
         else:
-            writes.handoffs.append(
-                NewHandoff(
-                    "coder",
-                    {"module": module, "round": rnd + 1, "comments": review.comments,
-                     "spec": task.input.get("spec")},
-                    note=f"changes requested in round {rnd}",
-                    key=f"code:{path}:{rnd + 1}",
-                )
-            )
+            writes.handoffs.append(NewHandoff(
+                "coder", {**base, "current": task.input.get("code", "")},
+                note=f"changes requested in round {rnd}", key=f"code:{path}:{rnd + 1}"))
 
     return route
 
@@ -92,7 +137,7 @@ def build_pipeline(run_input: Any) -> Pipeline:
     max_rounds = int(run_input.get("max_rounds") or DEFAULT_MAX_ROUNDS)
     return Pipeline(
         "software",
-        roles=[Architect(workspace), Coder(workspace), Reviewer(workspace)],
+        roles=[Architect(workspace), Tester(workspace), Coder(workspace), Reviewer(workspace)],
         # the files there are now, in the task's input: a small model otherwise keeps
         # reading the path it is to create (seen: read_file of the spec's module, thrice)
         start=lambda inp: [NewTask("architect", {"spec": inp["spec"],
@@ -100,6 +145,7 @@ def build_pipeline(run_input: Any) -> Pipeline:
                                    key="plan")],
         routes={
             "architect": _plan_route,
+            "tester": _tests_route,
             "coder": _code_route,
             "reviewer": _review_route(max_rounds),
         },

@@ -1,6 +1,7 @@
 """What a finished run of the stock pipeline did, told from its board: the modules the
-architect planned, which were approved (in which round), and each problem a reviewer
-caught with the coder's fix. ``orchestra demo`` prints it after the run."""
+architect planned, which were approved (in which round), each failure the coder's own
+test runs caught (and the fix), and what reviewers sent back. ``orchestra demo`` prints
+it after the run."""
 
 from __future__ import annotations
 
@@ -36,16 +37,18 @@ async def run_story(store: Board, run_id: str) -> list[str]:
         missing = [m for m in modules if m not in approved]
         if missing:
             lines.append("not approved: " + ", ".join(missing))
-    handoffs = await store.get_handoffs(run_id)
-    for h in handoffs:
-        comments = h.payload.get("comments") if isinstance(h.payload, dict) else None
-        if h.to_role != "coder" or not comments:
-            continue
-        path, rnd = _module_path(h.payload), h.payload.get("round")
-        lines.append(f"the reviewer caught in {path} (round {int(rnd or 2) - 1}): "
-                     f"{_short(str(comments[0]))}")
-        fix = next((f for f in handoffs if f.to_role == "reviewer" and isinstance(f.payload, dict)
-                    and _module_path(f.payload) == path and f.payload.get("round") == rnd), None)
-        if fix is not None and fix.payload.get("summary"):
-            lines.append(f"  fixed in round {rnd}: {_short(str(fix.payload['summary']))}")
+    for h in await store.get_handoffs(run_id):
+        payload = h.payload if isinstance(h.payload, dict) else {}
+        if h.to_role == "reviewer" and payload.get("history"):
+            path, rnd = _module_path(payload), payload.get("round")
+            for earlier in payload["history"]:
+                failed = str(earlier.get("failed") or "a failing test")
+                lines.append(f"its own tests caught in {path} (round {rnd}): {_short(failed)}")
+            if payload.get("report", {}).get("passed") and payload.get("summary"):
+                lines.append(f"  fixed: {_short(str(payload['summary']))}")
+        comments = payload.get("comments")
+        if h.to_role in ("coder", "tester") and comments:
+            path, rnd = _module_path(payload), payload.get("round")
+            lines.append(f"the reviewer sent {path} back to the {h.to_role} (round "
+                         f"{int(rnd or 2) - 1}): {_short(str(comments[0]))}")
     return lines

@@ -47,8 +47,10 @@ PathsOf = Callable[[Any], Sequence[str]]
 class AnswerFormat(Protocol):
     """How a role's final answer is written (``instructions``) and read (``parse``)."""
 
-    output: type[pydantic.BaseModel]
-    """The pydantic model ``parse`` returns (the role's ``output``)."""
+    @property
+    def output(self) -> type[pydantic.BaseModel]:
+        """The pydantic model ``parse`` returns (the role's ``output``)."""
+        ...
 
     def instructions(self) -> str:
         """How to write the answer; appended to the role's system prompt (the same for
@@ -256,8 +258,10 @@ class FileBlocks:
     """Whole files as fenced blocks labelled with their paths (new files).
 
     ``paths`` gives the files a task writes (from its input); all of them must be in
-    the answer unless ``partial``. ``langs`` are the fence languages an unlabelled
-    block may have to count as a file (a ```` ```bash ```` example does not).
+    the answer unless ``partial``. ``output`` may be a subclass of :class:`Files` with
+    more fields (with defaults), which a role's ``check_output`` can fill. ``langs``
+    are the fence languages an unlabelled block may have to count as a file (a
+    ```` ```bash ```` example does not).
     """
 
     paths: PathsOf
@@ -280,7 +284,11 @@ class FileBlocks:
     def _allowed(self, task_input: Any) -> list[str]:
         return [_normal(p) for p in self.paths(task_input)]
 
-    def parse(self, text: str, *, truncated: bool, task_input: Any) -> Files:
+    def __post_init__(self) -> None:
+        if not (isinstance(self.output, type) and issubclass(self.output, Files)):
+            raise TypeError(f"FileBlocks(output={self.output!r}): give Files or a subclass")
+
+    def parse(self, text: str, *, truncated: bool, task_input: Any) -> pydantic.BaseModel:
         allowed = self._allowed(task_input)
         files, found = _assign(text, truncated, allowed, set(self.langs))
         missing = [p for p in allowed if p not in files]
@@ -291,7 +299,7 @@ class FileBlocks:
                 f"Your answer has no code block for {', '.join(missing)}. "
                 + _format_example("the complete file" + ("s" if len(missing) > 1 else "")),
                 brief=f"no code block for {', '.join(missing)}")
-        return Files(files=files, text=_prose(text, found))
+        return self.output.model_validate({"files": files, "text": _prose(text, found)})
 
 
 _EDIT = re.compile(

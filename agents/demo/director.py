@@ -1,9 +1,9 @@
 """The scripted model behind ``orchestra demo``: replies decided from each request.
 
-It plays architect, coder and reviewer for the bundled ``textkit`` spec. Files are
-really written by the tools and tests really run; the reviewer's verdict follows
-the real test result, so the deliberately buggy first version of ``wrap`` is
-caught by pytest, sent back with a concrete comment, and fixed in round 2.
+It plays architect, tester, coder and reviewer for the bundled ``textkit`` spec.
+Files are really written and tests really run; the deliberately buggy first version
+of ``wrap`` is caught by the coder's own test run, whose failures come back as its
+next turn, and fixed; the reviewer's verdict follows the real test result.
 
 The shipped ``session.jsonl`` is this director's traffic recorded with
 :class:`orchestra.models.record.RecordingModel` (``python -m agents.demo.record``);
@@ -17,7 +17,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from orchestra import FunctionModel, ModelRequest, ModelResponse, reply, tool_call
+from orchestra import FunctionModel, ModelRequest, ModelResponse, reply
 
 DEMO_DIR = Path(__file__).parent
 SESSION = DEMO_DIR / "session.jsonl"
@@ -34,19 +34,21 @@ def spec_text() -> str:
     return (DEMO_DIR / "spec.md").read_text()
 
 
-def _task_view(request: ModelRequest) -> tuple[str, Any, list[Any]]:
-    """(role, task input, messages after the task input) of a request."""
+def _task_view(request: ModelRequest) -> tuple[str, str, list[Any]]:
+    """(role, the module path the task is about ('' for the plan), messages after the
+    task) of a request."""
     system = request.messages[0].content
-    role = (
-        "architect"
-        if "architect" in system.split(".")[0]
-        else "reviewer"
-        if system.startswith("You review")
-        else "coder"
-    )
+    role = next((r for r, opening in _OPENINGS if system.startswith(opening)), "coder")
     start = max(i for i, m in enumerate(request.messages) if m.name == "task")
-    task = json.loads(request.messages[start].content)
-    return role, task, list(request.messages[start + 1 :])
+    task = request.messages[start].content
+    brief = task.split("# Your task", 1)[-1]
+    path = next((m["path"] for k, m in modules().items() if k != "init"
+                 and m["path"] in brief), "")
+    return role, path, list(request.messages[start + 1:])
+
+
+_OPENINGS = (("architect", "You are the architect"), ("tester", "You write the pytest"),
+             ("reviewer", "You review one"), ("coder", "You are a careful"))
 
 
 def _by_path(path: str) -> dict[str, Any]:
@@ -81,64 +83,44 @@ def _architect() -> ModelResponse:
     return reply(json.dumps(plan))
 
 
-def _coder(task: dict[str, Any], after: list[Any]) -> ModelResponse:
-    mod = _by_path(task["module"]["path"])
-    rnd = int(task.get("round", 1))
-    tool_results = [m for m in after if m.role == "tool"]
-    if not tool_results:
-        code = mod.get("buggy_code") if rnd == 1 and "buggy_code" in mod else mod["code"]
-        calls = [
-            tool_call("write_file", {"path": mod["path"], "content": code}, id="w1"),
-            tool_call("write_file", {"path": mod["test_path"], "content": mod["tests"]}, id="w2"),
-        ]
-        if mod["path"].endswith("slugify.py"):
-            calls.append(
-                tool_call(
-                    "write_file",
-                    {
-                        "path": "textkit/__init__.py",
-                        "content": '"""textkit: small, dependency-free text utilities.\n\n'
-                        "Import from the modules: textkit.slugify, textkit.wrap, "
-                        'textkit.stats."""\n',
-                    },
-                    id="w3",
-                )
-            )
-        return reply("", *calls)
-    if rnd > 1 and not any(m.name == "run_tests" for m in tool_results):
-        return reply("", tool_call("run_tests", {"path": mod["test_path"]}, id="t1"))
-    summary = mod.get("fix_note") if rnd > 1 else f"implemented {mod['path']} with tests"
-    files = [mod["path"], mod["test_path"]]
-    return reply(json.dumps({"module": mod["path"], "module_code": "", "test_code": "",
-                             "summary": summary, "files": files}))
+def _fenced(path: str, text: str) -> str:
+    return f"{path}\n```python\n{text.rstrip()}\n```\n"
 
 
-def _reviewer(task: dict[str, Any], after: list[Any]) -> ModelResponse:
-    mod = _by_path(task["module"]["path"])
-    results = {m.name: m.content for m in after if m.role == "tool"}
-    if "run_tests" not in results:
-        return reply(
-            "",
-            tool_call("run_tests", {"path": mod["test_path"]}, id="t1"),
-            tool_call("read_file", {"path": mod["path"]}, id="r1"),
-        )
-    passed = json.loads(results["run_tests"]).get("passed", False)
-    if passed:
-        verdict = {"module": mod["path"], "approved": True, "comments": []}
-    else:
-        comment = mod.get("review_comment") or "the tests fail; see the test output"
-        verdict = {"module": mod["path"], "approved": False, "comments": [comment]}
+def _tester(path: str) -> ModelResponse:
+    mod = _by_path(path)
+    return reply(f"The tests of {path}, from the spec:\n\n" + _fenced(mod["test_path"],
+                                                                      mod["tests"]))
+
+
+def _coder(path: str, after: list[Any]) -> ModelResponse:
+    mod = _by_path(path)
+    told = [m for m in after if m.role == "user" and "ran against your module" in m.content]
+    if not told and "buggy_code" in mod:
+        return reply(f"Here is {path}:\n\n" + _fenced(path, mod["buggy_code"]))
+    note = mod.get("fix_note") if told else f"implemented {path}"
+    return reply(f"{note}\n\n" + _fenced(path, mod["code"]))
+
+
+def _reviewer(path: str, request: ModelRequest) -> ModelResponse:
+    task = next(m.content for m in reversed(request.messages) if m.name == "task")
+    passed = "# The real test run: all pass" in task
+    comment = _by_path(path).get("review_comment") or "the tests fail; see the test output"
+    verdict = {"module": path, "approved": passed, "fix": "code",
+               "comments": [] if passed else [comment]}
     return reply(json.dumps(verdict))
 
 
 def direct(request: ModelRequest) -> ModelResponse:
     """One scripted reply for ``request``."""
-    role, task, after = _task_view(request)
+    role, path, after = _task_view(request)
     if role == "architect":
         return _architect()
+    if role == "tester":
+        return _tester(path)
     if role == "coder":
-        return _coder(task, after)
-    return _reviewer(task, after)
+        return _coder(path, after)
+    return _reviewer(path, request)
 
 
 def director_model() -> FunctionModel:

@@ -1,0 +1,207 @@
+"""The tester, the coder and the reviewer of the software pipeline.
+
+AgentCoder's split, for models small and large: the tester writes a module's tests
+from the spec alone (never from the code), with every example the spec states; the
+coder writes the module as a fenced file, and its own task runs those tests for real
+and gives the failures back as its next turn, keeping the best answer when its test
+rounds run out; the reviewer gets the code, the tests and the real report, and says
+which one is wrong against the spec when they disagree.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from agents.briefs import coder_brief, report_tail, reviewer_brief, tester_brief
+from agents.checks import (
+    api_problem,
+    code_problem,
+    dotted,
+    imports_module,
+    missing_examples,
+    spec_examples,
+    spec_section,
+)
+from agents.roles import CodeAnswer, Review, TestsAnswer, WorkspaceRole
+from agents.workspace import WorkspaceError
+from orchestra import ModelRetry, ModelSettings, SlidingWindow, ToolContext
+from orchestra.answers import FileBlocks
+
+__all__ = ["Coder", "Reviewer", "Tester"]
+
+
+def _module(task_input: Any) -> dict[str, Any]:
+    module = task_input.get("module") if isinstance(task_input, dict) else None
+    return module if isinstance(module, dict) else {}
+
+
+def _module_path(task_input: Any) -> list[str]:
+    return [str(_module(task_input).get("path", ""))]
+
+
+def _test_path(task_input: Any) -> list[str]:
+    return [str(_module(task_input).get("test_path", ""))]
+
+
+def _summary(report: dict[str, Any]) -> dict[str, Any]:
+    """What a report says, kept small enough to travel in handoffs and the journal."""
+    return {k: report.get(k) for k in ("passed", "tests_passed", "tests_failed",
+                                       "tests_errors", "timed_out")} | {
+        "output": report_tail(report)}
+
+
+def _first_failure(report: dict[str, Any]) -> str:
+    """The first ``FAILED``/``ERROR`` line of a pytest report ('' when none)."""
+    for line in str(report.get("output", "")).splitlines():
+        if line.startswith(("FAILED ", "ERROR ")):
+            return line[:300]
+    return ""
+
+
+def _score(report: dict[str, Any]) -> list[int]:
+    passed = int(report.get("tests_passed") or 0)
+    return [passed, passed + int(report.get("tests_failed") or 0)
+            + int(report.get("tests_errors") or 0)]
+
+
+class Tester(WorkspaceRole):
+    """You write the pytest tests of one Python module from its spec alone: you never see
+    the module's code. Test exactly what the spec states: every example it gives, as an
+    assert with the spec's own input and expected value, and every error it says is
+    raised (with pytest.raises). Do not invent expected values the spec does not give:
+    a wrong test is worse than none. Import the module's names as the task says. Keep
+    the tests short and plain: one test function per rule."""
+
+    name = "tester"
+    answer = FileBlocks(paths=_test_path, output=TestsAnswer)
+    settings = ModelSettings(max_tokens=1500)
+    compaction = SlidingWindow(last=12)
+    output_retries = 4
+    concurrency = 1
+
+    def render_task(self, task_input: Any) -> str:
+        return tester_brief(task_input)
+
+    async def check_output(self, ctx: ToolContext, output: Any) -> None:
+        """A test file that imports the module and asserts every example the spec
+        gives for it; then it is written to the workspace."""
+        module = _module(ctx.task_input)
+        path, test_path = str(module.get("path")), str(module.get("test_path"))
+        text = output.files[test_path]
+        problem = code_problem(test_path, text, tests=True)
+        if problem:
+            raise ModelRetry(f"Your test file is {problem}. Reply with it fixed, complete.")
+        if not imports_module(text, path):
+            raise ModelRetry(f"Your tests do not import the module: write "
+                             f"`from {dotted(path)} import ...` at the top, then test it.")
+        spec = str((ctx.task_input or {}).get("spec") or "")
+        missing = missing_examples(text, spec_examples(spec_section(spec, path)))
+        if missing:
+            shown = ", ".join(repr(m) for m in missing[:8])
+            raise ModelRetry(f"Your tests leave out examples the spec states: {shown}. Add "
+                             "a test that asserts each example exactly as the spec gives it, "
+                             "and reply with the complete file.")
+        await self.workspace.write_file(test_path, text)
+
+
+class Coder(WorkspaceRole):
+    """You are a careful Python developer. You write one module of a project exactly as
+    the spec and the plan describe it: every public function or class at module level,
+    with the names and parameters given, and the exact values and errors the spec
+    states. Use only the standard library. When you are told that tests fail, find the
+    cause in your code and fix it; where a test contradicts the spec, follow the spec."""
+
+    name = "coder"
+    answer = FileBlocks(paths=_module_path, output=CodeAnswer)
+    settings = ModelSettings(max_tokens=2000)
+    compaction = SlidingWindow(last=12)
+    output_retries = 5
+    concurrency = 1
+    test_rounds: ClassVar[int] = 3
+    """Answers whose tests run within one task; the best of them is kept."""
+
+    def render_task(self, task_input: Any) -> str:
+        return coder_brief(task_input)
+
+    async def check_output(self, ctx: ToolContext, output: Any) -> Any:
+        """Writes the module, runs its tests for real and sends failures back while
+        test rounds remain; then keeps the answer that passed the most tests.
+
+        A journaled step: the writes are whole files of recorded answers, so a step
+        re-run after a crash writes the same bytes."""
+        module = _module(ctx.task_input)
+        path, test_path = str(module.get("path")), str(module.get("test_path"))
+        code = output.files[path]
+        problem = (code_problem(path, code, tests=False)
+                   or api_problem(path, code, module.get("public_api") or []))
+        if problem:
+            raise ModelRetry(f"Your module is not usable yet: {problem}. Reply with the "
+                             f"complete corrected file in one fenced block labelled {path}.")
+        await self.workspace.write_file(path, code)
+        try:
+            tests = await self.workspace.read_file(test_path)
+        except WorkspaceError:
+            return output.model_copy(update={"report": {"passed": None, "output":
+                                                        "no tests exist for this module"}})
+        report = _summary(await self.tests(test_path))
+        earlier = [r.data for r in ctx.rejections
+                   if isinstance(r.data, dict) and "score" in r.data]
+        mine = {"score": _score(report), "files": output.files, "text": output.text,
+                "report": report}
+        history = [{"score": d["score"], "failed": _first_failure(d["report"])}
+                   for d in earlier]
+        if report["passed"]:
+            return output.model_copy(update={"report": report, "tests": tests,
+                                             "history": history})
+        if len(earlier) + 1 < type(self).test_rounds:
+            passed, total = mine["score"]
+            raise ModelRetry(
+                f"The tests in {test_path} ran against your module: {passed} of {total} "
+                f"passed. The end of pytest's report:\n{report['output']}\n\nFind the cause "
+                f"in {path} and fix it (where a test contradicts the spec, follow the spec). "
+                f"Reply with the complete corrected file in one fenced block labelled {path}.",
+                data=mine)
+        best = max([*earlier, mine], key=lambda d: d["score"][0])  # the first of equals
+        if best is not mine:
+            await self.workspace.write_file(path, best["files"][path])
+        return CodeAnswer(files=best["files"], text=best["text"], report=best["report"],
+                          tests=tests, history=[*history,
+                              {"score": mine["score"], "failed": _first_failure(report)}])
+
+
+class Reviewer(WorkspaceRole):
+    """You review one Python module against its spec. You get the spec, the module's
+    code, its tests and the real pytest report. Approve only if the tests pass and the
+    code does what the spec says. Otherwise say which one is wrong against the spec:
+    the code ("fix": "code") or the tests ("fix": "tests", for instance a test that
+    expects a value the spec does not give), with concrete comments: what is wrong,
+    where, and how to fix it. Reply with a JSON object: module, approved, fix,
+    comments."""
+
+    name = "reviewer"
+    output = Review
+    settings = ModelSettings(max_tokens=800)
+    compaction = SlidingWindow(last=12)
+    concurrency = 1
+
+    def render_task(self, task_input: Any) -> str:
+        return reviewer_brief(task_input)
+
+    async def check_output(self, ctx: ToolContext, output: Any) -> None:
+        """An approval must be backed by a real passing test run; a rejection must say
+        what to change (the next role gets nothing else to act on)."""
+        if not output.approved:
+            if not any(c.strip() for c in output.comments):
+                raise ModelRetry("You requested changes without saying which: give concrete "
+                                 "comments (what fails, where, how to fix), or approve.")
+            return
+        test_path = _module(ctx.task_input).get("test_path")
+        try:
+            result = await self.tests(test_path if isinstance(test_path, str) else None)
+        except WorkspaceError as exc:  # e.g. the test file was never written
+            raise ModelRetry(f"You approved, but the tests cannot run: {exc}. Request "
+                             "changes instead, with concrete comments.") from None
+        if not result["passed"]:
+            raise ModelRetry("You approved, but the tests fail:\n" + report_tail(result)
+                             + "\nRequest changes instead: say whether the code or the "
+                             "tests are wrong against the spec, with concrete comments.")
