@@ -82,9 +82,10 @@ class Tester(WorkspaceRole):
     def render_task(self, task_input: Any) -> str:
         return tester_brief(task_input)
 
-    async def check_output(self, ctx: ToolContext, output: Any) -> None:
+    async def check_output(self, ctx: ToolContext, output: Any) -> Any:
         """A test file that imports the module and asserts every example the spec
-        gives for it; then it is written to the workspace."""
+        gives for it; then it is written to the workspace (and the answer returned, so
+        the journal holds every file a check wrote)."""
         module = _module(ctx.task_input)
         path, test_path = str(module.get("path")), str(module.get("test_path"))
         text = output.files[test_path]
@@ -102,6 +103,7 @@ class Tester(WorkspaceRole):
                              "a test that asserts each example exactly as the spec gives it, "
                              "and reply with the complete file.")
         await self.workspace.write_file(test_path, text)
+        return output
 
 
 class Coder(WorkspaceRole):

@@ -150,14 +150,17 @@ def blocks(text: str) -> list[Block]:
         close = re.compile(rf"^[ \t]{{0,3}}{re.escape(fence[0])}{{{len(fence)},}}[ \t]*$",
                            re.MULTILINE).search(text, body_start)
         body = text[body_start:close.start() if close else len(text)]
+        start = m.start()
         if not label:
             label = _label_before(text, m.start())
+            if label:  # the label line belongs to the block, not to the prose
+                start = text.rfind("\n", 0, max(0, m.start() - 1)) + 1
         first = body.split("\n", 1)[0]
         comment = _COMMENT_LABEL.match(first)
         if comment and not label:
             label = comment.group(1)
         out.append(Block(label, lang, body.rstrip("\n") + "\n" if body.strip() else "",
-                         close is not None, m.start(), close.end() if close else len(text)))
+                         close is not None, start, close.end() if close else len(text)))
         if close is None:
             return out
         pos = close.end()

@@ -164,7 +164,9 @@ class TaskRunner:
             view.messages, fixed=messages, tools=st.schemas, output=st.output_schema,
             settings=self.settings, context=self._context, pinned=st.pinned),
             st.schemas, st.output_schema, retry_settings(
-                self.settings, task_id=self.task.id, retries=self.task.retries,
+                # by the task's key when it has one: the same task of another run of the
+                # pipeline samples alike, so a recorded session replays there too
+                self.settings, task_id=self.task.key or self.task.id, retries=self.task.retries,
                 failures=st.failures + len(st.rejections)))
 
     async def _model_step(self, st: Turns, request: ModelRequest

@@ -277,13 +277,13 @@ def test_board_notes_search(inputs: Path, reference: Reference) -> None:
     everything, wrap, because, approved, nonsense = [json.loads(r.stdout) for r in results[:-1]]
     assert all(set(d) == {"notes"} for d in (everything, wrap, because, approved, nonsense))
     assert len(everything["notes"]) == 6
-    assert [n["body"] for n in wrap["notes"]] == ["approved textkit/wrap.py in round 2"]
+    assert [n["body"] for n in wrap["notes"]] == ["approved textkit/wrap.py in round 1"]
     assert len(because["notes"]) == 3
     assert all("decision" in n["tags"] for n in because["notes"])
     assert len(approved["notes"]) == 3  # every word must match
     assert nonsense["notes"] == []  # FTS syntax in the words is not parsed, nor an error
     assert results[-1].stdout.strip().splitlines() == [
-        "note [approval, textkit/wrap.py] reviewer: approved textkit/wrap.py in round 2"]
+        "note [approval, textkit/wrap.py] reviewer: approved textkit/wrap.py in round 1"]
 
 
 def test_events_piped_into_a_closed_reader_is_not_a_traceback(inputs: Path,

@@ -42,23 +42,19 @@ async def fork(db: Path, run_id: str, at: int, workspace: Path) -> tuple[str, fl
 
 
 def rebuild_workspace(db: Path, fork_id: str, workspace: Path) -> None:
-    """Apply, in commit order, every ``write_file`` whose step the fork holds as done:
-    tools act on the world, so the fork's workspace must be the one of its event."""
+    """Write, in commit order, every file a check step the fork holds as done wrote (a
+    check's recorded output or rejection data holds each file it wrote): tools act on
+    the world, so the fork's workspace must be the one of its event."""
     workspace.mkdir()
-    writes: list[tuple[float, str, str]] = []
-    for agent_id, in query(db, "SELECT id FROM agents WHERE run_id = ?", (fork_id,)):
-        calls: dict[str, dict[str, str]] = {}
-        for role, calls_text, call_id, name, at in query(
-                db, "SELECT role, tool_calls, tool_call_id, name, created_at FROM messages "
-                    "WHERE agent_id = ? ORDER BY seq", (agent_id,)):
-            if role == "assistant" and calls_text:
-                calls = {c["id"]: json.loads(c["arguments"]) for c in json.loads(calls_text)
-                         if c["name"] == "write_file"}
-            elif role == "tool" and name == "write_file" and call_id in calls:
-                writes.append((at, calls[call_id]["path"], calls[call_id]["content"]))
-    for _, path, content in sorted(writes, key=lambda w: w[0]):
-        (workspace / path).parent.mkdir(parents=True, exist_ok=True)
-        (workspace / path).write_text(content)
+    for (output,) in query(
+            db, "SELECT s.output FROM steps s JOIN tasks t ON t.id = s.task_id WHERE "
+                "t.run_id = ? AND s.name = 'check_output' AND s.status = 'completed' "
+                "ORDER BY s.finished_at", (fork_id,)):
+        recorded = json.loads(output)
+        held = recorded.get("output") or recorded.get("data") or {}
+        for path, content in (held.get("files") or {}).items():
+            (workspace / path).parent.mkdir(parents=True, exist_ok=True)
+            (workspace / path).write_text(content)
 
 
 def sources(root: Path) -> dict[str, str]:

@@ -18,8 +18,7 @@ from test_e2e_kill_resume import KILL_POINTS, kill_when
 pytestmark = pytest.mark.slow
 
 LEASE = "3"  # the killed process's leases run out soon after the kill
-MID_CODING = ("SELECT 1 FROM events WHERE kind = 'step.completed' "
-              "AND data::jsonb ->> 'name' = 'write_file'")
+MID_CODING = KILL_POINTS["mid-coding"]  # the same SQL reads both backends
 
 
 @pytest.fixture
@@ -58,7 +57,7 @@ def finish_with_worker(dsn: str, run_id: str, ws: Path, ref: Reference) -> None:
     shown = cli("show", run_id, "--db", dsn, "--json")
     data = json.loads(shown.stdout)
     assert data["status"] == "completed", data["run"]["error"]
-    assert data["tasks"] == {"completed": 9}
+    assert data["tasks"] == {"completed": 10}
     assert data["steps"]["started"] == 0 and data["steps"]["failed"] == 0
     assert workspace_files(ws) == ref.files
     watch = PgWatch(dsn)

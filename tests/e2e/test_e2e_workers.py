@@ -67,14 +67,14 @@ def test_two_workers_finish_a_run_without_running_any_attempt_twice(
 
     data = show(db, run_id)
     assert data["status"] == "completed", data["run"]["error"]
-    assert data["tasks"] == {"completed": 9}
+    assert data["tasks"] == {"completed": 10}
 
     # each task was claimed once (attempt 1), each claim event is unique, each step ran once
     assert query(db, "SELECT attempt, retries, COUNT(*) FROM tasks GROUP BY attempt, "
-                     "retries") == [(1, 0, 9)]
+                     "retries") == [(1, 0, 10)]
     log = events(db, run_id)
     claims = [(d["task"], d["attempt"]) for _, k, d in log if k == "task.claimed"]
-    assert len(claims) == len(set(claims)) == 9
+    assert len(claims) == len(set(claims)) == 10
     assert not [k for _, k, _ in log if k == "task.requeued"]
     journal = step_rows(db, run_id)
     assert journal and all(attempts == 1 and status == "completed"

@@ -1,6 +1,6 @@
 """Record the stock software pipeline's model traffic, then replay it from scratch.
 
-Run A: the stock architect/coder/reviewer pipeline with the scripted demo director
+Run A: the stock architect/tester/coder/reviewer pipeline with the scripted demo director
 (``agents.demo.director``) wrapped in ``RecordingModel``. Run B: a fresh store and
 a fresh workspace, the same pipeline, with ``ReplayModel`` on that recording and a
 guard that fails if the director is asked anything. The two runs must leave the
@@ -91,10 +91,11 @@ async def test_recorded_pipeline_replays_identically(tmp_path: Path) -> None:
     recorded = len(read_recording(recording))
     assert status_a == "completed"
     assert director.calls == recorded > 0
-    # the scripted session really exercised the pipeline: a rejected round, then a fix
+    # the scripted session really exercised the pipeline: failing tests sent an answer
+    # back to the coder, and its fix passed
     assert {"textkit/slugify.py", "textkit/wrap.py", "textkit/stats.py"} <= set(files_a)
-    assert any(not json.loads(r)["approved"] for role, _, r in board_a["tasks"]
-               if role == "reviewer")
+    assert any(json.loads(r)["history"] and json.loads(r)["report"]["passed"]
+               for role, _, r in board_a["tasks"] if role == "coder")
     assert board_a["plans"] and len(board_a["handoffs"]) >= 4
 
     before = director.calls

@@ -4,9 +4,10 @@ Every ``QWEN_*`` text below is verbatim what Qwen2.5-Coder-0.5B-Instruct (Q4_K_M
 llama.cpp's OpenAI-compatible server) wrote in runs of the stock pipeline. The
 script replays those replies in an order that walks one module through every way
 the model failed, then lets it recover, and checks what the framework told it at
-each turn: an answer is not mistaken for a tool call, a JSON error points inside
-the fenced block, a copied schema is named as such, a text tool call runs, and an
-approval of a module whose tests were never written is fed back (not a crash).
+each turn: a plan is not mistaken for a tool call, code fenced inside a JSON string
+is read as code (then its API is checked), a cut-off answer is said to be cut off, a
+block for another role's file is refused naming the allowed one, tests that leave
+out the spec's example are sent back, and a copied schema is named as such.
 """
 
 from __future__ import annotations
@@ -14,10 +15,9 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from agents.pipeline import build_pipeline
-from orchestra import Coordinator, FunctionModel, SQLiteBlackboard, reply, tool_call
+from orchestra import Coordinator, FunctionModel, SQLiteBlackboard, reply
 from orchestra.models.base import ModelRequest, ModelResponse
 
 # the architect's first replies to the one-module calc spec: a plan, shaped like a call
@@ -31,17 +31,23 @@ QWEN_PLAN_AS_PURE_CALL = (
     '{\n  "name": "calc/add.py",\n  "arguments": {\n    "path": "./calc",\n'
     '    "purpose": "A simple module to add two integers",\n    "public_api": ["add"],\n'
     '    "test_path": "./tests"\n  }\n}')
-# a coder calling a function of the module it should write, as if it were a tool
-QWEN_INVENTED_CALL = '```json\n{\n  "name": "slugify",\n  "arguments": {\n    "text": "Hello, World!"\n  }\n}\n```'  # noqa: E501
-# a coder's text tool call (the tool exists; the test file does not yet)
-QWEN_TEXT_RUN_TESTS = '```json\n{\n  "name": "run_tests",\n  "arguments": {\n    "path": "tests/test_add.py"\n  }\n}\n```'  # noqa: E501
-# a coder copying the output schema it was sent, with one brace too many
+# a tester writing a test file that does not assert the spec's example
+WEAK_TESTS = ("tests/test_add.py\n```python\nfrom calc.add import add\n\n\n"
+              "def test_add():\n    assert add(2, 2) == 4\n```\n")
+# the coder's code inside a JSON string, fenced within the string (seen with Qwen 1.5B)
+QWEN_CODE_IN_JSON = json.dumps({"module_code": "```python\nclass Add:\n    def add(self, a, b):"
+                                               "\n        return a + b\n```",
+                                "summary": "add"})
+# a reply cut off at the token limit inside its block
+CUT_OFF = "calc/add.py\n```python\ndef add(a: int, b: int) -> int:\n    return a +"
+# a block for a file the coder does not own
+FOREIGN = ("tests/test_add.py\n```python\ndef test_x():\n    pass\n```\n")
+# a reviewer copying the output schema it was sent
 QWEN_SCHEMA_ECHO = (
-    '```json\n{\n  "description": "What the coder did for one module.",\n  "properties": {\n'
-    '    "module": {"description":"the module path","title":"Module","type":"string"},\n'
-    '    "files": {"description":"files written or changed","items":{"type":"string"},'
-    '"title":"Files","type":"array"},\n    "summary": {"title":"Summary","type":"string"}}\n'
-    '  },\n  "required": ["module", "files", "summary"],\n  "title": "CodeResult",\n'
+    '```json\n{\n  "description": "The reviewer\'s verdict.",\n  "properties": {\n'
+    '    "module": {"title":"Module","type":"string"},\n'
+    '    "approved": {"title":"Approved","type":"boolean"}}\n  },\n'
+    '  "required": ["module", "approved"],\n  "title": "Review",\n'
     '  "type": "object"\n}\n```')
 
 PLAN = {"modules": [{"path": "calc/add.py", "purpose": "add two integers",
@@ -49,46 +55,42 @@ PLAN = {"modules": [{"path": "calc/add.py", "purpose": "add two integers",
                      "test_path": "tests/test_add.py"}]}
 CODE = "def add(a: int, b: int) -> int:\n    return a + b\n"
 TESTS = ("from calc.add import add\n\n\ndef test_add() -> None:\n"
+         "    \"\"\"The spec's example: '1 + 2 = 3'.\"\"\"\n"
          "    assert add(1, 2) == 3\n    assert add(-1, 1) == 0\n")
 
 
 def _schema_echo_valid() -> str:
     """The same copy, as valid JSON (the model did both)."""
-    return QWEN_SCHEMA_ECHO.replace('"string"}}\n  },', '"string"}\n  },')
+    return QWEN_SCHEMA_ECHO.replace('"boolean"}}\n  },', '"boolean"}\n  },')
 
 
-def _claim(summary: str) -> str:
-    return json.dumps({"module": "calc/add.py", "module_code": "", "test_code": "",
-                       "files": ["calc/add.py", "tests/test_add.py"],
-                       "summary": summary})
+def _fenced(path: str, code: str) -> str:
+    return f"Here it is.\n\n{path}\n```python\n{code}```\n"
 
 
-# per (role, round): the replies in turn; a reply may first check the previous feedback
+# per role: the replies in turn; a reply may first check the previous feedback
 Step = tuple[str | None, Callable[[], ModelResponse]]
-SCRIPT: dict[tuple[str, int], list[Step]] = {
-    ("architect", 1): [
+SCRIPT: dict[str, list[Step]] = {
+    "architect": [
         (None, lambda: reply(QWEN_PLAN_AS_PURE_CALL)),
         ("does not match the ProjectPlan schema", lambda: reply(QWEN_PLAN_AS_CALL)),
         ("does not match the ProjectPlan schema", lambda: reply(json.dumps(PLAN))),
     ],
-    ("coder", 1): [
-        (None, lambda: reply(QWEN_INVENTED_CALL)),
-        ("unknown tool(s) ['slugify']", lambda: reply(QWEN_TEXT_RUN_TESTS)),
-        # two unusable turns in a row: the model starts afresh, told the last problem
-        ("'tests/test_add.py' does not exist", lambda: reply(QWEN_SCHEMA_ECHO)),
-        ("Extra data at line 7 column 4", lambda: reply(_claim("implemented add"))),  # a lie
-        # the lie is refused (no file was written) and the attempt's retries are spent:
-        # the task's second attempt starts from its input alone
-        (None, lambda: reply(json.dumps({"name": "write_file", "arguments": {
-            "path": "calc/add.py", "content": CODE}}))),
-        ("\"sha256\"", lambda: reply("", tool_call("write_file", {"path": "tests/test_add.py",
-                                                               "content": TESTS}))),
-        ("\"sha256\"", lambda: reply(_claim("wrote add and its tests"))),
+    "tester": [
+        (None, lambda: reply(WEAK_TESTS)),
+        ("leave out examples the spec states: '1 + 2 = 3'",
+         lambda: reply(_fenced("tests/test_add.py", TESTS))),
     ],
-    ("reviewer", 1): [
+    "coder": [
+        (None, lambda: reply(QWEN_CODE_IN_JSON)),  # unwrapped, then refused: a method
+        ("no top-level 'add'", lambda: ModelResponse(CUT_OFF, finish_reason="length")),
+        ("cut off at the token limit", lambda: reply(FOREIGN)),
+        # two unusable replies in a row: a fresh start, told the last problem briefly
+        ("not one of calc/add.py", lambda: reply(_fenced("calc/add.py", CODE))),
+    ],
+    "reviewer": [
         (None, lambda: reply(_schema_echo_valid())),
-        ("You replied with the JSON schema itself", lambda: reply(QWEN_TEXT_RUN_TESTS)),
-        ('"passed": true', lambda: reply(json.dumps(
+        ("You replied with the JSON schema itself", lambda: reply(json.dumps(
             {"module": "calc/add.py", "approved": True, "comments": []}))),
     ],
 }
@@ -96,41 +98,42 @@ SCRIPT: dict[tuple[str, int], list[Step]] = {
 
 def _role(request: ModelRequest) -> str:
     system = request.messages[0].content
-    if "architect" in system.split(".")[0]:
-        return "architect"
-    return "reviewer" if system.startswith("You review") else "coder"
+    for role, opening in (("architect", "You are the architect"), ("tester", "You write"),
+                          ("reviewer", "You review"), ("coder", "You are a careful")):
+        if system.startswith(opening):
+            return role
+    raise AssertionError(system[:80])
 
 
 class Script:
-    """Serves SCRIPT in turn per (role, round); records every feedback text it was
-    checked against, and the requests themselves."""
+    """Serves SCRIPT in turn per role; records every feedback text it was checked
+    against, and the requests themselves."""
 
     def __init__(self) -> None:
-        self.seen: list[tuple[str, int, int, str]] = []
-        self.turns: dict[tuple[str, int], int] = {}
-        self.requests: dict[tuple[str, int, int], ModelRequest] = {}
+        self.seen: dict[tuple[str, int], str] = {}
+        self.turns: dict[str, int] = {}
+        self.requests: dict[tuple[str, int], ModelRequest] = {}
 
     def __call__(self, request: ModelRequest) -> ModelResponse:
         role = _role(request)
         start = max(i for i, m in enumerate(request.messages) if m.name == "task")
-        task: dict[str, Any] = json.loads(request.messages[start].content)
         after = request.messages[start + 1:]
-        rnd = int(task.get("round", 1))
-        turn = self.turns.get((role, rnd), 0)
-        self.turns[(role, rnd)] = turn + 1
-        self.requests[(role, rnd, turn)] = request
-        expect, make = SCRIPT[(role, rnd)][turn]
+        turn = self.turns.get(role, 0)
+        self.turns[role] = turn + 1
+        self.requests[(role, turn)] = request
+        expect, make = SCRIPT[role][turn]
         if expect is not None:
             last = after[-1].content
             assert expect in last, f"{role} turn {turn}: expected {expect!r} in {last!r}"
-            self.seen.append((role, rnd, turn, last))
+            self.seen[(role, turn)] = last
         return make()
 
 
 async def test_weak_model_replies_are_fed_back_and_recovered(tmp_path: Path) -> None:
     workspace = tmp_path / "ws"
     workspace.mkdir()
-    run_input = {"spec": "Build calc/add.py: add(a, b) and its tests.",
+    run_input = {"spec": "Build calc/add.py: `add(a: int, b: int) -> int`, so that "
+                         "`'1 + 2 = 3'` holds, and its tests.",
                  "workspace": str(workspace), "max_rounds": 3}
     pipeline = build_pipeline(run_input)
     script = Script()
@@ -146,23 +149,24 @@ async def test_weak_model_replies_are_fed_back_and_recovered(tmp_path: Path) -> 
 
     assert run.status == "completed", run.error
     assert sorted((t.role, t.status, t.retries) for t in tasks) == [
-        ("architect", "completed", 0), ("coder", "completed", 1),
-        ("reviewer", "completed", 0)]
+        ("architect", "completed", 0), ("coder", "completed", 0),
+        ("reviewer", "completed", 0), ("tester", "completed", 0)]
     assert (workspace / "calc" / "add.py").read_text() == CODE
+    assert (workspace / "tests" / "test_add.py").read_text() == TESTS
     assert any(e.kind == "module.approved" for e in events)
-    feedback = {(role, rnd, turn): text for role, rnd, turn, text in script.seen}
+    feedback = script.seen
     # the plan shaped like a call was not sent back as "unknown tool"
-    assert "unknown tool" not in feedback[("architect", 1, 1)] + feedback[("architect", 1, 2)]
-    # an invented call is told what the tools are, and how to give the answer
-    assert "final answer itself, not as a tool call" in feedback[("coder", 1, 1)]
-    # the JSON error points inside the fence, not at its first character
-    assert "line 1 column 1" not in feedback[("coder", 1, 3)]
-    # after two unusable turns the model sees its task and the last problem, nothing else
-    fresh = script.requests[("coder", 1, 2)].messages
-    assert [m.role for m in fresh] == ["system", "user", "user"]
-    assert "does not exist" in fresh[-1].content and "\n" not in fresh[-1].content
-    # the second attempt sees none of the first attempt's exchange
-    retry = script.requests[("coder", 1, 4)].messages
-    assert [m.role for m in retry] == ["system", "user"] and retry[1].name == "task"
+    assert "unknown tool" not in feedback[("architect", 1)] + feedback[("architect", 2)]
+    # code fenced inside a JSON string was read as code (and then its API was checked),
+    # never refused as "not valid Python (line 1: '```python')"
+    assert "not valid Python" not in feedback[("coder", 1)]
+    assert "Define each of them at module level" in feedback[("coder", 1)]
+    # a cut-off answer is said to be cut off, and what to do
+    assert "shorter" in feedback[("coder", 2)] and "not valid" not in feedback[("coder", 2)]
+    # a block for another role's file names the allowed one
+    assert "a block for 'tests/test_add.py'" in feedback[("coder", 3)]
+    # an answer the check sent back stays in view (a feedback loop, not a fresh start)
+    after_check = script.requests[("coder", 1)].messages
+    assert any(m.role == "assistant" and "class Add" in m.content for m in after_check)
     # a copied schema is not answered with the schema again
-    assert '"properties"' not in feedback[("reviewer", 1, 1)]
+    assert '"properties"' not in feedback[("reviewer", 1)]

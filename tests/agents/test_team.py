@@ -1,0 +1,264 @@
+"""The tester, the coder's test loop and the reviewer's routing, with scripted models.
+
+The tester writes the module's tests from the spec; the coder's answer is a fenced
+file, its task runs those tests for real and gives failures back as the next turn,
+keeping the answer that passed most when its rounds run out; the reviewer sends the
+fix to whichever of code and tests is wrong against the spec.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agents.pipeline import build_pipeline
+from agents.roles import Review
+from agents.team import Coder, Reviewer
+from agents.workspace import Workspace
+from orchestra import Coordinator, FunctionModel, ModelRetry, SQLiteBlackboard, ToolContext, reply
+from orchestra.models.base import ModelRequest, ModelResponse
+
+SPEC = ("# add\n\nBuild `calc/add.py` with `add(a: int, b: int) -> int`, tested in "
+        "`tests/test_add.py`. Example: `add(1, 2)` gives 3, shown as `\"3\"` by `show(3)`.")
+PLAN = {"modules": [{"path": "calc/add.py", "purpose": "add two integers",
+                     "public_api": ["add(a: int, b: int) -> int"],
+                     "test_path": "tests/test_add.py"}]}
+TESTS = ('from calc.add import add\n\n\ndef test_add() -> None:\n    """shown as "3"."""\n'
+         "    assert add(1, 2) == 3\n\n\ndef test_zero() -> None:\n    assert add(0, 0) == 0\n")
+GOOD = "def add(a: int, b: int) -> int:\n    return a + b\n"
+HALF = "def add(a: int, b: int) -> int:\n    return 3\n"  # passes one test of two
+BAD = "def add(a: int, b: int) -> int:\n    return 0\n"  # passes the other one
+
+
+def fenced(path: str, code: str) -> str:
+    return f"{path}\n```python\n{code}```\n"
+
+
+def role_of(request: ModelRequest) -> str:
+    system = request.messages[0].content
+    for role, opening in (("architect", "You are the architect"), ("tester", "You write"),
+                          ("reviewer", "You review"), ("coder", "You are a careful")):
+        if system.startswith(opening):
+            return role
+    raise AssertionError(system[:60])
+
+
+Replies = dict[str, list[Callable[[ModelRequest], ModelResponse]]]
+
+
+async def run_pipeline(tmp_path: Path, replies: Replies, spec: str = SPEC,
+                       max_rounds: int = 3) -> tuple[Any, list[Any], dict[str, list[Any]]]:
+    """Run the stock pipeline on ``spec`` with scripted replies per role; returns the run,
+    its tasks and every request per role."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    seen: dict[str, list[ModelRequest]] = {}
+
+    def model(request: ModelRequest) -> ModelResponse:
+        role = role_of(request)
+        seen.setdefault(role, []).append(request)
+        return replies[role][len(seen[role]) - 1](request)
+
+    run_input = {"spec": spec, "workspace": str(workspace), "max_rounds": max_rounds}
+    pipeline = build_pipeline(run_input)
+    fn = FunctionModel(model, name="scripted")
+    store = await SQLiteBlackboard.open(tmp_path / "o.db")
+    try:
+        run = await Coordinator(store, pipeline,
+                                models={r.name: fn for r in pipeline.roles}).run(run_input)
+        tasks = await store.list_tasks(run.id)
+    finally:
+        await store.close()
+    return run, tasks, seen
+
+
+def plan(_: ModelRequest) -> ModelResponse:
+    return reply(json.dumps(PLAN))
+
+
+def approve(_: ModelRequest) -> ModelResponse:
+    return reply(json.dumps({"module": "calc/add.py", "approved": True, "comments": []}))
+
+
+def says(text: str) -> Callable[[ModelRequest], ModelResponse]:
+    return lambda _: reply(text)
+
+
+async def test_failing_tests_come_back_as_the_next_turn_until_they_pass(tmp_path: Path) -> None:
+    run, tasks, seen = await run_pipeline(tmp_path, {
+        "architect": [plan], "tester": [says(fenced("tests/test_add.py", TESTS))],
+        "coder": [says(fenced("calc/add.py", HALF)), says(fenced("calc/add.py", GOOD))],
+        "reviewer": [approve]})
+    assert run.status == "completed", run.error
+    assert (tmp_path / "ws/calc/add.py").read_text() == GOOD
+    assert (tmp_path / "ws/tests/test_add.py").read_text() == TESTS
+    second = seen["coder"][1].messages[-1].content
+    assert "1 of 2 passed" in second and "test_zero" in second
+    # the tester never saw code; the reviewer saw code, tests and the passing report
+    assert "def add" not in seen["tester"][0].messages[-1].content
+    review = seen["reviewer"][0].messages[-1].content
+    assert GOOD.strip() in review and "test_zero" in review and "all pass" in review
+    (coder,) = [t for t in tasks if t.role == "coder"]
+    assert coder.result["report"]["passed"] is True and len(coder.result["history"]) == 1
+
+
+async def test_when_rounds_run_out_the_best_answer_is_kept(tmp_path: Path) -> None:
+    tests = TESTS.replace("assert add(0, 0) == 0",
+                          "assert add(0, 0) == 0\n    assert add(2, 1) == 3")
+    run, tasks, seen = await run_pipeline(tmp_path, {
+        "architect": [plan], "tester": [says(fenced("tests/test_add.py", tests))],
+        "coder": [says(fenced("calc/add.py", HALF)), says(fenced("calc/add.py", BAD)),
+                  says(fenced("calc/add.py", BAD))],
+        "reviewer": [says(json.dumps({"module": "calc/add.py", "approved": False,
+                                      "fix": "code", "comments": ["add returns a constant"]}))],
+    }, max_rounds=1)
+    assert run.status == "completed", run.error
+    assert len(seen["coder"]) == Coder.test_rounds == 3
+    # HALF passed test_add, BAD nothing: HALF is the module left in the workspace
+    assert (tmp_path / "ws/calc/add.py").read_text() == HALF
+    (coder,) = [t for t in tasks if t.role == "coder"]
+    assert coder.result["files"]["calc/add.py"] == HALF
+    assert coder.result["report"]["passed"] is False
+    assert [h["score"][0] for h in coder.result["history"]] == [1, 0, 0]
+
+
+async def test_a_review_that_blames_the_tests_goes_to_the_tester(tmp_path: Path) -> None:
+    wrong = TESTS.replace("assert add(0, 0) == 0", "assert add(0, 0) == 1")
+    run, tasks, seen = await run_pipeline(tmp_path, {
+        "architect": [plan],
+        "tester": [says(fenced("tests/test_add.py", wrong)), says(fenced("tests/test_add.py",
+                                                                          TESTS))],
+        "coder": [says(fenced("calc/add.py", GOOD))] * 4,
+        "reviewer": [says(json.dumps({"module": "calc/add.py", "approved": False,
+                                      "fix": "tests", "comments": [
+                                          "test_zero expects add(0, 0) == 1; 0 + 0 is 0"]})),
+                     approve]})
+    assert run.status == "completed", run.error
+    assert [t.role for t in sorted(tasks, key=lambda t: t.created_at)] == [
+        "architect", "tester", "coder", "reviewer", "tester", "coder", "reviewer"]
+    redo = seen["tester"][1].messages[-1].content
+    assert "add(0, 0) == 1; 0 + 0 is 0" in redo and "assert add(0, 0) == 1" in redo
+    assert (tmp_path / "ws/tests/test_add.py").read_text() == TESTS
+
+
+async def test_tests_without_the_specs_examples_are_sent_back(tmp_path: Path) -> None:
+    no_example = TESTS.replace('"""shown as "3"."""\n', "")
+    run, _, seen = await run_pipeline(tmp_path, {
+        "architect": [plan], "tester": [says(fenced("tests/test_add.py", no_example)),
+                                        says(fenced("tests/test_add.py", TESTS))],
+        "coder": [says(fenced("calc/add.py", GOOD))], "reviewer": [approve]})
+    assert run.status == "completed", run.error
+    assert "leave out examples the spec states: '3'" in seen["tester"][1].messages[-1].content
+
+
+async def test_functions_written_as_methods_are_refused_by_name(tmp_path: Path) -> None:
+    method = "class Calc:\n    def add(self, a, b):\n        return a + b\n"
+    run, _, seen = await run_pipeline(tmp_path, {
+        "architect": [plan], "tester": [says(fenced("tests/test_add.py", TESTS))],
+        "coder": [says(fenced("calc/add.py", method)), says(fenced("calc/add.py", GOOD))],
+        "reviewer": [approve]})
+    assert run.status == "completed", run.error
+    told = seen["coder"][1].messages[-1].content
+    assert "no top-level 'add' (you defined it inside another definition)" in told
+
+
+async def test_a_module_built_on_another_is_coded_after_it_with_its_api(tmp_path: Path) -> None:
+    spec = ("# calc\n\n## `calc/tokens.py`\n\n`tokens(text: str) -> list[str]`\n\n"
+            "## `calc/evaluate.py`\n\n`evaluate(text: str) -> int`, built on `calc.tokens`.\n")
+    modules = [
+        {"path": "calc/evaluate.py", "purpose": "evaluate", "public_api": [
+            "evaluate(text: str) -> int"], "test_path": "tests/test_evaluate.py"},
+        {"path": "calc/tokens.py", "purpose": "split", "public_api": [
+            "tokens(text: str) -> list[str]"], "test_path": "tests/test_tokens.py"}]
+    test_of = {m["path"]: f"from {m['path'][:-3].replace('/', '.')} import "
+                          f"{m['public_api'][0].split('(')[0]}\n\n\ndef test_it() -> None:\n"
+                          "    assert True\n" for m in modules}
+    code_of = {"calc/tokens.py": "def tokens(text: str) -> list[str]:\n    return text.split()\n",
+               "calc/evaluate.py": "from calc.tokens import tokens\n\n\n"
+                                   "def evaluate(text: str) -> int:\n"
+                                   "    return sum(int(t) for t in tokens(text))\n"}
+
+    def by_module(what: dict[str, str], label: Callable[[str], str]
+                  ) -> Callable[[ModelRequest], ModelResponse]:
+        def answer(request: ModelRequest) -> ModelResponse:
+            brief = request.messages[-1].content.split("# Your task", 1)[1]
+            path = next(p for p in what if p in brief.split("\n")[2])
+            return reply(fenced(label(path), what[path]))
+        return answer
+
+    path_of_test = {m["path"]: m["test_path"] for m in modules}
+    run, tasks, seen = await run_pipeline(tmp_path, {
+        "architect": [says(json.dumps({"modules": modules}))],
+        "tester": [by_module(test_of, lambda p: path_of_test[p])] * 2,
+        "coder": [by_module(code_of, lambda p: p)] * 2,
+        "reviewer": [lambda r: reply(json.dumps({"module": "x", "approved": True}))] * 2,
+    }, spec=spec)
+    assert run.status == "completed", run.error
+    coders = sorted((t for t in tasks if t.role == "coder"), key=lambda t: t.created_at)
+    assert [t.input["module"]["path"] for t in coders] == ["calc/tokens.py", "calc/evaluate.py"]
+    brief = seen["coder"][1].messages[-1].content
+    assert "from calc.tokens import tokens" in brief and "tokens(text: str)" in brief
+
+
+async def test_a_rejection_without_comments_is_sent_back(tmp_path: Path) -> None:
+    reviewer = Reviewer(Workspace(tmp_path))
+    ctx = ToolContext(run_id="r", task_id="t", agent_id="r/reviewer", role="reviewer",
+                      step=1, idempotency_key="k", board=None,  # type: ignore[arg-type]
+                      task_input={"module": PLAN["modules"][0]})  # type: ignore[index]
+    with pytest.raises(ModelRetry, match="without saying which"):
+        await reviewer.check_output(ctx, Review(module="calc/add.py", approved=False,
+                                                comments=["  "]))
+    await reviewer.check_output(ctx, Review(module="calc/add.py", approved=False,
+                                            comments=["add(1, 2) returns 4; return a + b"]))
+
+
+def test_the_architect_is_told_which_files_exist(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "full" / "kata").mkdir(parents=True)
+    (tmp_path / "full" / "kata" / "old.py").write_text("x = 1\n")
+    for name, expect in (("empty", []), ("full", ["kata/old.py"])):
+        run_input = {"spec": "s", "workspace": str(tmp_path / name)}
+        (first,) = build_pipeline(run_input).start(run_input)
+        assert first.role == "architect"
+        assert first.input == {"spec": "s", "workspace_files": expect}
+
+
+def test_code_must_be_a_module_or_a_test_file_not_just_python() -> None:
+    from agents.checks import code_problem
+
+    # a path typed where code belongs parses (as a division): it is still refused
+    assert "defines no test function" in code_problem("tests/test_add.py",
+                                                      "tests/test_add.py", tests=True)
+    assert "defines no function or class" in code_problem("calc/add.py", "calc/add.py",
+                                                          tests=False)
+    assert code_problem("tests/test_add.py", TESTS, tests=True) == ""
+    assert code_problem("calc/add.py", GOOD, tests=False) == ""
+    assert "not valid Python" in code_problem("calc/add.py", "def f(:", tests=False)
+
+
+def test_api_check_reads_signatures_classes_and_methods() -> None:
+    from agents.checks import api_problem
+
+    assert api_problem("m.py", GOOD, ["add(a: int, b: int) -> int"]) == ""
+    assert "takes (a)" in api_problem("m.py", "def add(a):\n    return a\n", ["add(a, b)"])
+    assert api_problem("m.py", "def add(a, b, c=0):\n    return a\n", ["add(a, b)"]) == ""
+    account = "class Account:\n    def deposit(self, amount):\n        pass\n"
+    assert api_problem("m.py", account, ["Account.deposit(amount: int) -> None",
+                                         "class Account"]) == ""
+    assert "no method 'withdraw'" in api_problem("m.py", account, ["Account.withdraw(x)"])
+    assert "no top-level 'Ledger'" in api_problem("m.py", account, ["Ledger()"])
+
+
+def test_spec_examples_and_sections() -> None:
+    from agents.checks import missing_examples, spec_examples, spec_section
+
+    spec = ("# kata\n\n## `a/x.py`\n\n`\"aaabcc\"` becomes `\"3a1b2c\"`; `\"\"` stays.\n\n"
+            "## `a/y.py`\n\n`1994` is `\"MCMXCIV\"`.\n")
+    assert spec_examples(spec) == ["aaabcc", "3a1b2c", "MCMXCIV"]
+    assert spec_examples(spec_section(spec, "a/x.py")) == ["aaabcc", "3a1b2c"]
+    tests = 'def test_x():\n    assert f("aaabcc") == "3a1b2c"\n'
+    assert missing_examples(tests, ["aaabcc", "3a1b2c", "MCMXCIV"]) == ["MCMXCIV"]

@@ -1,0 +1,155 @@
+"""Answer formats: files as fenced blocks and search/replace edits, parsed tolerantly
+where the intent is plain and strictly where it is not."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from orchestra import Coordinator, FunctionModel, NewTask, Pipeline, Role, SQLiteBlackboard
+from orchestra.answers import Edit, EditBlocks, EditError, FileBlocks, Files, apply_edits
+from orchestra.errors import RoleDefinitionError
+from orchestra.models.base import ModelRequest, ModelResponse
+from orchestra.runtime.replies import OutputError
+
+ONE = FileBlocks(paths=lambda _: ["kata/roman.py"])
+TWO = FileBlocks(paths=lambda _: ["kata/roman.py", "tests/test_roman.py"])
+CODE = "def to_roman(n: int) -> str:\n    return 'I' * n\n"
+
+
+def parse(fmt: Any, text: str, truncated: bool = False) -> Any:
+    return fmt.parse(text, truncated=truncated, task_input=None)
+
+
+@pytest.mark.parametrize("text", [
+    f"Here it is:\n\nkata/roman.py\n```python\n{CODE}```\nDone.",
+    f"**kata/roman.py**\n```python\n{CODE}```",
+    f"```python kata/roman.py\n{CODE}```",
+    f"```python\n# kata/roman.py\n{CODE}```",
+    f"```\n{CODE}```",  # one unlabelled block is the one file expected
+    f"File: roman.py\n```py\n{CODE}```",  # a unique file name is enough
+])
+def test_a_file_block_is_found_however_it_is_labelled(text: str) -> None:
+    files = parse(ONE, text).files
+    assert list(files) == ["kata/roman.py"]
+    assert "def to_roman(n: int) -> str:" in files["kata/roman.py"]
+
+
+def test_code_fenced_inside_a_json_string_is_unwrapped() -> None:
+    text = json.dumps({"module_code": f"```python\n{CODE}```", "summary": "done"})
+    assert parse(ONE, text).files == {"kata/roman.py": CODE}
+
+
+def test_several_files_by_label_and_order() -> None:
+    tests = "from kata.roman import to_roman\n\n\ndef test_one():\n    assert to_roman(1)\n"
+    text = f"tests/test_roman.py\n```python\n{tests}```\n\n```python\n{CODE}```\n"
+    files = parse(TWO, text).files
+    assert files == {"tests/test_roman.py": tests, "kata/roman.py": CODE}
+
+
+def test_other_languages_and_empty_blocks_are_not_files() -> None:
+    text = f"```bash\npip install x\n```\n\n```python\n{CODE}```\n```\n```"
+    assert parse(ONE, text).files == {"kata/roman.py": CODE}
+
+
+def test_a_block_for_a_path_the_task_does_not_own_names_the_allowed_ones() -> None:
+    with pytest.raises(OutputError, match=r"'kata/other\.py', which this task does not "
+                                          r"write\. This task writes only: kata/roman\.py"):
+        parse(ONE, f"kata/other.py\n```python\n{CODE}```")
+
+
+def test_a_cut_off_answer_is_said_to_be_cut_off() -> None:
+    with pytest.raises(OutputError, match=r"cut off at the token limit in the middle of "
+                                          r"kata/roman\.py") as info:
+        parse(ONE, "kata/roman.py\n```python\ndef to_roman(n):\n    return", truncated=True)
+    assert "not valid" not in str(info.value)
+    with pytest.raises(OutputError, match="cut off"):  # cut before a second file began
+        parse(TWO, f"kata/roman.py\n```python\n{CODE}```\n\nNow the tests", truncated=True)
+
+
+def test_an_unclosed_last_fence_of_a_finished_reply_is_still_the_file() -> None:
+    assert parse(ONE, f"kata/roman.py\n```python\n{CODE}").files == {"kata/roman.py": CODE}
+
+
+def test_a_missing_file_is_named() -> None:
+    with pytest.raises(OutputError, match=r"no code block for tests/test_roman\.py"):
+        parse(TWO, f"kata/roman.py\n```python\n{CODE}```")
+    assert parse(FileBlocks(paths=lambda _: ["a.py", "b.py"], partial=True),
+                 f"a.py\n```python\n{CODE}```").files == {"a.py": CODE}
+
+
+def test_edit_blocks_parse_and_apply() -> None:
+    fmt = EditBlocks(paths=lambda _: ["kata/roman.py"])
+    text = ("Fixing it.\n\nkata/roman.py\n<<<<<<< SEARCH\n    return 'I' * n\n=======\n"
+            "    return 'V' if n == 5 else 'I' * n\n>>>>>>> REPLACE\n")
+    edits = parse(fmt, text)
+    assert edits.edits == [Edit(path="kata/roman.py", search="    return 'I' * n\n",
+                                replace="    return 'V' if n == 5 else 'I' * n\n")]
+    new = apply_edits("kata/roman.py", CODE, edits.edits)
+    assert new == "def to_roman(n: int) -> str:\n    return 'V' if n == 5 else 'I' * n\n"
+    # applied to the text the task saw, the same answer always gives the same file:
+    # a step re-run after a crash writes the same bytes
+    assert apply_edits("kata/roman.py", CODE, edits.edits) == new
+    # a whole file is a valid revision too
+    assert parse(fmt, f"kata/roman.py\n```python\n{CODE}```").files == {"kata/roman.py": CODE}
+
+
+def test_edits_match_lines_whatever_their_indentation_and_say_when_they_cannot() -> None:
+    loose = [Edit(path="a.py", search="return 'I' * n", replace="    return ''")]
+    assert apply_edits("a.py", CODE, loose).endswith("    return ''\n")
+    with pytest.raises(EditError, match=r"'return 0' is not in a\.py"):
+        apply_edits("a.py", CODE, [Edit(path="a.py", search="return 0", replace="")])
+    with pytest.raises(OutputError, match="neither search/replace blocks nor a complete file"):
+        parse(EditBlocks(paths=lambda _: ["a.py", "b.py"]), "I changed nothing.")
+
+
+def test_role_declarations_are_checked() -> None:
+    class Writer(Role):
+        """Write the file."""
+
+        answer = ONE
+
+    assert Writer.output is Files and Writer().output_schema() is None
+    assert "fenced code block" in Writer().system_prompt()
+    assert Writer().task_message({"x": 1}).endswith(
+        "Reply with it complete, in a fenced block labelled with its path.")
+    with pytest.raises(RoleDefinitionError, match="answer: 'files' is not an answer format"):
+        class Bad(Role):
+            """x"""
+
+            answer = "files"  # type: ignore[assignment]
+    with pytest.raises(RoleDefinitionError, match="differs from what its answer format gives"):
+        class Clash(Role):
+            """x"""
+
+            output = str
+            answer = ONE
+    with pytest.raises(TypeError, match="give Files or a subclass"):
+        FileBlocks(paths=lambda _: [], output=dict)  # type: ignore[arg-type]
+
+
+async def test_a_files_answer_runs_through_a_pipeline_as_plain_text(tmp_path: Any) -> None:
+    class Writer(Role):
+        """Write the file."""
+
+        answer = ONE
+
+    requests: list[ModelRequest] = []
+
+    def model(request: ModelRequest) -> ModelResponse:
+        requests.append(request)
+        return ModelResponse(f"kata/roman.py\n```python\n{CODE}```")
+
+    store = await SQLiteBlackboard.open(tmp_path / "o.db")
+    try:
+        pipeline = Pipeline("w", roles=[Writer()], start=lambda inp: [NewTask("writer", inp)])
+        run = await Coordinator(store, pipeline, models={"writer": FunctionModel(model)}).run(
+            {"task": "write it"})
+        (task,) = await store.list_tasks(run.id)
+    finally:
+        await store.close()
+    assert run.status == "completed", run.error
+    assert task.result == {"files": {"kata/roman.py": CODE}, "text": ""}
+    assert requests[0].output is None  # no JSON schema: the answer is free text
