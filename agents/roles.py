@@ -16,7 +16,7 @@ from agents.checks import check_plan
 from agents.testrunner import TestReport, run_pytest
 from agents.workspace import Workspace
 from orchestra import ModelRetry, ModelSettings, Role, ToolContext, tool
-from orchestra.answers import Files
+from orchestra.answers import Edits, Files
 
 
 # Descriptions carry no example values: a weak model copies an example path into
@@ -48,9 +48,10 @@ class ProjectPlan(BaseModel):
     decisions: list[Decision] = Field(default_factory=list)
 
 
-class CodeAnswer(Files):
-    """The coder's answer: the module as a fenced file, and what its tests said of it
-    (filled by the coder's own check: the real pytest run, and the test file it ran)."""
+class CodeAnswer(Edits):
+    """The coder's answer: the module as a fenced file (or edits of the module as it
+    was), and what its tests said of it (filled by the coder's own check: the module
+    the edits made, the real pytest run, and the test file it ran)."""
 
     report: dict[str, Any] = Field(default_factory=dict)
     tests: str = ""

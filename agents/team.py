@@ -25,7 +25,7 @@ from agents.checks import (
 from agents.roles import CodeAnswer, Review, TestsAnswer, WorkspaceRole
 from agents.workspace import WorkspaceError
 from orchestra import ModelRetry, ModelSettings, SlidingWindow, ToolContext
-from orchestra.answers import FileBlocks
+from orchestra.answers import EditBlocks, EditError, FileBlocks, apply_edits
 
 __all__ = ["Coder", "Reviewer", "Tester"]
 
@@ -114,7 +114,7 @@ class Coder(WorkspaceRole):
     cause in your code and fix it; where a test contradicts the spec, follow the spec."""
 
     name = "coder"
-    answer = FileBlocks(paths=_module_path, output=CodeAnswer)
+    answer = EditBlocks(paths=_module_path, output=CodeAnswer, whole_files_first=True)
     settings = ModelSettings(max_tokens=2000)
     compaction = SlidingWindow(last=12)
     output_retries = 5
@@ -131,20 +131,24 @@ class Coder(WorkspaceRole):
 
         A journaled step: the writes are whole files of recorded answers, so a step
         re-run after a crash writes the same bytes."""
-        module = _module(ctx.task_input)
+        task_input = ctx.task_input if isinstance(ctx.task_input, dict) else {}
+        module = _module(task_input)
         path, test_path = str(module.get("path")), str(module.get("test_path"))
-        code = output.files[path]
+        code = self._resolve(path, output, ctx)
+        tried = {"files": {path: code}}  # what the next edits apply to, if sent back
         problem = (code_problem(path, code, tests=False)
-                   or api_problem(path, code, module.get("public_api") or []))
+                   or api_problem(path, code, module.get("public_api") or [])
+                   or _missing_import(code, task_input.get("uses") or []))
         if problem:
             raise ModelRetry(f"Your module is not usable yet: {problem}. Reply with the "
-                             f"complete corrected file in one fenced block labelled {path}.")
+                             f"complete corrected file in one fenced block labelled {path}.",
+                             data=tried)
         await self.workspace.write_file(path, code)
         try:
             tests = await self.workspace.read_file(test_path)
         except WorkspaceError:
-            return output.model_copy(update={"report": {"passed": None, "output":
-                                                        "no tests exist for this module"}})
+            return output.model_copy(update={"files": {path: code}, "report": {
+                "passed": None, "output": "no tests exist for this module"}})
         report = _summary(await self.tests(test_path))
         earlier = [r.data for r in ctx.rejections
                    if isinstance(r.data, dict) and "score" in r.data]
@@ -169,6 +173,37 @@ class Coder(WorkspaceRole):
         return CodeAnswer(files=best["files"], text=best["text"], report=best["report"],
                           tests=tests, history=[*history,
                               {"score": mine["score"], "failed": _first_failure(report)}])
+
+
+    @staticmethod
+    def _resolve(path: str, output: Any, ctx: ToolContext) -> str:
+        """The module an answer stands for: its whole file, or its edits applied to the
+        module as the model last saw it (its last answer sent back, else the task's
+        current code). From the journal, never from the disk: a step re-run after a
+        crash applies the same edits to the same text, so it writes the same bytes."""
+        if path in output.files:
+            return str(output.files[path])
+        base = next((r.data["files"][path] for r in reversed(ctx.rejections)
+                     if isinstance(r.data, dict) and path in (r.data.get("files") or {})),
+                    (ctx.task_input or {}).get("current") or "")
+        if not base:
+            raise ModelRetry(f"{path} does not exist yet, so there is nothing to edit: reply "
+                             f"with the complete file in one fenced block labelled {path}.")
+        try:
+            return apply_edits(path, str(base), output.edits)
+        except EditError as exc:
+            raise ModelRetry(f"Your edit cannot be applied: {exc}.") from None
+
+
+def _missing_import(code: str, uses: list[Any]) -> str:
+    """Why ``code`` does not build on the modules the plan says it uses ('' if it does)."""
+    for used in uses:
+        other = str(used.get("path", "")) if isinstance(used, dict) else ""
+        if other and not imports_module(code, other):
+            names = ", ".join(str(s).split("(")[0].strip() for s in used.get("public_api") or [])
+            return (f"the spec builds it on {other}: import from it (from {dotted(other)} "
+                    f"import {names or '...'}) instead of writing that code again")
+    return ""
 
 
 class Reviewer(WorkspaceRole):

@@ -324,13 +324,23 @@ class EditBlocks:
     paths: PathsOf
     langs: frozenset[str] = frozenset(_CODE_LANGS)
     output: type[pydantic.BaseModel] = Edits
+    whole_files_first: bool = False
+    """Ask for complete files first, edits as the exception (small models rewrite a
+    small file more reliably than they copy its lines exactly)."""
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.output, type) and issubclass(self.output, Edits)):
+            raise TypeError(f"EditBlocks(output={self.output!r}): give Edits or a subclass")
 
     def instructions(self) -> str:
-        return ("\n\nTo change a file, reply with search/replace blocks: the file's path on "
-                "its own line, then\n<<<<<<< SEARCH\n<lines copied exactly from the file>\n"
-                "=======\n<the new lines>\n>>>>>>> REPLACE\n(one block per change), or "
-                "with the complete new file in a fenced code block labelled with its path. "
-                "Do not reply with JSON.")
+        blocks = ("search/replace blocks: the file's path on its own line, then\n"
+                  "<<<<<<< SEARCH\n<lines copied exactly from the file>\n=======\n"
+                  "<the new lines>\n>>>>>>> REPLACE\n(one block per change)")
+        if self.whole_files_first:
+            return ("\n\n" + _format_example("the complete file") + "\nTo change only a few "
+                    f"lines of a long file you may reply instead with {blocks}.")
+        return (f"\n\nTo change a file, reply with {blocks}, or with the complete new file "
+                "in a fenced code block labelled with its path. Do not reply with JSON.")
 
     def task_note(self, task_input: Any) -> str:
         return (f"\n\nThe files this task may change: "
@@ -339,7 +349,7 @@ class EditBlocks:
     def schema(self) -> OutputSchema | None:
         return None
 
-    def parse(self, text: str, *, truncated: bool, task_input: Any) -> Edits:
+    def parse(self, text: str, *, truncated: bool, task_input: Any) -> pydantic.BaseModel:
         allowed = [_normal(p) for p in self.paths(task_input)]
         edits: list[Edit] = []
         rest, pos = [], 0
@@ -368,7 +378,9 @@ class EditBlocks:
             raise OutputError(
                 "Your answer has neither search/replace blocks nor a complete file. "
                 + self.instructions().strip(), brief="no edits and no file in the answer")
-        return Edits(edits=edits, files=files, text=_prose(remaining, found))
+        return self.output.model_validate({"edits": [e.model_dump() for e in edits],
+                                           "files": files,
+                                           "text": _prose(remaining, found)})
 
 
 def apply_edits(path: str, text: str, edits: Sequence[Edit]) -> str:

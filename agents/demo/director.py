@@ -12,6 +12,7 @@ the demo replays that file, the same way a user replays a recorded real-model ru
 
 from __future__ import annotations
 
+import difflib
 import json
 from functools import cache
 from pathlib import Path
@@ -98,8 +99,20 @@ def _coder(path: str, after: list[Any]) -> ModelResponse:
     told = [m for m in after if m.role == "user" and "ran against your module" in m.content]
     if not told and "buggy_code" in mod:
         return reply(f"Here is {path}:\n\n" + _fenced(path, mod["buggy_code"]))
-    note = mod.get("fix_note") if told else f"implemented {path}"
-    return reply(f"{note}\n\n" + _fenced(path, mod["code"]))
+    if told:  # the fix as a search/replace edit of the answer that failed
+        return reply(f"{mod.get('fix_note')}\n\n" + _edits(path, mod["buggy_code"], mod["code"]))
+    return reply(f"implemented {path}\n\n" + _fenced(path, mod["code"]))
+
+
+def _edits(path: str, old: str, new: str) -> str:
+    """Search/replace blocks that turn ``old`` into ``new`` (a line-level diff)."""
+    a, b = old.splitlines(keepends=True), new.splitlines(keepends=True)
+    out = []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b).get_opcodes():
+        if op != "equal":
+            out.append(f"{path}\n<<<<<<< SEARCH\n{''.join(a[i1:i2])}=======\n"
+                       f"{''.join(b[j1:j2])}>>>>>>> REPLACE\n")
+    return "\n".join(out)
 
 
 def _reviewer(path: str, request: ModelRequest) -> ModelResponse:

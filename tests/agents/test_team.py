@@ -262,3 +262,28 @@ def test_spec_examples_and_sections() -> None:
     assert spec_examples(spec_section(spec, "a/x.py")) == ["aaabcc", "3a1b2c"]
     tests = 'def test_x():\n    assert f("aaabcc") == "3a1b2c"\n'
     assert missing_examples(tests, ["aaabcc", "3a1b2c", "MCMXCIV"]) == ["MCMXCIV"]
+
+
+async def test_a_revision_may_be_an_edit_of_the_answer_sent_back(tmp_path: Path) -> None:
+    edit = ("calc/add.py\n<<<<<<< SEARCH\n    return 3\n=======\n    return a + b\n"
+            ">>>>>>> REPLACE\n")
+    run, tasks, seen = await run_pipeline(tmp_path, {
+        "architect": [plan], "tester": [says(fenced("tests/test_add.py", TESTS))],
+        "coder": [says(edit), says(fenced("calc/add.py", HALF)), says(edit)],
+        "reviewer": [approve]})
+    assert run.status == "completed", run.error
+    # an edit before any file exists is told to send the file
+    assert "nothing to edit" in seen["coder"][1].messages[-1].content
+    assert (tmp_path / "ws/calc/add.py").read_text() == GOOD
+    (coder,) = [t for t in tasks if t.role == "coder"]
+    assert coder.result["files"] == {"calc/add.py": GOOD} and coder.result["edits"]
+
+
+async def test_a_module_must_import_the_one_it_is_built_on(tmp_path: Path) -> None:
+    from agents.team import _missing_import
+
+    uses = [{"path": "calc/tokens.py", "public_api": ["tokens(text: str) -> list[str]"]}]
+    copied = "def tokens(text):\n    return text.split()\n\n\ndef evaluate(text):\n    return 0\n"
+    assert "import from it (from calc.tokens import tokens)" in _missing_import(copied, uses)
+    assert _missing_import("from calc.tokens import tokens\n", uses) == ""
+    assert _missing_import("from calc import tokens\n", uses) == ""
