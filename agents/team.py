@@ -157,7 +157,8 @@ class Coder(WorkspaceRole):
         history = [{"score": d["score"], "failed": _first_failure(d["report"])}
                    for d in earlier]
         if report["passed"]:
-            return output.model_copy(update={"report": report, "tests": tests,
+            return output.model_copy(update={"files": {path: code}, "report": report,
+                                             "tests": tests,
                                              "history": history})
         if len(earlier) + 1 < type(self).test_rounds:
             passed, total = mine["score"]
