@@ -152,7 +152,7 @@ class Coder(WorkspaceRole):
         report = _summary(await self.tests(test_path))
         earlier = [r.data for r in ctx.rejections
                    if isinstance(r.data, dict) and "score" in r.data]
-        mine = {"score": _score(report), "files": output.files, "text": output.text,
+        mine = {"score": _score(report), "files": {path: code}, "text": output.text,
                 "report": report}
         history = [{"score": d["score"], "failed": _first_failure(d["report"])}
                    for d in earlier]
