@@ -128,10 +128,10 @@ class FileReader(WorkspaceRole):
         return await self.workspace.read_file(path)
 
 
-class Architect(FileReader):
+class Architect(WorkspaceRole):
     """You are the architect of a small Python project. Read the spec you are given
-    (workspace_files lists the files the workspace already has; read one with read_file
-    only if you need it), then reply with the plan as a JSON object: the modules to
+    (workspace_files lists the files the workspace already has), then reply with the
+    plan as a JSON object: the modules to
     build (path, purpose, public_api with each public function's or class's signature
     exactly as the spec gives it, test_path, and uses: the plan's other modules it
     imports) and your key decisions with their reasons. Keep modules small; one test

@@ -168,7 +168,10 @@ class Coder(WorkspaceRole):
                 f"in {path} and fix it (where a test contradicts the spec, follow the spec). "
                 f"Reply with the complete corrected file in one fenced block labelled {path}.",
                 data=mine)
-        best = max([*earlier, mine], key=lambda d: d["score"][0])  # the first of equals
+        # the first of equals: the round before (a revision that only made things worse
+        # does not replace it), then this task's answers in order
+        best = max([*_previous_round(task_input, path), *earlier, mine],
+                   key=lambda d: d["score"][0])
         if best is not mine:
             await self.workspace.write_file(path, best["files"][path])
         return CodeAnswer(files=best["files"], text=best["text"], report=best["report"],
@@ -194,6 +197,16 @@ class Coder(WorkspaceRole):
             return apply_edits(path, str(base), output.edits)
         except EditError as exc:
             raise ModelRetry(f"Your edit cannot be applied: {exc}.") from None
+
+
+def _previous_round(task_input: dict[str, Any], path: str) -> list[dict[str, Any]]:
+    """The module a review sent back, as a candidate with its tested score: a revision
+    that only makes things worse must not replace it."""
+    current, report = task_input.get("current"), task_input.get("report")
+    if not current or not isinstance(report, dict) or "tests_passed" not in report:
+        return []
+    return [{"score": _score(report), "files": {path: current}, "text": "",
+             "report": report}]
 
 
 def _missing_import(code: str, uses: list[Any]) -> str:
