@@ -32,7 +32,7 @@ from orchestra.coordinator.jobs import Jobs
 from orchestra.coordinator.owners import dead_local_owners, new_owner_id
 from orchestra.coordinator.pipeline import Pipeline
 from orchestra.models.base import Model
-from orchestra.models.prices import PriceBook, Pricer, Prices
+from orchestra.models.prices import PriceBook, Pricer, layered
 from orchestra.runtime.agent_state import AgentState, agent_id_for
 
 if TYPE_CHECKING:
@@ -107,10 +107,9 @@ class Coordinator:
                  owner: str | None = None, tracing: Tracing | None = None,
                  prices: PriceBook | None = None) -> None:
         self.store = store
-        self.pricer = Pricer(Prices(pipeline.prices, prices) if prices is not None
-                             else Prices(pipeline.prices))
-        """Prices every model call when it is made (the pipeline's overrides first, then
-        ``prices``, by default genai-prices' table); the cost is journaled with the call."""
+        self.pricer = Pricer(layered(pipeline.prices, prices))
+        """Prices every model call when it is made (``prices``' overrides, then the
+        pipeline's, then genai-prices' table); the cost is journaled with the call."""
         self.tracing = tracing
         """OpenTelemetry spans for runs, tasks and steps (``orchestra.tracing``); off if None."""
         self.pipeline = pipeline

@@ -21,7 +21,7 @@ from orchestra._errors import UserError
 from orchestra._log import get_logger
 from orchestra.models.base import Usage
 
-__all__ = ["GenaiPrices", "Price", "PriceBook", "Pricer", "Prices", "parse_prices",
+__all__ = ["GenaiPrices", "Price", "PriceBook", "Pricer", "Prices", "layered", "parse_prices",
            "price_ref"]
 
 _log = get_logger("orchestra.models")
@@ -116,6 +116,16 @@ class Prices:
         if price is not None:
             return price.cost(usage)
         return None if self.fallback is None else self.fallback.cost(model, usage)
+
+
+def layered(overrides: Mapping[str, Price], book: PriceBook | None) -> PriceBook:
+    """``overrides`` (a pipeline's) over ``book`` (by default genai-prices' table); when
+    ``book`` is a :class:`Prices`, its own overrides (the command line's) win."""
+    if book is None:
+        return Prices(overrides)
+    if isinstance(book, Prices):
+        return Prices({**overrides, **book.overrides}, book.fallback)
+    return Prices(overrides, book)
 
 
 class Pricer:
