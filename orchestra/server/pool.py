@@ -89,6 +89,8 @@ class RunPool:
         try:
             pipeline = load_pipeline(run.pipeline, run.input)
             recorded = await recorded_settings(self._store, run)
+            if recorded.get("max_cost") and settings.max_cost_per_run is None:
+                settings = replace(settings, max_cost_per_run=float(recorded["max_cost"]))
             coord = Coordinator(self._store, pipeline,
                                 models=models_for_run(pipeline, recorded, self._models),
                                 settings=settings)
