@@ -13,6 +13,7 @@ from typing import Any
 
 from orchestra._store.protocol import Blackboard
 from orchestra._types import Step
+from orchestra.models.base import Usage
 
 
 @dataclass(slots=True)
@@ -20,30 +21,25 @@ class UsageTotals:
     """Tokens by kind and USD of a set of model calls (model steps and summaries)."""
 
     calls: int = 0
-    input_tokens: int = 0
-    cached_input_tokens: int = 0
-    cache_write_tokens: int = 0
-    output_tokens: int = 0
-    reasoning_tokens: int = 0
-    cost: float = 0.0
+    usage: Usage = field(default_factory=Usage)
     reissued: int = 0
     """Calls issued again after a crash (counted once here; maybe billed twice)."""
 
     def add(self, step: Step) -> None:
-        usage = step.output.get("usage") if isinstance(step.output, dict) else None
-        extra = usage[2:5] if isinstance(usage, list) else []
-        cached, write, reasoning = [*extra, 0, 0, 0][:3]
+        record = step.output.get("usage") if isinstance(step.output, dict) else None
+        extra = record[2:5] if isinstance(record, list) else []
+        cached, write, reasoning = (int(n) for n in [*extra, 0, 0, 0][:3])
         self.calls += 1
-        self.input_tokens += step.tokens_in
-        self.output_tokens += step.tokens_out
-        self.cached_input_tokens += int(cached)
-        self.cache_write_tokens += int(write)
-        self.reasoning_tokens += int(reasoning)
-        self.cost += step.cost
+        self.usage += Usage(step.tokens_in, step.tokens_out, step.cost, cached, write,
+                            reasoning)
         self.reissued += step.attempts > 1
 
+    @property
+    def cost(self) -> float:
+        return self.usage.cost
+
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {"calls": self.calls, **asdict(self.usage), "reissued": self.reissued}
 
 
 @dataclass(slots=True)

@@ -116,6 +116,6 @@ async def test_hosted_run_costs_what_the_table_gives_by_hand(wire: WireServer,
                        (2050, 120, 1800, 200, 0)]
     assert run.cost == sum(expected) > 0
     assert usage.total.cost == run.cost and usage.total.calls == 4
-    assert usage.by_role["writer"].cached_input_tokens == 1408
-    assert usage.by_role["checker"].cache_write_tokens == 1400
-    assert usage.total.reasoning_tokens == 32
+    assert usage.by_role["writer"].usage.cached_input_tokens == 1408
+    assert usage.by_role["checker"].usage.cache_write_tokens == 1400
+    assert usage.total.usage.reasoning_tokens == 32

@@ -82,7 +82,7 @@ async def test_pipeline_prices_win_and_every_call_is_journaled_with_its_cost(
     assert [s.cost for s in steps] == pytest.approx(COSTS, rel=1e-12)
     assert [s.output["cost"] for s in steps] == [s.cost for s in steps]
     assert run.cost == pytest.approx(sum(COSTS), rel=1e-12)
-    assert usage.total.cached_input_tokens == 1700 and usage.by_task[task.id].calls == 3
+    assert usage.total.usage.cached_input_tokens == 1700 and usage.by_task[task.id].calls == 3
 
 
 async def test_role_cost_cap_pauses_before_the_call_and_resumes_when_raised(
