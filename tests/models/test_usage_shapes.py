@@ -4,6 +4,7 @@ shapes their APIs return (recorded bodies; parsed by the same functions the adap
 from __future__ import annotations
 
 from orchestra.models._chat_format import chat_response
+from orchestra.models._stream import fold_chunks
 from orchestra.models.base import Usage
 from orchestra.models.usage import usage_from_anthropic, usage_from_openai
 
@@ -76,3 +77,17 @@ def test_missing_or_malformed_counts_read_as_zero() -> None:
     # a server that reports more cached tokens than prompt tokens: capped at the prompt
     assert usage_from_openai({"prompt_tokens": 5, "prompt_tokens_details":
                               {"cached_tokens": 9}}).cached_input_tokens == 5
+
+
+def test_a_streamed_answer_counts_the_usage_of_its_last_chunk() -> None:
+    """llama.cpp's stream: the last chunk carries usage (include_usage) and timings."""
+    chunks = [{"id": "c", "model": "q", "object": "chat.completion.chunk",
+               "choices": [{"index": 0, "delta": {"role": "assistant", "content": "o"},
+                            "finish_reason": None}]},
+              {"id": "c", "model": "q", "object": "chat.completion.chunk",
+               "choices": [{"index": 0, "delta": {"content": "k"}, "finish_reason": "stop"}]},
+              {"id": "c", "model": "q", "object": "chat.completion.chunk", "choices": [],
+               "usage": LLAMA_OLD["usage"], "timings": LLAMA_OLD["timings"]}]
+    response = chat_response(fold_chunks(chunks), model="q")
+    assert response.text == "ok"
+    assert response.usage == Usage(1034, 12, cached_input_tokens=1016)
