@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import json
 import os
 import sys
@@ -382,4 +383,6 @@ async def cmd_serve(args: argparse.Namespace) -> int:
     settings = settings_from_args(load_token(args.token_file), args.cors, args.workers,
                                   args.concurrency, args.max_tokens, args.model,
                                   args.ping_interval, args.liveness_interval, args.max_body)
+    settings = dataclasses.replace(settings, prices=_prices(args), coordinator=dataclasses.replace(
+        settings.coordinator, max_cost_per_run=_settings(args).max_cost_per_run))
     return await serve(args.db, args.host, args.port, settings, access_log=args.access_log)
