@@ -6,7 +6,8 @@ doubles, and the errors worth catching. Everything else lives in named submodule
 ``orchestra.store`` (store protocols, ``Writes``, ``Lease``, ``StepResult``),
 ``orchestra.types`` (the records a store returns), ``orchestra.errors`` (every error),
 ``orchestra.compaction`` (``View``, ``SummaryRequest`` for custom policies),
-``orchestra.models`` (``ToolCall``, ``Usage``, adapters), ``orchestra.tools`` (``Tool``).
+``orchestra.models`` (``ToolCall``, ``Usage``, adapters), ``orchestra.models.prices``
+(``PriceBook``, the seam over genai-prices), ``orchestra.tools`` (``Tool``).
 """
 
 from orchestra._errors import (
@@ -34,6 +35,7 @@ from orchestra.models import (
     reply,
     tool_call,
 )
+from orchestra.models.prices import Price, Prices
 from orchestra.models.spec import load_model
 from orchestra.roles import Role
 from orchestra.tools import ToolContext, tool
@@ -58,6 +60,8 @@ __all__ = [
     "NotFoundError",
     "OrchestraError",
     "Pipeline",
+    "Price",
+    "Prices",
     "Role",
     "RoleDefinitionError",
     "Run",

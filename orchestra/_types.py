@@ -268,3 +268,5 @@ class AgentInfo:
     tokens_in: int
     tokens_out: int
     restart_point: dict[str, Any] | None = field(default=None)
+    cost: float = 0.0
+    """USD of the agent's journaled calls (its role's steps in the run)."""

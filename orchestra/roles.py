@@ -84,6 +84,9 @@ class Role(Generic[In, Out]):
     """Offer the built-in ``recall`` tool: full-text search of the agent's own history."""
     max_tokens_per_agent: ClassVar[int | None] = None
     """Cap on tokens (in + out) this agent may use in a run; raise it and resume."""
+    max_cost_per_agent: ClassVar[float | None] = None
+    """Cap in USD on what this agent may spend in a run: it pauses before a call that
+    could cross it (priced calls only; see ``orchestra.models.prices``)."""
 
     _declared_tools: ClassVar[dict[str, Tool]] = {}
 

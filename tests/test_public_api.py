@@ -13,6 +13,7 @@ INTERNALS = {
                          "PayloadTooLargeError", "NotAStoreError", "SchemaVersionError"],
     "orchestra.compaction": ["View", "SummaryRequest", "CompactionPolicy"],
     "orchestra.models": ["ToolCall", "Usage"],
+    "orchestra.models.prices": ["PriceBook", "GenaiPrices", "Pricer"],
     "orchestra.tools": ["Tool"],
     "orchestra.coordinator.pipeline": ["load_pipeline"],
 }
@@ -23,8 +24,8 @@ def test_top_level_is_the_user_api() -> None:
         "Coordinator", "CoordinatorSettings", "FunctionModel", "KeepAll", "Model",
         "ModelAPIError", "ModelBehaviorError", "ModelRequest", "ModelResponse", "ModelRetry",
         "ModelSettings", "NewHandoff", "NewNote", "NewTask", "NotFoundError", "OrchestraError",
-        "Pipeline", "Role", "RoleDefinitionError", "Run", "SQLiteBlackboard", "ScriptedModel",
-        "SlidingWindow", "Summarize", "Task", "TokenBudget", "ToolContext",
+        "Pipeline", "Price", "Prices", "Role", "RoleDefinitionError", "Run", "SQLiteBlackboard",
+        "ScriptedModel", "SlidingWindow", "Summarize", "Task", "TokenBudget", "ToolContext",
         "UsageLimitExceeded", "UserError", "__version__", "fan_out", "handoff", "load_model",
         "reply", "tool", "tool_call"}
     for name in orchestra.__all__:

@@ -43,7 +43,7 @@ SELECT a.id, a.role, (SELECT COUNT(*) FROM messages m WHERE m.agent_id = a.id)
 FROM agents a WHERE a.run_id = ? ORDER BY a.created_at, a.id"""
 _STEP_TOTALS = """
 SELECT t.role, SUM(s.status = 'completed'), SUM(s.attempts - 1), SUM(s.tokens_in),
-       SUM(s.tokens_out)
+       SUM(s.tokens_out), SUM(s.cost)
 FROM steps s JOIN tasks t ON t.id = s.task_id WHERE t.run_id = ? GROUP BY t.role"""
 # SQLite takes the bare columns of a MAX() aggregate from the row holding the maximum.
 _RESTART_POINTS = """
@@ -140,12 +140,13 @@ def agent_infos(conn: sqlite3.Connection, run_id: str) -> list[AgentInfo]:
         conn.execute("COMMIT")
     infos = []
     for agent_id, role, messages in agents:
-        completed, reissued, tokens_in, tokens_out = totals.get(role, (0, 0, 0, 0))
+        completed, reissued, tokens_in, tokens_out, cost = totals.get(role, (0, 0, 0, 0, 0.0))
         point = points.get(role)
         infos.append(AgentInfo(
             agent_id, role, messages, completed or 0, reissued or 0, tokens_in or 0,
             tokens_out or 0,
-            None if point is None else {"task": point[0], "retry": point[1], "step": point[2]}))
+            None if point is None else {"task": point[0], "retry": point[1], "step": point[2]},
+            float(cost or 0.0)))
     return infos
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import json
 import os
 import sys
@@ -17,6 +18,7 @@ from orchestra._store import Blackboard
 from orchestra._store import url as store_url
 from orchestra._types import Run
 from orchestra.cli import inspect_cmds
+from orchestra.cli.estimate import dry_run
 from orchestra.cli.main import EXIT_CANCELLED, EXIT_FAILED, EXIT_OK, EXIT_PAUSED, EXIT_WAITING
 from orchestra.cli.progress import Progress
 from orchestra.coordinator.coordinator import (
@@ -31,11 +33,13 @@ from orchestra.coordinator.run_models import (
     demo_spec,
     model_settings,
     recorded_settings,
+    run_cost_cap,
     split_models,
     with_models,
 )
 from orchestra.coordinator.run_models import models_for_run as _models
 from orchestra.coordinator.run_models import run_cap as _run_cap
+from orchestra.models.prices import Prices, parse_prices
 
 DEMO_NOTICE = ("This demo runs on a SCRIPTED model session shipped with orchestra "
                "(agents/demo/session.jsonl, and the script that recorded it for any "
@@ -101,16 +105,26 @@ async def dispatch(args: argparse.Namespace) -> int:
 
 
 def _settings(args: argparse.Namespace, *, shared: bool = False,
-              cap: int | None = None) -> CoordinatorSettings:
+              cap: int | None = None, cost_cap: float | None = None) -> CoordinatorSettings:
     if args.concurrency < 1:
         raise UserError(f"--concurrency must be >= 1, got {args.concurrency}")
     if args.max_tokens is not None and args.max_tokens < 1:
         raise UserError(f"--max-tokens must be >= 1, got {args.max_tokens}")
+    if args.max_cost is not None and not args.max_cost > 0:
+        raise UserError(f"--max-cost must be a positive number of US dollars, got "
+                        f"{args.max_cost:g}")
     if not 0.3 <= args.lease <= 86400:
         raise UserError(f"--lease must be between 0.3 and 86400 seconds, got {args.lease:g}")
     return CoordinatorSettings(concurrency=args.concurrency,
                                max_tokens_per_run=args.max_tokens or cap,
+                               max_cost_per_run=args.max_cost or cost_cap,
                                lease_seconds=args.lease, shared=shared)
+
+
+def _prices(args: argparse.Namespace) -> Prices:
+    """$ORCHESTRA_PRICES, then --price (later entries win), over genai-prices' table."""
+    return Prices({**parse_prices(os.environ.get("ORCHESTRA_PRICES", "")),
+                   **parse_prices(args.price)})
 
 
 async def _drive(args: argparse.Namespace, store: Blackboard, coord: Coordinator,
@@ -127,7 +141,7 @@ async def _drive(args: argparse.Namespace, store: Blackboard, coord: Coordinator
         raise
     finally:
         await progress.stop(watcher)
-    await progress.summary(final)
+    await progress.summary(final, coord.pricer.unpriced)
     return {"completed": EXIT_OK, "waiting": EXIT_WAITING, "cancelled": EXIT_CANCELLED,
             "paused": EXIT_PAUSED}.get(final.status, EXIT_FAILED)
 
@@ -166,11 +180,14 @@ async def cmd_run(args: argparse.Namespace) -> int:
 async def _start(args: argparse.Namespace, ref: str, run_input: Any) -> int:
     pipeline = load_pipeline(ref, run_input)
     # kept with the run, apart from its input (the user's): resume and workers honour them
-    recorded = model_settings(args.model, max_tokens=args.max_tokens)
+    recorded = model_settings(args.model, max_tokens=args.max_tokens, max_cost=args.max_cost)
+    prices = _prices(args)
+    if getattr(args, "dry_run", False):  # names the models without loading them (no keys)
+        return await dry_run(args, pipeline, recorded, prices, open_store)
     models = _models(pipeline, recorded, args.model)  # refuses --model for unknown roles
     settings = _settings(args)  # bad flags fail before the store file is created
     async with open_store(args, must_exist=False) as store:
-        coord = Coordinator(store, pipeline, models=models, settings=settings)
+        coord = Coordinator(store, pipeline, models=models, settings=settings, prices=prices)
         run = await coord.start(run_input, settings=recorded)
         if not args.json:
             print(f"run {run.id} started (store {store_url.label(args.db)})")
@@ -219,20 +236,26 @@ async def cmd_resume(args: argparse.Namespace) -> int:
         args.run = await inspect_cmds.resolve_run(store, args.run)
         run = await store.get_run(args.run)
         recorded = await recorded_settings(store, run)
-        settings = _settings(args, cap=recorded.get("max_tokens"))  # bad flags fail first
+        settings = _settings(args, cap=recorded.get("max_tokens"),  # bad flags fail first
+                             cost_cap=recorded.get("max_cost"))
         # before any output or write: a refusal prints one line (a paused run's says how
         # to raise its cap), and a cap too low to resume with is not recorded
-        check_resumable(run, settings.max_tokens_per_run,
-                        how=f"orchestra resume {run.id} --db {store_url.label(args.db)} "
-                            "--max-tokens N")
+        again = f"orchestra resume {run.id} --db {store_url.label(args.db)}"
+        check_resumable(run, settings.max_tokens_per_run, how=f"{again} --max-tokens N",
+                        cost_cap=settings.max_cost_per_run, cost_how=f"{again} --max-cost USD")
         pipeline = load_pipeline(run.pipeline, run.input)
         models = _models(pipeline, recorded, args.model)
         if args.max_tokens is not None:  # recorded: it holds for later resumes and workers
             await _run_cap(store, run, args.max_tokens)
-        coord = Coordinator(store, pipeline, models=models, settings=settings)
+        if args.max_cost is not None:
+            await run_cost_cap(store, run, args.max_cost)
+        coord = Coordinator(store, pipeline, models=models, settings=settings,
+                            prices=_prices(args))
         if not args.json:
             budget = (f"; token cap {settings.max_tokens_per_run}"
                       if settings.max_tokens_per_run else "")
+            budget += (f"; cost cap ${settings.max_cost_per_run:g}"
+                       if settings.max_cost_per_run else "")
             print(f"resuming run {run.id} ({run.status}{budget})")
         return await _drive(args, store, coord, run, resume=True)
 
@@ -255,7 +278,8 @@ async def cmd_fork(args: argparse.Namespace) -> int:
             return EXIT_OK
         if not args.json:
             print(f"run {fork.id} forked from {source.id} after event {args.at}; running it")
-        coord = Coordinator(store, pipeline, models=models, settings=settings)
+        coord = Coordinator(store, pipeline, models=models, settings=settings,
+                            prices=_prices(args))
         return await _drive(args, store, coord, fork, resume=True)
 
 
@@ -328,7 +352,9 @@ async def cmd_worker(args: argparse.Namespace) -> int:
                 cap = await _run_cap(store, run, None)
                 coord = Coordinator(store, pipeline, models=_models(pipeline, recorded,
                                                                     args.model),
-                                    settings=_settings(args, shared=True, cap=cap))
+                                    settings=_settings(args, shared=True, cap=cap,
+                                                       cost_cap=recorded.get("max_cost")),
+                                    prices=_prices(args))
                 serving[run.id] = asyncio.create_task(coord.drive(run.id))
                 if not args.json:
                     print(f"worker {coord.owner}: serving run {run.id}")
@@ -357,4 +383,6 @@ async def cmd_serve(args: argparse.Namespace) -> int:
     settings = settings_from_args(load_token(args.token_file), args.cors, args.workers,
                                   args.concurrency, args.max_tokens, args.model,
                                   args.ping_interval, args.liveness_interval, args.max_body)
+    settings = dataclasses.replace(settings, prices=_prices(args), coordinator=dataclasses.replace(
+        settings.coordinator, max_cost_per_run=_settings(args).max_cost_per_run))
     return await serve(args.db, args.host, args.port, settings, access_log=args.access_log)

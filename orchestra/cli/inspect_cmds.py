@@ -17,6 +17,8 @@ from orchestra._errors import NotFoundError, UserError
 from orchestra._store import Blackboard
 from orchestra._store.url import label
 from orchestra._types import AgentId, Event, Run
+from orchestra.cli.cost_text import resume_hint, usage_line, usd
+from orchestra.coordinator.usage_report import run_usage
 
 OpenStore = Callable[..., AbstractAsyncContextManager[Blackboard]]
 
@@ -108,6 +110,7 @@ async def show_data(store: Blackboard, run_id: str) -> dict[str, Any]:
         "agents": [dataclasses.asdict(a) for a in agents],
         "approvals_pending": [dataclasses.asdict(a) for a in
                               await store.list_approvals(run_id, status="pending")],
+        "usage": (await run_usage(store, run_id)).as_dict(),
     }
 
 
@@ -160,9 +163,9 @@ def runs_text(runs: list[Run], orphaned: dict[str, float | None] | None = None) 
     says so in its status (``running (no live worker since 12:03:11)``)."""
     if not runs:
         return "no runs"
-    rows = [("RUN", "STATUS", "PIPELINE", "CREATED", "STEPS", "TOKENS")]
+    rows = [("RUN", "STATUS", "PIPELINE", "CREATED", "STEPS", "TOKENS", "COST")]
     rows += [(r.id, status_text(r, orphaned or {}), r.pipeline, _age(r.created_at),
-              str(r.steps), str(r.tokens_in + r.tokens_out)) for r in runs]
+              str(r.steps), str(r.tokens_in + r.tokens_out), usd(r.cost)) for r in runs]
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
                      for row in rows)
@@ -175,6 +178,7 @@ def show_text(d: dict[str, Any], where: str = "") -> str:
                                       else run["status"])
     lines = [f"run {run['id']}  {status}  pipeline {run['pipeline']}",
              f"  tokens in/out {run['tokens_in']}/{run['tokens_out']}  steps {run['steps']}"
+             f"  cost {usd(float(run.get('cost', 0.0)))}"
              + (f"  error: {run['error']}" if run["error"] else ""),
              "  tasks: " + ", ".join(f"{k}={v}" for k, v in sorted(d["tasks"].items())),
              "  steps: " + ", ".join(f"{k}={v}" for k, v in sorted(d["steps"].items())),
@@ -184,17 +188,17 @@ def show_text(d: dict[str, Any], where: str = "") -> str:
         point = f"task {rp['task']} step {rp['step']}" if rp else "-"
         lines.append(f"    {a['role']:<12} messages={a['messages']:<4} "
                      f"steps={a['steps_completed']:<4} reissued={a['steps_reissued']} "
-                     f"tokens={a['tokens_in'] + a['tokens_out']:<7} restart point: {point}")
+                     f"tokens={a['tokens_in'] + a['tokens_out']:<7} "
+                     f"cost={usd(float(a.get('cost', 0.0))):<10} restart point: {point}")
+    if d.get("usage"):
+        lines.append("  usage: " + usage_line(d["usage"]["total"]))
     for line in d.get("concurrency", {}).get("notes", []):
         lines.append(f"  waiting on a concurrency limit: {line}")
     for ap in d["approvals_pending"]:
         lines.append(f"  pending approval {ap['id']}: {ap['tool']}({ap['arguments']}) — "
                      f"orchestra approve {ap['id']} {where}".rstrip())
     if run.get("reason") == "budget":
-        used = run["tokens_in"] + run["tokens_out"]
-        hint = " ".join(filter(None, ("orchestra resume", run["id"], where,
-                                      f"--max-tokens {max(2 * used, used + 1000)}")))
-        lines.append(f"  paused by its token cap; raise it to continue: {hint}")
+        lines.append("  " + resume_hint(run, where))
     return "\n".join(lines)
 
 

@@ -32,8 +32,9 @@ exit codes:
        or cannot be created or written (missing directory, permissions, read-only)
   4    the run is waiting for a human approval (`orchestra approve ID`, then resume)
   5    the run was cancelled
-  6    the run is paused: its token cap (--max-tokens) was reached; it continues with
-       `orchestra resume RUN --max-tokens N` (N above the tokens it used)
+  6    the run is paused: its token cap (--max-tokens) was reached, or its next call
+       could cross its cost cap (--max-cost); it continues with `orchestra resume RUN
+       --max-tokens N` (N above the tokens it used) or `--max-cost USD` (above its cost)
   130  interrupted (Ctrl-C); the run is resumable with `orchestra resume RUN`
 
 Every command accepts --json for machine-readable output. --db and --json may come
@@ -93,6 +94,13 @@ def _model_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--concurrency", type=int, default=8, help="tasks run at once (default 8)")
     p.add_argument("--max-tokens", type=int, default=None,
                    help="stop the run (resumably) after this many tokens")
+    p.add_argument("--max-cost", type=float, default=None, metavar="USD",
+                   help="pause the run (resumably) before a model call that could take its "
+                        "cost past this many US dollars")
+    p.add_argument("--price", action="append", default=[], metavar="MODEL=IN/OUT[/CACHED]",
+                   help="a model's price in USD per million tokens (input/output[/cached "
+                        "input[/cache write]]), over the genai-prices table; repeatable. "
+                        "Also $ORCHESTRA_PRICES, entries separated by ';'")
     p.add_argument("--lease", type=float, default=30.0, metavar="SECONDS",
                    help="task lease (default 30): a dead worker's tasks are taken over by "
                         "another serving process within this plus a third of it")
@@ -144,6 +152,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-rounds", type=int, default=3, help="review rounds per module")
     p.add_argument("--pipeline", help="your pipeline factory, 'package.module:factory'")
     p.add_argument("--input", help="run input as JSON (with --pipeline)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="run nothing: the models each role would use, their prices, and an "
+                        "estimate of the cost from the pipeline's past runs")
 
     p = sub.add_parser("resume", help="continue a run after a crash, Ctrl-C, or approval")
     _common(p)

@@ -11,10 +11,12 @@ import contextlib
 import json
 import sys
 import time
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from orchestra._store import Blackboard
 from orchestra._types import Event, Run
+from orchestra.cli.cost_text import resume_hint, unpriced_line, usage_line
 from orchestra.cli.inspect_cmds import _role_limits, concurrency_waits, event_line, show_data
 
 QUIET_KINDS = frozenset({"step.started", "task.claimed"})
@@ -110,8 +112,11 @@ class Progress:
         out.flush()
         self._drawn = len(lines)
 
-    async def summary(self, run: Run) -> None:
+    async def summary(self, run: Run, unpriced: Collection[str] = ()) -> None:
+        """The run's outcome, its cost and usage; ``unpriced``: models that had no price."""
         data = await show_data(self.store, run.id)
+        if unpriced:
+            data["unpriced_models"] = sorted(unpriced)
         if self.json_mode:
             print(json.dumps(data, default=str))
             return
@@ -120,6 +125,9 @@ class Progress:
               + (f" — {run.error}" if run.error else "")
               + f"\n  steps completed {steps.get('completed', 0)}, reissued after crashes "
               f"{steps.get('reissued', 0)}; tokens {run.tokens_in + run.tokens_out}")
+        print("  " + usage_line(data["usage"]["total"]))
+        if unpriced:
+            print("  " + unpriced_line(unpriced))
         db = f"--db {self.db}"
         print(f"  look closer:  orchestra show {run.id} {db}   orchestra board {run.id} {db}   "
               f"orchestra events {run.id} {db}")
@@ -129,8 +137,6 @@ class Progress:
                       f"{ap['id']} {db}  or  orchestra deny {ap['id']} {db} --reason ...")
             print(f"  then: orchestra resume {run.id} {db}")
         elif run.reason == "budget":
-            used = run.tokens_in + run.tokens_out
-            print(f"  paused by its token cap (budget); raise it to continue: orchestra resume "
-                  f"{run.id} {db} --max-tokens {max(2 * used, used + 1000)}")
+            print("  " + resume_hint(data["run"], db))
         elif run.status in ("failed", "running"):
             print(f"  resume with: orchestra resume {run.id} {db}")

@@ -32,6 +32,7 @@ from orchestra.coordinator.jobs import Jobs
 from orchestra.coordinator.owners import dead_local_owners, new_owner_id
 from orchestra.coordinator.pipeline import Pipeline
 from orchestra.models.base import Model
+from orchestra.models.prices import PriceBook, Pricer, layered
 from orchestra.runtime.agent_state import AgentState, agent_id_for
 
 if TYPE_CHECKING:
@@ -64,6 +65,8 @@ class CoordinatorSettings:
     run's model and tool calls within this (plus ``poll_interval``), not at a heartbeat."""
     max_tokens_per_run: int | None = None
     """Stop the run (resumably) once it has used this many tokens."""
+    max_cost_per_run: float | None = None
+    """USD: pause the run (resumably) before a call that could take its cost past this."""
     wait_for_approvals: bool = False
     """Keep driving while tasks wait for humans; otherwise return with the run ``waiting``."""
     shared: bool = False
@@ -75,10 +78,12 @@ CANCELLABLE: tuple[RunStatus, ...] = ("pending", "running", "waiting", "failed",
 """A run in any of these may be cancelled (a completed or cancelled one may not)."""
 
 
-def check_resumable(run: Run, cap: int | None, *, how: str = "--max-tokens N") -> None:
+def check_resumable(run: Run, cap: int | None, *, how: str = "--max-tokens N",
+                    cost_cap: float | None = None, cost_how: str = "--max-cost USD") -> None:
     """Raise ``UserError`` if ``run`` cannot be resumed: finished for good (completed or
     cancelled), or paused by its token cap (``reason`` budget) while ``cap`` (the cap it
-    would resume with) is still no more than it used. ``how``: how the caller raises it."""
+    would resume with) is still no more than it used; likewise for its cost cap
+    (``cost_cap``, USD). ``how``/``cost_how``: how the caller raises each."""
     if run.status == "completed":
         raise UserError(f"run {run.id} is already completed; nothing to resume")
     if run.status == "cancelled":
@@ -87,6 +92,10 @@ def check_resumable(run: Run, cap: int | None, *, how: str = "--max-tokens N") -
     if run.reason == "budget" and cap is not None and used >= cap:
         raise UserError(f"run {run.id} is paused: it used {used} tokens and its token cap is "
                         f"still {cap}; raise the cap to resume it ({how} with N > {used})")
+    if run.reason == "budget" and cost_cap is not None and run.cost >= cost_cap:
+        raise UserError(f"run {run.id} is paused: it spent ${run.cost:.6f} and its cost cap is "
+                        f"still ${cost_cap:g}; raise the cap to resume it ({cost_how} above "
+                        f"{run.cost:.6f})")
 
 
 class Coordinator:
@@ -95,8 +104,12 @@ class Coordinator:
     def __init__(self, store: Blackboard, pipeline: Pipeline, *,
                  models: Mapping[str, Model] | None = None,
                  settings: CoordinatorSettings = CoordinatorSettings(),
-                 owner: str | None = None, tracing: Tracing | None = None) -> None:
+                 owner: str | None = None, tracing: Tracing | None = None,
+                 prices: PriceBook | None = None) -> None:
         self.store = store
+        self.pricer = Pricer(layered(pipeline.prices, prices))
+        """Prices every model call when it is made (``prices``' overrides, then the
+        pipeline's, then genai-prices' table); the cost is journaled with the call."""
         self.tracing = tracing
         """OpenTelemetry spans for runs, tasks and steps (``orchestra.tracing``); off if None."""
         self.pipeline = pipeline
@@ -160,7 +173,8 @@ class Coordinator:
     def check_resumable(self, run: Run) -> None:
         """Raise ``UserError`` if ``run`` is finished for good (completed or cancelled), or
         paused by its token cap with this coordinator's cap no higher than what it used."""
-        check_resumable(run, self.settings.max_tokens_per_run)
+        check_resumable(run, self.settings.max_tokens_per_run,
+                        cost_cap=self.settings.max_cost_per_run)
 
     async def cancel(self, run_id: str) -> Run:
         """Cancel a run: no new steps start; running tasks here stop; state stays consistent."""

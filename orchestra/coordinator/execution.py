@@ -25,7 +25,8 @@ from orchestra._store.protocol import Lease, Writes
 from orchestra._types import AgentId, Task
 from orchestra.runtime.agent_state import AgentState
 from orchestra.runtime.journal import RecordedStepError
-from orchestra.runtime.task_runner import RunLimits, TaskOutcome, run_task
+from orchestra.runtime.limits import RunLimits
+from orchestra.runtime.task_runner import TaskOutcome, run_task
 from orchestra.tools import POST_CHECK
 
 if TYPE_CHECKING:
@@ -84,15 +85,16 @@ class TaskExecutor:
         timeout = type(role).task_timeout
         try:
             limits = _NO_LIMITS
-            if self.c.settings.max_tokens_per_run is not None:
+            s = self.c.settings
+            if s.max_tokens_per_run is not None or s.max_cost_per_run is not None:
                 run = await self.c.store.get_run(task.run_id)
-                limits = RunLimits(self.c.settings.max_tokens_per_run,
-                                   run.tokens_in + run.tokens_out)
+                limits = RunLimits(s.max_tokens_per_run, run.tokens_in + run.tokens_out,
+                                   s.max_cost_per_run, run.cost)
             work = run_task(store=self.c.store, role=role, model=self.c.models[task.role],
                             agent=agent, task=task, lease=lease,
                             route=self.c.pipeline.route_for(task.role), limits=limits,
                             settings=type(role).settings,
-                            claim_next=lambda: self.c.claim_spec(task))
+                            claim_next=lambda: self.c.claim_spec(task), pricer=self.c.pricer)
             if timeout:
                 work = asyncio.wait_for(work, timeout)
             if self.c.tracing is None:

@@ -36,6 +36,7 @@ from orchestra._store.protocol import NewHandoff, NewNote, NewTask, Writes
 from orchestra._types import Task
 from orchestra.coordinator.pipeline_ref import derive_ref, load_pipeline, module_ref
 from orchestra.models.base import Model
+from orchestra.models.prices import Price
 from orchestra.roles import Role
 from orchestra.runtime.task_runner import Route as _RuntimeRoute
 
@@ -79,6 +80,9 @@ class Pipeline:
     bound to a top-level name of an importable module."""
     fail_run_on_task_failure: bool = True
     """A permanently failed task fails the run (otherwise the run completes around it)."""
+    prices: Mapping[str, Price] = field(default_factory=dict)
+    """Price overrides by model name (a private deployment, a negotiated rate); they win
+    over the maintained table (``orchestra.models.prices``)."""
 
     def __post_init__(self) -> None:
         by_name: dict[str, Role] = {}

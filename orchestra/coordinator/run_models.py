@@ -28,7 +28,8 @@ from orchestra.models.base import Model
 SETTINGS_EVENT = "run.settings"
 """Replaces a run's settings (its data is the whole new settings)."""
 BUDGET_EVENT = "run.budget"
-"""Sets a run's token cap (``{"max_tokens": n}``) for every later resume and worker."""
+"""Sets a run's token cap (``{"max_tokens": n}``) or cost cap (``{"max_cost": usd}``) for
+every later resume and worker."""
 
 
 def demo_spec() -> str:
@@ -58,8 +59,9 @@ def split_models(specs: Sequence[str]) -> tuple[str | None, dict[str, str]]:
     return resolve_model_specs(None, list(specs), environ={})
 
 
-def model_settings(specs: Sequence[str], *, max_tokens: int | None = None) -> dict[str, Any]:
-    """The settings to record with a new run: its ``--model`` specs and token cap."""
+def model_settings(specs: Sequence[str], *, max_tokens: int | None = None,
+                   max_cost: float | None = None) -> dict[str, Any]:
+    """The settings to record with a new run: its ``--model`` specs, token and cost caps."""
     default, per_role = split_models(specs)
     settings: dict[str, Any] = {}
     if default:
@@ -68,6 +70,8 @@ def model_settings(specs: Sequence[str], *, max_tokens: int | None = None) -> di
         settings["models"] = per_role
     if max_tokens is not None:
         settings["max_tokens"] = max_tokens
+    if max_cost is not None:
+        settings["max_cost"] = max_cost
     return settings
 
 
@@ -96,8 +100,11 @@ async def recorded_settings(events: EventLog, run: Run) -> dict[str, Any]:
                 out = dict(data["settings"])
             elif e.kind == SETTINGS_EVENT:
                 out = dict(data)
-            elif e.kind == BUDGET_EVENT and isinstance(data.get("max_tokens"), int):
-                out["max_tokens"] = data["max_tokens"]
+            elif e.kind == BUDGET_EVENT:
+                if isinstance(data.get("max_tokens"), int):
+                    out["max_tokens"] = data["max_tokens"]
+                if isinstance(data.get("max_cost"), int | float):
+                    out["max_cost"] = float(data["max_cost"])
         if len(batch) < 500:
             return out
         after = batch[-1].seq
@@ -165,3 +172,12 @@ async def run_cap(store: Blackboard, run: Run, flag: int | None) -> int | None:
         return flag
     cap = (await recorded_settings(store, run)).get("max_tokens")
     return cap if isinstance(cap, int) else None
+
+
+async def run_cost_cap(store: Blackboard, run: Run, flag: float | None) -> float | None:
+    """The run's cost cap in USD: ``--max-cost`` now (recorded), else the recorded one."""
+    if flag is not None:
+        await store.append_event(run.id, BUDGET_EVENT, {"max_cost": flag})
+        return flag
+    cap = (await recorded_settings(store, run)).get("max_cost")
+    return float(cap) if isinstance(cap, int | float) else None

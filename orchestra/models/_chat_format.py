@@ -19,8 +19,8 @@ from orchestra.models.base import (
     ModelResponse,
     OutputSchema,
     ToolCall,
-    Usage,
 )
+from orchestra.models.usage import usage_from_openai
 
 ResponseFormatMode = Literal["json_schema", "json_object", "none"]
 
@@ -115,10 +115,6 @@ def _arguments(raw: object) -> str:
     return json.dumps(raw)
 
 
-def _int(value: object) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
 def chat_response(data: object, *, model: str) -> ModelResponse:
     """A :class:`ModelResponse` from a decoded chat-completions response body.
 
@@ -147,13 +143,13 @@ def chat_response(data: object, *, model: str) -> ModelResponse:
         finish = "tool_calls"
     if message.get("refusal") and not message.get("content"):
         finish = "content_filter"
-    usage = data.get("usage")
-    usage = usage if isinstance(usage, Mapping) else {}
+    timings = data.get("timings")  # llama.cpp's server: its prompt-cache reuse
     content = message.get("content")
     return ModelResponse(
         text=content if isinstance(content, str) else "",
         tool_calls=tuple(calls),
-        usage=Usage(_int(usage.get("prompt_tokens")), _int(usage.get("completion_tokens"))),
+        usage=usage_from_openai(data.get("usage"),
+                                timings=timings if isinstance(timings, Mapping) else None),
         finish_reason=finish,
         model=str(data.get("model") or model),
     )

@@ -34,8 +34,8 @@ from orchestra.models.base import (
     ModelRequest,
     ModelResponse,
     ToolCall,
-    Usage,
 )
+from orchestra.models.usage import usage_from_anthropic
 
 if TYPE_CHECKING:
     import anthropic as anthropic_sdk
@@ -237,12 +237,8 @@ class AnthropicModel:
             finish = "length" if finish == "length" else "stop"
         else:
             text = "".join(texts)
-        raw_usage = data.get("usage")
-        usage: Mapping[str, Any] = raw_usage if isinstance(raw_usage, Mapping) else {}
-        tokens_in = sum(int(usage.get(k) or 0) for k in (
-            "input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"))
         return ModelResponse(text=text, tool_calls=tuple(calls),
-                             usage=Usage(tokens_in, int(usage.get("output_tokens") or 0)),
+                             usage=usage_from_anthropic(data.get("usage")),
                              finish_reason=finish, model=str(data.get("model") or self.model))
 
     def _timeout(self, request: ModelRequest) -> float:

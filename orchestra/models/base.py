@@ -46,15 +46,30 @@ class ModelSettings:
 
 @dataclass(frozen=True, slots=True)
 class Usage:
-    """Tokens and (when the provider reports prices) cost of one call."""
+    """What one call was billed for: tokens by kind, and its cost in USD.
+
+    ``input_tokens`` is the whole prompt, cached parts included (OpenAI's
+    ``prompt_tokens``; for Anthropic the sum of its three input counts), so the
+    uncached part is ``input_tokens - cached_input_tokens - cache_write_tokens``.
+    ``reasoning_tokens`` are part of ``output_tokens`` (they are billed as output).
+    ``cost`` is filled by the runtime from a price table at the time of the call.
+    """
 
     input_tokens: int = 0
     output_tokens: int = 0
     cost: float = 0.0
+    cached_input_tokens: int = 0
+    """Prompt tokens read from the provider's prompt cache (billed at the cached price)."""
+    cache_write_tokens: int = 0
+    """Prompt tokens written to the cache (Anthropic bills them above the input price)."""
+    reasoning_tokens: int = 0
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(self.input_tokens + other.input_tokens,
-                     self.output_tokens + other.output_tokens, self.cost + other.cost)
+                     self.output_tokens + other.output_tokens, self.cost + other.cost,
+                     self.cached_input_tokens + other.cached_input_tokens,
+                     self.cache_write_tokens + other.cache_write_tokens,
+                     self.reasoning_tokens + other.reasoning_tokens)
 
 
 @dataclass(frozen=True, slots=True)

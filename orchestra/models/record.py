@@ -101,11 +101,22 @@ def dump_response(response: ModelResponse) -> dict[str, Any]:
         "text": response.text,
         "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments}
                        for c in response.tool_calls],
-        "usage": {"input_tokens": response.usage.input_tokens,
-                  "output_tokens": response.usage.output_tokens, "cost": response.usage.cost},
+        "usage": _dump_usage(response.usage),
         "finish_reason": response.finish_reason,
         "model": response.model,
     }
+
+
+_USAGE_EXTRA = ("cached_input_tokens", "cache_write_tokens", "reasoning_tokens")
+"""Usage counts beyond input and output, in :class:`Usage`'s field order; a session
+recorded before they were counted has none (read as 0), and writes none when all are 0."""
+
+
+def _dump_usage(usage: Usage) -> dict[str, Any]:
+    out: dict[str, Any] = {"input_tokens": usage.input_tokens,
+                           "output_tokens": usage.output_tokens, "cost": usage.cost}
+    out.update({name: getattr(usage, name) for name in _USAGE_EXTRA if getattr(usage, name)})
+    return out
 
 
 def _field(data: Mapping[str, Any], name: str, kind: type | tuple[type, ...], default: Any) -> Any:
@@ -132,7 +143,8 @@ def load_response(data: object) -> ModelResponse:
     return ModelResponse(
         text=_field(data, "text", str, ""), tool_calls=tuple(calls),
         usage=Usage(_field(usage, "input_tokens", int, 0), _field(usage, "output_tokens", int, 0),
-                    float(_field(usage, "cost", (int, float), 0.0))),
+                    float(_field(usage, "cost", (int, float), 0.0)),
+                    *(_field(usage, name, int, 0) for name in _USAGE_EXTRA)),
         finish_reason=finish, model=_field(data, "model", str, ""))
 
 

@@ -61,6 +61,7 @@ class AgentState:
     summary: CompactionRecord | None = None
     last_seq: int = 0
     tokens_used: int = 0
+    cost_used: float = 0.0
     loaded: bool = False
     _tokens: dict[int, int] = field(default_factory=dict)
     _task_ids: set[str] = field(default_factory=set)
@@ -78,6 +79,7 @@ class AgentState:
             for info in await store.agent_infos(self.run_id):
                 if info.agent_id == self.agent_id:
                     self.tokens_used = info.tokens_in + info.tokens_out
+                    self.cost_used = info.cost
         new = await store.get_messages(self.agent_id, after_seq=self.last_seq)
         if new:
             self.history.extend(new)

@@ -18,6 +18,14 @@ from typing import Any
 from orchestra._errors import DeterminismError, OrchestraError
 from orchestra._store.protocol import Blackboard, Lease, StepResult, Writes
 from orchestra._types import Step, StepKind, Task
+from orchestra.models.base import Usage
+
+
+def usage_record(usage: Usage) -> list[int]:
+    """A call's token counts as its journal record keeps them: input, output, cached
+    input, cache writes, reasoning (records from before the last three hold two)."""
+    return [usage.input_tokens, usage.output_tokens, usage.cached_input_tokens,
+            usage.cache_write_tokens, usage.reasoning_tokens]
 
 
 class RecordedStepError(OrchestraError):
@@ -65,6 +73,11 @@ class Journal:
         n = self._next
         self._next += 1
         return n
+
+    def is_recorded(self, n: int) -> bool:
+        """Step ``n`` completed before (it replays: no call, nothing to pay)."""
+        rec = self.recorded.get(n)
+        return rec is not None and rec.status == "completed"
 
     def lookup(self, n: int, kind: StepKind, name: str) -> Step | None:
         """The recorded step ``n`` if it completed or failed; checks it is the same step."""

@@ -19,6 +19,7 @@ from orchestra._store.protocol import Blackboard, ClaimSpec, Lease, Writes
 from orchestra._types import Message, Task, ToolCallRecord
 from orchestra.compaction import SummaryRequest, View
 from orchestra.models.base import Model, ModelRequest, ModelSettings, ToolCall
+from orchestra.models.prices import Pricer
 from orchestra.roles import Role
 from orchestra.runtime import keys
 from orchestra.runtime.agent_state import ATTEMPT_FAILED, AgentState
@@ -26,6 +27,7 @@ from orchestra.runtime.builtin_tools import builtin_tools
 from orchestra.runtime.compactor import summarize
 from orchestra.runtime.context_fit import fit_context
 from orchestra.runtime.journal import Journal, Outcome, PendingStep
+from orchestra.runtime.limits import RunLimits, Spent, call_bound, check_next_call, check_spent
 from orchestra.runtime.replies import (
     OutputError,
     one_line,
@@ -45,14 +47,6 @@ Route = Callable[[Any, Task, Writes], None]
 
 FRESH_AFTER = 2
 """Unusable turns in a row after which the model sees the task afresh (input + last problem)."""
-
-
-@dataclass(frozen=True, slots=True)
-class RunLimits:
-    """Caps that stop a task with :class:`UsageLimitExceeded` (resumable after raising them)."""
-
-    max_tokens_per_run: int | None = None
-    run_tokens_used: int = 0
 
 
 @dataclass(slots=True)
@@ -79,12 +73,16 @@ class TaskRunner:
 
     def __init__(self, *, store: Blackboard, role: Role, model: Model, agent: AgentState,
                  task: Task, lease: Lease, route: Route | None = None,
-                 limits: RunLimits = RunLimits(), settings: ModelSettings | None = None,
-                 claim_next: Callable[[], ClaimSpec | None] | None = None) -> None:
+                 limits: RunLimits | None = None, settings: ModelSettings | None = None,
+                 claim_next: Callable[[], ClaimSpec | None] | None = None,
+                 pricer: Pricer | None = None) -> None:
         self.store, self.role, self.model, self.agent = store, role, model, agent
         self.task, self.lease, self.route = task, lease, route
-        self.limits, self.settings = limits, settings or ModelSettings()
+        self.limits, self.settings = limits or RunLimits(), settings or ModelSettings()
         self.claim_next = claim_next
+        self.pricer = pricer
+        """Prices each call at the time it is made (None: the cost the model reports)."""
+        self.cost = 0.0
         self.tools: dict[str, Tool] = role.bound_tools()
         if type(role).recall:
             self.tools.update(builtin_tools())
@@ -177,16 +175,23 @@ class TaskRunner:
         n = st.journal.reserve()
         flushed = st.pending
         st.pending = []
-        model = self.model
+        model, pricer = self.model, self.pricer
+        if self._money_capped() and pricer is not None and not st.journal.is_recorded(n):
+            check_next_call(self.limits, self._spent(), call_bound(
+                pricer, model.name, request, self._context), run_id=self.task.run_id,
+                agent=self.agent.agent_id, agent_cost_cap=type(self.role).max_cost_per_agent)
 
         async def call() -> Outcome:
-            return reply_outcome(await model.request(request), flushed)
+            resp = await model.request(request)
+            usage = resp.usage if pricer is None else pricer.priced(model.name, resp.usage)
+            return reply_outcome(resp, flushed, usage)
 
         digest = f"{len(request.messages)}:{keys.digest(request.messages[-1].content)}"
         record, uncommitted = await st.journal.run_deferred(n, "model", "model", digest, call,
                                                             wait_start=False)
         usage = record.get("usage", [0, 0])
         self.tokens += usage[0] + usage[1]
+        self.cost += float(record.get("cost", 0.0))
         if uncommitted is not None and uncommitted.writes is not None:
             reply = uncommitted.writes.messages[-1]  # reply_outcome stores the reply last
         else:  # replayed: the reply as recorded
@@ -318,7 +323,7 @@ class TaskRunner:
             if isinstance(view, View):
                 return view
             self.agent.summary = await summarize(journal, self.model, self.agent, view,
-                                                 self.settings)
+                                                 self.settings, self.pricer)
             self._note_summary(view)
         raise ModelBehaviorError(f"task {self.task.id}: compaction did not converge after 3 "
                                  "summaries; the policy keeps asking for more")
@@ -327,18 +332,20 @@ class TaskRunner:
         log.debug("compacted", run=self.task.run_id, task=self.task.id,
                   agent=self.agent.agent_id, messages=len(request.messages))
 
+    def _spent(self) -> Spent:
+        return Spent(self.limits.run_tokens_used + self.tokens,
+                     self.limits.run_cost_used + self.cost,
+                     self.agent.tokens_used + self.tokens, self.agent.cost_used + self.cost)
+
+    def _money_capped(self) -> bool:
+        return (self.limits.max_cost_per_run is not None
+                or type(self.role).max_cost_per_agent is not None)
+
     def _check_limits(self) -> None:
-        cap = type(self.role).max_tokens_per_agent
-        used = self.agent.tokens_used + self.tokens
-        if cap is not None and used >= cap:
-            raise UsageLimitExceeded(
-                f"agent {self.agent.agent_id} used {used} tokens, its cap is {cap} "
-                "(max_tokens_per_agent); raise the cap and resume the run")
-        run_cap = self.limits.max_tokens_per_run
-        run_used = self.limits.run_tokens_used + self.tokens
-        if run_cap is not None and run_used >= run_cap:
-            raise UsageLimitExceeded(f"run {self.task.run_id} used {run_used} tokens, its cap is "
-                                     f"{run_cap}; raise the cap and resume the run")
+        cls = type(self.role)
+        check_spent(self.limits, self._spent(), run_id=self.task.run_id,
+                    agent=str(self.agent.agent_id), agent_tokens_cap=cls.max_tokens_per_agent,
+                    agent_cost_cap=cls.max_cost_per_agent)
 
     def _on_commit(self, writes: Writes | None) -> None:
         if writes is not None:
@@ -366,6 +373,7 @@ class TaskRunner:
                 writes=writes, step=final)
         self._on_commit(writes)
         self.agent.tokens_used += self.tokens
+        self.agent.cost_used += self.cost
         return TaskOutcome("completed", data, steps_replayed=journal.replayed,
                            steps_executed=journal.executed, tokens=self.tokens,
                            extra={"claimed": claimed, "looked": spec is not None})
@@ -373,6 +381,7 @@ class TaskRunner:
     async def _fail(self, error: str, pending: list[Message], journal: Journal) -> TaskOutcome:
         """A failed attempt: its messages are stored, marked so later views skip them."""
         self.agent.tokens_used += self.tokens
+        self.agent.cost_used += self.cost
         marker = Message("user", f"(attempt {self.task.attempt} failed: {error})",
                          name=ATTEMPT_FAILED, task_id=self.task.id)
         return TaskOutcome("failed", error=error, steps_replayed=journal.replayed,

@@ -9,9 +9,9 @@ from typing import Any
 
 from orchestra._store.protocol import Writes
 from orchestra._types import Message
-from orchestra.models.base import ModelResponse, OutputSchema, ToolCall, ToolSchema
+from orchestra.models.base import ModelResponse, OutputSchema, ToolCall, ToolSchema, Usage
 from orchestra.runtime.agent_state import FEEDBACK
-from orchestra.runtime.journal import Journal, Outcome
+from orchestra.runtime.journal import Journal, Outcome, usage_record
 from orchestra.runtime.tool_calls import ToolRunner
 from orchestra.tools import Rejection
 
@@ -29,10 +29,11 @@ def response_record(text: str, calls: tuple[ToolCall, ...], finish: str) -> dict
             "calls": [[c.id, c.name, c.arguments] for c in calls]}
 
 
-def reply_outcome(resp: ModelResponse, to_flush: list[Message]) -> Outcome:
-    """A model reply as a step outcome: the reply (capped), its usage, and the messages
-    to commit with it. Tool-call arguments are part of the reply: the same cap, and over
-    it the calls are neither run nor stored (the model is told to send less)."""
+def reply_outcome(resp: ModelResponse, to_flush: list[Message], usage: Usage) -> Outcome:
+    """A model reply as a step outcome: the reply (capped), its usage (``usage``: priced
+    at the time of the call), and the messages to commit with it. Tool-call arguments
+    are part of the reply: the same cap, and over it the calls are neither run nor
+    stored (the model is told to send less)."""
     text = resp.text
     if len(text) > MAX_REPLY_CHARS:
         text = text[:2000] + f"\n[reply of {len(resp.text)} characters cut]"
@@ -46,9 +47,11 @@ def reply_outcome(resp: ModelResponse, to_flush: list[Message]) -> Outcome:
     if argument_chars > MAX_REPLY_CHARS:
         record["arguments_cut"] = [[c.name, len(c.arguments)] for c in resp.tool_calls]
     reply = Message("assistant", text, calls)
-    record["usage"] = [resp.usage.input_tokens, resp.usage.output_tokens]
-    return Outcome(record, resp.usage.input_tokens, resp.usage.output_tokens,
-                   resp.usage.cost, Writes(messages=[*to_flush, reply]))
+    record["usage"] = usage_record(usage)
+    if usage.cost:
+        record["cost"] = usage.cost
+    return Outcome(record, usage.input_tokens, usage.output_tokens, usage.cost,
+                   Writes(messages=[*to_flush, reply]))
 
 
 @dataclass(slots=True)

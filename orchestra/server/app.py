@@ -14,6 +14,7 @@ from starlette.types import ASGIApp
 
 from orchestra._store.protocol import Blackboard
 from orchestra.coordinator.coordinator import CoordinatorSettings
+from orchestra.models.prices import PriceBook
 from orchestra.server import problems
 from orchestra.server.feeds import Feeds
 from orchestra.server.pool import RunPool
@@ -35,6 +36,8 @@ class ServerSettings:
     """How each run is driven (shared: other servers and workers may serve the store)."""
     models: tuple[str, ...] = ()
     """Model specs used by every run this server drives (like ``--model``)."""
+    prices: PriceBook | None = None
+    """Prices for the runs it drives (``--price``); None: pipelines' own, then genai-prices."""
     ping_interval: float = 15.0
     """Seconds of silence on a stream before a keepalive."""
     liveness_interval: float = 5.0
@@ -67,7 +70,8 @@ def create_app(store: Blackboard, settings: ServerSettings = ServerSettings()) -
 
     svc = Services(store, settings, Feeds(store),
                    RunPool(store, workers=settings.workers, settings=settings.coordinator,
-                           models=settings.models, scan_interval=settings.scan_interval))
+                           models=settings.models, scan_interval=settings.scan_interval,
+                           prices=settings.prices))
 
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:

@@ -24,6 +24,7 @@ from orchestra.coordinator.coordinator import Coordinator, CoordinatorSettings
 from orchestra.coordinator.owners import dead_local_owners
 from orchestra.coordinator.pipeline import load_pipeline
 from orchestra.coordinator.run_models import models_for_run, recorded_settings, run_cap
+from orchestra.models.prices import PriceBook
 
 log = structlog.get_logger("orchestra.server")
 
@@ -35,8 +36,10 @@ class RunPool:
     """Up to ``workers`` runs driven at once by this process."""
 
     def __init__(self, store: Blackboard, *, workers: int, settings: CoordinatorSettings,
-                 models: Sequence[str] = (), scan_interval: float = 0.5) -> None:
+                 models: Sequence[str] = (), scan_interval: float = 0.5,
+                 prices: PriceBook | None = None) -> None:
         self._store = store
+        self._prices = prices
         self.workers = workers
         self._settings = settings
         self._models = tuple(models)
@@ -89,9 +92,11 @@ class RunPool:
         try:
             pipeline = load_pipeline(run.pipeline, run.input)
             recorded = await recorded_settings(self._store, run)
+            if recorded.get("max_cost") and settings.max_cost_per_run is None:
+                settings = replace(settings, max_cost_per_run=float(recorded["max_cost"]))
             coord = Coordinator(self._store, pipeline,
                                 models=models_for_run(pipeline, recorded, self._models),
-                                settings=settings)
+                                settings=settings, prices=self._prices)
         except UserError as exc:
             if run.id not in self.unservable:
                 log.warning("cannot serve run", run=run.id, error=str(exc))

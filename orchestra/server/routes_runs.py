@@ -19,7 +19,9 @@ from orchestra.coordinator.run_models import (
     models_for_run,
     recorded_settings,
     run_cap,
+    run_cost_cap,
 )
+from orchestra.coordinator.usage_report import run_usage
 from orchestra.server.app import Services, services
 from orchestra.server.problems import Problem
 from orchestra.server.schemas import (
@@ -68,7 +70,8 @@ async def create_run(body: RunCreate, svc: Svc) -> JSONResponse:
     except UserError as exc:
         raise _invalid("pipeline", exc) from exc
     try:  # the run's own settings, recorded apart from its input (the user's namespace)
-        settings = model_settings(_model_specs(body.model), max_tokens=body.max_tokens)
+        settings = model_settings(_model_specs(body.model), max_tokens=body.max_tokens,
+                                  max_cost=body.max_cost)
         models = models_for_run(pipeline, settings, svc.settings.models)
     except UserError as exc:
         raise _invalid("model", exc) from exc
@@ -107,15 +110,15 @@ async def get_run(run_id: str, svc: Svc) -> JSONResponse:
     store = svc.store
     run = await store.get_run(run_id)
     # queued together on the store's reader: one wait instead of four round trips
-    tasks, steps, agents, pending = await asyncio.gather(
+    tasks, steps, agents, pending, usage = await asyncio.gather(
         store.task_counts(run_id), store.step_counts(run_id), store.agent_infos(run_id),
-        store.list_approvals(run_id, status="pending"))
+        store.list_approvals(run_id, status="pending"), run_usage(store, run_id))
     return _json({
         "run": _run_json(run),
         "status": run.status,
         "reason": run.reason,
         "usage": {"tokens_in": run.tokens_in, "tokens_out": run.tokens_out, "cost": run.cost,
-                  "steps": run.steps},
+                  "steps": run.steps, **usage.as_dict()},
         "tasks": tasks,
         "steps": steps,
         "agents": [dataclasses.asdict(a) for a in agents],
@@ -167,11 +170,17 @@ async def resume(run_id: str, svc: Svc, body: ResumeRequest | None = None) -> JS
     store = svc.store
     run = await store.get_run(run_id)
     new_cap = body.max_tokens if body is not None else None
+    new_cost = body.max_cost if body is not None else None
+    recorded = await recorded_settings(store, run)
     cap = svc.settings.coordinator.max_tokens_per_run or new_cap or \
-        (await recorded_settings(store, run)).get("max_tokens")  # a server-wide cap wins
-    check_resumable(run, cap, how='POST /v1/runs/{id}/resume {"max_tokens": N}')  # else 409
+        recorded.get("max_tokens")  # a server-wide cap wins
+    check_resumable(run, cap, how='POST /v1/runs/{id}/resume {"max_tokens": N}',  # else 409
+                    cost_cap=new_cost or recorded.get("max_cost"),
+                    cost_how='POST /v1/runs/{id}/resume {"max_cost": USD}')
     if new_cap is not None:
         await run_cap(store, run, new_cap)
+    if new_cost is not None:
+        await run_cost_cap(store, run, new_cost)
     if not svc.pool.serving(run_id):
         running = await store.list_tasks(run_id, status="running")
         dead = dead_local_owners({t.lease_owner for t in running}, me="")

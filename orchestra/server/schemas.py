@@ -26,6 +26,8 @@ class RunCreate(BaseModel):
                           "pipeline's own models or $ORCHESTRA_MODEL on the server")
     max_tokens: int | None = Field(None, ge=1, description="Stop the run (resumably) after "
                                                             "this many tokens")
+    max_cost: float | None = Field(None, gt=0, description="Pause the run (resumably) before "
+                                   "a call that could take its cost past this many USD")
 
 
 class ResumeRequest(BaseModel):
@@ -33,6 +35,7 @@ class ResumeRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     max_tokens: int | None = Field(None, ge=1, description="The run's token cap from now on")
+    max_cost: float | None = Field(None, gt=0, description="The run's cost cap (USD) from now on")
 
 
 class RunAccepted(BaseModel):
@@ -46,11 +49,27 @@ class RunPage(BaseModel):
     next_cursor: str | None = Field(None, description="Pass as ?cursor= for the next page")
 
 
+class UsageTotals(BaseModel):
+    """Model calls of a run, a role or a task, added up from the journal."""
+
+    calls: int
+    input_tokens: int = Field(description="Whole prompts, cached parts included")
+    cached_input_tokens: int = Field(description="Prompt tokens read from the provider's cache")
+    cache_write_tokens: int
+    output_tokens: int = Field(description="Reasoning tokens included")
+    reasoning_tokens: int
+    cost: float = Field(description="USD, priced when each call was made")
+    reissued: int = Field(description="Calls issued again after a crash (counted once)")
+
+
 class Usage(BaseModel):
     tokens_in: int
     tokens_out: int
     cost: float
     steps: int
+    total: UsageTotals
+    by_role: dict[str, UsageTotals]
+    by_task: dict[str, UsageTotals]
 
 
 class RunDetail(BaseModel):

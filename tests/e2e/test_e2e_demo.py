@@ -28,6 +28,15 @@ def test_demo_exits_0_and_says_so(reference: Reference) -> None:
     assert "Traceback" not in reference.result.stderr
 
 
+def test_demo_costs_0_and_says_why(reference: Reference) -> None:
+    out = reference.result.stdout
+    usage = next(line for line in out.splitlines() if line.startswith("  cost "))
+    assert usage.startswith("  cost $0  calls ") and "cached input 0" in usage
+    assert "no price for demo; costs are not counted" in out  # a scripted session, unbilled
+    (cost, tokens), = query(reference.db, "SELECT cost, tokens_in + tokens_out FROM runs")
+    assert cost == 0.0 and tokens > 0
+
+
 def test_demo_summary_tells_what_was_built_caught_and_fixed(reference: Reference) -> None:
     out = reference.result.stdout
     assert "modules built: " + ", ".join(MODULES) in out

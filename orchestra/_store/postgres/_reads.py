@@ -99,7 +99,8 @@ _AGENTS = """
 SELECT a.id, a.role, a.last_seq FROM agents a WHERE a.run_id = $1 ORDER BY a.created_at, a.id"""
 _STEP_TOTALS = """
 SELECT t.role, COUNT(*) FILTER (WHERE s.status = 'completed'),
-       COUNT(*) FILTER (WHERE s.attempts > 1), SUM(s.tokens_in), SUM(s.tokens_out)
+       COUNT(*) FILTER (WHERE s.attempts > 1), SUM(s.tokens_in), SUM(s.tokens_out),
+       SUM(s.cost)
 FROM steps s JOIN tasks t ON t.id = s.task_id WHERE t.run_id = $1 GROUP BY t.role"""
 _RESTART_POINTS = """
 SELECT DISTINCT ON (t.role) t.role, s.task_id, s.retry, s.step
@@ -272,12 +273,13 @@ async def agent_infos(c: asyncpg.Connection, run_id: str) -> list[AgentInfo]:
         points = {r[0]: tuple(r)[1:4] for r in await c.fetch(_RESTART_POINTS, run_id)}
     infos = []
     for agent_id, role, messages in agents:
-        completed, reissued, tokens_in, tokens_out = totals.get(role, (0, 0, 0, 0))
+        completed, reissued, tokens_in, tokens_out, cost = totals.get(role, (0, 0, 0, 0, 0.0))
         point = points.get(role)
         infos.append(AgentInfo(
             agent_id, role, messages, completed or 0, reissued or 0, int(tokens_in or 0),
             int(tokens_out or 0),
-            None if point is None else {"task": point[0], "retry": point[1], "step": point[2]}))
+            None if point is None else {"task": point[0], "retry": point[1], "step": point[2]},
+            float(cost or 0.0)))
     return infos
 
 

@@ -130,8 +130,16 @@ async def resume(request: Request, run_id: str, svc: Svc) -> Response:
         if cap and not (cap.isdigit() and int(cap) >= 1):
             return _refuse(request, "the new token cap must be a whole number >= 1, got "
                                     f"{cap!r}", 422)
-        await routes_runs.resume(run_id, svc,
-                                 ResumeRequest(max_tokens=int(cap)) if cap else None)
+        cost = form.get("max_cost", "").strip()  # or its new cost cap, in USD
+        try:
+            usd = float(cost) if cost else None
+        except ValueError:
+            usd = -1.0
+        if usd is not None and not usd > 0:
+            return _refuse(request, f"the new cost cap must be a positive number of USD, got "
+                                    f"{cost!r}", 422)
+        await routes_runs.resume(run_id, svc, ResumeRequest(
+            max_tokens=int(cap) if cap else None, max_cost=usd) if cap or usd else None)
         return None
 
     return await _run_action(request, run_id, act)
