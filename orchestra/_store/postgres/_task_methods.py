@@ -13,7 +13,7 @@ from typing import TypeVar
 import asyncpg
 
 from orchestra._store._codec import Encoder
-from orchestra._store.postgres import _journal, _reads, _tasks
+from orchestra._store.postgres import _journal, _reads, _step, _tasks
 from orchestra._store.protocol import ClaimSpec, Lease, NewTask, StepResult, Writes
 from orchestra._types import JSON, Step, StepKind, Task
 
@@ -29,6 +29,10 @@ class TaskMethods:
         raise NotImplementedError
 
     async def _read(self, op: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:
+        raise NotImplementedError
+
+    async def _statement(self, op: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:
+        """Run a write that is one statement (its own transaction): one round trip."""
         raise NotImplementedError
 
     # -- tasks and leases -----------------------------------------------------
@@ -85,6 +89,9 @@ class TaskMethods:
                             agent_id: str, writes: Writes | None = None,
                             step: StepResult | None = None) -> Task:
         enc = self._enc
+        if step is not None and _step.fits(writes, step, task_id):
+            return (await self._statement(lambda c: _step.end_step(
+                c, enc, step, lease, agent_id, writes, finish=result, done=True)))[0]
         return await self._submit(lambda c, now: _journal.complete_task(
             c, enc, task_id, lease, result, agent_id, writes, step, now))
 
@@ -93,8 +100,13 @@ class TaskMethods:
                                       writes: Writes | None = None,
                                       step: StepResult | None = None) -> list[Task]:
         """``complete_task`` then ``claim_tasks`` in one transaction (one round trip's worth
-        of locking): the tasks this one routes are newer, so oldest-first still holds."""
+        of locking): the tasks this one routes are newer, so oldest-first still holds.
+        The usual end (``_step.fits``) is one statement: one round trip."""
         enc = self._enc
+        if step is not None and _step.fits(writes, step, task_id):
+            rows = await self._statement(lambda c: _step.end_step(
+                c, enc, step, lease, agent_id, writes, finish=result, claim=claim, done=True))
+            return rows[1:]
 
         async def op(c: asyncpg.Connection, now: float) -> list[Task]:
             await _journal.complete_task(c, enc, task_id, lease, result, agent_id,
@@ -119,13 +131,17 @@ class TaskMethods:
 
     async def start_step(self, task_id: str, retry: int, step: int, kind: StepKind,
                          name: str, input_digest: str, lease: Lease) -> None:
-        enc = self._enc
-        await self._submit(lambda c, now: _journal.start_step(
-            c, enc, task_id, retry, step, kind, name, input_digest, lease, now))
+        _journal.check_kind(kind)
+        await self._statement(lambda c: _step.start_step(c, task_id, retry, step, kind, name,
+                                                         input_digest, lease))
 
     async def complete_step(self, result: StepResult, lease: Lease, *, agent_id: str,
                             writes: Writes | None = None) -> None:
         enc = self._enc
+        if _step.fits(writes, result, result.task_id):
+            await self._statement(lambda c: _step.end_step(c, enc, result, lease, agent_id,
+                                                           writes))
+            return
         await self._submit(lambda c, now: _journal.complete_step(c, enc, result, lease,
                                                                  agent_id, writes, now))
 

@@ -111,12 +111,18 @@ async def check_lease(c: asyncpg.Connection, task_id: str, lease: Lease) -> Leas
         raise NotFoundError(f"task {task_id!r} does not exist")
     run_id, role, status, owner, attempt, retries, max_attempts = row
     if status != "running" or owner != lease.owner or attempt != lease.attempt:
-        raise LeaseLostError(
-            f"task {task_id} ({role}): lease lost: the task is {status}, held by "
-            f"{owner!r} at attempt {attempt}, but this write came from {lease.owner!r} at "
-            f"attempt {lease.attempt}. Stop working on it; another worker owns it now."
-        )
+        raise lease_lost(task_id, role, status, owner, attempt, lease)
     return LeaseInfo(task_id, run_id, role, retries, max_attempts)
+
+
+def lease_lost(task_id: str, role: str, status: str, owner: str | None, attempt: int,
+               lease: Lease) -> LeaseLostError:
+    """The error for a write under ``lease`` to a task that is no longer its holder's."""
+    return LeaseLostError(
+        f"task {task_id} ({role}): lease lost: the task is {status}, held by "
+        f"{owner!r} at attempt {attempt}, but this write came from {lease.owner!r} at "
+        f"attempt {lease.attempt}. Stop working on it; another worker owns it now."
+    )
 
 
 async def insert_task(c: asyncpg.Connection, enc: Encoder, run_id: str, new: NewTask,
