@@ -12,6 +12,8 @@ checkpointer, all on one local PostgreSQL 16 started for the run.
 * S2: N pipelines at once with 50 ms model latency: makespan over the ideal.
 * S5: ``orchestra worker`` processes (1, 2, 4) serving fan-out runs on one
   PostgreSQL store: tasks/s (``benchmarks.pg_workers``).
+* Round trips per S1 step on PostgreSQL (``benchmarks.pg_round_trips``): every
+  statement, and the step's own writes.
 * ``--drivers STEPS``: the same S1-like write loop through asyncpg and psycopg 3
   (``benchmarks.pg_drivers``).
 
@@ -32,7 +34,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from benchmarks import measure, pg_drivers, pg_workers
+from benchmarks import measure, pg_drivers, pg_round_trips, pg_workers
 from benchmarks.orchestra_side import FakeAdapter, pipeline
 from benchmarks.workload import FakeModel
 from orchestra import Coordinator, CoordinatorSettings
@@ -120,6 +122,9 @@ def main(argv: list[str] | None = None) -> None:
     try:
         server.start()
         results |= scenarios(server, sides, {"S1": args.s1, "S2": args.s2}, args.reps)
+        if "postgres" in sides:  # statements per step (one round trip each)
+            results["S1_round_trips"] = asyncio.run(pg_round_trips.per_step(
+                server.create_database("rt" + os.urandom(4).hex()), 5))
         if not args.no_s5:
             results["S5_tasks_per_s"] = pg_workers.measure(
                 server, [1, 2, 4], args.s5_runs, args.s5_tasks, args.reps)
