@@ -140,25 +140,17 @@ DECLARE
     v_n integer := coalesce(cardinality(m_role), 0);
     v_last bigint;
     v_attempts integer;
+    e_kind text[] := '{{}}';
+    e_data text[] := '{{}}';
 BEGIN
     v := orchestra_lease(p_task, p_owner, p_attempt);
-    INSERT INTO agents (id, run_id, role, created_at, last_seq)
-    VALUES (p_agent, v.run_id, p_agent_role, v_now, v_n)
-    ON CONFLICT (id) DO UPDATE SET last_seq = agents.last_seq + excluded.last_seq
-    RETURNING last_seq INTO v_last;
-    IF v_n > 0 THEN
-        INSERT INTO messages (agent_id, seq, task_id, role, content, tool_calls, tool_call_id,
-                              name, created_at)
-        SELECT p_agent, v_last - v_n + m.i, p_task, m.r, m.c, m.calls, m.call_id, m.nm, v_now
-        FROM unnest(m_role, m_content, m_calls, m_call_id, m_name)
-            WITH ORDINALITY AS m(r, c, calls, call_id, nm, i);
-    END IF;
     FOR i IN 1 .. coalesce(cardinality(h_id), 0) LOOP
         INSERT INTO tasks (id, run_id, role, input, status, max_attempts, not_before, parent_id,
                            cause, "key", from_agent, handoff_note, created_at, updated_at)
         VALUES (h_task[i], v.run_id, h_role[i], h_input[i], 'pending', h_max[i], 0, p_task,
                 'handoff:' || h_id[i], NULL, p_agent, h_note[i], v_now, v_now);
-        PERFORM orchestra_event(v.run_id, 'handoff.posted', h_event[i], v_now);
+        e_kind := e_kind || 'handoff.posted'::text;
+        e_data := e_data || h_event[i];
     END LOOP;
     INSERT INTO steps (task_id, retry, step, kind, name, input_digest, status, output, error,
                        attempts, tokens_in, tokens_out, cost, started_at, finished_at)
@@ -175,21 +167,38 @@ BEGIN
     IF v_attempts IS NULL THEN
         RAISE EXCEPTION USING ERRCODE = 'OR003', MESSAGE = 'step already completed';
     END IF;
-    WITH s AS (
-        UPDATE runs SET last_seq = last_seq + 1, updated_at = v_now,
-            tokens_in = tokens_in + p_tokens_in, tokens_out = tokens_out + p_tokens_out,
-            cost = cost + p_cost, steps = steps + 1
-        WHERE id = v.run_id RETURNING last_seq)
-    INSERT INTO events (run_id, seq, kind, data, at)
-    SELECT v.run_id, last_seq, 'step.completed', p_step_event, v_now FROM s;
+    e_kind := e_kind || 'step.completed'::text;
+    e_data := e_data || p_step_event;
     IF p_finish THEN
         UPDATE tasks SET status = 'completed', result = p_result, error = NULL,
             lease_owner = NULL, lease_expires_at = NULL, updated_at = v_now
         WHERE id = p_task RETURNING * INTO v;
-        PERFORM orchestra_event(v.run_id, 'task.completed',
-            json_build_object('task', p_task, 'role', v.role)::text, v_now);
+        e_kind := e_kind || 'task.completed'::text;
+        e_data := e_data || json_build_object('task', p_task, 'role', v.role)::text;
         RETURN NEXT v;
     END IF;
+    -- the agent's and the run's counters (rows every writer of the run waits on) last:
+    -- locked from here to the commit only
+    INSERT INTO agents (id, run_id, role, created_at, last_seq)
+    VALUES (p_agent, v.run_id, p_agent_role, v_now, v_n)
+    ON CONFLICT (id) DO UPDATE SET last_seq = agents.last_seq + excluded.last_seq
+    RETURNING last_seq INTO v_last;
+    IF v_n > 0 THEN
+        INSERT INTO messages (agent_id, seq, task_id, role, content, tool_calls, tool_call_id,
+                              name, created_at)
+        SELECT p_agent, v_last - v_n + m.i, p_task, m.r, m.c, m.calls, m.call_id, m.nm, v_now
+        FROM unnest(m_role, m_content, m_calls, m_call_id, m_name)
+            WITH ORDINALITY AS m(r, c, calls, call_id, nm, i);
+    END IF;
+    -- the step's events in one update of the run's counter row (with its totals)
+    WITH s AS (
+        UPDATE runs SET last_seq = last_seq + cardinality(e_kind), updated_at = v_now,
+            tokens_in = tokens_in + p_tokens_in, tokens_out = tokens_out + p_tokens_out,
+            cost = cost + p_cost, steps = steps + 1
+        WHERE id = v.run_id RETURNING last_seq)
+    INSERT INTO events (run_id, seq, kind, data, at)
+    SELECT v.run_id, s.last_seq - cardinality(e_kind) + e.i, e.k, e.d, v_now
+    FROM s, unnest(e_kind, e_data) WITH ORDINALITY AS e(k, d, i);
     IF c_limit IS NOT NULL THEN
         RETURN QUERY SELECT * FROM orchestra_claim(c_owner, c_roles, c_caps, c_limit, c_run,
                                                    c_lease, v_now);
