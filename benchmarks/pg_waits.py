@@ -57,14 +57,15 @@ async def _sample(dsn: str, stop: threading.Event) -> tuple[Counter[str], Counte
 def profile(workers: int, runs: int, tasks: int, mode: str) -> dict[str, object]:
     server = shared_server()
     dsn = server.create_database("w" + os.urandom(4).hex())
-    asyncio.run(pg_workers._create(dsn, runs, tasks, pg_workers.MODES[mode]))
+    latency, concurrency = pg_workers.MODES[mode]
+    asyncio.run(pg_workers._create(dsn, runs, tasks, latency))
     stop = threading.Event()
     out: list[tuple[Counter[str], Counter[str], int]] = []
     sampler = threading.Thread(target=lambda: out.append(asyncio.run(_sample(dsn, stop))))
     sampler.start()
     start = time.monotonic()
     try:
-        serve(dsn, workers, None, 1800.0)
+        serve(dsn, workers, None, 1800.0, concurrency)
     finally:
         stop.set()
         sampler.join()

@@ -12,9 +12,10 @@ medians of ``--reps``. Every process shares this machine's cores with the server
 
 Two modes: ``cpu`` (the model answers at once: the store and Python are the bound;
 on 2 cores more workers cannot add CPU) and ``latency`` (each model call waits
-25 ms, so each task waits 50 ms on its model, as real work does: a worker runs at
-most its role's concurrency, 8 tasks, at once, so more workers must mean more
-throughput until the store is the bound).
+25 ms, so each task waits 50 ms on its model, as real work does, and each worker
+runs one task per run at a time (``--concurrency 1``): one worker on 4 runs
+is bound by the waits at 80 tasks/s, so more workers must mean more throughput
+until the store or the CPU is the bound).
 """
 
 from __future__ import annotations
@@ -32,8 +33,9 @@ from orchestra import Coordinator
 from orchestra._store.postgres import PostgresBlackboard
 from orchestra._store.postgres.local import LocalPostgres, shared_server
 
-MODES = {"cpu": 0.0, "latency": 0.025}
-"""Seconds each model call waits, per mode."""
+MODES = {"cpu": (0.0, None), "latency": (0.025, 1)}
+"""Per mode: seconds each model call waits, and tasks a worker runs at once per run
+(None: the CLI's default)."""
 
 
 async def _create(dsn: str, runs: int, tasks: int, latency: float) -> None:
@@ -61,11 +63,12 @@ async def _rate(dsn: str) -> float:
 
 
 def one_pass(server: LocalPostgres, workers: int, runs: int, tasks: int,
-             timeout: float = 1800.0, latency: float = 0.0) -> float:
+             timeout: float = 1800.0, mode: str = "cpu") -> float:
     """Tasks per second of ``workers`` worker processes serving a fresh database."""
     dsn = server.create_database("s5" + os.urandom(4).hex())
+    latency, concurrency = MODES[mode]
     asyncio.run(_create(dsn, runs, tasks, latency))
-    serve(dsn, workers, None, timeout)
+    serve(dsn, workers, None, timeout, concurrency)
     return asyncio.run(_rate(dsn))
 
 
@@ -75,7 +78,7 @@ def measure(server: LocalPostgres, counts: list[int], runs: int, tasks: int,
     rates: dict[int, list[float]] = {n: [] for n in counts}
     for rep in range(reps):
         for n in counts if rep % 2 == 0 else reversed(counts):
-            rates[n].append(one_pass(server, n, runs, tasks, latency=MODES[mode]))
+            rates[n].append(one_pass(server, n, runs, tasks, mode=mode))
             print(f"S5 {mode} rep {rep + 1}: {n} worker(s) {rates[n][-1]:.0f} tasks/s",
                   file=sys.stderr, flush=True)
     return {n: statistics.median(values) for n, values in rates.items()}

@@ -51,5 +51,4 @@ def test_unknown_sides_are_refused() -> None:
 
 def test_s5_latency_bound_mode_runs(server: LocalPostgres) -> None:
     """Each task waits on its model (``benchmarks.fanout``'s ``model_latency``)."""
-    assert pg_workers.one_pass(server, workers=1, runs=1, tasks=4,
-                               latency=pg_workers.MODES["latency"]) > 0
+    assert pg_workers.one_pass(server, workers=1, runs=1, tasks=4, mode="latency") > 0
