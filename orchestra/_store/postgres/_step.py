@@ -22,7 +22,7 @@ from orchestra._store._codec import Encoder, new_id
 from orchestra._store._step_record import fits
 from orchestra._store._task_txn import check_new_task
 from orchestra._store.postgres._journal import already_completed
-from orchestra._store.postgres._tasks import TASK_COLS, lease_lost
+from orchestra._store.postgres._tasks import TASK_NAMES, lease_lost
 from orchestra._store.protocol import ClaimSpec, Lease, StepResult, Writes
 from orchestra._types import JSON, AgentId, StepKind, Task
 
@@ -30,11 +30,10 @@ __all__ = ["end_step", "fits", "start_step"]
 
 _STEP = f"SELECT * FROM orchestra_step({', '.join(f'${i}' for i in range(1, 36))})"
 _START = "SELECT orchestra_start_step($1, $2, $3, $4, $5, $6, $7, $8)"
-_NAMES = [c.removeprefix("tasks.").strip('"') for c in TASK_COLS.split(", ")]
 
 
 def _task(row: asyncpg.Record) -> Task:
-    return _rows.task(tuple(row[name] for name in _NAMES))
+    return _rows.task(tuple(row[name] for name in TASK_NAMES))
 
 
 def _raise(exc: asyncpg.PostgresError, task_id: str, lease: Lease, step: int,

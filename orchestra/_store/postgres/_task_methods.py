@@ -66,9 +66,9 @@ class TaskMethods:
     async def claim_tasks(self, owner: str, *, capacity: dict[str, int], limit: int,
                           run_id: str | None = None, lease_seconds: float = 30.0,
                           ) -> list[Task]:
-        enc, capacity = self._enc, dict(capacity)
-        return await self._submit(lambda c, now: _tasks.claim_many(
-            c, enc, owner, now, run_id=run_id, capacity=capacity, limit=limit,
+        capacity = dict(capacity)
+        return await self._statement(lambda c: _tasks.claim_many_at_once(
+            c, owner, run_id=run_id, capacity=capacity, limit=limit,
             lease_seconds=lease_seconds))
 
     async def retry_failed_tasks(self, run_id: str) -> list[Task]:
@@ -146,8 +146,7 @@ class TaskMethods:
                                                                  agent_id, writes, now))
 
     async def serve_run(self, run_id: str, owner: str, lease_seconds: float) -> None:
-        await self._submit(lambda c, now: _tasks.serve_run(c, run_id, owner, now,
-                                                           lease_seconds))
+        await self._statement(lambda c: _tasks.serve_run(c, run_id, owner, lease_seconds))
 
     async def served_until(self, run_ids: Sequence[str]) -> dict[str, float | None]:
         ids = tuple(run_ids)
