@@ -103,6 +103,8 @@ def _capacity(claim: ClaimSpec | None) -> tuple[list[str] | None, list[int] | No
     if claim is None:
         return None, None
     free = sorted((role, n) for role, n in claim.capacity.items() if n > 0)
+    if free and not claim.owner:
+        raise UserError("claim_task needs a non-empty owner")
     return [r for r, _ in free], [n for _, n in free]
 
 
