@@ -7,7 +7,9 @@ then the model again for its answer: three journaled steps per task.
 
 ``effects`` (a path) makes every tool execution append its idempotency key to that
 file (``O_APPEND``: a line survives a kill -9 of the writer once written), so a test
-counts what really ran; ``tool_sleep`` makes the tool take that long (seconds).
+counts what really ran; ``tool_sleep`` makes the tool take that long (seconds), and
+``model_latency`` each model call (seconds: S5's latency-bound mode, 25 ms a call, has
+each task wait 50 ms on its model).
 """
 
 from __future__ import annotations
@@ -74,10 +76,23 @@ def _script(request: ModelRequest) -> ModelResponse:
     return reply("", tool_call("effect", {"n": n}, id="e"))
 
 
+def _model(latency: float) -> FunctionModel:
+    """The scripted model, answering at once or after ``latency`` seconds."""
+    if latency <= 0:
+        return FunctionModel(_script, name="fanout")
+
+    async def slow(request: ModelRequest) -> ModelResponse:
+        await asyncio.sleep(latency)
+        return _script(request)
+
+    return FunctionModel(slow, name="fanout")
+
+
 def build(run_input: Any) -> Pipeline:
     inp = run_input if isinstance(run_input, dict) else {}
     count = int(inp.get("tasks", 10))
     role = Unit(inp.get("effects"), float(inp.get("tool_sleep", 0)))
-    return Pipeline("fanout", roles=[role], model=FunctionModel(_script, name="fanout"),
+    model = _model(float(inp.get("model_latency", 0)))
+    return Pipeline("fanout", roles=[role], model=model,
                     start=lambda i: [NewTask("unit", f"n={k}", max_attempts=2)
                                      for k in range(count)], ref=REF)

@@ -11,7 +11,10 @@ checkpointer, all on one local PostgreSQL 16 started for the run.
   checkpoint committed before the next step, as orchestra does; and async, its default).
 * S2: N pipelines at once with 50 ms model latency: makespan over the ideal.
 * S5: ``orchestra worker`` processes (1, 2, 4) serving fan-out runs on one
-  PostgreSQL store: tasks/s (``benchmarks.pg_workers``).
+  PostgreSQL store: tasks/s (``benchmarks.pg_workers``), CPU-bound (the model
+  answers at once) and latency-bound (each task waits 50 ms on its model).
+* Round trips per S1 step on PostgreSQL (``benchmarks.pg_round_trips``): every
+  statement, and the step's own writes.
 * ``--drivers STEPS``: the same S1-like write loop through asyncpg and psycopg 3
   (``benchmarks.pg_drivers``).
 
@@ -32,7 +35,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from benchmarks import measure, pg_drivers, pg_workers
+from benchmarks import measure, pg_drivers, pg_round_trips, pg_workers
 from benchmarks.orchestra_side import FakeAdapter, pipeline
 from benchmarks.workload import FakeModel
 from orchestra import Coordinator, CoordinatorSettings
@@ -120,9 +123,14 @@ def main(argv: list[str] | None = None) -> None:
     try:
         server.start()
         results |= scenarios(server, sides, {"S1": args.s1, "S2": args.s2}, args.reps)
+        if "postgres" in sides:  # statements per step (one round trip each)
+            results["S1_round_trips"] = asyncio.run(pg_round_trips.per_step(
+                server.create_database("rt" + os.urandom(4).hex()), 5))
         if not args.no_s5:
             results["S5_tasks_per_s"] = pg_workers.measure(
                 server, [1, 2, 4], args.s5_runs, args.s5_tasks, args.reps)
+            results["S5_latency_bound_tasks_per_s"] = pg_workers.measure(
+                server, [1, 2, 4], args.s5_runs, args.s5_tasks, args.reps, "latency")
             results["S5_tasks"] = args.s5_runs * args.s5_tasks
         if args.drivers:
             results["driver_ms_per_step"] = pg_drivers.measure(server, args.drivers,

@@ -41,12 +41,15 @@ async def _create(db: Path, runs: int, tasks: int) -> None:
             await coord.start(run_input)
 
 
-def serve(db: Path | str, workers: int, lease: float | None, timeout: float) -> None:
+def serve(db: Path | str, workers: int, lease: float | None, timeout: float,
+          concurrency: int | None = None) -> None:
     """Run ``workers`` ``orchestra worker`` processes on ``db`` until all of them are idle
-    (also used by ``benchmarks.pg_workers``); ``lease`` None keeps the CLI's default."""
+    (also used by ``benchmarks.pg_workers``); ``lease`` / ``concurrency`` (tasks each
+    worker runs at once per run) None keep the CLI's defaults."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     argv = [sys.executable, "-m", "orchestra.cli.main", "worker", "--db", str(db),
-            "--idle-exit", "1", *(() if lease is None else ("--lease", str(lease)))]
+            "--idle-exit", "1", *(() if lease is None else ("--lease", str(lease))),
+            *(() if concurrency is None else ("--concurrency", str(concurrency)))]
     procs = [subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL)
              for _ in range(workers)]
     try:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -158,8 +157,11 @@ class Coordinator:
         running = await self.store.list_tasks(run_id, status="running")
         dead = dead_local_owners({t.lease_owner for t in running}, me=self.owner)
         released = await self.store.release_leases(run_id, owners=dead)
-        live = [t for t in running if t.lease_owner not in dead
-                and (t.lease_expires_at or 0) > time.time()]
+        # release_leases requeued the dead owners' tasks and every lease expired by the
+        # STORE's clock (PostgreSQL's, not this host's, which may be off): what it left
+        # running is held by a live owner
+        freed = {t.id for t in released}
+        live = [t for t in running if t.id not in freed]
         if live and run.status == "running":
             raise UserError(f"run {run_id} is being run by another worker "
                             f"({live[0].lease_owner}); wait for it, or stop that process")

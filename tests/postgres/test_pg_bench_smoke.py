@@ -47,3 +47,8 @@ def test_s5_worker_processes_finish_every_task(server: LocalPostgres) -> None:
 def test_unknown_sides_are_refused() -> None:
     with pytest.raises(SystemExit, match="unknown sides"):
         bench.main(["--sides", "sqlite,nope"])
+
+
+def test_s5_latency_bound_mode_runs(server: LocalPostgres) -> None:
+    """Each task waits on its model (``benchmarks.fanout``'s ``model_latency``)."""
+    assert pg_workers.one_pass(server, workers=1, runs=1, tasks=4, mode="latency") > 0

@@ -53,7 +53,7 @@ WHERE id = $4 RETURNING {TASK_COLS}"""
 _KINDS = frozenset(STEP_KINDS)
 
 
-def _check_kind(kind: str) -> None:
+def check_kind(kind: str) -> None:
     if kind not in _KINDS:
         raise UserError(f"step kind must be one of {sorted(_KINDS)}, got {kind!r}")
 
@@ -62,7 +62,7 @@ async def start_step(c: asyncpg.Connection, enc: Encoder, task_id: str, retry: i
                      kind: StepKind, name: str, input_digest: str, lease: Lease,
                      now: float) -> None:
     """Journal that a step is about to run; a restarted step counts one more attempt."""
-    _check_kind(kind)
+    check_kind(kind)
     info = await check_lease(c, task_id, lease)
     attempts = await c.fetchval(_START_STEP, task_id, retry, step, kind, name, input_digest, now)
     if attempts is not None and kind != "model":  # model starts are frequent and effect-free
@@ -75,7 +75,7 @@ async def complete_step(c: asyncpg.Connection, enc: Encoder, result: StepResult,
                         agent_id: str, writes: Writes | None, now: float,
                         info: LeaseInfo | None = None) -> None:
     """Record a step's output (or error), apply its writes and add it to the run's totals."""
-    _check_kind(result.kind)
+    check_kind(result.kind)
     if info is None:
         info = await check_lease(c, result.task_id, lease)
     status = "completed" if result.error is None else "failed"
@@ -91,17 +91,22 @@ async def complete_step(c: asyncpg.Connection, enc: Encoder, result: StepResult,
         result.input_digest, status, output, error, result.tokens_in, result.tokens_out,
         float(result.cost), now)
     if attempts is None:
-        raise StoreError(
-            f"task {result.task_id} retry {result.retry} step {result.step} "
-            f"({result.name}) is already completed; its writes were not applied again. "
-            "Replay its recorded output instead of completing it twice."
-        )
+        raise already_completed(result.task_id, result.retry, result.step, result.name)
     await append_step_event(c, enc, info.run_id, f"step.{status}",
                             {"task": result.task_id, "step": result.step, "kind": result.kind,
                              "name": result.name, "tokens_in": result.tokens_in,
                              "tokens_out": result.tokens_out}, now,
                             tokens_in=result.tokens_in, tokens_out=result.tokens_out,
                             cost=result.cost)
+
+
+def already_completed(task_id: str, retry: int, step: int, name: str) -> StoreError:
+    """The error for completing a step the journal already holds as completed."""
+    return StoreError(
+        f"task {task_id} retry {retry} step {step} ({name}) is already completed; its "
+        "writes were not applied again. Replay its recorded output instead of completing "
+        "it twice."
+    )
 
 
 async def complete_task(c: asyncpg.Connection, enc: Encoder, task_id: str, lease: Lease,

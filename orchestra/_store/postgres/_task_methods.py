@@ -13,7 +13,7 @@ from typing import TypeVar
 import asyncpg
 
 from orchestra._store._codec import Encoder
-from orchestra._store.postgres import _journal, _reads, _tasks
+from orchestra._store.postgres import _journal, _reads, _step, _tasks
 from orchestra._store.protocol import ClaimSpec, Lease, NewTask, StepResult, Writes
 from orchestra._types import JSON, Step, StepKind, Task
 
@@ -29,6 +29,10 @@ class TaskMethods:
         raise NotImplementedError
 
     async def _read(self, op: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:
+        raise NotImplementedError
+
+    async def _statement(self, op: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:
+        """Run a write that is one statement (its own transaction): one round trip."""
         raise NotImplementedError
 
     # -- tasks and leases -----------------------------------------------------
@@ -62,9 +66,9 @@ class TaskMethods:
     async def claim_tasks(self, owner: str, *, capacity: dict[str, int], limit: int,
                           run_id: str | None = None, lease_seconds: float = 30.0,
                           ) -> list[Task]:
-        enc, capacity = self._enc, dict(capacity)
-        return await self._submit(lambda c, now: _tasks.claim_many(
-            c, enc, owner, now, run_id=run_id, capacity=capacity, limit=limit,
+        capacity = dict(capacity)
+        return await self._statement(lambda c: _tasks.claim_many_at_once(
+            c, owner, run_id=run_id, capacity=capacity, limit=limit,
             lease_seconds=lease_seconds))
 
     async def retry_failed_tasks(self, run_id: str) -> list[Task]:
@@ -85,6 +89,9 @@ class TaskMethods:
                             agent_id: str, writes: Writes | None = None,
                             step: StepResult | None = None) -> Task:
         enc = self._enc
+        if step is not None and _step.fits(writes, step, task_id):
+            return (await self._statement(lambda c: _step.end_step(
+                c, enc, step, lease, agent_id, writes, finish=result, done=True)))[0]
         return await self._submit(lambda c, now: _journal.complete_task(
             c, enc, task_id, lease, result, agent_id, writes, step, now))
 
@@ -93,8 +100,13 @@ class TaskMethods:
                                       writes: Writes | None = None,
                                       step: StepResult | None = None) -> list[Task]:
         """``complete_task`` then ``claim_tasks`` in one transaction (one round trip's worth
-        of locking): the tasks this one routes are newer, so oldest-first still holds."""
+        of locking): the tasks this one routes are newer, so oldest-first still holds.
+        The usual end (``_step.fits``) is one statement: one round trip."""
         enc = self._enc
+        if step is not None and _step.fits(writes, step, task_id):
+            rows = await self._statement(lambda c: _step.end_step(
+                c, enc, step, lease, agent_id, writes, finish=result, claim=claim, done=True))
+            return rows[1:]
 
         async def op(c: asyncpg.Connection, now: float) -> list[Task]:
             await _journal.complete_task(c, enc, task_id, lease, result, agent_id,
@@ -119,19 +131,22 @@ class TaskMethods:
 
     async def start_step(self, task_id: str, retry: int, step: int, kind: StepKind,
                          name: str, input_digest: str, lease: Lease) -> None:
-        enc = self._enc
-        await self._submit(lambda c, now: _journal.start_step(
-            c, enc, task_id, retry, step, kind, name, input_digest, lease, now))
+        _journal.check_kind(kind)
+        await self._statement(lambda c: _step.start_step(c, task_id, retry, step, kind, name,
+                                                         input_digest, lease))
 
     async def complete_step(self, result: StepResult, lease: Lease, *, agent_id: str,
                             writes: Writes | None = None) -> None:
         enc = self._enc
+        if _step.fits(writes, result, result.task_id):
+            await self._statement(lambda c: _step.end_step(c, enc, result, lease, agent_id,
+                                                           writes))
+            return
         await self._submit(lambda c, now: _journal.complete_step(c, enc, result, lease,
                                                                  agent_id, writes, now))
 
     async def serve_run(self, run_id: str, owner: str, lease_seconds: float) -> None:
-        await self._submit(lambda c, now: _tasks.serve_run(c, run_id, owner, now,
-                                                           lease_seconds))
+        await self._statement(lambda c: _tasks.serve_run(c, run_id, owner, lease_seconds))
 
     async def served_until(self, run_ids: Sequence[str]) -> dict[str, float | None]:
         ids = tuple(run_ids)

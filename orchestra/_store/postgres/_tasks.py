@@ -25,6 +25,8 @@ TASK_COLS = ", ".join("tasks." + c.strip() for c in (
     'id, run_id, role, input, status, attempt, retries, max_attempts, lease_owner, '
     'lease_expires_at, not_before, result, error, parent_id, cause, "key", created_at, '
     'updated_at').split(", "))
+TASK_NAMES = [c.removeprefix("tasks.").strip('"') for c in TASK_COLS.split(", ")]
+"""The columns of ``TASK_COLS`` by name (to read a task from a row of ``tasks``)."""
 _BY_KEY = f'SELECT {TASK_COLS} FROM tasks WHERE run_id = $1 AND "key" = $2'
 _INSERT = (
     "INSERT INTO tasks (id, run_id, role, input, status, max_attempts, not_before, parent_id, "
@@ -111,12 +113,18 @@ async def check_lease(c: asyncpg.Connection, task_id: str, lease: Lease) -> Leas
         raise NotFoundError(f"task {task_id!r} does not exist")
     run_id, role, status, owner, attempt, retries, max_attempts = row
     if status != "running" or owner != lease.owner or attempt != lease.attempt:
-        raise LeaseLostError(
-            f"task {task_id} ({role}): lease lost: the task is {status}, held by "
-            f"{owner!r} at attempt {attempt}, but this write came from {lease.owner!r} at "
-            f"attempt {lease.attempt}. Stop working on it; another worker owns it now."
-        )
+        raise lease_lost(task_id, role, status, owner, attempt, lease)
     return LeaseInfo(task_id, run_id, role, retries, max_attempts)
+
+
+def lease_lost(task_id: str, role: str, status: str, owner: str | None, attempt: int,
+               lease: Lease) -> LeaseLostError:
+    """The error for a write under ``lease`` to a task that is no longer its holder's."""
+    return LeaseLostError(
+        f"task {task_id} ({role}): lease lost: the task is {status}, held by "
+        f"{owner!r} at attempt {attempt}, but this write came from {lease.owner!r} at "
+        f"attempt {lease.attempt}. Stop working on it; another worker owns it now."
+    )
 
 
 async def insert_task(c: asyncpg.Connection, enc: Encoder, run_id: str, new: NewTask,
@@ -247,9 +255,13 @@ async def retry_failed(c: asyncpg.Connection, enc: Encoder, run_id: str,
 
 
 _RENEW = """
-INSERT INTO run_servers (run_id, owner, seen_at, expires_at) VALUES ($1, $2, $3, $4)
+INSERT INTO run_servers (run_id, owner, seen_at, expires_at)
+SELECT id, $2, extract(epoch FROM now())::float8, extract(epoch FROM now())::float8 + $3
+FROM runs WHERE id = $1
 ON CONFLICT (run_id, owner) DO UPDATE SET seen_at = excluded.seen_at,
     expires_at = excluded.expires_at"""
+_CLAIM_AT_ONCE = ("SELECT * FROM orchestra_claim($1, $2, $3, $4, $5, $6, "
+                  "extract(epoch FROM now())::float8)")
 _ALIVE_UNTIL = """
 SELECT r.id, GREATEST(
     COALESCE((SELECT MAX(expires_at) FROM run_servers s WHERE s.run_id = r.id), 0),
@@ -260,15 +272,26 @@ FROM unnest($1::text[]) AS r(id)"""
 _SAME_CLOCK = 1.0  # seconds: clocks closer than this are taken as one (leases are longer)
 
 
-async def serve_run(c: asyncpg.Connection, run_id: str, owner: str, now: float,
+async def serve_run(c: asyncpg.Connection, run_id: str, owner: str,
                     lease_seconds: float) -> None:
     """``owner`` serves ``run_id`` for ``lease_seconds`` more (0: it stopped), on the
-    database's clock."""
+    database's clock: one statement (its own transaction, one round trip)."""
     if not owner:
         raise UserError("serve_run needs a non-empty owner")
-    if await c.fetchval("SELECT 1 FROM runs WHERE id = $1", run_id) is None:
+    if await c.execute(_RENEW, run_id, owner, max(lease_seconds, 0.0)) == "INSERT 0 0":
         raise NotFoundError(f"run {run_id!r} does not exist")
-    await c.execute(_RENEW, run_id, owner, now, now + max(lease_seconds, 0.0))
+
+
+async def claim_many_at_once(c: asyncpg.Connection, owner: str, *, run_id: str | None,
+                             capacity: dict[str, int], limit: int,
+                             lease_seconds: float) -> list[Task]:
+    """``claim_many`` as one statement (``orchestra_claim``, schema v5): one round trip."""
+    free = sorted((role, n) for role, n in capacity.items() if n > 0)
+    if free and not owner:
+        raise UserError("claim_task needs a non-empty owner")
+    rows = await c.fetch(_CLAIM_AT_ONCE, owner, [r for r, _ in free], [n for _, n in free],
+                         limit, run_id, float(lease_seconds))
+    return [_rows.task(tuple(r[name] for name in TASK_NAMES)) for r in rows]
 
 
 async def served_until(c: asyncpg.Connection,

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncpg
 
 from orchestra._errors import NotAStoreError, SchemaVersionError, StoreError
+from orchestra._store.postgres._step_sql import V5
 from orchestra._types import MESSAGE_ROLES, STEP_KINDS
 
 MARK = "orchestra"
@@ -219,7 +220,8 @@ UPDATE tasks SET retry_attempt = CASE WHEN status = 'pending' THEN attempt + 1 E
 WHERE attempt > 0;
 """
 
-MIGRATIONS: tuple[str, ...] = (V1, V2, V3, V4)
+# v5 (issue 25): a step's writes as server-side functions (``_step_sql``): one round trip
+MIGRATIONS: tuple[str, ...] = (V1, V2, V3, V4, V5)
 """Script ``i`` (0-based) takes the schema from version ``i`` to ``i + 1``. Append only."""
 
 LATEST_VERSION = len(MIGRATIONS)

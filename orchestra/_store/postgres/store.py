@@ -134,6 +134,12 @@ class PostgresBlackboard(TaskMethods, HistoryMethods, BoardMethods, RunCopyMetho
         by a deadlock or conflict, or its connection was lost before it committed."""
         return await self._call(partial(self._transaction, op), write=True)
 
+    async def _statement(self, op: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:
+        """Run a write that is ONE statement, outside an explicit transaction: PostgreSQL
+        commits it alone, atomically, in one round trip (no BEGIN, clock read, COMMIT).
+        Retried as ``_submit`` is."""
+        return await self._call(op, write=True)
+
     async def _transaction(self, op: Write[T], conn: asyncpg.Connection) -> T:
         async with conn.transaction():
             now = await conn.fetchval(_NOW)

@@ -1,0 +1,80 @@
+"""Round trips to PostgreSQL per S1 step: every statement the store sends, counted.
+
+    python -m benchmarks.pg_round_trips [--pipelines 5]
+
+Runs S1's pipelines (17 model calls each, zero latency) on a store with ONE pooled
+connection whose statements asyncpg's query logger counts, after one warm-up
+pipeline (a statement's first use also prepares it: one more round trip, once per
+connection). ``per_step`` is every statement of the measured pipelines (the run's
+creation and the coordinator's reads included) over their steps; ``writes_per_step``
+counts only the step's own write (``orchestra_step``, ``orchestra_start_step``) and
+the general path's transactions (``BEGIN``). asyncpg's logger does not see
+``executemany`` (one more round trip, on the general path only), so a general-path
+figure is a floor.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+from collections.abc import AsyncIterator
+
+from benchmarks.orchestra_side import FakeAdapter, pipeline
+from benchmarks.workload import CALLS_PER_PIPELINE, FakeModel
+from orchestra import Coordinator
+from orchestra._store.postgres import PostgresBlackboard
+from orchestra._store.postgres.local import shared_server
+
+_STEP_WRITES = ("SELECT * FROM orchestra_step(", "SELECT orchestra_start_step(")
+
+
+@contextlib.asynccontextmanager
+async def counted(store: PostgresBlackboard) -> AsyncIterator[list[str]]:
+    """The statements ``store`` sends while inside (open it with ``pool_size=1``)."""
+    sent: list[str] = []
+    logger = lambda record: sent.append(record.query)  # noqa: E731
+    async with store._pool.acquire() as conn:  # the logger stays on the connection
+        conn.add_query_logger(logger)
+    try:
+        yield sent
+        await asyncio.sleep(0)  # the logger is called soon after each statement
+    finally:
+        async with store._pool.acquire() as conn:
+            conn.remove_query_logger(logger)
+
+
+def writes(sent: list[str]) -> int:
+    """The step writes and general-path transactions among ``sent``."""
+    return sum(1 for q in sent if q.startswith(_STEP_WRITES) or q == "BEGIN;")
+
+
+async def per_step(dsn: str, pipelines: int) -> dict[str, float]:
+    """Statements per S1 step over ``pipelines`` pipelines after one warm-up."""
+    store = await PostgresBlackboard.open(dsn, pool_size=1)
+    try:
+        coord = Coordinator(store, pipeline(FakeAdapter(FakeModel(latency=0.0))))
+        await coord.run({"i": -1})
+        async with counted(store) as sent:
+            for i in range(pipelines):
+                run = await coord.run({"i": i})
+                assert run.status == "completed", run.error
+        steps = pipelines * CALLS_PER_PIPELINE
+        return {"per_step": len(sent) / steps, "writes_per_step": writes(sent) / steps}
+    finally:
+        await store.close()
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.pg_round_trips", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--pipelines", type=int, default=5)
+    args = p.parse_args(argv)
+    dsn = shared_server().create_database("rt" + os.urandom(4).hex())
+    print(json.dumps({"S1_round_trips": asyncio.run(per_step(dsn, args.pipelines))}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,86 @@
+"""A step on PostgreSQL is one round trip: counted statement by statement on a real
+server (asyncpg's query logger on the store's one pooled connection)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from benchmarks.pg_round_trips import counted, per_step
+from orchestra._errors import LeaseLostError, StoreError
+from orchestra._store import ClaimSpec, Lease, NewHandoff, NewTask, StepResult, Writes
+from orchestra._store.postgres import PostgresBlackboard
+from orchestra._types import Message
+
+
+@pytest.fixture
+async def store(dsn: str) -> AsyncIterator[PostgresBlackboard]:
+    handle = await PostgresBlackboard.open(dsn, pool_size=1)
+    yield handle
+    await handle.close()
+
+
+def _step(task_id: str, n: int) -> StepResult:
+    return StepResult(task_id, 0, n, "model", "m", "d", {"text": "hi"}, tokens_in=3,
+                      tokens_out=4)
+
+
+async def _cycle(store: PostgresBlackboard) -> tuple[str, str, list[str]]:
+    """A task's life on a new run: a tool step started and completed, then its last model
+    step with messages and a handoff, handing in and claiming the handoff's task. Returns
+    the run, the task and the statements sent for the three step writes."""
+    run = await store.create_run("p", {}, tasks=[_new("coder")])
+    task = await store.claim_task("w", run_id=run.id)
+    assert task is not None
+    lease, agent = Lease("w", task.attempt), f"{run.id}/coder"
+    writes = Writes(messages=[Message("user", "do it"), Message("assistant", "done")],
+                    handoffs=[NewHandoff("reviewer", {"v": 1}, note="look")])
+    spec = ClaimSpec("w", {"reviewer": 1}, limit=1, run_id=run.id)
+    async with counted(store) as sent:
+        await store.start_step(task.id, 0, 2, "tool", "t", "d", lease)
+        await store.complete_step(_step(task.id, 2), lease, agent_id=agent,
+                                  writes=Writes(messages=[Message("user", "x")]))
+        nxt = await store.complete_task_and_claim(task.id, lease, {"ok": True},
+                                                  agent_id=agent, claim=spec, writes=writes,
+                                                  step=_step(task.id, 3))
+    assert [t.role for t in nxt] == ["reviewer"]
+    return run.id, task.id, sent
+
+
+async def test_each_step_write_is_one_statement(store: PostgresBlackboard) -> None:
+    await _cycle(store)  # first use: asyncpg prepares each statement and learns its types
+    run_id, task_id, sent = await _cycle(store)
+    assert len(sent) == 3, sent
+    # what the one statements wrote is what the general path writes
+    events = await store.events(run_id)
+    assert [e.seq for e in events] == list(range(1, len(events) + 1))  # gap-free
+    assert [e.kind for e in events][-6:] == ["step.started", "step.completed", "handoff.posted",
+                                             "step.completed", "task.completed", "task.claimed"]
+    messages = await store.get_messages(f"{run_id}/coder")
+    assert [m.content for m in messages] == ["x", "do it", "done"]
+    assert (await store.get_run(run_id)).tokens_in == 6
+    done = await store.get_task(task_id)
+    assert done.status == "completed" and done.result == {"ok": True}
+
+
+async def test_one_statement_keeps_fencing_and_the_journal(store: PostgresBlackboard) -> None:
+    run = await store.create_run("p", {}, tasks=[_new("coder")])
+    claimed = await store.claim_task("w", run_id=run.id)
+    assert claimed is not None
+    lease, agent = Lease("w", claimed.attempt), f"{run.id}/coder"
+    with pytest.raises(LeaseLostError, match="lease lost"):
+        await store.complete_step(_step(claimed.id, 1), Lease("w", 99), agent_id=agent)
+    await store.complete_step(_step(claimed.id, 1), lease, agent_id=agent)
+    with pytest.raises(StoreError, match="already completed"):
+        await store.complete_step(_step(claimed.id, 1), lease, agent_id=agent)
+
+
+async def test_s1_round_trips_per_step(dsn: str) -> None:
+    counts = await per_step(dsn, 1)
+    assert counts["writes_per_step"] < 1.5  # 17 steps, plus the run's own transactions
+
+
+
+def _new(role: str) -> NewTask:
+    return NewTask(role, {"n": 1})
