@@ -33,3 +33,19 @@ def test_round_trip() -> None:
 def test_digit_raises() -> None:
     with pytest.raises(ValueError):
         encode("a1")
+
+
+def test_encode_one_character() -> None:
+    assert encode("a") == "1a"
+
+
+def test_encode_long_run() -> None:
+    assert encode("a" * 12 + "b") == "12a1b"
+
+
+def test_decode_single_runs() -> None:
+    assert decode("1a1b1c") == "abc"
+
+
+def test_decode_mixed_counts() -> None:
+    assert decode("10a2b") == "a" * 10 + "bb"

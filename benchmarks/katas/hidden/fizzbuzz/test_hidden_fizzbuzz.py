@@ -29,3 +29,23 @@ def test_length_and_thirty() -> None:
 
 def test_returns_strings() -> None:
     assert all(isinstance(x, str) for x in fizzbuzz(20))
+
+
+def test_three_is_fizz_and_five_is_buzz() -> None:
+    assert fizzbuzz(3) == ["1", "2", "Fizz"]
+    assert fizzbuzz(5)[-1] == "Buzz"
+
+
+def test_hundred_counts() -> None:
+    out = fizzbuzz(100)
+    assert (out.count("FizzBuzz"), out.count("Fizz"), out.count("Buzz")) == (6, 27, 14)
+
+
+def test_plain_numbers_are_themselves() -> None:
+    out = fizzbuzz(98)
+    assert out[96] == "97" and out[97] == "98" and out[0] == "1"
+
+
+def test_large_negative_raises() -> None:
+    with pytest.raises(ValueError):
+        fizzbuzz(-100)

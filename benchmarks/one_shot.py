@@ -1,0 +1,140 @@
+"""The one-shot baseline: the same model asked once, in plain text, for a kata's modules.
+
+One chat-completions request (temperature 0, no retries, no tools, no JSON), sent with
+the standard library so nothing between the model and the measurement changes the
+request. Its fenced code blocks become the kata's modules: a block labelled with a
+module's path (the line before the fence, the fence's info string, or a first-line
+comment) is that module; modules without one take the first unlabelled blocks in order.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from benchmarks.katas import Kata
+from orchestra.models.openai import OPENAI_BASE_URL
+from orchestra.models.spec import parse_model_spec
+
+SYSTEM = "You are a helpful assistant and an expert Python programmer."
+_FENCE = re.compile(r"^[ \t]*```[ \t]*([^\n`]*)\n(.*?)^[ \t]*```", re.S | re.M)
+_PATHLIKE = re.compile(r"[\w./-]+\.py\b")
+
+
+def prompt(kata: Kata) -> str:
+    """The user message: the spec, then how to reply."""
+    if len(kata.modules) == 1:
+        ask = "Reply with the module in one ```python block, then its tests."
+    else:
+        files = ", ".join(f"`{p}`" for p in (*kata.modules, *kata.tests))
+        ask = ("Reply with each file in its own ```python block, preceded by a line giving "
+               f"its path ({files}): the modules first, then their tests.")
+    return f"{kata.text.rstrip()}\n\n{ask}"
+
+
+def endpoint(model: str) -> tuple[str, str, str | None]:
+    """(base URL, model name, API key) of a spec, parsed by orchestra's own parser."""
+    parsed = parse_model_spec(model)
+    if parsed.provider not in ("openai", "ollama", "openai-compatible"):
+        raise ValueError(f"the baseline speaks OpenAI chat completions; {parsed.provider!r} "
+                         "models have no such endpoint (serve the model with llama.cpp, "
+                         "Ollama or vLLM and pass openai-compatible:URL#name)")
+    key_env = "OPENAI_API_KEY" if parsed.provider == "openai" else "OPENAI_COMPATIBLE_API_KEY"
+    return parsed.base_url or OPENAI_BASE_URL, parsed.model, os.environ.get(key_env) or None
+
+
+def _label(block_info: str, before: str, code: str) -> str | None:
+    """The path a block is labelled with, if any: info string, preceding line, first line."""
+    lines = [ln for ln in before.splitlines() if ln.strip()]
+    first = code.lstrip().splitlines()[0] if code.strip() else ""
+    for place in (block_info, lines[-1] if lines else "",
+                  first if first.lstrip().startswith("#") else ""):
+        found = _PATHLIKE.findall(place)
+        if found:
+            return str(found[-1]).removeprefix("./")
+    return None
+
+
+def _matches(label: str, path: str, paths: tuple[str, ...]) -> bool:
+    """``label`` names ``path``: exactly, or by a base name no other path shares."""
+    if label == path:
+        return True
+    base = path.rsplit("/", 1)[-1]
+    return label.rsplit("/", 1)[-1] == base and sum(
+        p.rsplit("/", 1)[-1] == base for p in paths) == 1
+
+
+def module_files(reply: str, modules: tuple[str, ...], tests: tuple[str, ...] = ()
+                 ) -> dict[str, str]:
+    """Which code block of ``reply`` is which module (modules without a block are absent)."""
+    known = (*modules, *tests)
+    blocks: list[tuple[str | None, str]] = []
+    end = 0
+    for m in _FENCE.finditer(reply):
+        info, code = m.group(1), m.group(2)
+        blocks.append((_label(info, reply[end:m.start()], code), code))
+        end = m.end()
+    files: dict[str, str] = {}
+    free: list[str] = []
+    for label, code in blocks:
+        owner = next((p for p in known if label and _matches(label, p, known)), None)
+        if owner is None:
+            free.append(code)
+        elif owner in modules and owner not in files:
+            files[owner] = code
+    for path in modules:
+        if path not in files and free:
+            files[path] = free.pop(0)
+    return files
+
+
+def chat(model: str, messages: list[dict[str, str]], *, max_tokens: int,
+         timeout: float) -> dict[str, Any]:
+    """One chat-completions request; the decoded response (raises on HTTP errors)."""
+    base_url, name, key = endpoint(model)
+    body = json.dumps({"model": name, "messages": messages, "temperature": 0,
+                       "max_tokens": max_tokens}).encode()
+    headers = {"Content-Type": "application/json"}
+    if key:
+        headers["Authorization"] = f"Bearer {key}"
+    req = urllib.request.Request(f"{base_url}/chat/completions", body, headers)
+    with urllib.request.urlopen(req, timeout=timeout) as resp:
+        data: dict[str, Any] = json.loads(resp.read())
+    return data
+
+
+def run_baseline(kata: Kata, model: str, workspace: Path, *, limit: float,
+                 max_tokens: int) -> dict[str, Any]:
+    """Ask once, write the modules the reply holds into ``workspace``; what happened."""
+    messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt(kata)}]
+    started = time.monotonic()
+    row: dict[str, Any] = {"side": "baseline", "model_calls": 1, "ended_by_itself": True,
+                           "error": None}
+    try:
+        data = chat(model, messages, max_tokens=max_tokens, timeout=limit)
+    except (urllib.error.URLError, TimeoutError, OSError, ValueError) as exc:
+        data = {}
+        row["error"] = f"{type(exc).__name__}: {exc}"
+        row["ended_by_itself"] = not isinstance(exc, TimeoutError) and "timed out" not in str(exc)
+    row["wall_s"] = round(time.monotonic() - started, 1)
+    choice = (data.get("choices") or [{}])[0]
+    reply = (choice.get("message") or {}).get("content") or ""
+    usage, timings = data.get("usage") or {}, data.get("timings") or {}
+    row.update(tokens_in=usage.get("prompt_tokens", 0),
+               tokens_out=usage.get("completion_tokens", 0),
+               finish_reason=choice.get("finish_reason"),
+               prompt_evaluated=timings.get("prompt_n"), prompt_reused=timings.get("cache_n"))
+    files = module_files(reply, kata.modules, kata.tests)
+    for path, code in files.items():
+        target = workspace / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(code)
+    row["files"] = sorted(files)
+    (workspace.parent / "baseline-reply.md").write_text(reply)
+    return row
