@@ -23,26 +23,23 @@ from benchmarks.katas import Kata
 from orchestra import SQLiteBlackboard
 from orchestra.types import Step
 
-CACHE_FIELDS = (("prompt_evaluated", ("prompt_evaluated", "prompt_n", "uncached_input_tokens")),
-                ("prompt_reused", ("prompt_reused", "cache_n", "cached_input_tokens",
-                                   "cached_tokens")))
-"""Where a model step may record llama.cpp's ``timings.prompt_n`` / ``cache_n``: a key
-of the step's output record or of a ``prompt_cache`` / ``cache`` dict inside it. When no
-step has them the figures are ``None`` (shown n/a)."""
-
 
 def _cache_figures(steps: list[Step]) -> dict[str, int | None]:
-    totals: dict[str, int | None] = {name: None for name, _ in CACHE_FIELDS}
+    """Prompt tokens the server evaluated and reused from its cache, over the run's model
+    steps: each step's record keeps ``usage: [input, output, cached input, ...]`` (cached
+    input is llama.cpp's ``timings.cache_n``). None (shown n/a) when no step has them."""
+    evaluated = reused = 0
+    counted = False
     for step in steps:
         record = step.output if isinstance(step.output, dict) else {}
-        places = [record, *(record[k] for k in ("prompt_cache", "cache")
-                            if isinstance(record.get(k), dict))]
-        for name, keys in CACHE_FIELDS:
-            value = next((p[k] for p in places for k in keys if isinstance(p.get(k), int)),
-                         None)
-            if value is not None:
-                totals[name] = (totals[name] or 0) + value
-    return totals
+        usage = record.get("usage")
+        if isinstance(usage, list) and len(usage) >= 3 and all(
+                isinstance(n, int) for n in usage[:3]):
+            counted = True
+            evaluated += usage[0] - usage[2]
+            reused += usage[2]
+    return {"prompt_evaluated": evaluated if counted else None,
+            "prompt_reused": reused if counted else None}
 
 
 async def store_facts(db: Path) -> dict[str, Any]:
