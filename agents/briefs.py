@@ -86,9 +86,10 @@ def tester_brief(task_input: Any) -> str:
     module = _module(task_input)
     path = str(module.get("path", "?"))
     parts = [_spec(task_input),
-             f"# Your task\n\nWrite {module.get('test_path')}, the pytest tests of {path}. "
-             f"Import what you test with: from {dotted(path)} import ...\n"
-             f"Its public API:\n{_api(module)}"]
+             f"# Your task\n\nWrite {module.get('test_path')}, the pytest tests of {path}, "
+             f"and only them: another developer writes {path}. Import what you test with: "
+             f"from {dotted(path)} import ...\nIts public API:\n{_api(module)}\n"
+             "Assert each example the spec gives, once; no loops over many values."]
     if task_input.get("tests"):
         parts.append(f"# The tests as they are now\n\n{module.get('test_path')}\n```python\n"
                      f"{str(task_input['tests']).rstrip()}\n```")

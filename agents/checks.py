@@ -179,6 +179,11 @@ def api_problem(path: str, text: str, public_api: Sequence[str]) -> str:
     except SyntaxError:
         return ""  # python_problem reports it
     top = _top_level(tree)
+    # a bare name may be a method only of a class the API itself names ("Inventory()"
+    # with "add(item)"); otherwise it must be at module level (not "class Roman: def
+    # to_roman", which the spec's callers cannot import)
+    classes = {m.group(1) for e in public_api if (m := _SIGNATURE.match(e))
+               and (e.lstrip().startswith("class ") or m.group(1)[:1].isupper())}
     for entry in public_api:
         m = _SIGNATURE.match(entry)
         if not m:
@@ -186,6 +191,13 @@ def api_problem(path: str, text: str, public_api: Sequence[str]) -> str:
         name, params = m.group(1), _params(m.group(3)) if m.group(2) else None
         owner, _, member = name.partition(".")
         node = top.get(owner)
+        if node is None and not member:  # a method the spec lists by its own name
+            owner_class = next((n for n in tree.body if isinstance(n, ast.ClassDef)
+                                and n.name in classes and any(
+                isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name == owner
+                for f in n.body)), None)
+            if owner_class is not None:
+                owner, member, node = owner_class.name, owner, owner_class
         if node is None:
             nested = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef))
                       and n.name == owner]
@@ -275,3 +287,36 @@ def imports_module(tests: str, module_path: str) -> bool:
         if isinstance(node, ast.Import) and any(a.name == name for a in node.names):
             return True
     return False
+
+
+_BACKTICKED_CALL = re.compile(r"`((?:def\s+|class\s+)?[A-Za-z_][\w.]*\([^`]*\)(?:\s*->\s*[^`]+)?)`")
+
+
+def spec_signatures(spec: str, path: str, others: Sequence[str] = ()) -> list[str]:
+    """The signatures the spec's part about ``path`` gives in backticks
+    (``to_roman(n: int) -> str``), without those its parts about ``others`` give and
+    without calls with values (``add(1, 2)``): the public API as the spec states it."""
+    section = spec_section(spec, path)
+    if section is spec and others:
+        # one section for several modules: only what names no other module's file
+        section = spec
+    theirs = {s for o in others for s in _signatures_in(spec_section(spec, o))
+              if spec_section(spec, o) is not spec}
+    return [s for s in _signatures_in(section) if s not in theirs]
+
+
+def _signatures_in(text: str) -> list[str]:
+    found: list[str] = []
+    for sig in _BACKTICKED_CALL.findall(text):
+        m = _SIGNATURE.match(sig)
+        params = m.group(3) if m and m.group(2) else None
+        if params is None or _params(params) is None:
+            continue  # a call with values ("add(1, 2)") or not a signature at all
+        if params.strip() and not any(c in params for c in ":=*") and re.search(
+                r"(?:^|,)\s*(?:\d|['\"\[{(-])", params):
+            continue
+        sig = sig.removeprefix("def ").strip()
+        name = sig.split("(")[0]
+        if not any(f.split("(")[0] == name for f in found):  # the first, fullest form
+            found.append(sig)
+    return found

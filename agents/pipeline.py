@@ -17,7 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from agents.checks import dotted, spec_section
+from agents.checks import dotted, spec_section, spec_signatures
 from agents.roles import Architect, CodeAnswer, ProjectPlan, Review, TestsAnswer
 from agents.team import Coder, Reviewer, Tester
 from agents.workspace import Workspace
@@ -64,6 +64,9 @@ def _plan_route(plan: ProjectPlan, task: Task, writes: Writes) -> None:
     for d in plan.decisions:
         writes.notes.append(NewNote(f"{d.decision} — because {d.reason}", ("decision",)))
     by_path = {m.path: m.model_dump(mode="json") for m in plan.modules}
+    for path, module in by_path.items():  # the spec's own signatures, where it gives them
+        stated = spec_signatures(spec, path, [p for p in by_path if p != path])
+        module["public_api"] = stated or module["public_api"]
     uses = _uses(plan, spec)
     fan_out(
         writes, "tester",

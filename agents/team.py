@@ -74,7 +74,9 @@ class Tester(WorkspaceRole):
 
     name = "tester"
     answer = FileBlocks(paths=_test_path, output=TestsAnswer)
-    settings = ModelSettings(max_tokens=1500)
+    # short on purpose: a small model left alone enumerates a table of cases until the
+    # limit (seen: 1,500 tokens of parametrize rows, four minutes, for one function)
+    settings = ModelSettings(max_tokens=1000)
     compaction = SlidingWindow(last=12)
     output_retries = 4
     concurrency = 1

@@ -155,15 +155,38 @@ def blocks(text: str) -> list[Block]:
             label = _label_before(text, m.start())
             if label:  # the label line belongs to the block, not to the prose
                 start = text.rfind("\n", 0, max(0, m.start() - 1)) + 1
-        first = body.split("\n", 1)[0]
-        comment = _COMMENT_LABEL.match(first)
-        if comment and not label:
-            label = comment.group(1)
-        out.append(Block(label, lang, body.rstrip("\n") + "\n" if body.strip() else "",
-                         close is not None, start, close.end() if close else len(text)))
+        end = close.end() if close else len(text)
+        parts = _split_by_comment_labels(body)
+        if len(parts) > 1 and not label:  # several files in one block, "# path" before each
+            out += [Block(path, lang, part, close is not None or i < len(parts) - 1, start,
+                          end) for i, (path, part) in enumerate(parts)]
+        else:
+            first = body.split("\n", 1)[0]
+            comment = _COMMENT_LABEL.match(first)
+            if comment and not label:
+                label = comment.group(1)
+            out.append(Block(label, lang, body.rstrip("\n") + "\n" if body.strip() else "",
+                             close is not None, start, end))
         if close is None:
             return out
         pos = close.end()
+
+
+def _split_by_comment_labels(body: str) -> list[tuple[str, str]]:
+    """A block's body cut at lines that are only a comment naming a file
+    (``# kata/roman.py``), when it holds several: [(path, text)]; else one part."""
+    lines = body.split("\n")
+    marks = [i for i, ln in enumerate(lines) if (m := _COMMENT_LABEL.match(ln))
+             and "/" in m.group(1).strip("/")]
+    if len(marks) < 2 or any(ln.strip() for ln in lines[:marks[0]]):
+        return [("", body)]
+    parts = []
+    for a, b in zip(marks, [*marks[1:], len(lines)], strict=True):
+        match = _COMMENT_LABEL.match(lines[a])
+        assert match is not None
+        text = "\n".join(lines[a + 1:b]).strip("\n")
+        parts.append((match.group(1), text + "\n" if text.strip() else ""))
+    return parts
 
 
 def _unwrap_json(text: str) -> str:

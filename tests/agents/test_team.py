@@ -287,3 +287,19 @@ async def test_a_module_must_import_the_one_it_is_built_on(tmp_path: Path) -> No
     assert "import from it (from calc.tokens import tokens)" in _missing_import(copied, uses)
     assert _missing_import("from calc.tokens import tokens\n", uses) == ""
     assert _missing_import("from calc import tokens\n", uses) == ""
+
+
+def test_the_specs_own_signatures_are_the_public_api() -> None:
+    from agents.checks import api_problem, spec_signatures
+
+    spec = ("# kit\n\n## `kit/a.py`\n\n`to_roman(n: int) -> str`; `to_roman(4)` is `\"IV\"`.\n\n"
+            "## `kit/b.py`\n\n`Inventory()` with `add(item: str, quantity: int) -> None` and "
+            "`items()`; `add(\"x\", 2)` then `items()` is `[(\"x\", 2)]`.\n")
+    assert spec_signatures(spec, "kit/a.py", ["kit/b.py"]) == ["to_roman(n: int) -> str"]
+    api = spec_signatures(spec, "kit/b.py", ["kit/a.py"])
+    assert api == ["Inventory()", "add(item: str, quantity: int) -> None", "items()"]
+    inventory = ("class Inventory:\n    def add(self, item, quantity):\n        pass\n\n"
+                 "    def items(self):\n        return []\n")
+    assert api_problem("kit/b.py", inventory, api) == ""  # methods of the class it names
+    roman = "class Roman:\n    def to_roman(self, n):\n        return ''\n"
+    assert "no top-level 'to_roman'" in api_problem("kit/a.py", roman, ["to_roman(n: int)"])

@@ -153,3 +153,11 @@ async def test_a_files_answer_runs_through_a_pipeline_as_plain_text(tmp_path: An
     assert run.status == "completed", run.error
     assert task.result == {"files": {"kata/roman.py": CODE}, "text": ""}
     assert requests[0].output is None  # no JSON schema: the answer is free text
+
+
+def test_one_block_holding_several_files_is_cut_at_their_path_comments() -> None:
+    tests = "from kata.roman import to_roman\n\n\ndef test_one():\n    assert to_roman(1)\n"
+    text = f"```python\n# /kata/roman.py\n{CODE}\n# /tests/test_roman.py\n{tests}```"
+    assert parse(TWO, text).files == {"kata/roman.py": CODE, "tests/test_roman.py": tests}
+    with pytest.raises(OutputError, match=r"This task writes only: tests/test_roman\.py"):
+        parse(FileBlocks(paths=lambda _: ["tests/test_roman.py"]), text)
