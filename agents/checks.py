@@ -320,3 +320,11 @@ def _signatures_in(text: str) -> list[str]:
         if not any(f.split("(")[0] == name for f in found):  # the first, fullest form
             found.append(sig)
     return found
+
+
+_ERROR_NAME = re.compile(r"`([A-Z]\w*(?:Error|Exception))`")
+
+
+def spec_errors(spec: str) -> list[str]:
+    """The exception classes a spec names in backticks (``ValueError``)."""
+    return list(dict.fromkeys(_ERROR_NAME.findall(spec)))

@@ -19,10 +19,12 @@ from agents.checks import (
     dotted,
     imports_module,
     missing_examples,
+    spec_errors,
     spec_examples,
     spec_section,
 )
 from agents.roles import CodeAnswer, Review, TestsAnswer, WorkspaceRole
+from agents.testsplit import failed_tests, split_tests, trusted_tests
 from agents.workspace import WorkspaceError
 from orchestra import ModelRetry, ModelSettings, SlidingWindow, ToolContext
 from orchestra.answers import EditBlocks, EditError, FileBlocks, apply_edits
@@ -58,10 +60,24 @@ def _first_failure(report: dict[str, Any]) -> str:
     return ""
 
 
-def _score(report: dict[str, Any]) -> list[int]:
+def _score(report: dict[str, Any], trusted: frozenset[str] | set[str] = frozenset()
+           ) -> list[int]:
+    """[tests passed, tests run, tests the spec vouches for that passed]."""
     passed = int(report.get("tests_passed") or 0)
-    return [passed, passed + int(report.get("tests_failed") or 0)
-            + int(report.get("tests_errors") or 0)]
+    total = passed + int(report.get("tests_failed") or 0) + int(report.get("tests_errors") or 0)
+    return [passed, total, len(trusted - failed_tests(str(report.get("output", ""))))
+            if total else 0]
+
+
+def _rank(candidate: dict[str, Any]) -> tuple[int, int]:
+    """Best first: the most tests the spec vouches for, then the most tests."""
+    score = candidate["score"]
+    return (score[2] if len(score) > 2 else 0, score[0])
+
+
+def _trusted(tests: str, task_input: dict[str, Any], path: str) -> set[str]:
+    section = spec_section(str(task_input.get("spec") or ""), path)
+    return trusted_tests(tests, spec_examples(section), spec_errors(section))
 
 
 class Tester(WorkspaceRole):
@@ -104,8 +120,9 @@ class Tester(WorkspaceRole):
             raise ModelRetry(f"Your tests leave out examples the spec states: {shown}. Add "
                              "a test that asserts each example exactly as the spec gives it, "
                              "and reply with the complete file.")
+        text = split_tests(text)  # one test per check: a wrong one fails alone
         await self.workspace.write_file(test_path, text)
-        return output
+        return output.model_copy(update={"files": {test_path: text}})
 
 
 class Coder(WorkspaceRole):
@@ -154,7 +171,8 @@ class Coder(WorkspaceRole):
         report = _summary(await self.tests(test_path))
         earlier = [r.data for r in ctx.rejections
                    if isinstance(r.data, dict) and "score" in r.data]
-        mine = {"score": _score(report), "files": {path: code}, "text": output.text,
+        mine = {"score": _score(report, _trusted(tests, task_input, path)),
+                "files": {path: code}, "text": output.text,
                 "report": report}
         history = [{"score": d["score"], "failed": _first_failure(d["report"])}
                    for d in earlier]
@@ -163,7 +181,7 @@ class Coder(WorkspaceRole):
                                              "tests": tests,
                                              "history": history})
         if len(earlier) + 1 < type(self).test_rounds:
-            passed, total = mine["score"]
+            passed, total = mine["score"][:2]
             raise ModelRetry(
                 f"The tests in {test_path} ran against your module: {passed} of {total} "
                 f"passed. The end of pytest's report:\n{report['output']}\n\nFind the cause "
@@ -172,8 +190,7 @@ class Coder(WorkspaceRole):
                 data=mine)
         # the first of equals: the round before (a revision that only made things worse
         # does not replace it), then this task's answers in order
-        best = max([*_previous_round(task_input, path), *earlier, mine],
-                   key=lambda d: d["score"][0])
+        best = max([*_previous_round(task_input, path), *earlier, mine], key=_rank)
         if best is not mine:
             await self.workspace.write_file(path, best["files"][path])
         return CodeAnswer(files=best["files"], text=best["text"], report=best["report"],
@@ -207,7 +224,8 @@ def _previous_round(task_input: dict[str, Any], path: str) -> list[dict[str, Any
     current, report = task_input.get("current"), task_input.get("report")
     if not current or not isinstance(report, dict) or "tests_passed" not in report:
         return []
-    return [{"score": _score(report), "files": {path: current}, "text": "",
+    trusted = _trusted(str(task_input.get("tests") or ""), task_input, path)
+    return [{"score": _score(report, trusted), "files": {path: current}, "text": "",
              "report": report}]
 
 

@@ -18,6 +18,7 @@ import pytest
 from agents.pipeline import build_pipeline
 from agents.roles import Review
 from agents.team import Coder, Reviewer
+from agents.testsplit import split_tests
 from agents.workspace import Workspace
 from orchestra import Coordinator, FunctionModel, ModelRetry, SQLiteBlackboard, ToolContext, reply
 from orchestra.models.base import ModelRequest, ModelResponse
@@ -95,7 +96,7 @@ async def test_failing_tests_come_back_as_the_next_turn_until_they_pass(tmp_path
         "reviewer": [approve]})
     assert run.status == "completed", run.error
     assert (tmp_path / "ws/calc/add.py").read_text() == GOOD
-    assert (tmp_path / "ws/tests/test_add.py").read_text() == TESTS
+    assert (tmp_path / "ws/tests/test_add.py").read_text() == split_tests(TESTS)
     second = seen["coder"][1].messages[-1].content
     assert "1 of 2 passed" in second and "test_zero" in second
     # the tester never saw code; the reviewer saw code, tests and the passing report
@@ -118,12 +119,13 @@ async def test_when_rounds_run_out_the_best_answer_is_kept(tmp_path: Path) -> No
     }, max_rounds=1)
     assert run.status == "completed", run.error
     assert len(seen["coder"]) == Coder.test_rounds == 3
-    # HALF passed test_add, BAD nothing: HALF is the module left in the workspace
+    # test_zero's two asserts became two tests: HALF passes 2 of 3, BAD 1, so HALF is the
+    # module left in the workspace
     assert (tmp_path / "ws/calc/add.py").read_text() == HALF
     (coder,) = [t for t in tasks if t.role == "coder"]
     assert coder.result["files"]["calc/add.py"] == HALF
     assert coder.result["report"]["passed"] is False
-    assert [h["score"][0] for h in coder.result["history"]] == [1, 0, 0]
+    assert [h["score"][0] for h in coder.result["history"]] == [2, 1, 1]
 
 
 async def test_a_review_that_blames_the_tests_goes_to_the_tester(tmp_path: Path) -> None:
@@ -142,7 +144,7 @@ async def test_a_review_that_blames_the_tests_goes_to_the_tester(tmp_path: Path)
         "architect", "tester", "coder", "reviewer", "tester", "coder", "reviewer"]
     redo = seen["tester"][1].messages[-1].content
     assert "add(0, 0) == 1; 0 + 0 is 0" in redo and "assert add(0, 0) == 1" in redo
-    assert (tmp_path / "ws/tests/test_add.py").read_text() == TESTS
+    assert (tmp_path / "ws/tests/test_add.py").read_text() == split_tests(TESTS)
 
 
 async def test_tests_without_the_specs_examples_are_sent_back(tmp_path: Path) -> None:
@@ -303,3 +305,19 @@ def test_the_specs_own_signatures_are_the_public_api() -> None:
     assert api_problem("kit/b.py", inventory, api) == ""  # methods of the class it names
     roman = "class Roman:\n    def to_roman(self, n):\n        return ''\n"
     assert "no top-level 'to_roman'" in api_problem("kit/a.py", roman, ["to_roman(n: int)"])
+
+
+def test_checks_of_one_test_are_cut_apart_and_told_apart_by_the_spec() -> None:
+    from agents.testsplit import failed_tests, trusted_tests
+
+    text = ("import pytest\nfrom k.r import r\n\n\ndef test_r():\n    \"\"\"doc\"\"\"\n"
+            "    assert r(1) == 'I'\n    assert r(501) == 'DIXI'\n"
+            "    with pytest.raises(ValueError):\n        r(0)\n\n\n"
+            "def test_state():\n    x = r(2)\n    assert x == 'II'\n")
+    split = split_tests(text)
+    assert "def test_r_1():\n    assert r(1) == 'I'" in split
+    assert "def test_r_3():\n    with pytest.raises(ValueError):\n        r(0)" in split
+    assert "def test_state():\n    x = r(2)" in split  # shared state: left whole
+    assert trusted_tests(split, ["I"], ["ValueError"]) == {"test_r_1", "test_r_3"}
+    assert failed_tests("FAILED tests/t.py::test_r_2 - assert\nERROR tests/t.py::test_x[1]") \
+        == {"test_r_2", "test_x"}

@@ -1,0 +1,88 @@
+"""Model-written tests made fine-grained, and told apart by what the spec vouches for.
+
+A small model puts every assert of a module into one test function; one wrong expected
+value it invented (``to_roman(501) == "DIXI"``) then fails the whole function, and a
+correct module scores the same as a broken one. So a test function made of independent
+checks (asserts and ``with pytest.raises`` blocks, nothing assigned) is cut into one
+test per check, and each test is *trusted* when the spec vouches for it: it holds one
+of the example values the spec states, or checks an error the spec names. Candidates are
+then ranked by the trusted tests they pass first (the research on small models: let the
+tests you can trust select; treat invented expectations as probes).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Sequence
+
+__all__ = ["failed_tests", "split_tests", "trusted_tests"]
+
+_FAILED = re.compile(r"^(?:FAILED|ERROR) [^\s:]+::(\w+)", re.MULTILINE)
+
+
+def _independent(stmt: ast.stmt) -> bool:
+    if isinstance(stmt, ast.Assert):
+        return True
+    if isinstance(stmt, ast.With) and len(stmt.items) == 1:
+        call = stmt.items[0].context_expr
+        return (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+                and call.func.attr == "raises")
+    return False
+
+
+def split_tests(text: str) -> str:
+    """``text`` with each test function of several independent checks cut into one
+    function per check (``test_x`` -> ``test_x_1``, ``test_x_2``, ...); everything else
+    (and any file that does not parse) is left as it is."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return text
+    names = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    lines = text.split("\n")
+    cuts: list[tuple[int, int, str]] = []
+    for fn in tree.body:
+        if not (isinstance(fn, ast.FunctionDef) and fn.name.startswith("test")
+                and not fn.decorator_list and not fn.args.args and fn.end_lineno):
+            continue
+        body = fn.body[1:] if (fn.body and isinstance(fn.body[0], ast.Expr) and isinstance(
+            fn.body[0].value, ast.Constant)) else fn.body
+        if len(body) < 2 or not all(_independent(s) for s in body):
+            continue
+        parts = []
+        for i, stmt in enumerate(body, 1):
+            name = f"{fn.name}_{i}"
+            while name in names:
+                name += "_"
+            names.add(name)
+            code = "\n".join("    " + ln for ln in ast.unparse(stmt).split("\n"))
+            parts.append(f"def {name}():\n{code}\n")
+        cuts.append((fn.lineno - 1, fn.end_lineno, "\n\n".join(parts)))
+    for start, end, new in reversed(cuts):
+        lines[start:end] = new.rstrip("\n").split("\n")
+    return "\n".join(lines)
+
+
+def trusted_tests(text: str, examples: Sequence[str], errors: Sequence[str]) -> set[str]:
+    """The test functions of ``text`` the spec vouches for: holding one of its example
+    values (a string constant equal to one), or expecting an error it names."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return set()
+    wanted, out = set(examples), set()
+    for fn in ast.walk(tree):
+        if not (isinstance(fn, ast.FunctionDef) and fn.name.startswith("test")):
+            continue
+        for node in ast.walk(fn):
+            if (isinstance(node, ast.Constant) and node.value in wanted) or (
+                    isinstance(node, ast.Name) and node.id in errors):
+                out.add(fn.name)
+                break
+    return out
+
+
+def failed_tests(output: str) -> set[str]:
+    """The test functions a pytest report lists as failed or in error."""
+    return set(_FAILED.findall(output))
