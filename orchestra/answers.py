@@ -18,8 +18,9 @@ routed like any other output: they are ordinary pydantic models.
 Parsing is tolerant where the intent is unambiguous (a fence inside a JSON string is
 unwrapped; one unlabelled block is the one file the task expects; a label given as a
 comment on the block's first line counts) and strict where it is not (a block for a
-path the task does not own is refused naming the allowed paths; an answer cut off
-at the token limit is said to be cut off, never "invalid code").
+path the task does not own is never taken, and an answer without the task's own files
+is refused naming the allowed paths; an answer cut off at the token limit is said to
+be cut off, never "invalid code").
 """
 
 from __future__ import annotations
@@ -242,8 +243,9 @@ def _cut_off(path: str) -> OutputError:
 
 
 def _assign(text: str, truncated: bool, allowed: Sequence[str], langs: set[str],
-            ) -> tuple[dict[str, str], list[Block]]:
-    """Map the fenced blocks of ``text`` to ``allowed`` paths (see the module doc)."""
+            ) -> tuple[dict[str, str], list[Block], list[str]]:
+    """Map the fenced blocks of ``text`` to ``allowed`` paths (see the module doc); also
+    the labels of blocks for paths that are not allowed (never written)."""
     text = _unwrap_json(text)
     found = blocks(text)
     if not found and text.strip() and len(allowed) == 1 and not truncated:
@@ -251,18 +253,16 @@ def _assign(text: str, truncated: bool, allowed: Sequence[str], langs: set[str],
         found = [Block("", "", text.strip() + "\n", True, 0, len(text))]
     files: dict[str, str] = {}
     unlabelled: list[Block] = []
+    foreign: list[str] = []
     for b in found:
         if not b.closed and truncated:
             raise _cut_off(_match(b.label, allowed) or b.label or "a file")
         if b.label and "." in PurePosixPath(b.label).name:
             path = _match(b.label, allowed)
             if path is None:
-                raise OutputError(
-                    f"Your answer has a block for {b.label!r}, which this task does not "
-                    f"write. This task writes only: {', '.join(allowed)}. Label each block "
-                    "with one of those paths.",
-                    brief=f"a block for {b.label!r}, not one of {', '.join(allowed)}")
-            files[path] = b.body
+                foreign.append(b.label)
+            else:
+                files[path] = b.body
         elif b.lang in langs and b.body.strip():
             unlabelled.append(b)
     for b in unlabelled:  # an unlabelled block fills the next file not yet given
@@ -270,7 +270,14 @@ def _assign(text: str, truncated: bool, allowed: Sequence[str], langs: set[str],
         if not rest:
             break
         files[rest[0]] = b.body
-    return files, found
+    return files, found, foreign
+
+
+def _not_owned(foreign: Sequence[str], allowed: Sequence[str]) -> OutputError:
+    return OutputError(
+        f"Your answer has a block for {foreign[0]!r}, which this task does not write. This "
+        f"task writes only: {', '.join(allowed)}. Label each block with one of those paths.",
+        brief=f"a block for {foreign[0]!r}, not one of {', '.join(allowed)}")
 
 
 def _format_example(what: str) -> str:
@@ -316,8 +323,10 @@ class FileBlocks:
 
     def parse(self, text: str, *, truncated: bool, task_input: Any) -> pydantic.BaseModel:
         allowed = self._allowed(task_input)
-        files, found = _assign(text, truncated, allowed, set(self.langs))
+        files, found, foreign = _assign(text, truncated, allowed, set(self.langs))
         missing = [p for p in allowed if p not in files]
+        if foreign and (missing or not files):
+            raise _not_owned(foreign, allowed)
         if missing and not self.partial:
             if truncated:
                 raise _cut_off(missing[0])
@@ -393,8 +402,10 @@ class EditBlocks:
         remaining = "".join(rest)
         if edits and truncated and "<<<<<<<" in remaining:
             raise _cut_off(edits[-1].path)
-        files, found = _assign(remaining, truncated, allowed, set(self.langs)) if (
-            "```" in remaining or "~~~" in remaining or not edits) else ({}, [])
+        files, found, foreign = _assign(remaining, truncated, allowed, set(self.langs)) if (
+            "```" in remaining or "~~~" in remaining or not edits) else ({}, [], [])
+        if foreign and not edits and not files:
+            raise _not_owned(foreign, allowed)
         if not edits and not files:
             if truncated:
                 raise _cut_off(allowed[0] if allowed else "your answer")

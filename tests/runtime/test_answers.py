@@ -159,5 +159,6 @@ def test_one_block_holding_several_files_is_cut_at_their_path_comments() -> None
     tests = "from kata.roman import to_roman\n\n\ndef test_one():\n    assert to_roman(1)\n"
     text = f"```python\n# /kata/roman.py\n{CODE}\n# /tests/test_roman.py\n{tests}```"
     assert parse(TWO, text).files == {"kata/roman.py": CODE, "tests/test_roman.py": tests}
-    with pytest.raises(OutputError, match=r"This task writes only: tests/test_roman\.py"):
-        parse(FileBlocks(paths=lambda _: ["tests/test_roman.py"]), text)
+    # the task's own file is taken; the other is never written (not this task's to write)
+    own = parse(FileBlocks(paths=lambda _: ["tests/test_roman.py"]), text)
+    assert own.files == {"tests/test_roman.py": tests}
