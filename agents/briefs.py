@@ -57,6 +57,20 @@ def _comments(task_input: dict[str, Any]) -> str:
     return "\n".join(f"- {c}" for c in comments)
 
 
+def _rounds(task_input: dict[str, Any], key: str, heading: str, path: str,
+            comments: str) -> list[str]:
+    """A later round's parts of a brief: the file as it is now, the review's comments and
+    the last test run (last, so the start of the brief stays the same bytes)."""
+    parts = []
+    if task_input.get(key):
+        parts.append(f"{heading}\n\n{path}\n```python\n{str(task_input[key]).rstrip()}\n```")
+    if task_input.get("comments"):
+        parts.append(f"{comments}\n\n" + _comments(task_input))
+    if task_input.get("report"):
+        parts.append("# The last test run\n\n" + report_tail(task_input["report"]))
+    return parts
+
+
 def coder_brief(task_input: Any) -> str:
     """The coder's task: the spec, its module and API, then any round's feedback."""
     if not isinstance(task_input, dict):
@@ -69,14 +83,8 @@ def coder_brief(task_input: Any) -> str:
              f"these names and parameters:\n{_api(module)}{_uses(task_input)}\n"
              f"Its tests are in {module.get('test_path')}, written by the tester from the "
              "spec; you write only the module."]
-    if task_input.get("current"):
-        parts.append(f"# The module as it is now\n\n{path}\n```python\n"
-                     f"{str(task_input['current']).rstrip()}\n```")
-    if task_input.get("comments"):
-        parts.append("# Review comments to address\n\n" + _comments(task_input))
-    if task_input.get("report"):
-        parts.append("# The last test run\n\n" + report_tail(task_input["report"]))
-    return "\n\n".join(parts)
+    return "\n\n".join(parts + _rounds(task_input, "current", "# The module as it is now",
+                                        str(path), "# Review comments to address"))
 
 
 def tester_brief(task_input: Any) -> str:
@@ -90,15 +98,9 @@ def tester_brief(task_input: Any) -> str:
              f"and only them: another developer writes {path}. Import what you test with: "
              f"from {dotted(path)} import ...\nIts public API:\n{_api(module)}\n"
              "Assert each example the spec gives, once; no loops over many values."]
-    if task_input.get("tests"):
-        parts.append(f"# The tests as they are now\n\n{module.get('test_path')}\n```python\n"
-                     f"{str(task_input['tests']).rstrip()}\n```")
-    if task_input.get("comments"):
-        parts.append("# The reviewer found these tests wrong against the spec\n\n"
-                     + _comments(task_input))
-    if task_input.get("report"):
-        parts.append("# The last test run\n\n" + report_tail(task_input["report"]))
-    return "\n\n".join(parts)
+    return "\n\n".join(parts + _rounds(
+        task_input, "tests", "# The tests as they are now", str(module.get("test_path")),
+        "# The reviewer found these tests wrong against the spec"))
 
 
 def reviewer_brief(task_input: Any) -> str:
