@@ -39,6 +39,10 @@ KILL_POINTS = {
     # a coder's check: its module written, pytest running on it
     "run-tests": "SELECT 1 FROM steps s JOIN tasks t ON t.id = s.task_id WHERE t.role = "
                  "'coder' AND s.name = 'check_output' AND s.status = 'started'",
+    # the coder's search/replace fix of wrap: its edited module written, pytest on it, the
+    # step not journaled yet; the re-run must apply the edit to the same text once more
+    "edit": "SELECT 1 FROM steps s JOIN tasks t ON t.id = s.task_id WHERE t.role = 'coder' "
+            "AND s.name = 'check_output' AND s.status = 'started' AND s.step > 2",
 }
 
 Step = tuple[str, int, int]
@@ -143,7 +147,7 @@ def test_kill_9_then_resume_equals_an_uninterrupted_run(point: str, tmp_path: Pa
     run_id = only_run_id(db)
     status = query(db, "SELECT status FROM runs")[0][0]
     assert status in ("pending", "running"), f"the kill came too late ({status})"
-    if point == "run-tests":
+    if point in ("run-tests", "edit"):
         assert any(name == "check_output" for name, in query(
             db, "SELECT name FROM steps WHERE status = 'started'")), "killed mid-pytest"
     if point == "review":
