@@ -84,6 +84,10 @@ class OpenAIModel:
     ``context_tokens`` is the served model's context window, when known: the
     runtime compacts requests to fit it.
 
+    ``concurrency`` caps the requests in flight at once (default: unbounded for OpenAI,
+    1 for other servers): a llama.cpp or Ollama server with one slot queues a second
+    request without a word, and its silence would run out the timeout of a request the
+    server has not begun; waiting here, the timeout starts when the server does.
     ``stream`` (default: on for every server but OpenAI's own) streams the answer:
     ``timeout`` then limits *silence* (no token for that long), not the answer's
     length, so a slow local model writing a long file is never cut off by it. After a
@@ -101,7 +105,7 @@ class OpenAIModel:
                  max_retries: int = 4, timeout: float = 120.0,
                  json_schema_mode: JSONSchemaMode = "auto", name: str | None = None,
                  backoff: Backoff | None = None, context_tokens: int | None = None,
-                 stream: bool | None = None) -> None:
+                 stream: bool | None = None, concurrency: int | None = None) -> None:
         if not model:
             raise UserError("OpenAIModel needs a model name, e.g. OpenAIModel('gpt-4.1-mini')")
         if json_schema_mode not in ("auto", "json_schema", "json_object", "none"):
@@ -122,6 +126,11 @@ class OpenAIModel:
         self.max_retries = max_retries
         self.timeout = timeout
         self.stream = (not self.official) if stream is None else stream
+        if concurrency is not None and concurrency < 1:
+            raise UserError(f"concurrency={concurrency!r}: give a number of requests >= 1")
+        self.concurrency = concurrency if concurrency is not None else (
+            None if self.official else 1)
+        self._gate: tuple[asyncio.AbstractEventLoop, asyncio.Semaphore] | None = None
         self.context_tokens = context_tokens
         self.json_schema_mode: JSONSchemaMode = json_schema_mode
         self.backoff = backoff or Backoff()
@@ -211,7 +220,17 @@ class OpenAIModel:
 
     async def _shrunk_attempt(self, request: ModelRequest, mode: ResponseFormatMode,
                               timeouts: list[int]) -> ModelResponse:
-        return await self._attempt(_shrunk(request, timeouts[0]), mode)
+        if self.concurrency is None:
+            return await self._attempt(_shrunk(request, timeouts[0]), mode)
+        async with self._slot():  # held per attempt: a backoff sleep frees it
+            return await self._attempt(_shrunk(request, timeouts[0]), mode)
+
+    def _slot(self) -> asyncio.Semaphore:
+        """This event loop's gate of ``concurrency`` requests (a new loop gets its own)."""
+        loop = asyncio.get_running_loop()
+        if self._gate is None or self._gate[0] is not loop:
+            self._gate = (loop, asyncio.Semaphore(self.concurrency or 1))
+        return self._gate[1]
 
     async def _streamed(self, body: dict[str, Any], seconds: float) -> Any:
         """One streamed call folded into a response body (a server that answers with

@@ -46,6 +46,8 @@ OPTIONS: dict[str, str] = {
     "n_ctx": "gguf only: the context the model is loaded with (default 4096; also 'context')",
     "structured": "how a structured answer is constrained: json_schema, json_object or none",
     "tools": "native (the provider's tool calls) or json (one constrained JSON object a turn)",
+    "concurrency": "requests in flight at once (HTTP servers; default 1 for local servers, "
+                   "whose one slot queues the rest in silence; unbounded for OpenAI)",
 }
 """Spec options and what they mean (``?timeout=600&context=8192``)."""
 _CHOICES = {"structured": ("json_schema", "json_object", "none"), "tools": ("native", "json")}
@@ -120,7 +122,7 @@ def _split_options(spec: str, text: str) -> tuple[str, tuple[tuple[str, str], ..
             raise _bad(spec, f"unknown option {name!r} (options: {', '.join(OPTIONS)})")
         if name in dict(options):
             raise _bad(spec, f"option {name!r} given twice")
-        if name in ("timeout", "context", "n_ctx"):
+        if name in ("timeout", "context", "n_ctx", "concurrency"):
             try:
                 ok = float(value) > 0 and (name == "timeout" or float(value).is_integer())
             except ValueError:
@@ -208,10 +210,15 @@ def _adapter(spec: str, parsed: ModelSpec) -> Model:
         structured = parsed.option("structured")
         if structured is not None:
             http["json_schema_mode"] = structured
+        concurrency = parsed.number("concurrency")
+        if concurrency is not None:
+            http["concurrency"] = int(concurrency)
         return OpenAIModel(parsed.model, base_url=parsed.base_url, **http)
     if parsed.provider == "anthropic":
         from orchestra.models.anthropic import AnthropicModel
 
+        if parsed.option("concurrency") is not None:
+            raise _bad(spec, "option 'concurrency' is for OpenAI-compatible servers")
         if parsed.option("structured") not in (None, "json_schema"):
             raise _bad(spec, "Anthropic structured output is always a forced tool whose input "
                        "schema is the answer; drop the 'structured' option")

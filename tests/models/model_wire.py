@@ -45,11 +45,23 @@ class WireServer:
     def __init__(self) -> None:
         self.script: list[Reply] = []
         self.received: list[Received] = []
+        self.in_flight = self.max_in_flight = 0
+        """Requests being answered now, and the most there ever were at once."""
         self._lock = threading.Lock()
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
+                with outer._lock:
+                    outer.in_flight += 1
+                    outer.max_in_flight = max(outer.max_in_flight, outer.in_flight)
+                try:
+                    self._answer()
+                finally:
+                    with outer._lock:
+                        outer.in_flight -= 1
+
+            def _answer(self) -> None:
                 raw = self.rfile.read(int(self.headers.get("content-length") or 0))
                 try:
                     body = json.loads(raw)

@@ -97,3 +97,30 @@ async def test_an_error_event_mid_stream_is_a_model_error(
 async def test_official_openai_is_not_streamed_by_default() -> None:
     assert OpenAIModel("gpt-4.1-mini", api_key=SECRET).stream is False
     assert OpenAIModel("m", base_url="http://127.0.0.1:1/v1").stream is True
+
+
+async def test_a_local_server_gets_one_request_at_a_time(
+        wire: WireServer, backoff: Backoff) -> None:
+    """A one-slot server queues a second request in silence: it waits here instead, so
+    its silence timeout starts when the server begins on it."""
+    import asyncio
+
+    slow = [(0.15, chunk("x")) for _ in range(4)] + [(0, chunk(finish="stop"))]
+    wire.add(Reply(events=slow), Reply(events=slow))
+    model = local(wire, backoff, timeout=0.4, max_retries=0)
+    assert model.concurrency == 1
+    a, b = await asyncio.gather(model.request(ask()), model.request(ask()))
+    assert a.text == b.text == "xxxx"  # each streamed 0.6 s; neither waited in silence
+    assert wire.max_in_flight == 1
+    assert OpenAIModel("m", base_url="http://127.0.0.1:1/v1", concurrency=4).concurrency == 4
+    assert OpenAIModel("gpt-4.1-mini", api_key=SECRET).concurrency is None
+
+
+def test_concurrency_is_a_spec_option() -> None:
+    from orchestra.errors import UserError
+    from orchestra.models.spec import load_model
+
+    model = load_model("openai-compatible:http://127.0.0.1:1/v1#m?concurrency=3&tools=native")
+    assert isinstance(model, OpenAIModel) and model.concurrency == 3
+    with pytest.raises(UserError, match="concurrency"):
+        load_model("openai-compatible:http://127.0.0.1:1/v1#m?concurrency=0")
