@@ -10,6 +10,7 @@ import webbrowser
 from urllib.parse import quote
 
 from orchestra._errors import NotFoundError, UserError
+from orchestra._install import install_hint
 from orchestra.cli.main import EXIT_OK
 
 DEFAULT_SERVER = "http://127.0.0.1:8765"
@@ -24,7 +25,7 @@ def open_page(args: argparse.Namespace) -> int:
     try:
         from orchestra.client import ApiError, Client
     except ImportError as exc:
-        raise UserError(f"--open needs the server extra: pip install 'orchestra[server]' "
+        raise UserError(f"--open needs the server extra: {install_hint('server')} "
                         f"({exc})") from exc
     import httpx
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestra._errors import StoreAccessError, UserError
+from orchestra._install import install_hint
 from orchestra._store import Blackboard
 from orchestra._store import url as store_url
 from orchestra._types import Run
@@ -378,8 +379,8 @@ async def cmd_serve(args: argparse.Namespace) -> int:
         from orchestra.server.security import load_token
         from orchestra.server.serve import serve, settings_from_args
     except ImportError as exc:
-        raise UserError(f"`orchestra serve` needs the server extra: pip install "
-                        f"'orchestra[server]' ({exc})") from exc
+        raise UserError(f"`orchestra serve` needs the server extra: "
+                        f"{install_hint('server')} ({exc})") from exc
     settings = settings_from_args(load_token(args.token_file), args.cors, args.workers,
                                   args.concurrency, args.max_tokens, args.model,
                                   args.ping_interval, args.liveness_interval, args.max_body)

@@ -17,6 +17,7 @@ from orchestra._errors import (
     StoreAccessError,
     UserError,
 )
+from orchestra._install import DISTRIBUTION
 from orchestra._types import RUN_STATUSES
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_STORE, EXIT_WAITING, EXIT_CANCELLED = 0, 1, 2, 3, 4, 5
@@ -111,7 +112,7 @@ def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
     try:
-        return version("orchestra")
+        return version(DISTRIBUTION)
     except PackageNotFoundError:
         return "(not installed)"
 

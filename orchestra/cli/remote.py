@@ -11,6 +11,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from orchestra._errors import NotFoundError, OrchestraError, UserError
+from orchestra._install import install_hint
 from orchestra._types import Event, Run
 from orchestra.cli import inspect_cmds
 from orchestra.cli.main import EXIT_OK
@@ -25,7 +26,7 @@ def dispatch(args: argparse.Namespace) -> int:
     try:
         from orchestra.client import ApiError, Client
     except ImportError as exc:
-        raise UserError(f"--server needs the server extra: pip install 'orchestra[server]' "
+        raise UserError(f"--server needs the server extra: {install_hint('server')} "
                         f"({exc})") from exc
     with Client(args.server, token=os.environ.get("ORCHESTRA_TOKEN") or None) as api:
         try:
