@@ -9,7 +9,7 @@ import dataclasses
 import json
 import os
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -174,8 +174,24 @@ async def cmd_run(args: argparse.Namespace) -> int:
         if not args.model and not os.environ.get("ORCHESTRA_MODEL"):
             raise UserError("no model for the stock pipeline: pass --model SPEC or set "
                             "ORCHESTRA_MODEL (e.g. openai:gpt-4.1-mini, ollama:qwen2.5-coder)")
-        workspace.mkdir(parents=True, exist_ok=True)  # like `orchestra demo`
+        with _workspace(args, workspace):  # like `orchestra demo`
+            return await _start(args, ref, run_input)
     return await _start(args, ref, run_input)
+
+
+@contextlib.contextmanager
+def _workspace(args: argparse.Namespace, workspace: Path) -> Iterator[None]:
+    """Create the run's workspace before the run is recorded (so no recorded run lacks
+    it), and remove it again, if it was made here and is empty, when the command fails
+    before recording the run: a failed command leaves no empty directory behind."""
+    created = not workspace.exists()
+    workspace.mkdir(parents=True, exist_ok=True)
+    try:
+        yield
+    except BaseException:
+        if created and getattr(args, "_run_id", None) is None and not any(workspace.iterdir()):
+            workspace.rmdir()
+        raise
 
 
 async def _start(args: argparse.Namespace, ref: str, run_input: Any) -> int:
@@ -190,6 +206,7 @@ async def _start(args: argparse.Namespace, ref: str, run_input: Any) -> int:
     async with open_store(args, must_exist=False) as store:
         coord = Coordinator(store, pipeline, models=models, settings=settings, prices=prices)
         run = await coord.start(run_input, settings=recorded)
+        args._run_id = run.id  # recorded: from here on, only resume may continue it
         if not args.json:
             print(f"run {run.id} started (store {store_url.label(args.db)})")
         return await _drive(args, store, coord, run, resume=False)
@@ -208,20 +225,13 @@ async def cmd_demo(args: argparse.Namespace) -> int:
     if store_url.sqlite_path(args.db) is None or Path(args.db).exists():
         async with open_store(args, must_exist=True):
             pass  # a bad --db fails here, before the workspace is created
-    created = not workspace.exists()
-    workspace.mkdir(parents=True, exist_ok=True)
-    scripted = not args.model
-    if scripted:
+    if not args.model:
         args.model = [demo_spec()]
         if not args.json:
             print(DEMO_NOTICE)
     run_input = {"spec": spec_text(), "workspace": str(workspace), "max_rounds": 3}
-    try:
+    with _workspace(args, workspace):
         code = await _start(args, "agents.pipeline:build_pipeline", run_input)
-    except BaseException:
-        if created and not any(workspace.iterdir()):
-            workspace.rmdir()  # a failed command leaves no empty workspace behind
-        raise
     if not args.json:
         from agents.summary import run_story
 

@@ -43,6 +43,8 @@ before the command too (`orchestra --db runs.db --json runs`); the store default
 $ORCHESTRA_DB, else ./orchestra.db. A run id may be shortened to a unique prefix.
 """
 DEFAULT_DB = "orchestra.db"
+DRIVING_COMMANDS = frozenset({"demo", "run", "resume", "fork", "worker", "serve"})
+"""Commands that drive runs: their console may go away (`| head`), their runs go on."""
 
 
 class UsageError(SystemExit):
@@ -303,6 +305,11 @@ def _main(argv: Sequence[str] | None) -> int:
         return EXIT_OK
     args.json = args.json or args.json_first
     args.db = args.db or args.db_first or os.environ.get("ORCHESTRA_DB") or DEFAULT_DB
+    if args.command in DRIVING_COMMANDS:
+        from orchestra.cli.console import DetachingStream
+
+        sys.stdout = cast(TextIO, DetachingStream(sys.stdout))
+        sys.stderr = cast(TextIO, DetachingStream(sys.stderr))
     _configure_logging(verbose=False)
     from orchestra.cli import commands  # imported after parsing: `--help` stays instant
 
