@@ -14,6 +14,7 @@ from orchestra._errors import (
     NotAStoreError,
     OrchestraError,
     SchemaVersionError,
+    ServerError,
     StoreAccessError,
     UserError,
 )
@@ -21,7 +22,7 @@ from orchestra._install import DISTRIBUTION
 from orchestra._types import RUN_STATUSES
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_STORE, EXIT_WAITING, EXIT_CANCELLED = 0, 1, 2, 3, 4, 5
-EXIT_PAUSED = 6
+EXIT_PAUSED, EXIT_SERVER = 6, 7
 EXIT_INTERRUPTED = 130
 
 EPILOG = """\
@@ -36,6 +37,8 @@ exit codes:
   6    the run is paused: its token cap (--max-tokens) was reached, or its next call
        could cross its cost cap (--max-cost); it continues with `orchestra resume RUN
        --max-tokens N` (N above the tokens it used) or `--max-cost USD` (above its cost)
+  7    --server URL: nothing answers there, the token ($ORCHESTRA_TOKEN) was refused,
+       or it is not an `orchestra serve` of this version
   130  interrupted (Ctrl-C); the run is resumable with `orchestra resume RUN`
 
 Every command accepts --json for machine-readable output. --db and --json may come
@@ -333,6 +336,8 @@ def _main(argv: Sequence[str] | None) -> int:
         return EXIT_INTERRUPTED
     except (NotAStoreError, SchemaVersionError, StoreAccessError) as exc:
         return _fail(args, EXIT_STORE, exc)
+    except ServerError as exc:
+        return _fail(args, EXIT_SERVER, exc)
     except UserError as exc:
         return _fail(args, EXIT_USAGE, exc)
     except OrchestraError as exc:

@@ -10,11 +10,12 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from orchestra._errors import NotFoundError, OrchestraError, UserError
+from orchestra._errors import UserError
 from orchestra._install import install_hint
 from orchestra._types import Event, Run
 from orchestra.cli import inspect_cmds
 from orchestra.cli.main import EXIT_OK
+from orchestra.cli.server_errors import server_url, translated
 
 if TYPE_CHECKING:
     from orchestra.client import Client
@@ -23,20 +24,15 @@ COMMANDS = frozenset({"runs", "show", "events", "approve", "deny", "cancel", "re
 
 
 def dispatch(args: argparse.Namespace) -> int:
+    base = server_url(args.server)  # no scheme: one line saying which URL was meant
     try:
-        from orchestra.client import ApiError, Client
+        from orchestra.client import Client
     except ImportError as exc:
         raise UserError(f"--server needs the server extra: {install_hint('server')} "
                         f"({exc})") from exc
-    with Client(args.server, token=os.environ.get("ORCHESTRA_TOKEN") or None) as api:
-        try:
-            return _run(args, api)
-        except ApiError as exc:
-            if exc.status == 404:
-                raise NotFoundError(exc.detail) from exc
-            if 400 <= exc.status < 500:
-                raise UserError(f"{args.server}: {exc.detail}") from exc
-            raise OrchestraError(f"{args.server}: {exc}") from exc
+    with Client(base, token=os.environ.get("ORCHESTRA_TOKEN") or None) as api, \
+            translated(base):
+        return _run(args, api)
 
 
 def _run(args: argparse.Namespace, api: Client) -> int:
