@@ -28,6 +28,7 @@ from orchestra.coordinator.coordinator import (
     CoordinatorSettings,
     check_resumable,
 )
+from orchestra.coordinator.owners import new_owner_id
 from orchestra.coordinator.pipeline import load_pipeline
 from orchestra.coordinator.run_models import (
     SETTINGS_EVENT,
@@ -40,6 +41,7 @@ from orchestra.coordinator.run_models import (
 )
 from orchestra.coordinator.run_models import models_for_run as _models
 from orchestra.coordinator.run_models import run_cap as _run_cap
+from orchestra.coordinator.serving import ParkedRuns, needs_driving, why_not_served
 from orchestra.models.prices import Prices, parse_prices
 
 DEMO_NOTICE = ("This demo runs on a SCRIPTED model session shipped with orchestra "
@@ -143,8 +145,13 @@ async def _drive(args: argparse.Namespace, store: Blackboard, coord: Coordinator
     finally:
         await progress.stop(watcher)
     await progress.summary(final, coord.pricer.unpriced)
+    return _exit_code(final.status)
+
+
+def _exit_code(status: str) -> int:
+    """The exit code of a command that drove a run until it ended in ``status``."""
     return {"completed": EXIT_OK, "waiting": EXIT_WAITING, "cancelled": EXIT_CANCELLED,
-            "paused": EXIT_PAUSED}.get(final.status, EXIT_FAILED)
+            "paused": EXIT_PAUSED}.get(status, EXIT_FAILED)
 
 
 async def cmd_run(args: argparse.Namespace) -> int:
@@ -345,42 +352,55 @@ async def cmd_cancel(args: argparse.Namespace) -> int:
 
 
 async def cmd_worker(args: argparse.Namespace) -> int:
-    """Serve active runs until interrupted (or idle for --idle-exit seconds)."""
+    """Serve active runs until interrupted (or idle for --idle-exit seconds); a waiting run
+    is continued as soon as a human decides its approval, as `orchestra serve` does."""
     _settings(args, shared=True)  # bad flags fail before anything is opened
     async with open_store(args, must_exist=True) as store:
         serving: dict[str, asyncio.Task[Run]] = {}
+        parked = ParkedRuns(store, new_owner_id(), args.lease)
         idle_since = asyncio.get_running_loop().time()
         if args.run:
             args.run = await inspect_cmds.resolve_run(store, args.run)
+            run = await store.get_run(args.run)
+            if not await needs_driving(store, run):
+                raise UserError(why_not_served(run, f"--db {store_url.label(args.db)}"))
+        last: Run | None = None
         while True:
             runs = [await store.get_run(args.run)] if args.run else \
                 await store.list_runs(active_only=True)
+            if not args.run:
+                await parked.hold(r for r in runs if r.id not in serving)
             for run in runs:
-                if run.id in serving or run.status not in ("pending", "running"):
+                if run.id in serving or not await needs_driving(store, run):
                     continue
-                pipeline = load_pipeline(run.pipeline, run.input)
-                recorded = await recorded_settings(store, run)
-                cap = await _run_cap(store, run, None)
-                coord = Coordinator(store, pipeline, models=_models(pipeline, recorded,
-                                                                    args.model),
-                                    settings=_settings(args, shared=True, cap=cap,
-                                                       cost_cap=recorded.get("max_cost")),
-                                    prices=_prices(args))
-                serving[run.id] = asyncio.create_task(coord.drive(run.id))
-                if not args.json:
-                    print(f"worker {coord.owner}: serving run {run.id}")
+                serving[run.id] = await _serve_run(args, store, run)
             for run_id, job in list(serving.items()):
                 if job.done():
                     del serving[run_id]
-                    final = job.result()
-                    inspect_cmds.emit(args, {"run": run_id, "status": final.status},
-                                      f"run {run_id}: {final.status}")
+                    last = job.result()
+                    inspect_cmds.emit(args, {"run": run_id, "status": last.status},
+                                      f"run {run_id}: {last.status}")
             now = asyncio.get_running_loop().time()
             if serving:
                 idle_since = now
-            elif args.run or (args.idle_exit is not None and now - idle_since >= args.idle_exit):
+            elif args.run:
+                return _exit_code(last.status) if last else EXIT_OK
+            elif args.idle_exit is not None and now - idle_since >= args.idle_exit:
                 return EXIT_OK
             await asyncio.sleep(0.2)
+
+
+async def _serve_run(args: argparse.Namespace, store: Blackboard, run: Run) -> asyncio.Task[Run]:
+    pipeline = load_pipeline(run.pipeline, run.input)
+    recorded = await recorded_settings(store, run)
+    cap = await _run_cap(store, run, None)
+    coord = Coordinator(store, pipeline, models=_models(pipeline, recorded, args.model),
+                        settings=_settings(args, shared=True, cap=cap,
+                                           cost_cap=recorded.get("max_cost")),
+                        prices=_prices(args))
+    if not args.json:
+        print(f"worker {coord.owner}: serving run {run.id}")
+    return asyncio.create_task(coord.drive(run.id))
 
 
 async def cmd_serve(args: argparse.Namespace) -> int:

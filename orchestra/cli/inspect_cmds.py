@@ -18,6 +18,7 @@ from orchestra._store import Blackboard
 from orchestra._store.url import label
 from orchestra._types import AgentId, Event, Run
 from orchestra.cli.cost_text import resume_hint, usage_line, usd
+from orchestra.coordinator.serving import served_now
 from orchestra.coordinator.usage_report import run_usage
 
 OpenStore = Callable[..., AbstractAsyncContextManager[Blackboard]]
@@ -137,9 +138,12 @@ async def dispatch(args: argparse.Namespace, open_store: OpenStore) -> int:
             by = args.by or getpass.getuser()
             approval = await store.decide_approval(args.approval, approved=args.command ==
                                                    "approve", by=by, reason=args.reason)
-            emit(args, dataclasses.asdict(approval),
-                 f"approval {approval.id} {approval.status} by {by}; continue the run with: "
-                 f"orchestra resume {approval.run_id} --db {label(args.db)}")
+            live = await served_now(store, approval.run_id)
+            emit(args, {**dataclasses.asdict(approval), "continued_by_worker": live},
+                 f"approval {approval.id} {approval.status} by {by}; " + (
+                     f"a live worker continues run {approval.run_id}" if live else
+                     f"no worker serves run {approval.run_id}; continue it with: "
+                     f"orchestra resume {approval.run_id} --db {label(args.db)}"))
     return 0
 
 
