@@ -139,8 +139,9 @@ async def _drive(args: argparse.Namespace, store: Blackboard, coord: Coordinator
     try:
         final = await (coord.resume(run.id) if resume else coord.drive(run.id))
     except asyncio.CancelledError:
-        # Ctrl-C: hand our leases back at once so a resume need not wait for expiry
-        await asyncio.shield(store.release_leases(run.id, owners=[coord.owner]))
+        # Ctrl-C: leases back and the run left at once, so a resume need not wait for
+        # expiry and `runs` says "interrupted" rather than waiting on a dead worker
+        await asyncio.shield(coord.interrupted(run.id))
         raise
     finally:
         await progress.stop(watcher)

@@ -18,6 +18,7 @@ from orchestra._store import Blackboard
 from orchestra._store.url import label
 from orchestra._types import AgentId, Event, Run
 from orchestra.cli.cost_text import resume_hint, usage_line, usd
+from orchestra.coordinator.coordinator import INTERRUPTED_EVENT
 from orchestra.coordinator.serving import served_now
 from orchestra.coordinator.usage_report import run_usage
 
@@ -68,33 +69,54 @@ def event_line(e: Event) -> str:
 _SERVED = ("pending", "running")  # statuses a worker must drive (waiting waits for a human)
 
 
-async def orphans(store: Blackboard, runs: list[Run]) -> dict[str, float | None]:
-    """Runs that need a worker and have no live one: run id -> when the last one's
-    renewals and leases ran out (None: no worker ever served it)."""
-    live = [r.id for r in runs if r.status in _SERVED]
+@dataclasses.dataclass(frozen=True)
+class Orphan:
+    """A run that needs a worker and has none: since when (None: none ever served it),
+    and whether its last one was stopped with Ctrl-C (the run's last event says so)."""
+
+    since: float | None
+    interrupted: bool = False
+
+
+async def orphans(store: Blackboard, runs: list[Run]) -> dict[str, Orphan]:
+    """Runs that need a worker and have no live one, by run id."""
+    live = [r for r in runs if r.status in _SERVED]
     if not live:
         return {}
     now = time.time()
-    return {run_id: until for run_id, until in (await store.served_until(live)).items()
-            if until is None or until < now}
+    until = await store.served_until([r.id for r in live])
+    return {r.id: Orphan(since, await _interrupted(store, r)) for r in live
+            if (since := until.get(r.id)) is None or since < now}
 
 
-def status_text(run: Run, orphaned: dict[str, float | None]) -> str:
-    """``running``, ``paused (budget)``, or e.g. ``running (no live worker since 12:03:11)``."""
+async def _interrupted(store: Blackboard, run: Run) -> bool:
+    last = await store.events(run.id, starting_after=run.last_seq - 1, limit=1) \
+        if run.last_seq else []
+    return bool(last) and last[-1].kind == INTERRUPTED_EVENT
+
+
+def status_text(run: Run, orphaned: dict[str, Orphan]) -> str:
+    """``running``, ``paused (budget)``, ``interrupted — orchestra resume RUN``, or e.g.
+    ``running (no live worker since 12:03:11)``."""
     if run.reason is not None:
         return f"{run.status} ({run.reason})"
-    if run.id not in orphaned:
+    orphan = orphaned.get(run.id)
+    if orphan is None:
         return run.status
-    since = orphaned[run.id]
-    if since is None:
+    if orphan.interrupted:
+        return f"interrupted — orchestra resume {run.id}"
+    if orphan.since is None:
         return f"{run.status} (waiting for a worker)"
-    return f"{run.status} (no live worker since {time.strftime('%H:%M:%S', time.localtime(since))})"
+    return (f"{run.status} (no live worker since "
+            f"{time.strftime('%H:%M:%S', time.localtime(orphan.since))})")
 
 
-def _with_worker(run: Run, orphaned: dict[str, float | None]) -> dict[str, Any]:
+def _with_worker(run: Run, orphaned: dict[str, Orphan]) -> dict[str, Any]:
     data = run_dict(run)
-    data["orphaned"] = run.id in orphaned
-    data["no_worker_since"] = orphaned.get(run.id)
+    orphan = orphaned.get(run.id)
+    data["orphaned"] = orphan is not None
+    data["no_worker_since"] = orphan.since if orphan else None
+    data["interrupted"] = bool(orphan and orphan.interrupted)
     return data
 
 
@@ -162,7 +184,7 @@ async def _runs(args: argparse.Namespace, store: Blackboard) -> None:
          else f"no runs{' match' if filtered else ''} (--db {label(args.db)})")
 
 
-def runs_text(runs: list[Run], orphaned: dict[str, float | None] | None = None) -> str:
+def runs_text(runs: list[Run], orphaned: dict[str, Orphan] | None = None) -> str:
     """Runs as a table with a header row; a run that needs a worker and has no live one
     says so in its status (``running (no live worker since 12:03:11)``)."""
     if not runs:

@@ -327,6 +327,8 @@ def _main(argv: Sequence[str] | None) -> int:
             return remote.dispatch(args)
         return asyncio.run(commands.dispatch(args))
     except KeyboardInterrupt:
+        if args.command not in DRIVING_COMMANDS:  # a viewer speaks for no run: just leave
+            return EXIT_INTERRUPTED
         run_id = getattr(args, "_run_id", None) or getattr(args, "run", None)
         from orchestra._store.url import label as store_label
 

@@ -73,6 +73,8 @@ class CoordinatorSettings:
     their history from the store at every task instead of trusting this process's cache."""
 
 
+INTERRUPTED_EVENT = "run.interrupted"
+"""The event a process writes when it is stopped (Ctrl-C) while driving a run."""
 CANCELLABLE: tuple[RunStatus, ...] = ("pending", "running", "waiting", "failed", "paused")
 """A run in any of these may be cancelled (a completed or cancelled one may not)."""
 
@@ -185,6 +187,15 @@ class Coordinator:
         self.jobs.cancel(run_id)
         self.jobs.wake(run_id)
         return run
+
+    async def interrupted(self, run_id: str) -> None:
+        """This process stops driving ``run_id`` (Ctrl-C): hand its leases back and leave
+        the run at once, and say so in the event log, so every reader tells an interrupted
+        run (resumable now) from one whose worker died (taken over after its lease)."""
+        await asyncio.gather(self.store.release_leases(run_id, owners=[self.owner]),
+                             self._unserve(run_id))
+        # last: readers look for it as the run's latest event
+        await self.store.append_event(run_id, INTERRUPTED_EVENT, {"owner": self.owner})
 
     # -- the scheduling loop -------------------------------------------------------
     async def drive(self, run_id: str, *, _started: Run | None = None) -> Run:
