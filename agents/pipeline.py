@@ -19,6 +19,7 @@ from typing import Any
 
 from agents.checks import dotted, spec_section, spec_signatures
 from agents.roles import Architect, CodeAnswer, ProjectPlan, Review, TestsAnswer
+from agents.summary import run_story
 from agents.team import Coder, Reviewer, Tester
 from agents.workspace import Workspace
 from orchestra import NewHandoff, NewNote, NewTask, Pipeline, Task, UserError, fan_out
@@ -158,4 +159,5 @@ def build_pipeline(run_input: Any) -> Pipeline:
         },
         ref=PIPELINE_REF,
         fail_run_on_task_failure=True,
+        summary=run_story,
     )

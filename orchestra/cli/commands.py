@@ -32,7 +32,6 @@ from orchestra.coordinator.owners import new_owner_id
 from orchestra.coordinator.pipeline import load_pipeline
 from orchestra.coordinator.run_models import (
     SETTINGS_EVENT,
-    demo_spec,
     model_settings,
     recorded_settings,
     run_cost_cap,
@@ -43,11 +42,6 @@ from orchestra.coordinator.run_models import models_for_run as _models
 from orchestra.coordinator.run_models import run_cap as _run_cap
 from orchestra.coordinator.serving import ParkedRuns, needs_driving, why_not_served
 from orchestra.models.prices import Prices, parse_prices
-
-DEMO_NOTICE = ("This demo runs on a SCRIPTED model session shipped with orchestra "
-               "(agents/demo/session.jsonl, and the script that recorded it for any "
-               "request it lacks): no real model is called. Everything else is real: the "
-               "tools write files, pytest really runs, the board really fills.")
 
 
 @contextlib.asynccontextmanager
@@ -94,6 +88,8 @@ def _refuse(args: argparse.Namespace, path: Path, why: str) -> None:
 
 
 async def dispatch(args: argparse.Namespace) -> int:
+    from orchestra.cli.demo_cmd import cmd_demo
+
     handlers = {"demo": cmd_demo, "run": cmd_run, "resume": cmd_resume, "cancel": cmd_cancel,
                 "worker": cmd_worker, "serve": cmd_serve, "fork": cmd_fork, "prune": cmd_prune,
                 "migrate": cmd_migrate}
@@ -146,6 +142,10 @@ async def _drive(args: argparse.Namespace, store: Blackboard, coord: Coordinator
     finally:
         await progress.stop(watcher)
     await progress.summary(final, coord.pricer.unpriced)
+    if not args.json and coord.pipeline.summary is not None:  # the pipeline's own story
+        story = await coord.pipeline.summary(store, run.id)
+        if story:
+            print("\n" + "\n".join(story))
     return _exit_code(final.status)
 
 
@@ -218,36 +218,6 @@ async def _start(args: argparse.Namespace, ref: str, run_input: Any) -> int:
         if not args.json:
             print(f"run {run.id} started (store {store_url.label(args.db)})")
         return await _drive(args, store, coord, run, resume=False)
-
-
-async def cmd_demo(args: argparse.Namespace) -> int:
-    from agents.demo.director import spec_text
-
-    db_path = store_url.sqlite_path(args.db)
-    if db_path is not None and (problem := _cannot_write(Path(db_path))):
-        _refuse(args, Path(args.db), problem)  # before anything is printed or created
-    workspace = Path(args.workspace).resolve()
-    if workspace.exists() and any(workspace.iterdir()):
-        raise UserError(f"demo workspace {workspace} is not empty; remove it or pass "
-                        "--workspace NEW_DIR")
-    if store_url.sqlite_path(args.db) is None or Path(args.db).exists():
-        async with open_store(args, must_exist=True):
-            pass  # a bad --db fails here, before the workspace is created
-    if not args.model:
-        args.model = [demo_spec()]
-        if not args.json:
-            print(DEMO_NOTICE)
-    run_input = {"spec": spec_text(), "workspace": str(workspace), "max_rounds": 3}
-    with _workspace(args, workspace):
-        code = await _start(args, "agents.pipeline:build_pipeline", run_input)
-    if not args.json:
-        from agents.summary import run_story
-
-        async with open_store(args, must_exist=True) as store:
-            story = await run_story(store, args._run_id)
-        print("\n" + "\n".join(story) if story else "", end="\n" if story else "")
-        print(f"\nworkspace: {workspace}  (run its tests: cd {workspace} && python -m pytest)")
-    return code
 
 
 async def cmd_resume(args: argparse.Namespace) -> int:

@@ -128,15 +128,15 @@ def test_board_shows_whole_words_and_handoff_comments() -> None:
 
 def test_run_creates_a_missing_workspace_like_demo(tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    from agents.demo import MODEL
     from agents.demo.director import spec_text
-    from orchestra.cli.commands import demo_spec
 
     monkeypatch.chdir(tmp_path)
     spec = tmp_path / "spec.md"
     spec.write_text(spec_text())
     workspace = tmp_path / "new" / "ws"
     code = main(["run", "--spec", str(spec), "--workspace", str(workspace), "--model",
-                 demo_spec(), "--db", str(tmp_path / "o.db"), "--json"])
+                 MODEL, "--db", str(tmp_path / "o.db"), "--json"])
     assert code == 0 and (workspace / "textkit").is_dir()
 
 
