@@ -16,7 +16,7 @@ from typing import Any
 from orchestra._errors import NotFoundError, UserError
 from orchestra._store import Blackboard
 from orchestra._store.url import label
-from orchestra._types import AgentId, Event, Run
+from orchestra._types import DEFAULT_CONCURRENCY, AgentId, Event, Run
 from orchestra.cli.cost_text import resume_hint, usage_line, usd
 from orchestra.coordinator.coordinator import INTERRUPTED_EVENT
 from orchestra.coordinator.serving import served_now
@@ -356,7 +356,8 @@ def _role_limits(run: Run) -> dict[str, int] | None:
 async def concurrency_waits(store: Blackboard, run_id: str, *,
                             limits: dict[str, int] | None = None) -> dict[str, Any]:
     """Ready tasks that are not running because a limit is full: a role's ``concurrency``
-    (default 4) or the coordinators' (``--concurrency``, ``CoordinatorSettings``)."""
+    (``DEFAULT_ROLE_CONCURRENCY``) or the coordinators' (``--concurrency``,
+    ``CoordinatorSettings``: ``DEFAULT_CONCURRENCY``)."""
     run = await store.get_run(run_id)
     if run.status not in ("pending", "running"):
         return {"ready": 0, "running": {}, "notes": []}
@@ -382,5 +383,6 @@ async def concurrency_waits(store: Blackboard, run_id: str, *,
     if others and sum(running.values()):
         notes.append(f"{others} ready task(s) wait while {sum(running.values())} run; if this "
                      "persists, the coordinators' concurrency is full (orchestra run/worker "
-                     "--concurrency, CoordinatorSettings.concurrency, default 16)")
+                     f"--concurrency, CoordinatorSettings.concurrency, default "
+                     f"{DEFAULT_CONCURRENCY})")
     return {"ready": sum(ready.values()), "running": running, "notes": notes}

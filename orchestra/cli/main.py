@@ -19,7 +19,7 @@ from orchestra._errors import (
     UserError,
 )
 from orchestra._install import DISTRIBUTION
-from orchestra._types import RUN_STATUSES
+from orchestra._types import DEFAULT_CONCURRENCY, DEFAULT_ROLE_CONCURRENCY, RUN_STATUSES
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_STORE, EXIT_WAITING, EXIT_CANCELLED = 0, 1, 2, 3, 4, 5
 EXIT_PAUSED, EXIT_SERVER = 6, 7
@@ -97,7 +97,9 @@ def _model_flags(p: argparse.ArgumentParser) -> None:
                    help="model for all roles (openai:gpt-4.1-mini, anthropic:..., ollama:..., "
                         "openai-compatible:URL#MODEL, gguf:PATH) or for one role (coder=...); "
                         "repeatable. Default: $ORCHESTRA_MODEL")
-    p.add_argument("--concurrency", type=int, default=8, help="tasks run at once (default 8)")
+    p.add_argument("--concurrency", type=int, default=DEFAULT_CONCURRENCY,
+                   help=f"tasks run at once (default {DEFAULT_CONCURRENCY}; each role also "
+                        f"has its own limit, default {DEFAULT_ROLE_CONCURRENCY})")
     p.add_argument("--max-tokens", type=int, default=None,
                    help="stop the run (resumably) after this many tokens")
     p.add_argument("--max-cost", type=float, default=None, metavar="USD",

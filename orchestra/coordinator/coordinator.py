@@ -18,6 +18,7 @@ from orchestra._errors import NotFoundError, StoreError, UserError
 from orchestra._log import get_logger
 from orchestra._store.protocol import Blackboard, ClaimSpec
 from orchestra._types import (
+    DEFAULT_CONCURRENCY,
     JSON,
     LIVE_RUN_STATUSES,
     TERMINAL_RUN_STATUSES,
@@ -47,7 +48,7 @@ _PAUSED: tuple[RunStatus, ...] = ("paused",)
 class CoordinatorSettings:
     """How a coordinator schedules work."""
 
-    concurrency: int = 16
+    concurrency: int = DEFAULT_CONCURRENCY
     """Tasks run at once by this coordinator (each role also has its own limit)."""
     lease_seconds: float = 30.0
     """A claimed task is another worker's to take after this long without a heartbeat
