@@ -9,9 +9,11 @@ import sys
 import webbrowser
 from urllib.parse import quote
 
-from orchestra._errors import NotFoundError, ServerError, UserError
+from orchestra._errors import ServerError, UserError
+from orchestra._ids import resolve_prefix
 from orchestra._install import install_hint
 from orchestra.cli.main import EXIT_OK
+from orchestra.cli.remote import all_runs
 from orchestra.cli.server_errors import API_ROUTE_MISSING, server_url, translated
 
 DEFAULT_SERVER = "http://127.0.0.1:8765"
@@ -34,10 +36,11 @@ def open_page(args: argparse.Namespace) -> int:
             try:
                 api.runs.get(args.run)
             except ApiError as exc:
-                if exc.status == 404 and exc.problem and exc.detail != API_ROUTE_MISSING:
-                    raise NotFoundError(f"{base} has no run {args.run!r}: list its runs "
-                                        f"with `orchestra runs --server {base}`") from None
-                raise
+                if exc.status != 404 or not exc.problem or exc.detail == API_ROUTE_MISSING:
+                    raise
+                args.run = resolve_prefix(  # a unique prefix, as everywhere
+                    "run", args.run, [r["id"] for r in all_runs(api)],
+                    hint=f"{base} lists its runs with `orchestra runs --server {base}`")
     except ServerError as exc:
         if exc.status != 401:  # a protected board: its page asks for a login
             raise

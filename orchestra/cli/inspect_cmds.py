@@ -14,6 +14,7 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from orchestra._errors import NotFoundError, UserError
+from orchestra._ids import resolve_prefix
 from orchestra._store import Blackboard
 from orchestra._store.url import label
 from orchestra._types import DEFAULT_CONCURRENCY, AgentId, Event, Run
@@ -40,14 +41,22 @@ async def resolve_run(store: Blackboard, ref: str) -> str:
     except NotFoundError:
         if not ref:
             raise
-        matches = [r.id for r in await store.list_runs(limit=1_000_000) if r.id.startswith(ref)]
-        if len(matches) == 1:
-            return matches[0]
-        if matches:
-            raise UserError(f"run id prefix {ref!r} is ambiguous: it matches "
-                            f"{', '.join(sorted(matches)[:5])}{' ...' if len(matches) > 5 else ''}"
-                            "; give more characters") from None
-        raise
+        runs = await store.list_runs(limit=1_000_000)
+        return resolve_prefix("run", ref, [r.id for r in runs])
+
+
+async def resolve_approval(store: Blackboard, ref: str) -> str:
+    """An approval id, or a unique prefix of one among the approvals of waiting runs
+    (the ones a person decides)."""
+    try:
+        return (await store.get_approval(ref)).id
+    except NotFoundError:
+        if not ref:
+            raise
+        ids = [a.id for run in await store.list_runs(status="waiting", limit=1_000_000)
+               for a in await store.list_approvals(run.id)]
+        return resolve_prefix("approval", ref, ids,
+                              hint="see `orchestra board RUN approvals`")
 
 
 def _age(ts: float) -> str:
@@ -158,6 +167,7 @@ async def dispatch(args: argparse.Namespace, open_store: OpenStore) -> int:
             await _board(args, store)
         elif args.command in ("approve", "deny"):
             by = args.by or getpass.getuser()
+            args.approval = await resolve_approval(store, args.approval)
             approval = await store.decide_approval(args.approval, approved=args.command ==
                                                    "approve", by=by, reason=args.reason)
             live = await served_now(store, approval.run_id)

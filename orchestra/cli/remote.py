@@ -8,9 +8,10 @@ import dataclasses
 import getpass
 import os
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from orchestra._errors import UserError
+from orchestra._ids import resolve_prefix
 from orchestra._install import install_hint
 from orchestra._types import Event, Run
 from orchestra.cli import inspect_cmds
@@ -35,7 +36,41 @@ def dispatch(args: argparse.Namespace) -> int:
         return _run(args, api)
 
 
+def all_runs(api: Client, **filters: str) -> list[dict[str, Any]]:
+    """Every run the server lists (page after page)."""
+    runs: list[dict[str, Any]] = []
+    cursor: str | None = None
+    while True:
+        page = api.runs.list(limit=500, cursor=cursor, **filters)  # type: ignore[arg-type]
+        runs += page["runs"]
+        cursor = page.get("next_cursor")
+        if not cursor:
+            return runs
+
+
+def _resolve(args: argparse.Namespace, api: Client) -> None:
+    """Run and approval ids given by a unique prefix, as with a store file."""
+    from orchestra.client import ApiError
+
+    if getattr(args, "run", None):
+        try:
+            api.runs.get(args.run)
+        except ApiError as exc:
+            if exc.status != 404 or not exc.problem:
+                raise
+            args.run = resolve_prefix("run", args.run, [r["id"] for r in all_runs(api)],
+                                      hint=f"see `orchestra runs --server {args.server}`")
+    if getattr(args, "approval", None):
+        ids = [a["id"] for r in all_runs(api, status="waiting")
+               for a in api.runs.approvals(r["id"])]
+        if args.approval not in ids:
+            args.approval = resolve_prefix("approval", args.approval, ids,
+                                           hint="see `orchestra board RUN approvals`")
+
+
 def _run(args: argparse.Namespace, api: Client) -> int:
+    if args.command != "runs":
+        _resolve(args, api)
     if args.command == "runs":
         runs = [_run_of(r) for r in api.runs.list(active=args.active, limit=100)["runs"]]
         inspect_cmds.emit(args, [inspect_cmds.run_dict(r) for r in runs],

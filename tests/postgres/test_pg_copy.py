@@ -209,7 +209,7 @@ def test_cli_copies_refuses_what_exists_and_never_prints_the_password(
     assert json.loads(outputs[-2])["copied"] == ["c3"]
     assert json.loads(outputs[-2])["skipped"] == ["a1", "b2"]
     assert run("copy", "--from", str(src), "--to", url, "--run", "nope") == 2
-    assert "has no run nope" in outputs[-1]
+    assert "no run 'nope'" in outputs[-1]
     assert run("copy", "--from", str(tmp_path / "missing.db"), "--to", url) == 2
     assert run("copy", "--from", url, "--to", url) == 2
     unreachable = url.replace(url.split("@")[1].split("/")[0], "127.0.0.1:1")
