@@ -49,7 +49,7 @@ def all_runs(api: Client, **filters: str) -> list[dict[str, Any]]:
 
 
 def _resolve(args: argparse.Namespace, api: Client) -> None:
-    """Run and approval ids given by a unique prefix, as with a store file."""
+    """A run id given by a unique prefix, as with a store file."""
     from orchestra.client import ApiError
 
     if getattr(args, "run", None):
@@ -60,12 +60,27 @@ def _resolve(args: argparse.Namespace, api: Client) -> None:
                 raise
             args.run = resolve_prefix("run", args.run, [r["id"] for r in all_runs(api)],
                                       hint=f"see `orchestra runs --server {args.server}`")
-    if getattr(args, "approval", None):
-        ids = [a["id"] for r in all_runs(api, status="waiting")
-               for a in api.runs.approvals(r["id"])]
-        if args.approval not in ids:
-            args.approval = resolve_prefix("approval", args.approval, ids,
-                                           hint="see `orchestra board RUN approvals`")
+
+
+def _decide(args: argparse.Namespace, api: Client, by: str) -> dict[str, Any]:
+    """Decide the approval ``args.approval`` names, by id or by a unique prefix of one
+    among the approvals of waiting runs."""
+    from orchestra.client import ApiError
+
+    def decide() -> dict[str, Any]:
+        answer: dict[str, Any] = api.approvals.decide(args.approval, args.command == "approve",
+                                                      by=by, reason=args.reason)
+        return answer
+
+    try:
+        return decide()
+    except ApiError as exc:
+        if exc.status != 404 or not exc.problem:
+            raise
+    ids = [a["id"] for r in all_runs(api, status="waiting") for a in api.runs.approvals(r["id"])]
+    args.approval = resolve_prefix("approval", args.approval, ids,
+                                   hint="see `orchestra board RUN approvals`")
+    return decide()
 
 
 def _run(args: argparse.Namespace, api: Client) -> int:
@@ -82,8 +97,7 @@ def _run(args: argparse.Namespace, api: Client) -> int:
         _events(args, api)
     elif args.command in ("approve", "deny"):
         by = args.by or getpass.getuser()
-        approval = api.approvals.decide(args.approval, args.command == "approve", by=by,
-                                        reason=args.reason)
+        approval = _decide(args, api, by)
         inspect_cmds.emit(args, approval, f"approval {approval['id']} {approval['status']} "
                                           f"by {by}; the server continues the run")
     elif args.command == "cancel":

@@ -209,7 +209,10 @@ def test_show_says_when_ready_work_waits_on_a_role_concurrency_limit(
 def test_the_live_view_says_when_work_waits_on_a_concurrency_limit(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
+    from orchestra.cli import progress
+
     monkeypatch.chdir(ROOT)
+    monkeypatch.setattr(progress, "WAIT_WORTH_SAYING", 0.0)  # (how long: test_progress_waits)
     code = main(["run", "--pipeline", "tests.e2e.slow_pipeline:build", "--input",
                  json.dumps({"turns": 12, "delay": 0.3, "tasks": 6}),
                  "--db", str(tmp_path / "live.db")])
