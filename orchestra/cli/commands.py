@@ -167,7 +167,11 @@ async def cmd_run(args: argparse.Namespace) -> int:
         ref = args.pipeline
     else:
         if not args.spec or not args.workspace:
-            raise UserError("give --spec FILE and --workspace DIR (or --pipeline mod:factory)")
+            missing = " and ".join(f for f, v in (("--spec FILE", args.spec),
+                                                  ("--workspace DIR", args.workspace)) if not v)
+            raise UserError(f"`orchestra run` needs {missing} (the stock software pipeline), "
+                            "or --pipeline MODULE:FACTORY (your own pipeline, its input with "
+                            "--input JSON)")
         spec_path = Path(args.spec)
         if not spec_path.is_file():
             raise UserError(f"spec file {spec_path} does not exist")

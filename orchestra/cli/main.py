@@ -46,6 +46,26 @@ before the command too (`orchestra --db runs.db --json runs`); the store default
 $ORCHESTRA_DB, else ./orchestra.db. A run id may be shortened to a unique prefix.
 """
 DEFAULT_DB = "orchestra.db"
+EXAMPLES = {
+    "demo": "orchestra demo --workspace ./my-demo",
+    "run": "orchestra run --pipeline mypkg.pipelines:make_pipeline --input '{\"topic\": \"x\"}'"
+           "\n  orchestra run --spec spec.md --workspace ./ws --model ollama:qwen2.5-coder",
+    "resume": "orchestra resume 52d2 --db runs.db",
+    "fork": "orchestra fork 52d2 --at 40   # a new run as 52d2 was after event 40",
+    "prune": "orchestra prune --finished-before 2026-11-01 --keep 20",
+    "migrate": "orchestra migrate --db runs.db",
+    "runs": "orchestra runs --active",
+    "show": "orchestra show 52d2",
+    "events": "orchestra events 52d2 --follow",
+    "board": "orchestra board 52d2 handoffs",
+    "approve": "orchestra approve 8f3a --reason 'checked the diff'",
+    "deny": "orchestra deny 8f3a --reason 'not this version'",
+    "cancel": "orchestra cancel 52d2",
+    "worker": "orchestra worker --db runs.db --idle-exit 60",
+    "serve": "orchestra serve --db runs.db --port 8765",
+    "copy": "orchestra copy --from orchestra.db --to postgresql://me@db/orchestra",
+}
+"""One example per command, shown at the end of its ``--help`` (tested: every command)."""
 DRIVING_COMMANDS = frozenset({"demo", "run", "resume", "fork", "worker", "serve"})
 """Commands that drive runs: their console may go away (`| head`), their runs go on."""
 
@@ -243,6 +263,12 @@ def build_parser() -> argparse.ArgumentParser:
         sub.choices[name].add_argument(
             "--server", metavar="URL", help="work through `orchestra serve` at URL instead "
                                             "of the --db file (token: $ORCHESTRA_TOKEN)")
+    summaries = {a.dest: a.help for a in sub._choices_actions}
+    for name, command in sub.choices.items():  # `orchestra X --help`: what, then an example
+        text = str(summaries[name])
+        command.description = f"{text[:1].upper()}{text[1:]}."
+        command.epilog = f"example:\n  {EXAMPLES[name]}"
+        command.formatter_class = argparse.RawDescriptionHelpFormatter
     return parser
 
 
