@@ -189,7 +189,7 @@ async def _runs(args: argparse.Namespace, store: Blackboard) -> None:
     runs = runs[:args.limit]
     filtered = bool(args.status or args.pipeline or args.active)
     orphaned = await orphans(store, runs)
-    emit(args, [_with_worker(r, orphaned) for r in runs],
+    emit(args, {"runs": [_with_worker(r, orphaned) for r in runs], "next_cursor": None},
          runs_text(runs, orphaned) if runs
          else f"no runs{' match' if filtered else ''} (--db {label(args.db)})")
 

@@ -77,7 +77,8 @@ def _decide(args: argparse.Namespace, api: Client, by: str) -> dict[str, Any]:
     except ApiError as exc:
         if exc.status != 404 or not exc.problem:
             raise
-    ids = [a["id"] for r in all_runs(api, status="waiting") for a in api.runs.approvals(r["id"])]
+    ids = [a["id"] for r in all_runs(api, status="waiting")
+           for a in api.runs.approvals(r["id"])["approvals"]]
     args.approval = resolve_prefix("approval", args.approval, ids,
                                    hint="see `orchestra board RUN approvals`")
     return decide()
@@ -88,7 +89,8 @@ def _run(args: argparse.Namespace, api: Client) -> int:
         _resolve(args, api)
     if args.command == "runs":
         runs = [_run_of(r) for r in api.runs.list(active=args.active, limit=100)["runs"]]
-        inspect_cmds.emit(args, [inspect_cmds.run_dict(r) for r in runs],
+        inspect_cmds.emit(args, {"runs": [inspect_cmds.run_dict(r) for r in runs],
+                                 "next_cursor": None},
                           inspect_cmds.runs_text(runs))
     elif args.command == "show":
         data = api.runs.get(args.run)

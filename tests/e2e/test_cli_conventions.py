@@ -50,7 +50,7 @@ def test_global_options_env_and_listing(parked: tuple[Path, str, str],
                                         capsys: pytest.CaptureFixture[str]) -> None:
     db, run_id, _ = parked
     assert main(["--db", str(db), "--json", "runs"]) == 0
-    assert [r["id"] for r in json.loads(capsys.readouterr().out)] == [run_id]
+    assert [r["id"] for r in json.loads(capsys.readouterr().out)["runs"]] == [run_id]
     monkeypatch.setenv("ORCHESTRA_DB", str(db))
     assert main(["runs", "--status", "waiting", "--pipeline", "approval", "--limit", "5"]) == 0
     header, row = capsys.readouterr().out.splitlines()
@@ -159,9 +159,9 @@ def test_a_run_at_its_token_cap_is_paused_and_resume_raises_the_cap(
     shown = json.loads(capsys.readouterr().out)
     assert (shown["status"], shown["run"]["reason"]) == ("paused", "budget")
     assert main(["runs", "--db", db, "--status", "paused", "--json"]) == 0
-    assert [r["id"] for r in json.loads(capsys.readouterr().out)] == [run_id]
+    assert [r["id"] for r in json.loads(capsys.readouterr().out)["runs"]] == [run_id]
     assert main(["runs", "--db", db, "--active", "--json"]) == 0  # nobody serves it now
-    assert json.loads(capsys.readouterr().out) == []
+    assert json.loads(capsys.readouterr().out) == {"runs": [], "next_cursor": None}
     # a plain resume keeps the cap: it says the cap is still reached and how to raise it
     assert main(["resume", run_id, "--db", db]) == 2
     err = capsys.readouterr().err

@@ -235,7 +235,7 @@ def test_runs_json_lists_runs(inputs: Path, reference: Reference) -> None:
     assert tree(inputs) == before, "reading wrote to the store"
     assert res.code == 0, res
     assert (first.code, first.stdout) == (0, res.stdout), first
-    runs = {r["id"]: r for r in json.loads(res.stdout)}
+    runs = {r["id"]: r for r in json.loads(res.stdout)["runs"]}
     cancelled = (inputs / "cancelled.txt").read_text()
     assert set(runs) == {reference.run_id, cancelled}
     demo = runs[reference.run_id]
@@ -243,7 +243,7 @@ def test_runs_json_lists_runs(inputs: Path, reference: Reference) -> None:
     assert demo["steps"] == query(db, "SELECT COUNT(*) FROM steps")[0][0]
     assert demo["input"]["max_rounds"] == 3
     assert runs[cancelled]["status"] == "cancelled"
-    assert active.code == 0 and json.loads(active.stdout) == []
+    assert active.code == 0 and json.loads(active.stdout)["runs"] == []
 
 
 def test_events_after_n(inputs: Path, reference: Reference) -> None:

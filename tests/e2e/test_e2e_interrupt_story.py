@@ -31,7 +31,7 @@ def test_an_interrupted_run_says_so_at_once(tmp_path: Path) -> None:
     assert data["run"]["interrupted"] is True and data["run"]["orphaned"] is True
     assert data["status_text"] == f"interrupted — orchestra resume {run_id}"
     assert cli("resume", run_id, "--db", db).code == 0
-    assert json.loads(cli("runs", "--db", db, "--json").stdout)[0]["interrupted"] is False
+    assert json.loads(cli("runs", "--db", db, "--json").stdout)["runs"][0]["interrupted"] is False
 
 
 def test_a_viewer_interrupted_exits_quietly(tmp_path: Path) -> None:

@@ -58,7 +58,7 @@ def test_another_users_store_reads_and_refuses_writes(
     before = db.read_bytes()
     runs = _as_other_user(warm, "runs", "--db", db, "--json")
     assert runs.code == 0, runs
-    assert [r["id"] for r in json.loads(runs.stdout)] == [run_id]
+    assert [r["id"] for r in json.loads(runs.stdout)["runs"]] == [run_id]
     for argv in (["show", run_id], ["events", run_id], ["board", run_id]):
         res = _as_other_user(warm, *argv, "--db", db)
         assert res.code == 0 and "Traceback" not in res.stderr, (argv, res)
