@@ -345,6 +345,7 @@ def _handoff_text(source: str, to_role: str, note: str, payload: Any, task_id: s
             head += f" [{module}]"
         if payload.get("round"):
             head += f" round {payload['round']}"
+            note = note.removeprefix(f"round {payload['round']}: ")  # said once, in the head
     lines = [f"{head}: {note or '(no note)'}" + (f" (task {task_id})" if task_id else "")]
     comments = payload.get("comments") if isinstance(payload, dict) else None
     for comment in comments or []:

@@ -31,6 +31,13 @@ class _AgentLine:
     tokens: int = 0
 
 
+def step_done(kind: object, name: object) -> str:
+    """``tool run_tests done``, ``model call done`` (not "model model"), ``compaction done``."""
+    if kind == "model":
+        return "model call done"
+    return f"{kind} done" if name in (None, "", kind) else f"{kind} {name} done"
+
+
 class Progress:
     def __init__(self, store: Blackboard, run_id: str, *, json_mode: bool,
                  tty: bool, after: int = 0, db: str = "orchestra.db",
@@ -101,7 +108,7 @@ class Progress:
             if e.kind == "step.completed":
                 line.steps += 1
                 line.tokens += int(data.get("tokens_in", 0)) + int(data.get("tokens_out", 0))
-                line.doing = f"{data.get('kind')} {data.get('name')} done"
+                line.doing = step_done(data.get("kind"), data.get("name"))
             elif e.kind == "task.claimed":
                 line.doing = f"working on task {task[:8]}"
             elif e.kind in ("task.completed", "task.failed", "task.waiting"):
