@@ -38,11 +38,14 @@ async def resolve_run(store: Blackboard, ref: str) -> str:
     """A run id, or a unique prefix of one (`orchestra show 52d2`)."""
     try:
         return (await store.get_run(ref)).id
-    except NotFoundError:
+    except NotFoundError as missing:
         if not ref:
             raise
         runs = await store.list_runs(limit=1_000_000)
-        return resolve_prefix("run", ref, [r.id for r in runs])
+        try:
+            return resolve_prefix("run", ref, [r.id for r in runs])
+        except NotFoundError:
+            raise missing from None  # the store's own words for an unknown id
 
 
 async def resolve_approval(store: Blackboard, ref: str) -> str:
@@ -50,13 +53,15 @@ async def resolve_approval(store: Blackboard, ref: str) -> str:
     (the ones a person decides)."""
     try:
         return (await store.get_approval(ref)).id
-    except NotFoundError:
+    except NotFoundError as missing:
         if not ref:
             raise
         ids = [a.id for run in await store.list_runs(status="waiting", limit=1_000_000)
                for a in await store.list_approvals(run.id)]
-        return resolve_prefix("approval", ref, ids,
-                              hint="see `orchestra board RUN approvals`")
+        try:
+            return resolve_prefix("approval", ref, ids)
+        except NotFoundError:
+            raise missing from None
 
 
 def _age(ts: float) -> str:
