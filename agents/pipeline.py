@@ -19,6 +19,7 @@ from typing import Any
 
 from agents.checks import dotted, spec_section, spec_signatures
 from agents.roles import Architect, CodeAnswer, ProjectPlan, Review, TestsAnswer
+from agents.summary import run_story
 from agents.team import Coder, Reviewer, Tester
 from agents.workspace import Workspace
 from orchestra import NewHandoff, NewNote, NewTask, Pipeline, Task, UserError, fan_out
@@ -136,7 +137,11 @@ def build_pipeline(run_input: Any) -> Pipeline:
     """The pipeline for one run input (also how any process rebuilds it to resume)."""
     if not isinstance(run_input, dict) or "spec" not in run_input or "workspace" not in run_input:
         raise UserError("the software pipeline needs input {'spec': <text>, 'workspace': <dir>}")
-    workspace = Workspace(Path(run_input["workspace"]))
+    root = Path(run_input["workspace"])
+    # every process that rebuilds the pipeline (resume, a worker) may find the directory
+    # missing: a run recorded before its first task ran owes nothing to what is there
+    root.mkdir(parents=True, exist_ok=True)
+    workspace = Workspace(root)
     max_rounds = int(run_input.get("max_rounds") or DEFAULT_MAX_ROUNDS)
     return Pipeline(
         "software",
@@ -154,4 +159,5 @@ def build_pipeline(run_input: Any) -> Pipeline:
         },
         ref=PIPELINE_REF,
         fail_run_on_task_failure=True,
+        summary=run_story,
     )

@@ -34,9 +34,14 @@ async def run_story(store: Board, run_id: str) -> list[str]:
         lines.append("modules built: " + ", ".join(modules))
         lines.append("approved by the reviewer: " + (", ".join(
             f"{m} ({approved[m]})" for m in modules if m in approved) or "none"))
-        missing = [m for m in modules if m not in approved]
-        if missing:
-            lines.append("not approved: " + ", ".join(missing))
+        gave_up = {next((t for t in n.tags if t != "failed"), "")
+                   for n in await store.search_notes(run_id, tag="failed", limit=500)}
+        rejected = [m for m in modules if m in gave_up and m not in approved]
+        if rejected:
+            lines.append("not approved after the last review round: " + ", ".join(rejected))
+        unfinished = [m for m in modules if m not in approved and m not in gave_up]
+        if unfinished:  # a paused, stopped or still running run: nobody judged them yet
+            lines.append("not reviewed to the end yet: " + ", ".join(unfinished))
     for h in await store.get_handoffs(run_id):
         payload = h.payload if isinstance(h.payload, dict) else {}
         if h.to_role == "reviewer" and payload.get("history"):

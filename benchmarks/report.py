@@ -129,7 +129,7 @@ def environment() -> dict[str, Any]:
         "sqlite": sqlite3.sqlite_version,
         "langgraph": _version("langgraph"),
         "langgraph-checkpoint-sqlite": _version("langgraph-checkpoint-sqlite"),
-        "orchestra": _version("orchestra"),
+        "orchestra": _version("orchestra-agents"),
     }
 
 

@@ -5,6 +5,7 @@
 * ``StoreError`` — the database file is unusable (not SQLite, corrupt, newer
   schema, cannot be created or written) or a write was refused (payload too
   large, lease lost).
+* ``ServerError`` — ``orchestra serve`` at a URL cannot be reached or used.
 * ``ModelBehaviorError`` — the model misbehaved (invalid JSON, unknown tool,
   wrong arguments) past its retry budget.
 * ``ModelAPIError`` — the model provider failed (HTTP error, unreachable, auth).
@@ -60,6 +61,16 @@ class LeaseLostError(StoreError):
 
 class NotFoundError(UserError):
     """A run, task or approval id does not exist."""
+
+
+class ServerError(OrchestraError):
+    """``--server URL`` failed: nothing answers there, the token was refused, or what
+    answers is not an ``orchestra serve`` of this version. The message says which;
+    ``status`` is the HTTP status the server answered, if it answered."""
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        self.status = status
+        super().__init__(message)
 
 
 class ModelBehaviorError(OrchestraError):

@@ -39,6 +39,12 @@ LIVE_RUN_STATUSES: tuple[RunStatus, ...] = ("pending", "running", "waiting")
 a ``failed`` or ``paused`` run continues only when resumed."""
 TERMINAL_RUN_STATUSES: frozenset[str] = frozenset(RUN_STATUSES) - frozenset(LIVE_RUN_STATUSES)
 
+DEFAULT_CONCURRENCY = 16
+"""Tasks one coordinator runs at once unless told otherwise (``CoordinatorSettings``,
+``--concurrency`` of run, resume, worker and serve): the one place this default lives."""
+DEFAULT_ROLE_CONCURRENCY = 4
+"""Tasks of one role that may run at once unless the role says otherwise (``Role``)."""
+
 
 def run_finished_after(event_kind: str, finished: bool) -> bool:
     """Is a run finished after an event of this kind (``finished``: was it before)?

@@ -25,6 +25,7 @@ import pydantic
 from typing_extensions import TypeVar
 
 from orchestra._errors import RoleDefinitionError
+from orchestra._types import DEFAULT_ROLE_CONCURRENCY
 from orchestra.answers import AnswerFormat
 from orchestra.compaction import CompactionPolicy, KeepAll
 from orchestra.models.base import Model, ModelSettings, OutputSchema
@@ -74,7 +75,7 @@ class Role(Generic[In, Out]):
     """Times invalid output is fed back to the model before the task fails."""
     tool_timeout: ClassVar[float] = 60.0
     """Seconds one tool call may run (a tool's own ``timeout`` wins)."""
-    concurrency: ClassVar[int] = 4
+    concurrency: ClassVar[int] = DEFAULT_ROLE_CONCURRENCY
     """Tasks of this role that may run at once."""
     max_attempts: ClassVar[int] = 3
     """Attempts per task (first run plus retries after failures)."""

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ci_guard import pytest_runtest_logreport, pytest_sessionfinish  # noqa: F401  (CI skips)
 
 import orchestra.models._guard as guard
 

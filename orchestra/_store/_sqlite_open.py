@@ -68,7 +68,7 @@ def connect_read_only(path: str, busy_timeout: float) -> sqlite3.Connection:
         except BaseException as exc:
             conn.close()
             cause = exc.__cause__ if isinstance(exc, StoreError) else None
-            if immutable or getattr(cause, "sqlite_errorname", "") != "SQLITE_CANTOPEN":
+            if immutable or not _needs_immutable(getattr(cause, "sqlite_errorname", "")):
                 raise
         if has_content(f"{path}-wal"):
             raise StoreAccessError(
@@ -76,6 +76,13 @@ def connect_read_only(path: str, busy_timeout: float) -> sqlite3.Connection:
                 "holds changes the file lacks, and SQLite cannot read it without writing "
                 "next to it; open the store once where its directory is writable")
     raise AssertionError("unreachable")
+
+
+def _needs_immutable(error: str) -> bool:
+    """SQLite's answer when a WAL store's ``-shm`` cannot be made: it cannot open the file
+    (``CANTOPEN``), or says it would have to write (``READONLY_DIRECTORY`` where the
+    directory is another user's, ``READONLY_CANTINIT``, ``READONLY_RECOVERY``)."""
+    return error == "SQLITE_CANTOPEN" or error.startswith("SQLITE_READONLY_")
 
 
 def has_content(path: str) -> bool:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from orchestra._errors import StoreError, UserError
+from orchestra._ids import resolve_prefix
 from orchestra._store import url as store_url
 
 Row = tuple[Any, ...]
@@ -225,11 +226,9 @@ def _same_store(source: str | os.PathLike[str], target: str | os.PathLike[str]) 
 async def _copy(src: Side, dst: Side, run_ids: Sequence[str] | None, skip_existing: bool,
                 on_copied: Callable[[Copied], None] | None) -> list[Copied]:
     known = await src.run_ids()
-    wanted = list(dict.fromkeys(run_ids)) if run_ids is not None else known
-    missing = sorted(set(wanted) - set(known))
-    if missing:
-        raise UserError(f"{src.where} has no run {', '.join(missing[:5])}; see `orchestra runs "
-                        f"--db {src.where}`")
+    hint = f"see `orchestra runs --db {src.where}`"
+    wanted = known if run_ids is None else list(dict.fromkeys(
+        resolve_prefix("run", ref, known, hint=hint) for ref in run_ids))  # ids or prefixes
     present = [r for r in wanted if await dst.has_run(r)]
     if present and not skip_existing:
         more = " ..." if len(present) > 5 else ""

@@ -11,6 +11,7 @@ import os
 from typing import Any
 
 from orchestra._errors import UserError
+from orchestra._install import install_hint
 from orchestra._store.postgres._dsn import is_postgres, redact
 from orchestra._store.protocol import Blackboard
 from orchestra._store.sqlite import SQLiteBlackboard
@@ -58,5 +59,5 @@ async def open_store(url: str | os.PathLike[str], **options: Any) -> Blackboard:
         from orchestra._store.postgres import PostgresBlackboard
     except ImportError as exc:  # asyncpg is the extra's only dependency
         raise UserError(f"a PostgreSQL store needs the postgres extra ({exc}): "
-                        "pip install 'orchestra[postgres]'") from None
+                        f"{install_hint('postgres')}") from None
     return await PostgresBlackboard.open(os.fspath(url), **options)

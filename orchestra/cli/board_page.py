@@ -9,8 +9,12 @@ import sys
 import webbrowser
 from urllib.parse import quote
 
-from orchestra._errors import NotFoundError, UserError
+from orchestra._errors import ServerError, UserError
+from orchestra._ids import resolve_prefix
+from orchestra._install import install_hint
 from orchestra.cli.main import EXIT_OK
+from orchestra.cli.remote import all_runs
+from orchestra.cli.server_errors import API_ROUTE_MISSING, server_url, translated
 
 DEFAULT_SERVER = "http://127.0.0.1:8765"
 
@@ -20,26 +24,26 @@ def open_page(args: argparse.Namespace) -> int:
     if not args.open:
         raise UserError("`orchestra board --server URL` shows the run's page: add --open "
                         "(plans, handoffs and notes of a store file: drop --server)")
-    base = (args.server or os.environ.get("ORCHESTRA_SERVER") or DEFAULT_SERVER).rstrip("/")
+    base = server_url(args.server or os.environ.get("ORCHESTRA_SERVER") or DEFAULT_SERVER)
     try:
         from orchestra.client import ApiError, Client
     except ImportError as exc:
-        raise UserError(f"--open needs the server extra: pip install 'orchestra[server]' "
+        raise UserError(f"--open needs the server extra: {install_hint('server')} "
                         f"({exc})") from exc
-    import httpx
-
     try:
-        with Client(base, token=os.environ.get("ORCHESTRA_TOKEN") or None) as api:
-            api.runs.get(args.run)
-    except ApiError as exc:
-        if exc.status == 404:
-            raise NotFoundError(f"{base} has no run {args.run!r}: list its runs with "
-                                f"`orchestra runs --server {base}`") from exc
-        if exc.status != 401:  # a token-protected board: the page asks for a login
-            raise UserError(f"{base}: {exc.detail}") from exc
-    except httpx.TransportError as exc:
-        raise UserError(f"no orchestra serve answers at {base} ({exc}): start one with "
-                        "`orchestra serve --db FILE`, or pass --server URL") from exc
+        with Client(base, token=os.environ.get("ORCHESTRA_TOKEN") or None) as api, \
+                translated(base):
+            try:
+                api.runs.get(args.run)
+            except ApiError as exc:
+                if exc.status != 404 or not exc.problem or exc.detail == API_ROUTE_MISSING:
+                    raise
+                args.run = resolve_prefix(  # a unique prefix, as everywhere
+                    "run", args.run, [r["id"] for r in all_runs(api)],
+                    hint=f"{base} lists its runs with `orchestra runs --server {base}`")
+    except ServerError as exc:
+        if exc.status != 401:  # a protected board: its page asks for a login
+            raise
     url = f"{base}/runs/{quote(args.run, safe='')}"
     print(url)
     if os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY") or \

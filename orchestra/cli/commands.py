@@ -9,11 +9,12 @@ import dataclasses
 import json
 import os
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 from orchestra._errors import StoreAccessError, UserError
+from orchestra._install import install_hint
 from orchestra._store import Blackboard
 from orchestra._store import url as store_url
 from orchestra._types import Run
@@ -27,10 +28,10 @@ from orchestra.coordinator.coordinator import (
     CoordinatorSettings,
     check_resumable,
 )
+from orchestra.coordinator.owners import new_owner_id
 from orchestra.coordinator.pipeline import load_pipeline
 from orchestra.coordinator.run_models import (
     SETTINGS_EVENT,
-    demo_spec,
     model_settings,
     recorded_settings,
     run_cost_cap,
@@ -39,12 +40,8 @@ from orchestra.coordinator.run_models import (
 )
 from orchestra.coordinator.run_models import models_for_run as _models
 from orchestra.coordinator.run_models import run_cap as _run_cap
+from orchestra.coordinator.serving import ParkedRuns, needs_driving, why_not_served
 from orchestra.models.prices import Prices, parse_prices
-
-DEMO_NOTICE = ("This demo runs on a SCRIPTED model session shipped with orchestra "
-               "(agents/demo/session.jsonl, and the script that recorded it for any "
-               "request it lacks): no real model is called. Everything else is real: the "
-               "tools write files, pytest really runs, the board really fills.")
 
 
 @contextlib.asynccontextmanager
@@ -91,6 +88,8 @@ def _refuse(args: argparse.Namespace, path: Path, why: str) -> None:
 
 
 async def dispatch(args: argparse.Namespace) -> int:
+    from orchestra.cli.demo_cmd import cmd_demo
+
     handlers = {"demo": cmd_demo, "run": cmd_run, "resume": cmd_resume, "cancel": cmd_cancel,
                 "worker": cmd_worker, "serve": cmd_serve, "fork": cmd_fork, "prune": cmd_prune,
                 "migrate": cmd_migrate}
@@ -136,14 +135,24 @@ async def _drive(args: argparse.Namespace, store: Blackboard, coord: Coordinator
     try:
         final = await (coord.resume(run.id) if resume else coord.drive(run.id))
     except asyncio.CancelledError:
-        # Ctrl-C: hand our leases back at once so a resume need not wait for expiry
-        await asyncio.shield(store.release_leases(run.id, owners=[coord.owner]))
+        # Ctrl-C: leases back and the run left at once, so a resume need not wait for
+        # expiry and `runs` says "interrupted" rather than waiting on a dead worker
+        await asyncio.shield(coord.interrupted(run.id))
         raise
     finally:
         await progress.stop(watcher)
     await progress.summary(final, coord.pricer.unpriced)
+    if not args.json and coord.pipeline.summary is not None:  # the pipeline's own story
+        story = await coord.pipeline.summary(store, run.id)
+        if story:
+            print("\n" + "\n".join(story))
+    return _exit_code(final.status)
+
+
+def _exit_code(status: str) -> int:
+    """The exit code of a command that drove a run until it ended in ``status``."""
     return {"completed": EXIT_OK, "waiting": EXIT_WAITING, "cancelled": EXIT_CANCELLED,
-            "paused": EXIT_PAUSED}.get(final.status, EXIT_FAILED)
+            "paused": EXIT_PAUSED}.get(status, EXIT_FAILED)
 
 
 async def cmd_run(args: argparse.Namespace) -> int:
@@ -158,7 +167,11 @@ async def cmd_run(args: argparse.Namespace) -> int:
         ref = args.pipeline
     else:
         if not args.spec or not args.workspace:
-            raise UserError("give --spec FILE and --workspace DIR (or --pipeline mod:factory)")
+            missing = " and ".join(f for f, v in (("--spec FILE", args.spec),
+                                                  ("--workspace DIR", args.workspace)) if not v)
+            raise UserError(f"`orchestra run` needs {missing} (the stock software pipeline), "
+                            "or --pipeline MODULE:FACTORY (your own pipeline, its input with "
+                            "--input JSON)")
         spec_path = Path(args.spec)
         if not spec_path.is_file():
             raise UserError(f"spec file {spec_path} does not exist")
@@ -173,8 +186,24 @@ async def cmd_run(args: argparse.Namespace) -> int:
         if not args.model and not os.environ.get("ORCHESTRA_MODEL"):
             raise UserError("no model for the stock pipeline: pass --model SPEC or set "
                             "ORCHESTRA_MODEL (e.g. openai:gpt-4.1-mini, ollama:qwen2.5-coder)")
-        workspace.mkdir(parents=True, exist_ok=True)  # like `orchestra demo`
+        with _workspace(args, workspace):  # like `orchestra demo`
+            return await _start(args, ref, run_input)
     return await _start(args, ref, run_input)
+
+
+@contextlib.contextmanager
+def _workspace(args: argparse.Namespace, workspace: Path) -> Iterator[None]:
+    """Create the run's workspace before the run is recorded (so no recorded run lacks
+    it), and remove it again, if it was made here and is empty, when the command fails
+    before recording the run: a failed command leaves no empty directory behind."""
+    created = not workspace.exists()
+    workspace.mkdir(parents=True, exist_ok=True)
+    try:
+        yield
+    except BaseException:
+        if created and getattr(args, "_run_id", None) is None and not any(workspace.iterdir()):
+            workspace.rmdir()
+        raise
 
 
 async def _start(args: argparse.Namespace, ref: str, run_input: Any) -> int:
@@ -189,46 +218,10 @@ async def _start(args: argparse.Namespace, ref: str, run_input: Any) -> int:
     async with open_store(args, must_exist=False) as store:
         coord = Coordinator(store, pipeline, models=models, settings=settings, prices=prices)
         run = await coord.start(run_input, settings=recorded)
+        args._run_id = run.id  # recorded: from here on, only resume may continue it
         if not args.json:
             print(f"run {run.id} started (store {store_url.label(args.db)})")
         return await _drive(args, store, coord, run, resume=False)
-
-
-async def cmd_demo(args: argparse.Namespace) -> int:
-    from agents.demo.director import spec_text
-
-    db_path = store_url.sqlite_path(args.db)
-    if db_path is not None and (problem := _cannot_write(Path(db_path))):
-        _refuse(args, Path(args.db), problem)  # before anything is printed or created
-    workspace = Path(args.workspace).resolve()
-    if workspace.exists() and any(workspace.iterdir()):
-        raise UserError(f"demo workspace {workspace} is not empty; remove it or pass "
-                        "--workspace NEW_DIR")
-    if store_url.sqlite_path(args.db) is None or Path(args.db).exists():
-        async with open_store(args, must_exist=True):
-            pass  # a bad --db fails here, before the workspace is created
-    created = not workspace.exists()
-    workspace.mkdir(parents=True, exist_ok=True)
-    scripted = not args.model
-    if scripted:
-        args.model = [demo_spec()]
-        if not args.json:
-            print(DEMO_NOTICE)
-    run_input = {"spec": spec_text(), "workspace": str(workspace), "max_rounds": 3}
-    try:
-        code = await _start(args, "agents.pipeline:build_pipeline", run_input)
-    except BaseException:
-        if created and not any(workspace.iterdir()):
-            workspace.rmdir()  # a failed command leaves no empty workspace behind
-        raise
-    if not args.json:
-        from agents.summary import run_story
-
-        async with open_store(args, must_exist=True) as store:
-            story = await run_story(store, args._run_id)
-        print("\n" + "\n".join(story) if story else "", end="\n" if story else "")
-        print(f"\nworkspace: {workspace}  (run its tests: cd {workspace} && python -m pytest)")
-    return code
 
 
 async def cmd_resume(args: argparse.Namespace) -> int:
@@ -334,42 +327,55 @@ async def cmd_cancel(args: argparse.Namespace) -> int:
 
 
 async def cmd_worker(args: argparse.Namespace) -> int:
-    """Serve active runs until interrupted (or idle for --idle-exit seconds)."""
+    """Serve active runs until interrupted (or idle for --idle-exit seconds); a waiting run
+    is continued as soon as a human decides its approval, as `orchestra serve` does."""
     _settings(args, shared=True)  # bad flags fail before anything is opened
     async with open_store(args, must_exist=True) as store:
         serving: dict[str, asyncio.Task[Run]] = {}
+        parked = ParkedRuns(store, new_owner_id(), args.lease)
         idle_since = asyncio.get_running_loop().time()
         if args.run:
             args.run = await inspect_cmds.resolve_run(store, args.run)
+            run = await store.get_run(args.run)
+            if not await needs_driving(store, run):
+                raise UserError(why_not_served(run, f"--db {store_url.label(args.db)}"))
+        last: Run | None = None
         while True:
             runs = [await store.get_run(args.run)] if args.run else \
                 await store.list_runs(active_only=True)
+            if not args.run:
+                await parked.hold(r for r in runs if r.id not in serving)
             for run in runs:
-                if run.id in serving or run.status not in ("pending", "running"):
+                if run.id in serving or not await needs_driving(store, run):
                     continue
-                pipeline = load_pipeline(run.pipeline, run.input)
-                recorded = await recorded_settings(store, run)
-                cap = await _run_cap(store, run, None)
-                coord = Coordinator(store, pipeline, models=_models(pipeline, recorded,
-                                                                    args.model),
-                                    settings=_settings(args, shared=True, cap=cap,
-                                                       cost_cap=recorded.get("max_cost")),
-                                    prices=_prices(args))
-                serving[run.id] = asyncio.create_task(coord.drive(run.id))
-                if not args.json:
-                    print(f"worker {coord.owner}: serving run {run.id}")
+                serving[run.id] = await _serve_run(args, store, run)
             for run_id, job in list(serving.items()):
                 if job.done():
                     del serving[run_id]
-                    final = job.result()
-                    inspect_cmds.emit(args, {"run": run_id, "status": final.status},
-                                      f"run {run_id}: {final.status}")
+                    last = job.result()
+                    inspect_cmds.emit(args, {"run": run_id, "status": last.status},
+                                      f"run {run_id}: {last.status}")
             now = asyncio.get_running_loop().time()
             if serving:
                 idle_since = now
-            elif args.run or (args.idle_exit is not None and now - idle_since >= args.idle_exit):
+            elif args.run:
+                return _exit_code(last.status) if last else EXIT_OK
+            elif args.idle_exit is not None and now - idle_since >= args.idle_exit:
                 return EXIT_OK
             await asyncio.sleep(0.2)
+
+
+async def _serve_run(args: argparse.Namespace, store: Blackboard, run: Run) -> asyncio.Task[Run]:
+    pipeline = load_pipeline(run.pipeline, run.input)
+    recorded = await recorded_settings(store, run)
+    cap = await _run_cap(store, run, None)
+    coord = Coordinator(store, pipeline, models=_models(pipeline, recorded, args.model),
+                        settings=_settings(args, shared=True, cap=cap,
+                                           cost_cap=recorded.get("max_cost")),
+                        prices=_prices(args))
+    if not args.json:
+        print(f"worker {coord.owner}: serving run {run.id}")
+    return asyncio.create_task(coord.drive(run.id))
 
 
 async def cmd_serve(args: argparse.Namespace) -> int:
@@ -378,8 +384,8 @@ async def cmd_serve(args: argparse.Namespace) -> int:
         from orchestra.server.security import load_token
         from orchestra.server.serve import serve, settings_from_args
     except ImportError as exc:
-        raise UserError(f"`orchestra serve` needs the server extra: pip install "
-                        f"'orchestra[server]' ({exc})") from exc
+        raise UserError(f"`orchestra serve` needs the server extra: "
+                        f"{install_hint('server')} ({exc})") from exc
     settings = settings_from_args(load_token(args.token_file), args.cors, args.workers,
                                   args.concurrency, args.max_tokens, args.model,
                                   args.ping_interval, args.liveness_interval, args.max_body)

@@ -14,10 +14,13 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from orchestra._errors import NotFoundError, UserError
+from orchestra._ids import resolve_prefix
 from orchestra._store import Blackboard
 from orchestra._store.url import label
-from orchestra._types import AgentId, Event, Run
+from orchestra._types import DEFAULT_CONCURRENCY, AgentId, Event, Run
 from orchestra.cli.cost_text import resume_hint, usage_line, usd
+from orchestra.coordinator.coordinator import INTERRUPTED_EVENT
+from orchestra.coordinator.serving import served_now
 from orchestra.coordinator.usage_report import run_usage
 
 OpenStore = Callable[..., AbstractAsyncContextManager[Blackboard]]
@@ -35,17 +38,30 @@ async def resolve_run(store: Blackboard, ref: str) -> str:
     """A run id, or a unique prefix of one (`orchestra show 52d2`)."""
     try:
         return (await store.get_run(ref)).id
-    except NotFoundError:
+    except NotFoundError as missing:
         if not ref:
             raise
-        matches = [r.id for r in await store.list_runs(limit=1_000_000) if r.id.startswith(ref)]
-        if len(matches) == 1:
-            return matches[0]
-        if matches:
-            raise UserError(f"run id prefix {ref!r} is ambiguous: it matches "
-                            f"{', '.join(sorted(matches)[:5])}{' ...' if len(matches) > 5 else ''}"
-                            "; give more characters") from None
-        raise
+        runs = await store.list_runs(limit=1_000_000)
+        try:
+            return resolve_prefix("run", ref, [r.id for r in runs])
+        except NotFoundError:
+            raise missing from None  # the store's own words for an unknown id
+
+
+async def resolve_approval(store: Blackboard, ref: str) -> str:
+    """An approval id, or a unique prefix of one among the approvals of waiting runs
+    (the ones a person decides)."""
+    try:
+        return (await store.get_approval(ref)).id
+    except NotFoundError as missing:
+        if not ref:
+            raise
+        ids = [a.id for run in await store.list_runs(status="waiting", limit=1_000_000)
+               for a in await store.list_approvals(run.id)]
+        try:
+            return resolve_prefix("approval", ref, ids)
+        except NotFoundError:
+            raise missing from None
 
 
 def _age(ts: float) -> str:
@@ -67,33 +83,54 @@ def event_line(e: Event) -> str:
 _SERVED = ("pending", "running")  # statuses a worker must drive (waiting waits for a human)
 
 
-async def orphans(store: Blackboard, runs: list[Run]) -> dict[str, float | None]:
-    """Runs that need a worker and have no live one: run id -> when the last one's
-    renewals and leases ran out (None: no worker ever served it)."""
-    live = [r.id for r in runs if r.status in _SERVED]
+@dataclasses.dataclass(frozen=True)
+class Orphan:
+    """A run that needs a worker and has none: since when (None: none ever served it),
+    and whether its last one was stopped with Ctrl-C (the run's last event says so)."""
+
+    since: float | None
+    interrupted: bool = False
+
+
+async def orphans(store: Blackboard, runs: list[Run]) -> dict[str, Orphan]:
+    """Runs that need a worker and have no live one, by run id."""
+    live = [r for r in runs if r.status in _SERVED]
     if not live:
         return {}
     now = time.time()
-    return {run_id: until for run_id, until in (await store.served_until(live)).items()
-            if until is None or until < now}
+    until = await store.served_until([r.id for r in live])
+    return {r.id: Orphan(since, await _interrupted(store, r)) for r in live
+            if (since := until.get(r.id)) is None or since < now}
 
 
-def status_text(run: Run, orphaned: dict[str, float | None]) -> str:
-    """``running``, ``paused (budget)``, or e.g. ``running (no live worker since 12:03:11)``."""
+async def _interrupted(store: Blackboard, run: Run) -> bool:
+    last = await store.events(run.id, starting_after=run.last_seq - 1, limit=1) \
+        if run.last_seq else []
+    return bool(last) and last[-1].kind == INTERRUPTED_EVENT
+
+
+def status_text(run: Run, orphaned: dict[str, Orphan]) -> str:
+    """``running``, ``paused (budget)``, ``interrupted — orchestra resume RUN``, or e.g.
+    ``running (no live worker since 12:03:11)``."""
     if run.reason is not None:
         return f"{run.status} ({run.reason})"
-    if run.id not in orphaned:
+    orphan = orphaned.get(run.id)
+    if orphan is None:
         return run.status
-    since = orphaned[run.id]
-    if since is None:
+    if orphan.interrupted:
+        return f"interrupted — orchestra resume {run.id}"
+    if orphan.since is None:
         return f"{run.status} (waiting for a worker)"
-    return f"{run.status} (no live worker since {time.strftime('%H:%M:%S', time.localtime(since))})"
+    return (f"{run.status} (no live worker since "
+            f"{time.strftime('%H:%M:%S', time.localtime(orphan.since))})")
 
 
-def _with_worker(run: Run, orphaned: dict[str, float | None]) -> dict[str, Any]:
+def _with_worker(run: Run, orphaned: dict[str, Orphan]) -> dict[str, Any]:
     data = run_dict(run)
-    data["orphaned"] = run.id in orphaned
-    data["no_worker_since"] = orphaned.get(run.id)
+    orphan = orphaned.get(run.id)
+    data["orphaned"] = orphan is not None
+    data["no_worker_since"] = orphan.since if orphan else None
+    data["interrupted"] = bool(orphan and orphan.interrupted)
     return data
 
 
@@ -135,11 +172,15 @@ async def dispatch(args: argparse.Namespace, open_store: OpenStore) -> int:
             await _board(args, store)
         elif args.command in ("approve", "deny"):
             by = args.by or getpass.getuser()
+            args.approval = await resolve_approval(store, args.approval)
             approval = await store.decide_approval(args.approval, approved=args.command ==
                                                    "approve", by=by, reason=args.reason)
-            emit(args, dataclasses.asdict(approval),
-                 f"approval {approval.id} {approval.status} by {by}; continue the run with: "
-                 f"orchestra resume {approval.run_id} --db {label(args.db)}")
+            live = await served_now(store, approval.run_id)
+            emit(args, {**dataclasses.asdict(approval), "continued_by_worker": live},
+                 f"approval {approval.id} {approval.status} by {by}; " + (
+                     f"a live worker continues run {approval.run_id}" if live else
+                     f"no worker serves run {approval.run_id}; continue it with: "
+                     f"orchestra resume {approval.run_id} --db {label(args.db)}"))
     return 0
 
 
@@ -153,12 +194,12 @@ async def _runs(args: argparse.Namespace, store: Blackboard) -> None:
     runs = runs[:args.limit]
     filtered = bool(args.status or args.pipeline or args.active)
     orphaned = await orphans(store, runs)
-    emit(args, [_with_worker(r, orphaned) for r in runs],
+    emit(args, {"runs": [_with_worker(r, orphaned) for r in runs], "next_cursor": None},
          runs_text(runs, orphaned) if runs
          else f"no runs{' match' if filtered else ''} (--db {label(args.db)})")
 
 
-def runs_text(runs: list[Run], orphaned: dict[str, float | None] | None = None) -> str:
+def runs_text(runs: list[Run], orphaned: dict[str, Orphan] | None = None) -> str:
     """Runs as a table with a header row; a run that needs a worker and has no live one
     says so in its status (``running (no live worker since 12:03:11)``)."""
     if not runs:
@@ -309,6 +350,7 @@ def _handoff_text(source: str, to_role: str, note: str, payload: Any, task_id: s
             head += f" [{module}]"
         if payload.get("round"):
             head += f" round {payload['round']}"
+            note = note.removeprefix(f"round {payload['round']}: ")  # said once, in the head
     lines = [f"{head}: {note or '(no note)'}" + (f" (task {task_id})" if task_id else "")]
     comments = payload.get("comments") if isinstance(payload, dict) else None
     for comment in comments or []:
@@ -330,7 +372,8 @@ def _role_limits(run: Run) -> dict[str, int] | None:
 async def concurrency_waits(store: Blackboard, run_id: str, *,
                             limits: dict[str, int] | None = None) -> dict[str, Any]:
     """Ready tasks that are not running because a limit is full: a role's ``concurrency``
-    (default 4) or the coordinators' (``--concurrency``, ``CoordinatorSettings``)."""
+    (``DEFAULT_ROLE_CONCURRENCY``) or the coordinators' (``--concurrency``,
+    ``CoordinatorSettings``: ``DEFAULT_CONCURRENCY``)."""
     run = await store.get_run(run_id)
     if run.status not in ("pending", "running"):
         return {"ready": 0, "running": {}, "notes": []}
@@ -356,5 +399,6 @@ async def concurrency_waits(store: Blackboard, run_id: str, *,
     if others and sum(running.values()):
         notes.append(f"{others} ready task(s) wait while {sum(running.values())} run; if this "
                      "persists, the coordinators' concurrency is full (orchestra run/worker "
-                     "--concurrency, CoordinatorSettings.concurrency, default 16)")
+                     f"--concurrency, CoordinatorSettings.concurrency, default "
+                     f"{DEFAULT_CONCURRENCY})")
     return {"ready": sum(ready.values()), "running": running, "notes": notes}

@@ -14,13 +14,15 @@ from orchestra._errors import (
     NotAStoreError,
     OrchestraError,
     SchemaVersionError,
+    ServerError,
     StoreAccessError,
     UserError,
 )
-from orchestra._types import RUN_STATUSES
+from orchestra._install import DISTRIBUTION
+from orchestra._types import DEFAULT_CONCURRENCY, DEFAULT_ROLE_CONCURRENCY, RUN_STATUSES
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_STORE, EXIT_WAITING, EXIT_CANCELLED = 0, 1, 2, 3, 4, 5
-EXIT_PAUSED = 6
+EXIT_PAUSED, EXIT_SERVER = 6, 7
 EXIT_INTERRUPTED = 130
 
 EPILOG = """\
@@ -35,6 +37,8 @@ exit codes:
   6    the run is paused: its token cap (--max-tokens) was reached, or its next call
        could cross its cost cap (--max-cost); it continues with `orchestra resume RUN
        --max-tokens N` (N above the tokens it used) or `--max-cost USD` (above its cost)
+  7    --server URL: nothing answers there, the token ($ORCHESTRA_TOKEN) was refused,
+       or it is not an `orchestra serve` of this version
   130  interrupted (Ctrl-C); the run is resumable with `orchestra resume RUN`
 
 Every command accepts --json for machine-readable output. --db and --json may come
@@ -42,6 +46,28 @@ before the command too (`orchestra --db runs.db --json runs`); the store default
 $ORCHESTRA_DB, else ./orchestra.db. A run id may be shortened to a unique prefix.
 """
 DEFAULT_DB = "orchestra.db"
+EXAMPLES = {
+    "demo": "orchestra demo --workspace ./my-demo",
+    "run": "orchestra run --pipeline mypkg.pipelines:make_pipeline --input '{\"topic\": \"x\"}'"
+           "\n  orchestra run --spec spec.md --workspace ./ws --model ollama:qwen2.5-coder",
+    "resume": "orchestra resume 52d2 --db runs.db",
+    "fork": "orchestra fork 52d2 --at 40   # a new run as 52d2 was after event 40",
+    "prune": "orchestra prune --finished-before 2026-11-01 --keep 20",
+    "migrate": "orchestra migrate --db runs.db",
+    "runs": "orchestra runs --active",
+    "show": "orchestra show 52d2",
+    "events": "orchestra events 52d2 --follow",
+    "board": "orchestra board 52d2 handoffs",
+    "approve": "orchestra approve 8f3a --reason 'checked the diff'",
+    "deny": "orchestra deny 8f3a --reason 'not this version'",
+    "cancel": "orchestra cancel 52d2",
+    "worker": "orchestra worker --db runs.db --idle-exit 60",
+    "serve": "orchestra serve --db runs.db --port 8765",
+    "copy": "orchestra copy --from orchestra.db --to postgresql://me@db/orchestra",
+}
+"""One example per command, shown at the end of its ``--help`` (tested: every command)."""
+DRIVING_COMMANDS = frozenset({"demo", "run", "resume", "fork", "worker", "serve"})
+"""Commands that drive runs: their console may go away (`| head`), their runs go on."""
 
 
 class UsageError(SystemExit):
@@ -91,7 +117,9 @@ def _model_flags(p: argparse.ArgumentParser) -> None:
                    help="model for all roles (openai:gpt-4.1-mini, anthropic:..., ollama:..., "
                         "openai-compatible:URL#MODEL, gguf:PATH) or for one role (coder=...); "
                         "repeatable. Default: $ORCHESTRA_MODEL")
-    p.add_argument("--concurrency", type=int, default=8, help="tasks run at once (default 8)")
+    p.add_argument("--concurrency", type=int, default=DEFAULT_CONCURRENCY,
+                   help=f"tasks run at once (default {DEFAULT_CONCURRENCY}; each role also "
+                        f"has its own limit, default {DEFAULT_ROLE_CONCURRENCY})")
     p.add_argument("--max-tokens", type=int, default=None,
                    help="stop the run (resumably) after this many tokens")
     p.add_argument("--max-cost", type=float, default=None, metavar="USD",
@@ -111,7 +139,7 @@ def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
     try:
-        return version("orchestra")
+        return version(DISTRIBUTION)
     except PackageNotFoundError:
         return "(not installed)"
 
@@ -235,6 +263,12 @@ def build_parser() -> argparse.ArgumentParser:
         sub.choices[name].add_argument(
             "--server", metavar="URL", help="work through `orchestra serve` at URL instead "
                                             "of the --db file (token: $ORCHESTRA_TOKEN)")
+    summaries = {a.dest: a.help for a in sub._choices_actions}
+    for name, command in sub.choices.items():  # `orchestra X --help`: what, then an example
+        text = str(summaries[name])
+        command.description = f"{text[:1].upper()}{text[1:]}."
+        command.epilog = f"example:\n  {EXAMPLES[name]}"
+        command.formatter_class = argparse.RawDescriptionHelpFormatter
     return parser
 
 
@@ -302,6 +336,11 @@ def _main(argv: Sequence[str] | None) -> int:
         return EXIT_OK
     args.json = args.json or args.json_first
     args.db = args.db or args.db_first or os.environ.get("ORCHESTRA_DB") or DEFAULT_DB
+    if args.command in DRIVING_COMMANDS:
+        from orchestra.cli.console import DetachingStream
+
+        sys.stdout = cast(TextIO, DetachingStream(sys.stdout))
+        sys.stderr = cast(TextIO, DetachingStream(sys.stderr))
     _configure_logging(verbose=False)
     from orchestra.cli import commands  # imported after parsing: `--help` stays instant
 
@@ -316,6 +355,8 @@ def _main(argv: Sequence[str] | None) -> int:
             return remote.dispatch(args)
         return asyncio.run(commands.dispatch(args))
     except KeyboardInterrupt:
+        if args.command not in DRIVING_COMMANDS:  # a viewer speaks for no run: just leave
+            return EXIT_INTERRUPTED
         run_id = getattr(args, "_run_id", None) or getattr(args, "run", None)
         from orchestra._store.url import label as store_label
 
@@ -325,6 +366,8 @@ def _main(argv: Sequence[str] | None) -> int:
         return EXIT_INTERRUPTED
     except (NotAStoreError, SchemaVersionError, StoreAccessError) as exc:
         return _fail(args, EXIT_STORE, exc)
+    except ServerError as exc:
+        return _fail(args, EXIT_SERVER, exc)
     except UserError as exc:
         return _fail(args, EXIT_USAGE, exc)
     except OrchestraError as exc:

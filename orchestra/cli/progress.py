@@ -11,7 +11,7 @@ import contextlib
 import json
 import sys
 import time
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from orchestra._store import Blackboard
@@ -20,6 +20,8 @@ from orchestra.cli.cost_text import resume_hint, unpriced_line, usage_line
 from orchestra.cli.inspect_cmds import _role_limits, concurrency_waits, event_line, show_data
 
 QUIET_KINDS = frozenset({"step.started", "task.claimed"})
+WAIT_WORTH_SAYING = 10.0
+"""Seconds the same concurrency wait must last before the console mentions it."""
 
 
 @dataclass
@@ -29,9 +31,17 @@ class _AgentLine:
     tokens: int = 0
 
 
+def step_done(kind: object, name: object) -> str:
+    """``tool run_tests done``, ``model call done`` (not "model model"), ``compaction done``."""
+    if kind == "model":
+        return "model call done"
+    return f"{kind} done" if name in (None, "", kind) else f"{kind} {name} done"
+
+
 class Progress:
     def __init__(self, store: Blackboard, run_id: str, *, json_mode: bool,
-                 tty: bool, after: int = 0, db: str = "orchestra.db") -> None:
+                 tty: bool, after: int = 0, db: str = "orchestra.db",
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.after = after
         self.db = db  # every printed hint names the store, so pasting it works
         self.store, self.run_id = store, run_id
@@ -42,8 +52,11 @@ class Progress:
         self.started = time.monotonic()
         self._drawn = 0
         self.waits: list[str] = []  # why ready work is not running (a concurrency limit)
-        self._checked = 0.0
+        self._checked = float("-inf")
         self._limits: dict[str, int] | None = None
+        self._clock = clock
+        self._seen: list[str] = []  # the latest waits, and since when they are the same
+        self._seen_since = 0.0
 
     async def watch(self) -> None:
         last = 0
@@ -61,18 +74,22 @@ class Progress:
         del last
 
     async def _check_waits(self) -> None:
-        """Every few seconds: is ready work held back by a concurrency limit? Say so once."""
-        now = time.monotonic()
+        """Every few seconds: is ready work held back by a concurrency limit? Say so once,
+        and only when it lasts: a task waiting a moment for a free slot is scheduling."""
+        now = self._clock()
         if now - self._checked < 2.0:
             return
         self._checked = now
         if self._limits is None:
             self._limits = _role_limits(await self.store.get_run(self.run_id)) or {}
         notes = (await concurrency_waits(self.store, self.run_id, limits=self._limits))["notes"]
-        if notes != self.waits and not self.tty:
-            for note in notes:
+        if notes != self._seen:
+            self._seen, self._seen_since = notes, now
+        lasting = notes if now - self._seen_since >= WAIT_WORTH_SAYING else []
+        if lasting != self.waits and not self.tty:
+            for note in lasting:
                 print(f"waiting on a concurrency limit: {note}", flush=True)
-        self.waits = notes
+        self.waits = lasting
 
     async def stop(self, watcher: asyncio.Task[None]) -> None:
         await asyncio.sleep(0.05)  # let the last events arrive
@@ -91,7 +108,7 @@ class Progress:
             if e.kind == "step.completed":
                 line.steps += 1
                 line.tokens += int(data.get("tokens_in", 0)) + int(data.get("tokens_out", 0))
-                line.doing = f"{data.get('kind')} {data.get('name')} done"
+                line.doing = step_done(data.get("kind"), data.get("name"))
             elif e.kind == "task.claimed":
                 line.doing = f"working on task {task[:8]}"
             elif e.kind in ("task.completed", "task.failed", "task.waiting"):

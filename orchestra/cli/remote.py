@@ -8,12 +8,15 @@ import dataclasses
 import getpass
 import os
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from orchestra._errors import NotFoundError, OrchestraError, UserError
+from orchestra._errors import UserError
+from orchestra._ids import resolve_prefix
+from orchestra._install import install_hint
 from orchestra._types import Event, Run
 from orchestra.cli import inspect_cmds
 from orchestra.cli.main import EXIT_OK
+from orchestra.cli.server_errors import server_url, translated
 
 if TYPE_CHECKING:
     from orchestra.client import Client
@@ -22,26 +25,72 @@ COMMANDS = frozenset({"runs", "show", "events", "approve", "deny", "cancel", "re
 
 
 def dispatch(args: argparse.Namespace) -> int:
+    base = server_url(args.server)  # no scheme: one line saying which URL was meant
     try:
-        from orchestra.client import ApiError, Client
+        from orchestra.client import Client
     except ImportError as exc:
-        raise UserError(f"--server needs the server extra: pip install 'orchestra[server]' "
+        raise UserError(f"--server needs the server extra: {install_hint('server')} "
                         f"({exc})") from exc
-    with Client(args.server, token=os.environ.get("ORCHESTRA_TOKEN") or None) as api:
+    with Client(base, token=os.environ.get("ORCHESTRA_TOKEN") or None) as api, \
+            translated(base):
+        return _run(args, api)
+
+
+def all_runs(api: Client, **filters: str) -> list[dict[str, Any]]:
+    """Every run the server lists (page after page)."""
+    runs: list[dict[str, Any]] = []
+    cursor: str | None = None
+    while True:
+        page = api.runs.list(limit=500, cursor=cursor, **filters)  # type: ignore[arg-type]
+        runs += page["runs"]
+        cursor = page.get("next_cursor")
+        if not cursor:
+            return runs
+
+
+def _resolve(args: argparse.Namespace, api: Client) -> None:
+    """A run id given by a unique prefix, as with a store file."""
+    from orchestra.client import ApiError
+
+    if getattr(args, "run", None):
         try:
-            return _run(args, api)
+            api.runs.get(args.run)
         except ApiError as exc:
-            if exc.status == 404:
-                raise NotFoundError(exc.detail) from exc
-            if 400 <= exc.status < 500:
-                raise UserError(f"{args.server}: {exc.detail}") from exc
-            raise OrchestraError(f"{args.server}: {exc}") from exc
+            if exc.status != 404 or not exc.problem:
+                raise
+            args.run = resolve_prefix("run", args.run, [r["id"] for r in all_runs(api)],
+                                      hint=f"see `orchestra runs --server {args.server}`")
+
+
+def _decide(args: argparse.Namespace, api: Client, by: str) -> dict[str, Any]:
+    """Decide the approval ``args.approval`` names, by id or by a unique prefix of one
+    among the approvals of waiting runs."""
+    from orchestra.client import ApiError
+
+    def decide() -> dict[str, Any]:
+        answer: dict[str, Any] = api.approvals.decide(args.approval, args.command == "approve",
+                                                      by=by, reason=args.reason)
+        return answer
+
+    try:
+        return decide()
+    except ApiError as exc:
+        if exc.status != 404 or not exc.problem:
+            raise
+    ids = [a["id"] for r in all_runs(api, status="waiting")
+           for a in api.runs.approvals(r["id"])["approvals"]]
+    args.approval = resolve_prefix("approval", args.approval, ids,
+                                   hint="see `orchestra board RUN approvals`")
+    return decide()
 
 
 def _run(args: argparse.Namespace, api: Client) -> int:
+    if args.command != "runs":
+        _resolve(args, api)
     if args.command == "runs":
         runs = [_run_of(r) for r in api.runs.list(active=args.active, limit=100)["runs"]]
-        inspect_cmds.emit(args, [inspect_cmds.run_dict(r) for r in runs],
+        inspect_cmds.emit(args, {"runs": [inspect_cmds.run_dict(r) for r in runs],
+                                 "next_cursor": None},
                           inspect_cmds.runs_text(runs))
     elif args.command == "show":
         data = api.runs.get(args.run)
@@ -50,8 +99,7 @@ def _run(args: argparse.Namespace, api: Client) -> int:
         _events(args, api)
     elif args.command in ("approve", "deny"):
         by = args.by or getpass.getuser()
-        approval = api.approvals.decide(args.approval, args.command == "approve", by=by,
-                                        reason=args.reason)
+        approval = _decide(args, api, by)
         inspect_cmds.emit(args, approval, f"approval {approval['id']} {approval['status']} "
                                           f"by {by}; the server continues the run")
     elif args.command == "cancel":

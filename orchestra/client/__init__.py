@@ -1,4 +1,5 @@
-"""Python client of the ``orchestra serve`` HTTP API (needs ``pip install 'orchestra[server]'``)."""
+"""Python client of the ``orchestra serve`` HTTP API (needs the ``server``
+extra: ``pip install -e '.[server]'``, or ``pip install 'orchestra-agents[server]'``)."""
 
 from orchestra.client._async import AsyncApprovals, AsyncClient, AsyncRuns
 from orchestra.client._client import Approvals, Client, Runs

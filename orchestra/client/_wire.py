@@ -96,7 +96,8 @@ class RunsApi(Generic[Answer]):
         return self._send("POST", f"/v1/runs/{run_id}/resume", {"json": body})
 
     def approvals(self, run_id: str, *, status: str | None = None) -> Answer:
-        """The run's approvals (a list), optionally only those with ``status``."""
+        """The run's approvals, optionally only those with ``status``: ``{"approvals":
+        [...], "next_cursor": null}`` (every list has this envelope)."""
         params = {"status": status} if status else {}
         return self._send("GET", f"/v1/runs/{run_id}/approvals", {"params": params})
 

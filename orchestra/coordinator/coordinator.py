@@ -18,6 +18,7 @@ from orchestra._errors import NotFoundError, StoreError, UserError
 from orchestra._log import get_logger
 from orchestra._store.protocol import Blackboard, ClaimSpec
 from orchestra._types import (
+    DEFAULT_CONCURRENCY,
     JSON,
     LIVE_RUN_STATUSES,
     TERMINAL_RUN_STATUSES,
@@ -47,7 +48,7 @@ _PAUSED: tuple[RunStatus, ...] = ("paused",)
 class CoordinatorSettings:
     """How a coordinator schedules work."""
 
-    concurrency: int = 16
+    concurrency: int = DEFAULT_CONCURRENCY
     """Tasks run at once by this coordinator (each role also has its own limit)."""
     lease_seconds: float = 30.0
     """A claimed task is another worker's to take after this long without a heartbeat
@@ -73,6 +74,8 @@ class CoordinatorSettings:
     their history from the store at every task instead of trusting this process's cache."""
 
 
+INTERRUPTED_EVENT = "run.interrupted"
+"""The event a process writes when it is stopped (Ctrl-C) while driving a run."""
 CANCELLABLE: tuple[RunStatus, ...] = ("pending", "running", "waiting", "failed", "paused")
 """A run in any of these may be cancelled (a completed or cancelled one may not)."""
 
@@ -185,6 +188,15 @@ class Coordinator:
         self.jobs.cancel(run_id)
         self.jobs.wake(run_id)
         return run
+
+    async def interrupted(self, run_id: str) -> None:
+        """This process stops driving ``run_id`` (Ctrl-C): hand its leases back and leave
+        the run at once, and say so in the event log, so every reader tells an interrupted
+        run (resumable now) from one whose worker died (taken over after its lease)."""
+        await asyncio.gather(self.store.release_leases(run_id, owners=[self.owner]),
+                             self._unserve(run_id))
+        # last: readers look for it as the run's latest event
+        await self.store.append_event(run_id, INTERRUPTED_EVENT, {"owner": self.owner})
 
     # -- the scheduling loop -------------------------------------------------------
     async def drive(self, run_id: str, *, _started: Run | None = None) -> Run:

@@ -25,14 +25,14 @@ a top-level name of an importable module.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pydantic
 
 from orchestra._errors import UserError
-from orchestra._store.protocol import NewHandoff, NewNote, NewTask, Writes
+from orchestra._store.protocol import Board, NewHandoff, NewNote, NewTask, Writes
 from orchestra._types import Task
 from orchestra.coordinator.pipeline_ref import derive_ref, load_pipeline, module_ref
 from orchestra.models.base import Model
@@ -40,13 +40,31 @@ from orchestra.models.prices import Price
 from orchestra.roles import Role
 from orchestra.runtime.task_runner import Route as _RuntimeRoute
 
-__all__ = ["Pipeline", "Route", "fan_out", "handoff", "load_pipeline"]
+__all__ = ["Demo", "Pipeline", "Route", "Summary", "fan_out", "handoff", "load_pipeline"]
 
 Start = Callable[[Any], Sequence[NewTask]]
 Post = NewHandoff | NewTask | NewNote
 Route = Callable[[Any, Task, Writes], "Iterable[Post] | Post | None"]
 """``route(output, task, writes)``: return the postings (or append them to ``writes``)."""
 RoleRef = str | type[Role]
+Summary = Callable[[Board, str], Awaitable[list[str]]]
+"""``summary(board, run_id)``: what a finished run did, as lines for a person."""
+
+
+@dataclass(frozen=True)
+class Demo:
+    """What ``orchestra demo`` runs, registered by a package under the entry point group
+    ``orchestra.demo`` (the stock one: ``agents.demo:DEMO``), so the CLI imports no
+    example code and any package can ship its own demo the same way."""
+
+    pipeline: str
+    """The pipeline's reference, ``package.module:factory``."""
+    model: str
+    """The model spec used when ``--model`` is not given (``python:module:factory``...)."""
+    run_input: Callable[[str], Any]
+    """The run input for a workspace directory (an absolute path)."""
+    notice: str = ""
+    """Printed before the run when the default model is used (say it is not a real one)."""
 
 
 def _role_name(ref: Any) -> str:
@@ -83,6 +101,9 @@ class Pipeline:
     prices: Mapping[str, Price] = field(default_factory=dict)
     """Price overrides by model name (a private deployment, a negotiated rate); they win
     over the maintained table (``orchestra.models.prices``)."""
+    summary: Summary | None = None
+    """``await summary(board, run_id)``: lines telling a person what a finished run did;
+    the CLI prints them after the run's status (``orchestra demo``, ``run``, ``resume``)."""
 
     def __post_init__(self) -> None:
         by_name: dict[str, Role] = {}

@@ -13,7 +13,7 @@ import inspect
 import os
 import sys
 from pathlib import Path
-from types import FrameType
+from types import FrameType, ModuleType
 from typing import TYPE_CHECKING, Any
 
 from orchestra._errors import OrchestraError, UserError
@@ -95,19 +95,11 @@ def load_pipeline(ref: str, run_input: Any) -> Pipeline:
         raise UserError(f"pipeline {ref!r} cannot be rebuilt in this process (it was built "
                         f"where no import finds it, e.g. in a script's main block or a "
                         f"closure): {HOW_TO_REF}")
-    try:
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError:
-            if os.getcwd() in sys.path:
-                raise
-            sys.path.insert(0, os.getcwd())  # like `python -m`: the current directory
-            module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise UserError(f"cannot import pipeline module {module_name!r}: {exc}") from exc
+    module = _import(ref, module_name)
     factory = getattr(module, attr, None)
     if factory is None:
-        raise UserError(f"module {module_name!r} has no {attr!r} (pipeline reference {ref!r})")
+        raise UserError(f"module {module_name!r} has no {attr!r} (pipeline reference {ref!r}); "
+                        f"{_offer(module)}")
     try:
         pipeline = factory(run_input) if callable(factory) and not isinstance(factory, Pipeline) \
             else factory
@@ -121,3 +113,67 @@ def load_pipeline(ref: str, run_input: Any) -> Pipeline:
     if pipeline.ref is None:
         pipeline.ref = ref
     return pipeline
+
+
+def _import(ref: str, module_name: str) -> ModuleType:
+    """The module, or a ``UserError`` that shows the user's code, not orchestra's."""
+    try:
+        try:
+            return importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if os.getcwd() in sys.path or not _is_the_module(exc, module_name):
+                raise
+            sys.path.insert(0, os.getcwd())  # like `python -m`: the current directory
+            return importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if _is_the_module(exc, module_name):
+            raise UserError(f"cannot import pipeline {ref!r}: no module named {exc.name!r} "
+                            f"(run from the directory that holds it, or set PYTHONPATH)"
+                            ) from None
+        raise UserError(f"cannot import pipeline {ref!r}:\n{_user_frames(exc)}") from None
+    except SyntaxError as exc:
+        raise UserError(f"cannot import pipeline {ref!r}: {_syntax(exc)}") from None
+    except Exception as exc:  # the user's module failed while it ran: their frames only
+        raise UserError(f"cannot import pipeline {ref!r}:\n{_user_frames(exc)}") from None
+
+
+def _is_the_module(exc: ModuleNotFoundError, module_name: str) -> bool:
+    """Whether ``exc`` says the pipeline's module (or a parent package) is missing, rather
+    than something that module imports."""
+    return exc.name is not None and (module_name == exc.name
+                                     or module_name.startswith(exc.name + "."))
+
+
+def _syntax(exc: SyntaxError) -> str:
+    """``badpipe.py line 2: '(' was never closed``, then the line and a caret."""
+    where = f"{os.path.relpath(exc.filename) if exc.filename else '<unknown>'} line {exc.lineno}"
+    text = f"{where}: {exc.msg}"
+    if exc.text:
+        line = exc.text.rstrip("\n")
+        stripped = line.lstrip()
+        caret = max((exc.offset or 1) - 1 - (len(line) - len(stripped)), 0)
+        text += f"\n    {stripped}\n    {' ' * caret}^"
+    return text
+
+
+def _user_frames(exc: BaseException) -> str:
+    """The traceback of ``exc`` without the frames of importlib and orchestra."""
+    import traceback
+
+    internal = (os.path.dirname(importlib.__file__), os.path.dirname(os.path.dirname(__file__)),
+                "<frozen ")
+    frames = [f for f in traceback.extract_tb(exc.__traceback__)
+              if not f.filename.startswith(internal)]
+    lines = traceback.format_list(frames) + traceback.format_exception_only(type(exc), exc)
+    return "".join(lines).rstrip("\n")
+
+
+def _offer(module: ModuleType) -> str:
+    """The names a reference to ``module`` could name: its public callables and pipelines."""
+    from orchestra.coordinator.pipeline import Pipeline
+
+    names = sorted(n for n, v in vars(module).items() if not n.startswith("_")
+                   and (isinstance(v, Pipeline) or inspect.isfunction(v))
+                   and getattr(v, "__module__", module.__name__) == module.__name__)
+    return (f"it has {', '.join(names)}" if names
+            else "it defines no public function or Pipeline")

@@ -32,26 +32,6 @@ BUDGET_EVENT = "run.budget"
 every later resume and worker."""
 
 
-def demo_spec() -> str:
-    """The demo's model spec, recorded in the run's settings like any other."""
-    from agents.demo.director import SESSION
-
-    return f"replay-task:{SESSION}"
-
-
-def demo_model() -> Model:
-    """The shipped session replayed per task; what it lacks, the script that recorded it answers.
-
-    The session holds real pytest reports; another pytest or Python version may word
-    them differently, and the demo must still run (and say so) rather than fail.
-    """
-    from agents.demo.director import SESSION, director_model
-    from orchestra.models.record import ReplayModel
-
-    return ReplayModel(SESSION, key="task", name="demo",
-                       fallback=director_model())
-
-
 def split_models(specs: Sequence[str]) -> tuple[str | None, dict[str, str]]:
     """``--model`` values as (default spec, per-role specs), each parsed (a typo fails now)."""
     from orchestra.models.spec import resolve_model_specs
@@ -158,8 +138,7 @@ def models_for_run(pipeline: Pipeline, settings: Mapping[str, Any],
             raise UserError(f"no model for role {role.name!r}: pass --model SPEC or set "
                             "ORCHESTRA_MODEL (e.g. openai:gpt-4.1-mini, ollama:qwen2.5-coder)")
         if spec not in cache:
-            # the shipped session gets its director as fallback (`orchestra resume` too)
-            cache[spec] = demo_model() if spec == demo_spec() else load_model(spec)
+            cache[spec] = load_model(spec)
         out[role.name] = cache[spec]
     return out
 

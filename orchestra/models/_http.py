@@ -2,7 +2,8 @@
 
 Both SDK adapters run with the SDK's own retries off and use this module, so every
 provider retries the same failures the same way: exponential backoff with jitter on
-429/408/409/5xx, connection errors, timeouts and truncated bodies, honouring
+429/408/409/5xx, connection errors (not a refusal on this machine: nothing listens
+there, and waiting will not start it), timeouts and truncated bodies, honouring
 ``Retry-After`` (seconds or an HTTP date) and ``retry-after-ms``; never on other 4xx.
 
 Error messages name the model and the base URL and say what to do. They are built
@@ -16,6 +17,8 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import errno
+import ipaddress
 import json
 import os
 import random
@@ -23,6 +26,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 from orchestra._errors import ModelAPIError
 from orchestra._log import get_logger
@@ -171,6 +175,12 @@ class Endpoint:
             return Failure(ModelAPIError(
                 f"{self.label}: the request could not be sent ({reason}). Check the API key "
                 f"({self.key_env}) and the base URL.", model=self.model, retryable=False))
+        if _refused(cause) and _is_local(self.base_url):
+            # nothing listens on this machine's port: no backoff makes a server start
+            return Failure(ModelAPIError(
+                f"{self.label}: connection refused ({reason}): nothing listens at "
+                f"{mask_url(self.base_url)}. Start the model server there, or fix the URL "
+                f"in the model spec.", model=self.model, retryable=False))
         return Failure(ModelAPIError(
             f"{self.label}: cannot connect ({reason}). Is the server running at "
             f"{mask_url(self.base_url)}?",
@@ -191,6 +201,30 @@ class Endpoint:
     def bad_shape(self, problem: str) -> ModelAPIError:
         return ModelAPIError(f"{self.label}: unexpected response: {problem}.",
                              model=self.model, retryable=False)
+
+
+def _refused(exc: BaseException | None) -> bool:
+    """Whether a connection error was a refusal (the SDKs wrap the OSError a few deep)."""
+    for _ in range(8):
+        if exc is None:
+            return False
+        if isinstance(exc, ConnectionRefusedError) or \
+                (isinstance(exc, OSError) and exc.errno == errno.ECONNREFUSED):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+def _is_local(base_url: str) -> bool:
+    """Whether ``base_url`` names this machine (a refusal there is not a passing fault)."""
+    host = urlsplit(base_url).hostname or ""
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return address.is_loopback or address.is_unspecified
 
 
 async def call_with_retries(attempt: Callable[[], Awaitable[T]],

@@ -24,7 +24,7 @@ from orchestra.models.base import Model
 __all__ = ["ModelSpec", "load_model", "parse_model_spec", "resolve_model_specs"]
 
 Provider = Literal["openai", "anthropic", "ollama", "openai-compatible", "gguf", "replay",
-                   "replay-task"]
+                   "replay-task", "python"]
 
 OLLAMA_BASE_URL = "http://127.0.0.1:11434/v1"
 SPEC_FORMS = (
@@ -36,6 +36,7 @@ SPEC_FORMS = (
     "gguf:<path>                         e.g. gguf:./models/qwen2.5-0.5b.gguf",
     "replay:<path>                       replay a recording made with RecordingModel",
     "replay-task:<path>                  replay keyed per task (any schedule replays)",
+    "python:<module>:<factory>           a Model your code builds (factory() -> Model)",
     "...?option=value&...                e.g. gguf:./q.gguf?n_ctx=8192, "
     "openai-compatible:http://h/v1#m?timeout=600",
 )
@@ -51,7 +52,7 @@ OPTIONS: dict[str, str] = {
 }
 """Spec options and what they mean (``?timeout=600&context=8192``)."""
 _CHOICES = {"structured": ("json_schema", "json_object", "none"), "tools": ("native", "json")}
-_NO_OPTIONS = ("replay", "replay-task")
+_NO_OPTIONS = ("replay", "replay-task", "python")
 _ROLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
 
 
@@ -174,6 +175,11 @@ def _parse_base(spec: str) -> ModelSpec:
         return ModelSpec("gguf", rest)
     if provider in ("replay", "replay-task"):
         return ModelSpec("replay" if provider == "replay" else "replay-task", rest)
+    if provider == "python":
+        module, colon, attr = rest.partition(":")
+        if not colon or not module or not attr:
+            raise _bad(spec, "python needs '<module>:<factory>', e.g. python:mypkg.models:build")
+        return ModelSpec("python", rest)
     raise _bad(spec, f"unknown provider {provider!r}")
 
 
@@ -223,6 +229,8 @@ def _adapter(spec: str, parsed: ModelSpec) -> Model:
             raise _bad(spec, "Anthropic structured output is always a forced tool whose input "
                        "schema is the answer; drop the 'structured' option")
         return AnthropicModel(parsed.model, **http)
+    if parsed.provider == "python":
+        return _python_model(spec, parsed.model)
     if parsed.provider in ("replay", "replay-task"):
         from orchestra.models.record import ReplayModel
 
@@ -238,6 +246,21 @@ def _adapter(spec: str, parsed: ModelSpec) -> Model:
     n_ctx = int(parsed.number("n_ctx") or context or 4096)
     return GGUFModel(parsed.model, name=name, n_ctx=n_ctx,
                      structured=parsed.option("structured") or "auto")
+
+
+def _python_model(spec: str, ref: str) -> Model:
+    """``module:factory``: the model a user's code builds (any process rebuilds it)."""
+    import importlib
+
+    module_name, _, attr = ref.partition(":")
+    try:
+        factory = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise _bad(spec, f"cannot load {ref!r}: {exc}") from None
+    model = factory() if callable(factory) and not hasattr(factory, "request") else factory
+    if not callable(getattr(model, "request", None)):
+        raise _bad(spec, f"{ref!r} gave {type(model).__name__}, not a Model")
+    return model  # type: ignore[no-any-return]
 
 
 def resolve_model_specs(default: str | None, overrides: Iterable[str], *,

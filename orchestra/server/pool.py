@@ -21,9 +21,10 @@ from orchestra._errors import UserError
 from orchestra._store.protocol import Blackboard
 from orchestra._types import Run
 from orchestra.coordinator.coordinator import Coordinator, CoordinatorSettings
-from orchestra.coordinator.owners import dead_local_owners
+from orchestra.coordinator.owners import dead_local_owners, new_owner_id
 from orchestra.coordinator.pipeline import load_pipeline
 from orchestra.coordinator.run_models import models_for_run, recorded_settings, run_cap
+from orchestra.coordinator.serving import ParkedRuns, needs_driving
 from orchestra.models.prices import PriceBook
 
 log = structlog.get_logger("orchestra.server")
@@ -49,6 +50,7 @@ class RunPool:
         self.unservable: dict[str, str] = {}
         """Runs this server cannot drive (pipeline or model not loadable here) and why."""
         self._wake = asyncio.Event()
+        self._parked = ParkedRuns(store, new_owner_id(), settings.lease_seconds)
 
     def serving(self, run_id: str) -> bool:
         return run_id in self._jobs
@@ -73,17 +75,15 @@ class RunPool:
     async def _scan(self) -> None:
         now = time.monotonic()
         runs = await self._store.list_runs(active_only=True, limit=1000)
+        await self._parked.hold(r for r in runs if r.id not in self._jobs)
         for run in reversed(runs):  # oldest first
             if len(self._jobs) >= self.workers:
                 return
             if run.id in self._jobs or self._not_before.get(run.id, 0.0) > now:
                 continue
-            if run.status == "waiting" and not await self._has_pending(run.id):
-                continue  # parked on a human: nothing to drive until someone decides
+            if not await needs_driving(self._store, run):
+                continue  # parked on a human: held below, driven once someone decides
             await self._serve(run)
-
-    async def _has_pending(self, run_id: str) -> bool:
-        return (await self._store.task_counts(run_id)).get("pending", 0) > 0
 
     async def _serve(self, run: Run) -> None:
         cap = await run_cap(self._store, run, None)
@@ -144,8 +144,7 @@ class RunPool:
         this server will take it at its next scan.
         """
         run = await self._store.get_run(run_id)
-        if run.status not in ("pending", "running") and not (
-                run.status == "waiting" and await self._has_pending(run_id)):
+        if not await needs_driving(self._store, run):
             return None
         if run_id in self._jobs:
             return None

@@ -25,6 +25,7 @@ from orchestra.coordinator.usage_report import run_usage
 from orchestra.server.app import Services, services
 from orchestra.server.problems import Problem
 from orchestra.server.schemas import (
+    ApprovalPage,
     Decision,
     ResumeRequest,
     RunAccepted,
@@ -33,6 +34,7 @@ from orchestra.server.schemas import (
     RunPage,
     decode_cursor,
     encode_cursor,
+    envelope,
 )
 from orchestra.server.sse import EventStream, StreamOptions
 
@@ -96,7 +98,7 @@ async def list_runs(svc: Svc, active: bool = False, status: RunStatus | None = N
     runs = await svc.store.list_runs(active_only=active, status=status, pipeline=pipeline,
                                      limit=limit, before=before)
     nxt = encode_cursor(runs[-1].created_at, runs[-1].id) if len(runs) == limit else None
-    return _json({"runs": [_run_json(r) for r in runs], "next_cursor": nxt})
+    return _json(envelope("runs", [_run_json(r) for r in runs], nxt))
 
 
 def _run_json(run: Run) -> dict[str, Any]:
@@ -195,14 +197,14 @@ async def resume(run_id: str, svc: Svc, body: ResumeRequest | None = None) -> JS
     return _json({"run_id": run.id, "status": run.status}, 202)
 
 
-@router.get("/runs/{run_id}/approvals", response_model=list[Approval], responses=_ERRORS)
+@router.get("/runs/{run_id}/approvals", response_model=ApprovalPage, responses=_ERRORS)
 async def approvals(run_id: str, svc: Svc,
                     status: Annotated[str | None, Query(pattern="^(pending|approved|denied)$")]
                     = None) -> JSONResponse:
     """The run's tool calls that wait for (or got) a human decision."""
     await svc.store.get_run(run_id)
     found = await svc.store.list_approvals(run_id, status=status)
-    return _json([dataclasses.asdict(a) for a in found])
+    return _json(envelope("approvals", [dataclasses.asdict(a) for a in found]))
 
 
 @router.post("/approvals/{approval_id}", response_model=Approval, responses=_ERRORS)

@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from orchestra._types import PauseReason, Run, RunStatus
+from orchestra._types import Approval, Handoff, Message, Note, PauseReason, Plan, Run, RunStatus
 from orchestra.server.problems import Problem
 
 
@@ -47,6 +47,37 @@ class RunPage(BaseModel):
     runs: list[Run] = Field(description="Each run also says `reason`: why it is paused "
                                         "(`budget`: its token cap), else null")
     next_cursor: str | None = Field(None, description="Pass as ?cursor= for the next page")
+
+
+def envelope(kind: str, items: list[Any], next_cursor: str | None = None) -> dict[str, Any]:
+    """Every list the API (and the CLI's ``--json``) returns: ``{kind: [...], "next_cursor":
+    ...}`` — the items under their kind's name, and where the next page starts (null: none)."""
+    return {kind: items, "next_cursor": next_cursor}
+
+
+class ApprovalPage(BaseModel):
+    approvals: list[Approval]
+    next_cursor: str | None = None
+
+
+class PlanPage(BaseModel):
+    plans: list[Plan]
+    next_cursor: str | None = None
+
+
+class HandoffPage(BaseModel):
+    handoffs: list[Handoff]
+    next_cursor: str | None = None
+
+
+class NotePage(BaseModel):
+    notes: list[Note]
+    next_cursor: str | None = None
+
+
+class MessagePage(BaseModel):
+    messages: list[Message]
+    next_cursor: str | None = None
 
 
 class UsageTotals(BaseModel):

@@ -34,5 +34,5 @@ def wait_status(url: str, run_id: str, status: str, timeout: float = 120) -> dic
 def messages(url: str, run_id: str, role: str) -> list[dict[str, Any]]:
     found: list[dict[str, Any]] = httpx.get(
         f"{url}/v1/runs/{run_id}/agents/{role}/messages", params={"limit": 1000},
-        headers=AUTH).json()
+        headers=AUTH).json()["messages"]
     return found

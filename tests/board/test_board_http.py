@@ -164,9 +164,9 @@ def test_board_open_prints_the_page_url(open_server: Server, tmp_path: Path) -> 
     assert ok.stdout.strip() == f"{open_server.url}/runs/{run_id}"
     assert httpx.get(ok.stdout.strip()).status_code == 200
     missing = _cli(tmp_path, "board", "nope", "--open", "--server", open_server.url)
-    assert missing.returncode != 0 and "has no run 'nope'" in missing.stderr
+    assert missing.returncode != 0 and "no run 'nope'" in missing.stderr
     down = _cli(tmp_path, "board", run_id, "--open", "--server", "http://127.0.0.1:9")
-    assert down.returncode != 0 and "no orchestra serve answers" in down.stderr
+    assert down.returncode == 7 and "is `orchestra serve` running" in down.stderr
     no_open = _cli(tmp_path, "board", run_id, "--server", open_server.url)
     assert no_open.returncode != 0 and "add --open" in no_open.stderr
 

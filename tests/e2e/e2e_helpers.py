@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 REPO = Path(__file__).resolve().parents[2]
-DEMO_MODEL = f"replay-task:{REPO / 'agents' / 'demo' / 'session.jsonl'}"  # as cmd_demo
+DEMO_MODEL = "python:agents.demo.director:demo_model"  # as `orchestra demo` records it
 CLI_TIMEOUT = 90.0
 
 T = TypeVar("T")

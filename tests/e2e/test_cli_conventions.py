@@ -50,7 +50,7 @@ def test_global_options_env_and_listing(parked: tuple[Path, str, str],
                                         capsys: pytest.CaptureFixture[str]) -> None:
     db, run_id, _ = parked
     assert main(["--db", str(db), "--json", "runs"]) == 0
-    assert [r["id"] for r in json.loads(capsys.readouterr().out)] == [run_id]
+    assert [r["id"] for r in json.loads(capsys.readouterr().out)["runs"]] == [run_id]
     monkeypatch.setenv("ORCHESTRA_DB", str(db))
     assert main(["runs", "--status", "waiting", "--pipeline", "approval", "--limit", "5"]) == 0
     header, row = capsys.readouterr().out.splitlines()
@@ -128,15 +128,15 @@ def test_board_shows_whole_words_and_handoff_comments() -> None:
 
 def test_run_creates_a_missing_workspace_like_demo(tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    from agents.demo import MODEL
     from agents.demo.director import spec_text
-    from orchestra.cli.commands import demo_spec
 
     monkeypatch.chdir(tmp_path)
     spec = tmp_path / "spec.md"
     spec.write_text(spec_text())
     workspace = tmp_path / "new" / "ws"
     code = main(["run", "--spec", str(spec), "--workspace", str(workspace), "--model",
-                 demo_spec(), "--db", str(tmp_path / "o.db"), "--json"])
+                 MODEL, "--db", str(tmp_path / "o.db"), "--json"])
     assert code == 0 and (workspace / "textkit").is_dir()
 
 
@@ -159,9 +159,9 @@ def test_a_run_at_its_token_cap_is_paused_and_resume_raises_the_cap(
     shown = json.loads(capsys.readouterr().out)
     assert (shown["status"], shown["run"]["reason"]) == ("paused", "budget")
     assert main(["runs", "--db", db, "--status", "paused", "--json"]) == 0
-    assert [r["id"] for r in json.loads(capsys.readouterr().out)] == [run_id]
+    assert [r["id"] for r in json.loads(capsys.readouterr().out)["runs"]] == [run_id]
     assert main(["runs", "--db", db, "--active", "--json"]) == 0  # nobody serves it now
-    assert json.loads(capsys.readouterr().out) == []
+    assert json.loads(capsys.readouterr().out) == {"runs": [], "next_cursor": None}
     # a plain resume keeps the cap: it says the cap is still reached and how to raise it
     assert main(["resume", run_id, "--db", db]) == 2
     err = capsys.readouterr().err
@@ -209,7 +209,10 @@ def test_show_says_when_ready_work_waits_on_a_role_concurrency_limit(
 def test_the_live_view_says_when_work_waits_on_a_concurrency_limit(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
+    from orchestra.cli import progress
+
     monkeypatch.chdir(ROOT)
+    monkeypatch.setattr(progress, "WAIT_WORTH_SAYING", 0.0)  # (how long: test_progress_waits)
     code = main(["run", "--pipeline", "tests.e2e.slow_pipeline:build", "--input",
                  json.dumps({"turns": 12, "delay": 0.3, "tasks": 6}),
                  "--db", str(tmp_path / "live.db")])

@@ -101,11 +101,12 @@ CASES: list[tuple[str, list[str], int, str]] = [
      "is a file, not a directory"),
     ("run-conflicting-flags", ["run", "--pipeline", "x:y", "--spec", "{root}/spec.md",
                                "--db", NEW], EXIT_USAGE, "--pipeline conflicts with --spec"),
-    ("run-no-spec-or-pipeline", ["run", "--db", NEW], EXIT_USAGE, "give --spec FILE"),
+    ("run-no-spec-or-pipeline", ["run", "--db", NEW], EXIT_USAGE,
+     "needs --spec FILE and --workspace DIR"),
     ("run-input-not-json", ["run", "--pipeline", SLOW, "--input", "{{bad", "--db", NEW],
      EXIT_USAGE, "--input is not valid JSON"),
     ("run-unknown-module", ["run", "--pipeline", "nosuch.module:build", "--db", NEW],
-     EXIT_USAGE, "cannot import pipeline module 'nosuch.module'"),
+     EXIT_USAGE, "cannot import pipeline 'nosuch.module:build': no module named 'nosuch'"),
     ("run-bad-model-spec", ["run", "--pipeline", SLOW, "--model", "bogus", "--db", NEW],
      EXIT_USAGE, "missing the provider prefix"),
     ("run-model-for-unknown-role", ["run", "--pipeline", SLOW, "--model", "nobody=openai:x",
@@ -235,7 +236,7 @@ def test_runs_json_lists_runs(inputs: Path, reference: Reference) -> None:
     assert tree(inputs) == before, "reading wrote to the store"
     assert res.code == 0, res
     assert (first.code, first.stdout) == (0, res.stdout), first
-    runs = {r["id"]: r for r in json.loads(res.stdout)}
+    runs = {r["id"]: r for r in json.loads(res.stdout)["runs"]}
     cancelled = (inputs / "cancelled.txt").read_text()
     assert set(runs) == {reference.run_id, cancelled}
     demo = runs[reference.run_id]
@@ -243,7 +244,7 @@ def test_runs_json_lists_runs(inputs: Path, reference: Reference) -> None:
     assert demo["steps"] == query(db, "SELECT COUNT(*) FROM steps")[0][0]
     assert demo["input"]["max_rounds"] == 3
     assert runs[cancelled]["status"] == "cancelled"
-    assert active.code == 0 and json.loads(active.stdout) == []
+    assert active.code == 0 and json.loads(active.stdout)["runs"] == []
 
 
 def test_events_after_n(inputs: Path, reference: Reference) -> None:

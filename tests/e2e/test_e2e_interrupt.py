@@ -67,7 +67,7 @@ def test_ctrl_c_stops_cleanly_and_resume_finishes(tmp_path: Path) -> None:
     assert query(db, "SELECT status FROM runs") == [("running",)]
     done_before = query(db, "SELECT COUNT(*) FROM steps WHERE status = 'completed'")[0][0]
     assert 1 <= done_before < 2 * turns + 1
-    assert [k for _, k, _ in events(db, run_id)][-1] == "task.requeued"
+    assert [k for _, k, _ in events(db, run_id)][-2:] == ["task.requeued", "run.interrupted"]
 
     res = cli("resume", run_id, "--db", db)
     assert res.code == 0, res

@@ -46,7 +46,7 @@ def test_an_orphaned_run_says_so_until_a_worker_serves_it(tmp_path: Path) -> Non
     data = json.loads(cli("show", run_id, "--db", db, "--json").stdout)
     assert data["run"]["orphaned"] is True and data["run"]["no_worker_since"] <= time.time()
     listed = json.loads(cli("runs", "--db", db, "--json").stdout)
-    assert [r["orphaned"] for r in listed] == [True]
+    assert [r["orphaned"] for r in listed["runs"]] == [True]
 
     follow = subprocess.Popen(cli_argv("events", run_id, "--db", db, "--follow"),
                               env=child_env(), stdout=subprocess.PIPE,

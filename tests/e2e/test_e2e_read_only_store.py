@@ -71,7 +71,7 @@ def test_read_commands_work_and_writing_commands_say_why_not(
 
     runs = _read_only_cli(target, "runs", "--db", store, "--json")
     assert runs.code == 0, runs
-    assert [r["id"] for r in json.loads(runs.stdout)] == [run]
+    assert [r["id"] for r in json.loads(runs.stdout)["runs"]] == [run]
     show = _read_only_cli(target, "show", run, "--db", store, "--json")
     assert show.code == 0 and json.loads(show.stdout)["status"] == "completed", show
     events = _read_only_cli(target, "events", run, "--db", store)

@@ -23,9 +23,10 @@ from e2e_helpers import (
     workspace_files,
 )
 
+from agents.demo import MODEL as DEMO_SPEC
+from agents.demo.director import demo_model
 from agents.pipeline import build_pipeline
 from orchestra import Coordinator, SQLiteBlackboard
-from orchestra.coordinator.run_models import demo_model, demo_spec
 
 pytestmark = pytest.mark.slow
 
@@ -34,7 +35,7 @@ async def create_run(db: Path, workspace: Path) -> str:
     """Create the demo's run (and its first task) without driving it."""
     run_input = demo_input(workspace)
     pipeline = build_pipeline(run_input)
-    assert run_input["model"] == demo_spec()
+    assert run_input["model"] == DEMO_SPEC
     model = demo_model()  # what `orchestra worker` loads for it
     async with await SQLiteBlackboard.open(db) as store:
         coord = Coordinator(store, pipeline, models={r.name: model for r in pipeline.roles})

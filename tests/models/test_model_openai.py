@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 from typing import Any
 
@@ -257,8 +258,18 @@ async def test_connection_refused(closed_port: int, backoff: Backoff,
     adapter = OpenAIModel("m1", base_url=url, max_retries=2, backoff=backoff)
     with pytest.raises(ModelAPIError) as info:
         await adapter.request(ask())
-    assert f"Is the server running at {url}?" in str(info.value)
-    assert info.value.retryable and len(sleeps.delays) == 2
+    # nothing listens on this machine: fail at once, naming the URL and the model
+    assert f"nothing listens at {url}" in str(info.value) and "'m1'" in str(info.value)
+    assert not info.value.retryable and sleeps.delays == []
+
+
+def test_a_refusal_elsewhere_is_still_worth_retrying() -> None:
+    from orchestra.models._http import Endpoint
+
+    refused = ConnectionRefusedError(errno.ECONNREFUSED, "Connection refused")
+    remote = Endpoint("m1", "http://models.example:8080/v1", "KEY").unreachable(refused)
+    local = Endpoint("m1", "http://localhost:8080/v1", "KEY").unreachable(refused)
+    assert remote.error.retryable and not local.error.retryable
 
 
 async def test_timeout(wire: WireServer, backoff: Backoff) -> None:

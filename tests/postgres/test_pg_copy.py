@@ -204,12 +204,12 @@ def test_cli_copies_refuses_what_exists_and_never_prints_the_password(
     assert err.count("\n") == 1 and "already has run a1, b2" in err
     assert "--skip-existing" in err
     assert run("runs", "--db", url, "--json") == 0
-    assert sorted(r["id"] for r in json.loads(outputs[-2])) == ["a1", "b2"]
+    assert sorted(r["id"] for r in json.loads(outputs[-2])["runs"]) == ["a1", "b2"]
     assert run("copy", "--from", str(src), "--to", url, "--skip-existing", "--json") == 0
     assert json.loads(outputs[-2])["copied"] == ["c3"]
     assert json.loads(outputs[-2])["skipped"] == ["a1", "b2"]
     assert run("copy", "--from", str(src), "--to", url, "--run", "nope") == 2
-    assert "has no run nope" in outputs[-1]
+    assert "no run 'nope'" in outputs[-1]
     assert run("copy", "--from", str(tmp_path / "missing.db"), "--to", url) == 2
     assert run("copy", "--from", url, "--to", url) == 2
     unreachable = url.replace(url.split("@")[1].split("/")[0], "127.0.0.1:1")

@@ -18,7 +18,7 @@ def test_migrate_runs_and_show_take_a_url_and_never_print_its_password(
     assert "up to date (0 runs)" in out and "postgres:***@" in out
     monkeypatch.setenv("ORCHESTRA_DB", url)
     assert main(["runs", "--json"]) == 0
-    assert json.loads(capsys.readouterr().out) == []
+    assert json.loads(capsys.readouterr().out) == {"runs": [], "next_cursor": None}
     assert main(["show", "nope"]) == 2  # an unknown run: a usage error naming it
     captured = capsys.readouterr()
     assert "nope" in captured.err

@@ -24,10 +24,10 @@ def test_cli_commands_work_through_the_server(server: Server, tmp_path: Path) ->
     wait_for(lambda: api.runs.get(run_id)["status"] == "waiting", what="waiting")
     runs = _cli(tmp_path, "runs", "--active", "--json", "--server", server.url)
     assert runs.returncode == 0, runs.stderr
-    assert run_id in [r["id"] for r in json.loads(runs.stdout)]
+    assert run_id in [r["id"] for r in json.loads(runs.stdout)["runs"]]
     show = _cli(tmp_path, "show", run_id, "--server", server.url)
     assert show.returncode == 0 and "pending approval" in show.stdout
-    [approval] = api.runs.approvals(run_id)
+    [approval] = api.runs.approvals(run_id)["approvals"]
     approve = _cli(tmp_path, "approve", approval["id"], "--by", "bob", "--server", server.url)
     assert approve.returncode == 0 and "approved by bob" in approve.stdout
     events = _cli(tmp_path, "events", run_id, "--follow", "--json", "--server", server.url)

@@ -33,7 +33,7 @@ def test_the_curl_examples_work(server: Server, tmp_path: Path) -> None:
         "turns": 0, "delay": 0, "deploy": True}}).json()["run_id"]
     wait_for(lambda: httpx.get(f"{server.url}/v1/runs/{parked}").json()["status"] == "waiting",
              what="waiting")
-    [approval] = httpx.get(f"{server.url}/v1/runs/{parked}/approvals").json()
+    [approval] = httpx.get(f"{server.url}/v1/runs/{parked}/approvals").json()["approvals"]
     commands = [c for lang, code in BLOCKS if lang == "sh" for c in _curls(code)]
     assert len(commands) == 7
     run_id = None

@@ -120,7 +120,7 @@ def test_approvals_over_http_approve_deny_and_decide_twice(server: Server,
                                           "effects": str(fx)})["run_id"]
     for run_id in (approve_run, deny_run):
         wait_for(lambda r=run_id: api.runs.get(r)["status"] == "waiting", what="waiting")
-    [approval] = api.runs.approvals(approve_run, status="pending")
+    [approval] = api.runs.approvals(approve_run, status="pending")["approvals"]
     assert approval["tool"] == "deploy" and approval["arguments"] == {"target": "prod"}
     assert api.runs.get(approve_run)["approvals_pending"][0]["id"] == approval["id"]
     decided = api.approvals.decide(approval["id"], True, by="alice")
@@ -128,7 +128,7 @@ def test_approvals_over_http_approve_deny_and_decide_twice(server: Server,
     with pytest.raises(ApiError) as twice:
         api.approvals.decide(approval["id"], False)
     assert twice.value.status == 409 and "already approved" in twice.value.detail
-    [denial] = api.runs.approvals(deny_run)
+    [denial] = api.runs.approvals(deny_run)["approvals"]
     api.approvals.decide(denial["id"], False, reason="not on a Friday")
     events = {r: [e for e in api.runs.stream(r)] for r in (approve_run, deny_run)}
     assert events[approve_run][-1].kind == "run.completed"
@@ -218,15 +218,15 @@ def test_board_reads(server: Server) -> None:
     run_id = _start(server.url, turns=2, delay=0.01)
     wait_for(lambda: _status(server.url, run_id) == "completed", what="completed")
     base = f"{server.url}/v1/runs/{run_id}"
-    msgs = httpx.get(f"{base}/agents/counter/messages").json()
+    msgs = httpx.get(f"{base}/agents/counter/messages").json()["messages"]
     assert msgs[0]["role"] == "user" and msgs[-1]["role"] == "assistant"
     later = httpx.get(f"{base}/agents/counter/messages", params={"after": msgs[-2]["seq"]})
-    assert [m["seq"] for m in later.json()] == [msgs[-1]["seq"]]
+    assert [m["seq"] for m in later.json()["messages"]] == [msgs[-1]["seq"]]
     assert httpx.get(f"{base}/agents/nobody/messages").status_code == 404
-    assert httpx.get(f"{base}/plans").json() == []
-    assert httpx.get(f"{base}/handoffs").json() == []
-    assert httpx.get(f"{base}/notes", params={"search": "x", "tag": "y"}).json() == []
-    assert json.loads(httpx.get(f"{base}/approvals").text) == []
+    assert httpx.get(f"{base}/plans").json() == {"plans": [], "next_cursor": None}
+    assert httpx.get(f"{base}/handoffs").json()["handoffs"] == []
+    assert httpx.get(f"{base}/notes", params={"search": "x", "tag": "y"}).json()["notes"] == []
+    assert json.loads(httpx.get(f"{base}/approvals").text)["approvals"] == []
 
 
 def test_a_stream_says_when_nobody_can_serve_its_run(server: Server) -> None:

@@ -1,0 +1,52 @@
+"""``orchestra demo``: the demo a package registers (entry point group ``orchestra.demo``;
+this project's is ``agents.demo:DEMO``), run like ``orchestra run`` would run it."""
+
+from __future__ import annotations
+
+import argparse
+from importlib.metadata import entry_points
+from pathlib import Path
+
+from orchestra._errors import UserError
+from orchestra._install import DISTRIBUTION
+from orchestra._store import url as store_url
+from orchestra.cli.commands import _cannot_write, _refuse, _start, _workspace, open_store
+from orchestra.coordinator.pipeline import Demo
+
+GROUP = "orchestra.demo"
+
+
+def load_demo() -> Demo:
+    """The installed demo (the first registered, by name)."""
+    found = sorted(entry_points(group=GROUP), key=lambda e: e.name)
+    if not found:
+        raise UserError(f"no demo is installed (entry point group {GROUP!r}): pip install -e . "
+                        f"in an orchestra checkout, or pip install {DISTRIBUTION}")
+    demo = found[0].load()
+    if not isinstance(demo, Demo):
+        raise UserError(f"entry point {found[0].value!r} ({GROUP}) is not an "
+                        "orchestra.coordinator.pipeline.Demo")
+    return demo
+
+
+async def cmd_demo(args: argparse.Namespace) -> int:
+    demo = load_demo()
+    db_path = store_url.sqlite_path(args.db)
+    if db_path is not None and (problem := _cannot_write(Path(db_path))):
+        _refuse(args, Path(args.db), problem)  # before anything is printed or created
+    workspace = Path(args.workspace).resolve()
+    if workspace.exists() and any(workspace.iterdir()):
+        raise UserError(f"demo workspace {workspace} is not empty; remove it or pass "
+                        "--workspace NEW_DIR")
+    if store_url.sqlite_path(args.db) is None or Path(args.db).exists():
+        async with open_store(args, must_exist=True):
+            pass  # a bad --db fails here, before the workspace is created
+    if not args.model:
+        args.model = [demo.model]
+        if not args.json and demo.notice:
+            print(demo.notice)
+    with _workspace(args, workspace):
+        code = await _start(args, demo.pipeline, demo.run_input(str(workspace)))
+    if not args.json:
+        print(f"\nworkspace: {workspace}  (run its tests: cd {workspace} && python -m pytest)")
+    return code
