@@ -194,6 +194,8 @@ def not_owned(foreign: Sequence[str], allowed: Sequence[str]) -> OutputError:
 
 
 def format_example(what: str) -> str:
-    return ("Reply with " + what + ", each in a fenced code block with the file's path on "
-            "the line just before it:\n\n<path of the file>\n```python\n<the complete "
-            "file>\n```\n\nWrite the code only inside such blocks. Do not reply with JSON.")
+    # in words, with no template to fill in: a small model copies a template's
+    # placeholders ("<path of the file>") as its answer (seen with Qwen2.5-Coder-1.5B)
+    return ("Reply with " + what + ", each in its own fenced code block (```python ... "
+            "```), with the file's path alone on the line just before the opening fence. "
+            "Write the code only inside such blocks. Do not reply with JSON.")

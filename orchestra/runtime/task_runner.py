@@ -113,10 +113,7 @@ class TaskRunner:
                                         f"(output_retries={cls.output_retries}); the last "
                                         f"problem: {st.last_problem}", st.pending, st.journal)
             if st.failures >= FRESH_AFTER:
-                # the same failed exchange would likely get the same reply: start afresh
-                st.say(f"Your previous replies could not be used ({st.last_problem}). "
-                       "Do the task above again from the start.")
-                st.restart = len(st.task_msgs) - 1
+                st.start_afresh()
         return await self._fail(f"no final answer after max_turns={cls.max_turns} model calls "
                                 f"(the model kept calling tools); raise max_turns or simplify "
                                 f"the task", st.pending, st.journal)
@@ -259,13 +256,19 @@ class TaskRunner:
                 if not self.checks_output:  # the model step commits with the task
                     return await self._complete(result, st.pending, st.journal, uncommitted)
                 await st.journal.commit(uncommitted)
+                uncommitted = None
                 rejection, accepted = await self._check(st, result)
                 if rejection is None:
                     return await self._complete(accepted, st.pending, st.journal, None)
                 st.rejections.append(rejection)
                 st.failures = 0
                 st.last_problem = one_line(rejection.problem)
-                st.say(rejection.problem)
+                if record["text"] in st.rejected:  # the same answer again: in view, the
+                    st.last_problem = f"you sent the same answer again ({st.last_problem})"
+                    st.start_afresh()  # exchange would only bring it back once more
+                else:
+                    st.rejected.add(record["text"])
+                    st.say(rejection.problem)
                 return None
         await st.journal.commit(uncommitted)
         st.failures += 1

@@ -72,6 +72,8 @@ class Turns:
     """Unusable replies in a row (a fresh start follows a few)."""
     rejections: list[Rejection] = field(default_factory=list)
     """Usable answers that ``check_output`` sent back in this attempt, in order."""
+    rejected: set[str] = field(default_factory=set)
+    """The texts of those answers: the same one again counts as unusable (a repeat)."""
     last_problem: str = ""
     restart: int | None = None
     """Set after repeated failures: the view starts here, afresh."""
@@ -79,6 +81,13 @@ class Turns:
     """(tool, arguments, result) seen in this task."""
     tools: ToolRunner | None = None
     """Made at the task's first tool call."""
+
+    def start_afresh(self) -> None:
+        """From the next turn the model sees its task and the last problem only: the
+        same failed exchange would likely get the same reply."""
+        self.say(f"Your previous replies could not be used ({self.last_problem}). "
+                 "Do the task above again from the start.")
+        self.restart = len(self.task_msgs) - 1
 
     def say(self, text: str) -> None:
         """Tell the model something (feedback): seen next turn, stored with the next step."""

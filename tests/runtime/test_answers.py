@@ -162,3 +162,39 @@ def test_one_block_holding_several_files_is_cut_at_their_path_comments() -> None
     # the task's own file is taken; the other is never written (not this task's to write)
     own = parse(FileBlocks(paths=lambda _: ["tests/test_roman.py"]), text)
     assert own.files == {"tests/test_roman.py": tests}
+
+
+async def test_the_same_answer_sent_back_again_starts_the_task_afresh(tmp_path: Any) -> None:
+    from orchestra import ModelRetry
+
+    class Picky(Role):
+        """Write the file."""
+
+        answer = ONE
+
+        async def check_output(self, ctx: Any, output: Any) -> None:
+            if "return 'I' * n" not in output.files["kata/roman.py"]:
+                raise ModelRetry("wrong: it must return 'I' * n")
+
+    bad = "kata/roman.py\n```python\ndef to_roman(n):\n    return ''\n```"
+    replies = [bad, bad, f"kata/roman.py\n```python\n{CODE}```"]
+    requests: list[ModelRequest] = []
+
+    def model(request: ModelRequest) -> ModelResponse:
+        requests.append(request)
+        return ModelResponse(replies[len(requests) - 1])
+
+    store = await SQLiteBlackboard.open(tmp_path / "o.db")
+    try:
+        pipeline = Pipeline("p", roles=[Picky()], start=lambda inp: [NewTask("picky", inp)])
+        run = await Coordinator(store, pipeline, models={"picky": FunctionModel(model)}).run(
+            {"task": "write it"})
+    finally:
+        await store.close()
+    assert run.status == "completed", run.error
+    # 1st: sent back in full, the exchange in view; 2nd, the same: the task afresh
+    assert requests[1].messages[-1].content == "wrong: it must return 'I' * n"
+    assert [m.role for m in requests[2].messages] == ["system", "user", "user"]
+    last = requests[2].messages[-1].content
+    assert "you sent the same answer again (wrong: it must return 'I' * n)" in last
+    assert "Do the task above again from the start" in last
