@@ -321,3 +321,14 @@ def test_checks_of_one_test_are_cut_apart_and_told_apart_by_the_spec() -> None:
     assert trusted_tests(split, ["I"], ["ValueError"]) == {"test_r_1", "test_r_3"}
     assert failed_tests("FAILED tests/t.py::test_r_2 - assert\nERROR tests/t.py::test_x[1]") \
         == {"test_r_2", "test_x"}
+
+
+def test_an_attribute_that_hides_a_method_is_named() -> None:
+    from agents.checks import code_problem
+
+    shadow = ("class Inventory:\n    def __init__(self):\n        self.items = {}\n\n"
+              "    def items(self):\n        return sorted(self.items.items())\n")
+    assert "sets self.items, which hides its method items()" in code_problem(
+        "kata/inventory.py", shadow, tests=False)
+    fine = shadow.replace("self.items", "self._items")
+    assert code_problem("kata/inventory.py", fine, tests=False) == ""
