@@ -60,8 +60,11 @@ def test_cost_cap_pauses_before_the_crossing_call_and_resume_survives_kill_9(
     steps = _model_steps(db)
     issued = calls.read_text().splitlines()
     assert len(steps) == TURNS + 1  # each call counted once
-    reissued = len(issued) - len(steps)  # the call in flight at the kill, if any, ran twice
-    assert reissued in (0, 1) and sum(a - 1 for *_, a in steps) == reissued
+    # the step in flight at the kill, if any, ran again (the journal counts it); its first
+    # call reached the model only if the kill came after the call was sent
+    reissued = sum(a - 1 for *_, a in steps)
+    billed_twice = len(issued) - len(steps)
+    assert reissued in (0, 1) and 0 <= billed_twice <= reissued
     for tokens_in, tokens_out, cost, usage, _ in steps:
         assert cost == _by_hand(tokens_in, tokens_out, usage[2]) > 0
     assert sum(usage[2] for *_, usage, _ in steps) > 0  # cached input was counted
