@@ -37,7 +37,7 @@ from orchestra.runtime.replies import (
 from orchestra.runtime.retry_sampling import retry_settings
 from orchestra.runtime.tool_calls import ApprovalWait, ToolRunner
 from orchestra.runtime.turns import MAX_REPLY_CHARS as MAX_REPLY_CHARS
-from orchestra.runtime.turns import Turns, reply_outcome, system_message
+from orchestra.runtime.turns import Turns, reply_outcome, serialize_output, system_message
 from orchestra.tools import Rejection, Tool, ToolContext
 
 log = get_logger("orchestra.runtime")
@@ -60,12 +60,6 @@ class TaskOutcome:
     extra: dict[str, Any] = field(default_factory=dict)
     retry: bool = False
     """A failure worth another attempt of the task (the role's ``max_attempts`` permitting)."""
-
-
-def _serialize_output(value: Any) -> Any:
-    if hasattr(value, "model_dump"):
-        return value.model_dump(mode="json")
-    return value
 
 
 class TaskRunner:
@@ -295,7 +289,7 @@ class TaskRunner:
                 return Outcome({"problem": str(exc), "data": exc.data})
             if amended is None:
                 return Outcome({"problem": ""})
-            return Outcome({"problem": "", "output": _serialize_output(amended)})
+            return Outcome({"problem": "", "output": serialize_output(amended)})
 
         out = await journal.run(n, "tool", "check_output", "", check)
         if out["problem"]:
@@ -362,7 +356,7 @@ class TaskRunner:
             writes.messages[:0] = step.writes.messages
         if self.route is not None:
             self.route(result, self.task, writes)
-        data = _serialize_output(result)
+        data = serialize_output(result)
         final = step.result if step is not None else None
         spec = self.claim_next() if self.claim_next is not None else None
         claimed: list[Task] = []

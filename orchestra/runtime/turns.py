@@ -94,3 +94,10 @@ class Turns:
         note = Message("user", text, name=FEEDBACK, task_id=self.task_id)
         self.task_msgs.append(note)
         self.pending.append(note)
+
+
+def serialize_output(value: Any) -> Any:
+    """A final answer as the store keeps it (a pydantic model as its JSON form)."""
+    if hasattr(value, "model_dump"):
+        return value.model_dump(mode="json")
+    return value
