@@ -1,6 +1,7 @@
 """The software pipeline: the architect plans; per module the tester writes tests from
 the spec, the coder writes the code until those tests pass (or its rounds run out),
-and the reviewer judges, sending the fix to whichever of the two is wrong.
+and the reviewer judges a module whose tests still fail (or every module, with
+``review="always"``), sending the fix to whichever of the two is wrong.
 
 Routes turn each role's output into the next work, atomically with the task's
 completion: the plan fans out into one tester task per module (modules another one
@@ -9,7 +10,8 @@ report, a review task; a rejected review goes back to the coder or the tester wi
 its comments, up to ``max_rounds`` rounds, after which the module is marked failed
 (with the reason) instead of looping forever.
 
-Run input: ``{"spec": str, "workspace": str, "max_rounds": int, "model": spec|None}``.
+Run input: ``{"spec": str, "workspace": str, "max_rounds": int, "review": "failures" |
+"always", "model": spec|None}``.
 """
 
 from __future__ import annotations
@@ -26,7 +28,12 @@ from orchestra import NewHandoff, NewNote, NewTask, Pipeline, Task, UserError, f
 from orchestra.store import Writes
 
 PIPELINE_REF = "agents.pipeline:build_pipeline"
-DEFAULT_MAX_ROUNDS = 3
+DEFAULT_MAX_ROUNDS = 2
+REVIEWS = ("failures", "always")
+"""When the reviewer reads a module: only when its tests do not all pass (the default:
+a passing module's review costs a model call and, from a small model, is mostly
+noise; the reviewer's job is to say whether the code or the tests are wrong), or
+after every coder task."""
 
 
 def _uses(plan: ProjectPlan, spec: str) -> dict[str, list[str]]:
@@ -91,7 +98,22 @@ def _tests_route(result: TestsAnswer, task: Task, writes: Writes) -> None:
                                       key=f"code:{path}:{rnd}"))
 
 
-def _code_route(result: CodeAnswer, task: Task, writes: Writes) -> None:
+def _code_route(review: str) -> Any:
+    def route(result: CodeAnswer, task: Task, writes: Writes) -> None:
+        module = task.input["module"]
+        if review == "failures" and (result.report or {}).get("passed"):
+            path, rnd = module["path"], int(task.input["round"])
+            writes.notes.append(NewNote(f"approved {path} in round {rnd}: every test passes "
+                                        "(reviews are for failures)", ("approval", path)))
+            writes.events.append(("module.approved", {"module": path, "round": rnd,
+                                                      "by": "tests"}))
+            return
+        _to_review(result, task, writes)
+
+    return route
+
+
+def _to_review(result: CodeAnswer, task: Task, writes: Writes) -> None:
     module = task.input["module"]
     rnd = int(task.input["round"])
     writes.handoffs.append(NewHandoff("reviewer", {
@@ -143,6 +165,11 @@ def build_pipeline(run_input: Any) -> Pipeline:
     root.mkdir(parents=True, exist_ok=True)
     workspace = Workspace(root)
     max_rounds = int(run_input.get("max_rounds") or DEFAULT_MAX_ROUNDS)
+    review = str(run_input.get("review") or REVIEWS[0])
+    if review not in REVIEWS:
+        raise UserError(f"review {review!r} is not one of {', '.join(REVIEWS)}: 'failures' "
+                        "reviews a module only when its tests fail, 'always' after every "
+                        "coder task")
     return Pipeline(
         "software",
         roles=[Architect(workspace), Tester(workspace), Coder(workspace), Reviewer(workspace)],
@@ -154,7 +181,7 @@ def build_pipeline(run_input: Any) -> Pipeline:
         routes={
             "architect": _plan_route,
             "tester": _tests_route,
-            "coder": _code_route,
+            "coder": _code_route(review),
             "reviewer": _review_route(max_rounds),
         },
         ref=PIPELINE_REF,

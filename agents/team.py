@@ -24,6 +24,7 @@ from agents.checks import (
     spec_section,
 )
 from agents.roles import CodeAnswer, Review, TestsAnswer, WorkspaceRole
+from agents.speccases import CASE_PREFIX, add_cases, spec_cases
 from agents.testsplit import failed_tests, split_tests, trusted_tests
 from agents.workspace import WorkspaceError
 from orchestra import ModelRetry, ModelSettings, SlidingWindow, ToolContext
@@ -60,6 +61,11 @@ def _first_failure(report: dict[str, Any]) -> str:
     return ""
 
 
+def _first(report: dict[str, Any]) -> str:
+    failure = _first_failure(report)
+    return f" (the first failure: {failure})" if failure else ""
+
+
 def _score(report: dict[str, Any], trusted: frozenset[str] | set[str] = frozenset()
            ) -> list[int]:
     """[tests passed, tests run, tests the spec vouches for that passed]."""
@@ -77,7 +83,16 @@ def _rank(candidate: dict[str, Any]) -> tuple[int, int]:
 
 def _trusted(tests: str, task_input: dict[str, Any], path: str) -> set[str]:
     section = spec_section(str(task_input.get("spec") or ""), path)
-    return trusted_tests(tests, spec_examples(section), spec_errors(section))
+    return trusted_tests(tests, spec_examples(section), spec_errors(section),
+                         prefix=CASE_PREFIX)
+
+
+def _cases_file(task_input: dict[str, Any], text: str) -> str:
+    """``text`` with the examples the spec states appended as tests of their own."""
+    module = _module(task_input)
+    path = str(module.get("path"))
+    section = spec_section(str(task_input.get("spec") or ""), path)
+    return add_cases(text, spec_cases(section, module.get("public_api") or []), dotted(path))
 
 
 class Tester(WorkspaceRole):
@@ -99,6 +114,9 @@ class Tester(WorkspaceRole):
     example_rounds: ClassVar[int] = 2
     """Times tests that leave out a spec example are sent back; then they are taken as
     they are (tests with gaps beat no tests: a failed tester would stop the run)."""
+    fallback_after: ClassVar[int] = 3
+    """Unusable test files after which the spec's own examples are the tests, alone
+    (when the spec states any): a run goes on with tests it can trust."""
 
     def render_task(self, task_input: Any) -> str:
         return tester_brief(task_input)
@@ -107,25 +125,40 @@ class Tester(WorkspaceRole):
         """A test file that imports the module and asserts every example the spec
         gives for it; then it is written to the workspace (and the answer returned, so
         the journal holds every file a check wrote)."""
-        module = _module(ctx.task_input)
+        task_input = ctx.task_input if isinstance(ctx.task_input, dict) else {}
+        module = _module(task_input)
         path, test_path = str(module.get("path")), str(module.get("test_path"))
         text = output.files[test_path]
+        try:
+            self._usable(path, test_path, text, task_input, len(ctx.rejections))
+        except ModelRetry:
+            fallback = _cases_file(task_input, "")
+            if not fallback or len(ctx.rejections) + 1 < type(self).fallback_after:
+                raise
+            text = fallback  # the spec's examples alone beat a run stopped here
+        else:
+            # one test per check (a wrong one fails alone), then the spec's own examples
+            text = _cases_file(task_input, split_tests(text))
+        await self.workspace.write_file(test_path, text)
+        return output.model_copy(update={"files": {test_path: text}})
+
+    @classmethod
+    def _usable(cls, path: str, test_path: str, text: str, task_input: dict[str, Any],
+                rejected: int) -> None:
+        """Raise ModelRetry saying what keeps ``text`` from being the module's tests."""
         problem = code_problem(test_path, text, tests=True)
         if problem:
             raise ModelRetry(f"Your test file is {problem}. Reply with it fixed, complete.")
         if not imports_module(text, path):
             raise ModelRetry(f"Your tests do not import the module: write "
                              f"`from {dotted(path)} import ...` at the top, then test it.")
-        spec = str((ctx.task_input or {}).get("spec") or "")
+        spec = str(task_input.get("spec") or "")
         missing = missing_examples(text, spec_examples(spec_section(spec, path)))
-        if missing and len(ctx.rejections) < type(self).example_rounds:
+        if missing and rejected < cls.example_rounds:
             shown = ", ".join(repr(m) for m in missing[:8])
             raise ModelRetry(f"Your tests leave out examples the spec states: {shown}. Add "
                              "a test that asserts each example exactly as the spec gives it, "
                              "and reply with the complete file.")
-        text = split_tests(text)  # one test per check: a wrong one fails alone
-        await self.workspace.write_file(test_path, text)
-        return output.model_copy(update={"files": {test_path: text}})
 
 
 class Coder(WorkspaceRole):
@@ -142,7 +175,10 @@ class Coder(WorkspaceRole):
     output_retries = 5
     concurrency = 1
     test_rounds: ClassVar[int] = 3
-    """Answers whose tests run within one task; the best of them is kept."""
+    """Answers whose tests run within one task; the best of them is kept. They
+    alternate: the first, a revision in view of its failures, a new sample of the
+    task afresh (a small model's revisions often repeat its answer; another sample
+    often passes where it did not), a revision of that one, ..."""
 
     def render_task(self, task_input: Any) -> str:
         return coder_brief(task_input)
@@ -185,6 +221,12 @@ class Coder(WorkspaceRole):
                                              "history": history})
         if len(earlier) + 1 < type(self).test_rounds:
             passed, total = mine["score"][:2]
+            if (len(earlier) + 1) % 2 == 0:  # a revision failed too: a new sample
+                raise ModelRetry(
+                    f"Write {path} again from the start, as a new version: an earlier "
+                    f"version passed {passed} of its {total} tests{_first(report)}. Reply "
+                    f"with the complete file in one fenced block labelled {path}.",
+                    data=mine, fresh=True)
             raise ModelRetry(
                 f"The tests in {test_path} ran against your module: {passed} of {total} "
                 f"passed. The end of pytest's report:\n{report['output']}\n\nFind the cause "

@@ -113,11 +113,15 @@ class ModelRetry(OrchestraError):
     Raised by a role's ``check_output``, it sends the answer back; ``data`` (JSON-able:
     a test score, the rejected files) is journaled with the rejection, and later checks
     of the same task attempt see it in ``ctx.rejections`` (to keep the best answer).
+    ``fresh=True`` asks for a new sample instead of a revision: the model sees its task
+    again with ``message`` only, not the exchange it answered in (best-of-n sampling;
+    a small model revising in view of its own answer often repeats it).
     """
 
-    def __init__(self, message: str = "", *, data: object = None) -> None:
+    def __init__(self, message: str = "", *, data: object = None, fresh: bool = False) -> None:
         super().__init__(message)
         self.data = data
+        self.fresh = fresh
 
 
 class OutputError(ValueError):

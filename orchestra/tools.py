@@ -38,6 +38,8 @@ class Rejection:
 
     problem: str
     data: Any = None
+    fresh: bool = False
+    """The check asked for a new sample (the task afresh), not a revision in view."""
 
 
 @dataclass(slots=True)

@@ -22,7 +22,7 @@ def run_input(workspace: str) -> dict[str, Any]:
     """The stock pipeline's input: the bundled spec, built in ``workspace``."""
     from agents.demo.director import spec_text
 
-    return {"spec": spec_text(), "workspace": workspace, "max_rounds": 3}
+    return {"spec": spec_text(), "workspace": workspace, "max_rounds": 3, "review": "always"}
 
 
 DEMO = Demo(pipeline="agents.pipeline:build_pipeline", model=MODEL, run_input=run_input,

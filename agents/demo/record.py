@@ -10,7 +10,8 @@ import asyncio
 import tempfile
 from pathlib import Path
 
-from agents.demo.director import SESSION, director_model, spec_text
+from agents.demo import run_input as demo_input
+from agents.demo.director import SESSION, director_model
 from agents.pipeline import build_pipeline
 from orchestra import Coordinator, SQLiteBlackboard
 from orchestra.models.record import RecordingModel
@@ -21,7 +22,7 @@ async def record(out: Path) -> str:
     with tempfile.TemporaryDirectory() as tmp:
         workspace = Path(tmp) / "ws"
         workspace.mkdir()
-        run_input = {"spec": spec_text(), "workspace": str(workspace), "max_rounds": 3}
+        run_input = demo_input(str(workspace))
         pipeline = build_pipeline(run_input)
         model = RecordingModel(director_model(), out, name="demo-session")
         store = await SQLiteBlackboard.open(Path(tmp) / "o.db")

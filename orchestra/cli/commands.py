@@ -179,7 +179,7 @@ async def cmd_run(args: argparse.Namespace) -> int:
         if workspace.exists() and not workspace.is_dir():
             raise UserError(f"--workspace {workspace} is a file, not a directory")
         run_input = {"spec": spec_path.read_text(), "max_rounds": args.max_rounds,
-                     "workspace": str(workspace)}
+                     "review": args.review, "workspace": str(workspace)}
         ref = "agents.pipeline:build_pipeline"
         split_models(args.model)  # bad flags fail before anything is created
         _settings(args)

@@ -177,7 +177,10 @@ def build_parser() -> argparse.ArgumentParser:
     _model_flags(p)
     p.add_argument("--spec", help="spec file for the stock software pipeline")
     p.add_argument("--workspace", help="directory the stock pipeline writes to")
-    p.add_argument("--max-rounds", type=int, default=3, help="review rounds per module")
+    p.add_argument("--max-rounds", type=int, default=2, help="review rounds per module")
+    p.add_argument("--review", choices=("failures", "always"), default="failures",
+                   help="when the reviewer reads a module: only when its tests fail "
+                        "(default), or after every coder task")
     p.add_argument("--pipeline", help="your pipeline factory, 'package.module:factory'")
     p.add_argument("--input", help="run input as JSON (with --pipeline)")
     p.add_argument("--dry-run", action="store_true",

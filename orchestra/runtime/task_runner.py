@@ -257,7 +257,10 @@ class TaskRunner:
                 st.rejections.append(rejection)
                 st.failures = 0
                 st.last_problem = one_line(rejection.problem)
-                if record["text"] in st.rejected:  # the same answer again: in view, the
+                if rejection.fresh:  # a new sample asked for: the task and the message
+                    st.rejected.add(record["text"])
+                    st.start_afresh(rejection.problem)
+                elif record["text"] in st.rejected:  # the same answer again: in view, the
                     st.last_problem = f"you sent the same answer again ({st.last_problem})"
                     st.start_afresh()  # exchange would only bring it back once more
                 else:
@@ -286,14 +289,18 @@ class TaskRunner:
             try:
                 amended = await self.role.check_output(ctx, result)
             except ModelRetry as exc:
-                return Outcome({"problem": str(exc), "data": exc.data})
+                out: dict[str, Any] = {"problem": str(exc), "data": exc.data}
+                if exc.fresh:  # only then: records of earlier versions replay unchanged
+                    out["fresh"] = True
+                return Outcome(out)
             if amended is None:
                 return Outcome({"problem": ""})
             return Outcome({"problem": "", "output": serialize_output(amended)})
 
         out = await journal.run(n, "tool", "check_output", "", check)
         if out["problem"]:
-            return Rejection(str(out["problem"]), out.get("data")), None
+            return Rejection(str(out["problem"]), out.get("data"),
+                             bool(out.get("fresh"))), None
         if "output" not in out:
             return None, result
         output = type(self.role).output  # an amended answer, rebuilt alike on replay

@@ -82,10 +82,10 @@ class Turns:
     tools: ToolRunner | None = None
     """Made at the task's first tool call."""
 
-    def start_afresh(self) -> None:
-        """From the next turn the model sees its task and the last problem only: the
-        same failed exchange would likely get the same reply."""
-        self.say(f"Your previous replies could not be used ({self.last_problem}). "
+    def start_afresh(self, message: str | None = None) -> None:
+        """From the next turn the model sees its task and the last problem only (or
+        ``message``): the same failed exchange would likely get the same reply."""
+        self.say(message or f"Your previous replies could not be used ({self.last_problem}). "
                  "Do the task above again from the start.")
         self.restart = len(self.task_msgs) - 1
 

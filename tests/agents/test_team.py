@@ -52,7 +52,8 @@ Replies = dict[str, list[Callable[[ModelRequest], ModelResponse]]]
 
 
 async def run_pipeline(tmp_path: Path, replies: Replies, spec: str = SPEC,
-                       max_rounds: int = 3) -> tuple[Any, list[Any], dict[str, list[Any]]]:
+                       max_rounds: int = 3, review: str = "always"
+                       ) -> tuple[Any, list[Any], dict[str, list[Any]]]:
     """Run the stock pipeline on ``spec`` with scripted replies per role; returns the run,
     its tasks and every request per role."""
     workspace = tmp_path / "ws"
@@ -64,7 +65,8 @@ async def run_pipeline(tmp_path: Path, replies: Replies, spec: str = SPEC,
         seen.setdefault(role, []).append(request)
         return replies[role][len(seen[role]) - 1](request)
 
-    run_input = {"spec": spec, "workspace": str(workspace), "max_rounds": max_rounds}
+    run_input = {"spec": spec, "workspace": str(workspace), "max_rounds": max_rounds,
+                 "review": review}
     pipeline = build_pipeline(run_input)
     fn = FunctionModel(model, name="scripted")
     store = await SQLiteBlackboard.open(tmp_path / "o.db")

@@ -231,10 +231,9 @@ def show(db: Path, run_id: str) -> dict[str, Any]:
 
 def demo_input(workspace: Path) -> dict[str, Any]:
     """The run input ``orchestra demo`` builds (see ``cmd_demo``)."""
-    from agents.demo.director import spec_text
+    from agents.demo import run_input
 
-    return {"spec": spec_text(), "workspace": str(workspace), "max_rounds": 3,
-            "model": DEMO_MODEL}
+    return {**run_input(str(workspace)), "model": DEMO_MODEL}
 
 
 def tree(directory: Path) -> dict[str, bytes | None]:

@@ -71,7 +71,8 @@ async def _board(store: SQLiteBlackboard, run_id: str) -> dict[str, Any]:
 async def _run(tmp: Path, name: str, model: Any) -> tuple[str, dict[str, Any], dict[str, bytes]]:
     workspace = tmp / f"ws-{name}"
     workspace.mkdir()
-    run_input = {"spec": spec_text(), "workspace": str(workspace), "max_rounds": 3}
+    run_input = {"spec": spec_text(), "workspace": str(workspace), "max_rounds": 3,
+                 "review": "always"}
     pipeline = build_pipeline(run_input)
     store = await SQLiteBlackboard.open(tmp / f"{name}.db")
     try:

@@ -135,7 +135,7 @@ async def test_weak_model_replies_are_fed_back_and_recovered(tmp_path: Path) -> 
     workspace.mkdir()
     run_input = {"spec": "Build calc/add.py: `add(a: int, b: int) -> int`, so that "
                          "`'1 + 2 = 3'` holds, and its tests.",
-                 "workspace": str(workspace), "max_rounds": 3}
+                 "workspace": str(workspace), "max_rounds": 3, "review": "always"}
     pipeline = build_pipeline(run_input)
     script = Script()
     model = FunctionModel(script, name="qwen-replies")

@@ -198,3 +198,41 @@ async def test_the_same_answer_sent_back_again_starts_the_task_afresh(tmp_path: 
     last = requests[2].messages[-1].content
     assert "you sent the same answer again (wrong: it must return 'I' * n)" in last
     assert "Do the task above again from the start" in last
+
+
+async def test_a_check_can_ask_for_a_new_sample_instead_of_a_revision(tmp_path: Any) -> None:
+    from orchestra import ModelRetry
+
+    seen: list[tuple[bool, ...]] = []
+
+    class Sampler(Role):
+        """Write the file."""
+
+        answer = ONE
+
+        async def check_output(self, ctx: Any, output: Any) -> None:
+            seen.append(tuple(r.fresh for r in ctx.rejections))
+            if "return 'I' * n" not in output.files["kata/roman.py"]:
+                raise ModelRetry("Write it again, a new version.", data={"n": 1}, fresh=True)
+
+    replies = ["kata/roman.py\n```python\ndef to_roman(n):\n    return ''\n```",
+               f"kata/roman.py\n```python\n{CODE}```"]
+    requests: list[ModelRequest] = []
+
+    def model(request: ModelRequest) -> ModelResponse:
+        requests.append(request)
+        return ModelResponse(replies[len(requests) - 1])
+
+    store = await SQLiteBlackboard.open(tmp_path / "o.db")
+    try:
+        pipeline = Pipeline("p", roles=[Sampler()], start=lambda inp: [NewTask("sampler", inp)])
+        run = await Coordinator(store, pipeline, models={"sampler": FunctionModel(model)}).run(
+            {"task": "write it"})
+    finally:
+        await store.close()
+    assert run.status == "completed", run.error
+    # the first answer is out of view: the task, then the check's words, and a new seed
+    assert [m.role for m in requests[1].messages] == ["system", "user", "user"]
+    assert requests[1].messages[-1].content == "Write it again, a new version."
+    assert requests[1].settings.seed != requests[0].settings.seed
+    assert seen == [(), (True,)]

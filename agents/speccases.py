@@ -1,0 +1,195 @@
+"""The examples a spec states, as test functions the pipeline writes itself.
+
+A spec that says ``evaluate("1 + 2 * 3")`` is ``7`` has stated a test; no model needs
+to be trusted to copy it. These cases are read from the markdown with a few strict
+rules (a backticked call or argument, a verb of equality, a backticked literal), so
+what is found is what the spec says, and anything ambiguous is left out:
+
+- `` `f(args)` is `value` `` (also: becomes, returns, gives, ``->``, ``==``, equals),
+  and `` `f(a)` and `f(b)` are `value` ``;
+- `` `args` is `value` `` in a bullet that names one function of the module (or in a
+  module with one function): ``1994`` is ``"MCMXCIV"`` under ``to_roman``;
+- `` `name = value` gives `result` `` for a parameter of the single function;
+- "raises `SomeError`: `f(args)`, `g(args)`" (and bare arguments for that function).
+
+Only calls of the module's own top-level functions, with literal arguments and
+expected values, are kept: a method of a class needs state a sentence does not give.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+__all__ = ["CASE_PREFIX", "SpecCase", "add_cases", "render_cases", "spec_cases"]
+
+CASE_PREFIX = "test_spec_example_"
+"""The names of the tests written from the spec's words (trusted as the spec itself)."""
+
+_TICKED = re.compile(r"`([^`]+)`")
+_EQUAL = re.compile(r"^\s*(?:is|are|becomes|become|returns|return|gives|give|->|→|==|"
+                    r"equals|evaluates to|encodes to|decodes to)\s*$")
+_JOIN = re.compile(r"^\s*(?:,|and|or|,\s*and)\s*$")
+_RAISES = re.compile(r"\braises?\s*$")
+_MARK = "# Examples the spec states, written by the pipeline from the spec's own words."
+
+
+@dataclass(frozen=True, slots=True)
+class SpecCase:
+    """One stated example: ``call`` (Python source) equals ``expected`` or raises ``error``."""
+
+    call: str
+    expected: str | None = None
+    error: str | None = None
+
+
+def _literal(text: str) -> str | None:
+    """``text`` as Python source if it is a literal (``"IV"``, ``[("a", 1)]``, ``-1``)."""
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+        ast.literal_eval(tree)
+    except (SyntaxError, ValueError, TypeError, MemoryError, RecursionError):
+        return None
+    return ast.unparse(tree)
+
+
+def _call(text: str, functions: dict[str, list[str]]) -> str | None:
+    """``text`` as source if it calls one of ``functions`` with literal arguments."""
+    try:
+        node = ast.parse(text.strip(), mode="eval").body
+    except SyntaxError:
+        return None
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+            and node.func.id in functions):
+        return None
+    try:
+        for arg in [*node.args, *(k.value for k in node.keywords)]:
+            ast.literal_eval(arg)
+    except ValueError:
+        return None
+    if any(isinstance(a, ast.Starred) for a in node.args) or any(
+            k.arg is None for k in node.keywords):
+        return None
+    return ast.unparse(node)
+
+
+def _implied(text: str, function: str | None, functions: dict[str, list[str]]) -> str | None:
+    """A bare argument (``1994``) or ``param = value`` as a call of ``function``."""
+    if function is None:
+        return None
+    params = functions[function]
+    m = re.fullmatch(r"\s*([A-Za-z_]\w*)\s*=\s*(.+)", text)
+    if m and params == [m.group(1)] and _literal(m.group(2)) is not None:
+        return f"{function}({m.group(1)}={_literal(m.group(2))})"
+    value = _literal(text)
+    if value is None or len(params) != 1:
+        return None
+    return f"{function}({value})"
+
+
+def _functions(public_api: Sequence[str]) -> dict[str, list[str]]:
+    """Top-level functions of the API (``name(params)``; classes and methods left out)."""
+    out: dict[str, list[str]] = {}
+    if any(re.match(r"\s*(?:class\s+)?[A-Z]\w*\s*[(:]?", str(sig)) for sig in public_api):
+        return {}  # a class's methods are listed bare: a call needs an instance's state
+    for sig in public_api:
+        m = re.match(r"\s*(?:def\s+)?([a-z_]\w*)\s*\((.*)\)", str(sig))
+        if not m:
+            continue
+        try:
+            args = ast.parse(f"def _f({m.group(2)}): pass").body[0].args  # type: ignore[attr-defined]
+        except SyntaxError:
+            continue
+        params = [a.arg for a in [*args.posonlyargs, *args.args]]
+        out[m.group(1)] = params[: len(params) - len(args.defaults)]  # the required ones
+    return out
+
+
+def _sentences(section: str) -> list[str]:
+    """Bullets and paragraphs, joined across wrapped lines (code fences dropped)."""
+    text = re.sub(r"```.*?```", "", section, flags=re.S)
+    blocks = re.split(r"\n\s*\n|\n(?=\s*[-*] )", text)
+    return [" ".join(b.split()) for b in blocks if b.strip()]
+
+
+def spec_cases(section: str, public_api: Sequence[str]) -> list[SpecCase]:
+    """The examples ``section`` (a module's part of a spec) states for its functions."""
+    functions = _functions(public_api)
+    if not functions:
+        return []
+    only = next(iter(functions)) if len(functions) == 1 else None
+    cases: list[SpecCase] = []
+    for sentence in _sentences(section):
+        named = [t for t in _TICKED.findall(sentence) if t.strip() in functions]
+        subject = named[0].strip() if len(set(named)) == 1 else only
+        cases += _sentence_cases(sentence, functions, subject)
+    return list(dict.fromkeys(cases))
+
+
+def _sentence_cases(sentence: str, functions: dict[str, list[str]],
+                    subject: str | None) -> list[SpecCase]:
+    parts = _TICKED.split(sentence)  # even: prose, odd: backticked
+    out: list[SpecCase] = []
+    pending: list[str] = []  # calls joined by "and" before a verb
+    raising: str | None = None
+    for i in range(1, len(parts), 2):
+        tick, before = parts[i], parts[i - 1]
+        if raising and not re.search(r"[.;]", before):
+            call = _call(tick, functions) or _implied(tick, subject, functions)
+            if call and not _literal_name(tick):
+                out.append(SpecCase(call, error=raising))
+                continue
+        raising = None
+        if _RAISES.search(before) and re.fullmatch(r"[A-Z]\w*(?:Error|Exception)", tick):
+            if i + 1 < len(parts) and parts[i + 1].lstrip().startswith(":"):
+                raising = tick
+            pending = []
+            continue
+        call = _call(tick, functions) or _implied(tick, subject, functions)
+        if pending and _EQUAL.match(before):
+            expected = _literal(tick)
+            if expected is not None:
+                out += [SpecCase(c, expected=expected) for c in pending]
+            pending = []
+            continue
+        if call and (not pending or _JOIN.match(before)):
+            pending.append(call)
+        else:
+            pending = [call] if call else []
+    return out
+
+
+def _literal_name(tick: str) -> bool:
+    """An error class name after another (``ValueError`` or ``TypeError``), not a case."""
+    return bool(re.fullmatch(r"[A-Z]\w*(?:Error|Exception)", tick.strip()))
+
+
+def render_cases(cases: Sequence[SpecCase], module: str) -> str:
+    """Test functions for ``cases``, importing from ``module`` (dotted); '' for none."""
+    if not cases:
+        return ""
+    lines = [_MARK, f"import {module} as _spec_module", ""]
+    if any(c.error for c in cases):
+        lines.insert(1, "import pytest as _spec_pytest")
+    for n, case in enumerate(cases, 1):
+        call = f"_spec_module.{case.call}"
+        lines.append(f"def {CASE_PREFIX}{n}():")
+        if case.error:
+            exc = case.error if case.error in _BUILTIN_ERRORS else f"_spec_module.{case.error}"
+            lines += [f"    with _spec_pytest.raises({exc}):", f"        {call}", ""]
+        else:
+            lines += [f"    assert {call} == {case.expected}", ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+_BUILTIN_ERRORS = frozenset(n for n in dir(__import__("builtins"))
+                            if n.endswith(("Error", "Exception")))
+
+
+def add_cases(tests: str, cases: Sequence[SpecCase], module: str) -> str:
+    """``tests`` with the spec's cases appended (replacing an earlier appended block)."""
+    head = tests.split(_MARK)[0].rstrip()
+    block = render_cases(cases, module)
+    return f"{head}\n\n\n{block}" if block and head else (block or head + "\n")

@@ -1,0 +1,78 @@
+"""How the pipeline harvests a model's capacity: the spec's examples as tests of their
+own, new samples beside revisions, and reviews spent on modules whose tests fail."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from test_team import GOOD, HALF, PLAN, TESTS, approve, fenced, run_pipeline, says
+
+from agents.speccases import CASE_PREFIX
+from agents.team import Coder
+from orchestra.models.base import ModelRequest, ModelResponse
+
+SPEC = ("# add\n\nBuild `calc/add.py` with `add(a: int, b: int) -> int`, tested in "
+        "`tests/test_add.py`.\n\n- `add(1, 2)` is `3`, `add(2, 2)` is `4`.\n")
+PLANNED = json.dumps(PLAN)
+
+
+def plan(_: ModelRequest) -> ModelResponse:
+    return says(PLANNED)(_)
+
+
+async def test_a_passing_module_is_approved_by_its_tests_without_a_review(
+        tmp_path: Path) -> None:
+    run, tasks, seen = await run_pipeline(tmp_path, {
+        "architect": [plan], "tester": [says(fenced("tests/test_add.py", TESTS))],
+        "coder": [says(fenced("calc/add.py", GOOD))], "reviewer": []}, spec=SPEC,
+        review="failures")
+    assert run.status == "completed", run.error
+    assert "reviewer" not in seen and [t.role for t in tasks].count("reviewer") == 0
+    tests = (tmp_path / "ws/tests/test_add.py").read_text()
+    # the spec's two examples were appended as tests of their own, and they ran
+    assert f"def {CASE_PREFIX}1" in tests and "_spec_module.add(2, 2) == 4" in tests
+    (coder,) = [t for t in tasks if t.role == "coder"]
+    assert coder.result["report"]["tests_passed"] == 4
+
+
+async def test_a_failing_module_still_goes_to_the_reviewer(tmp_path: Path) -> None:
+    wrong = "def add(a: int, b: int) -> int:\n    return a - b\n"
+    run, _tasks, seen = await run_pipeline(tmp_path, {
+        "architect": [plan], "tester": [says(fenced("tests/test_add.py", TESTS))],
+        "coder": [says(fenced("calc/add.py", wrong))] * 3 + [says(fenced("calc/add.py", GOOD))],
+        "reviewer": [says(json.dumps({"module": "calc/add.py", "approved": False,
+                                      "comments": ["add subtracts"]})), approve]},
+        spec=SPEC, review="failures")
+    assert run.status == "completed", run.error
+    assert len(seen["reviewer"]) == 1  # round 2 passed: approved by its tests
+    assert (tmp_path / "ws/calc/add.py").read_text() == GOOD
+
+
+async def test_after_a_failed_revision_the_coder_samples_the_task_afresh(
+        tmp_path: Path) -> None:
+    run, _tasks, seen = await run_pipeline(tmp_path, {
+        "architect": [plan], "tester": [says(fenced("tests/test_add.py", TESTS))],
+        "coder": [says(fenced("calc/add.py", HALF)), says(fenced("calc/add.py", HALF + "\n")),
+                  says(fenced("calc/add.py", GOOD))], "reviewer": [approve]}, spec=SPEC)
+    assert run.status == "completed", run.error
+    assert Coder.test_rounds == 3 and len(seen["coder"]) == 3
+    revise, fresh = (r.messages for r in seen["coder"][1:])
+    assert any(HALF.strip() in m.content for m in revise if m.role == "assistant")
+    # the new sample sees its task and a short word of what failed, not the answers
+    assert not any(m.role == "assistant" for m in fresh[2:])
+    assert "again from the start" in fresh[-1].content
+    assert seen["coder"][2].settings.seed != seen["coder"][1].settings.seed
+    assert (tmp_path / "ws/calc/add.py").read_text() == GOOD
+
+
+async def test_a_tester_that_never_writes_usable_tests_leaves_the_specs_examples(
+        tmp_path: Path) -> None:
+    no_import = "def test_it():\n    assert True\n"
+    run, _tasks, seen = await run_pipeline(tmp_path, {
+        "architect": [plan], "tester": [says(fenced("tests/test_add.py", no_import))] * 3,
+        "coder": [says(fenced("calc/add.py", GOOD))], "reviewer": [approve]}, spec=SPEC)
+    assert run.status == "completed", run.error
+    assert len(seen["tester"]) == 3
+    tests = (tmp_path / "ws/tests/test_add.py").read_text()
+    assert "def test_it" not in tests and tests.count(f"def {CASE_PREFIX}") == 2
