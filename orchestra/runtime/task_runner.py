@@ -74,8 +74,7 @@ class TaskRunner:
         self.task, self.lease, self.route = task, lease, route
         self.limits, self.settings = limits or RunLimits(), settings or ModelSettings()
         self.claim_next = claim_next
-        self.pricer = pricer
-        """Prices each call at the time it is made (None: the cost the model reports)."""
+        self.pricer = pricer  # prices each call when made (None: the cost the model reports)
         self.cost = 0.0
         self.tools: dict[str, Tool] = role.bound_tools()
         if type(role).recall:
@@ -85,8 +84,7 @@ class TaskRunner:
         self._context: int | None = getattr(model, "context_tokens", None)
 
     async def run(self) -> TaskOutcome:
-        """Turn after turn: ask the model, then run its tool calls or take its answer,
-        until the task completes or fails (too many unusable turns, or ``max_turns``)."""
+        """Ask the model, run its tool calls or take its answer, until done or failed."""
         st = await self._begin()
         cls = type(self.role)
         for _turn in range(cls.max_turns):
@@ -288,19 +286,16 @@ class TaskRunner:
         async def check() -> Outcome:
             try:
                 amended = await self.role.check_output(ctx, result)
-            except ModelRetry as exc:
-                out: dict[str, Any] = {"problem": str(exc), "data": exc.data}
-                if exc.fresh:  # only then: records of earlier versions replay unchanged
-                    out["fresh"] = True
-                return Outcome(out)
+            except ModelRetry as exc:  # "fresh" only when set: older records replay alike
+                return Outcome({"problem": str(exc), "data": exc.data}
+                               | ({"fresh": True} if exc.fresh else {}))
             if amended is None:
                 return Outcome({"problem": ""})
             return Outcome({"problem": "", "output": serialize_output(amended)})
 
         out = await journal.run(n, "tool", "check_output", "", check)
         if out["problem"]:
-            return Rejection(str(out["problem"]), out.get("data"),
-                             bool(out.get("fresh"))), None
+            return Rejection(str(out["problem"]), out.get("data"), bool(out.get("fresh"))), None
         if "output" not in out:
             return None, result
         output = type(self.role).output  # an amended answer, rebuilt alike on replay
