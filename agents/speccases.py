@@ -23,7 +23,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["CASE_PREFIX", "SpecCase", "add_cases", "render_cases", "spec_cases"]
+__all__ = ["CASE_PREFIX", "SpecCase", "add_cases", "case_strings", "render_cases",
+           "spec_cases"]
 
 CASE_PREFIX = "test_spec_example_"
 """The names of the tests written from the spec's words (trusted as the spec itself)."""
@@ -193,3 +194,13 @@ def add_cases(tests: str, cases: Sequence[SpecCase], module: str) -> str:
     head = tests.split(_MARK)[0].rstrip()
     block = render_cases(cases, module)
     return f"{head}\n\n\n{block}" if block and head else (block or head + "\n")
+
+
+def case_strings(cases: Sequence[SpecCase]) -> set[str]:
+    """The string values the cases hold (as arguments or expected values)."""
+    out: set[str] = set()
+    for case in cases:
+        for source in (case.call, case.expected or "None"):
+            out |= {n.value for n in ast.walk(ast.parse(source, mode="eval"))
+                    if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+    return out

@@ -24,7 +24,7 @@ from agents.checks import (
     spec_section,
 )
 from agents.roles import CodeAnswer, Review, TestsAnswer, WorkspaceRole
-from agents.speccases import CASE_PREFIX, add_cases, spec_cases
+from agents.speccases import CASE_PREFIX, SpecCase, add_cases, case_strings, spec_cases
 from agents.testsplit import failed_tests, split_tests, trusted_tests
 from agents.workspace import WorkspaceError
 from orchestra import ModelRetry, ModelSettings, SlidingWindow, ToolContext
@@ -87,12 +87,16 @@ def _trusted(tests: str, task_input: dict[str, Any], path: str) -> set[str]:
                          prefix=CASE_PREFIX)
 
 
+def _cases(task_input: dict[str, Any]) -> list[SpecCase]:
+    """The examples the spec states for the task's module, as cases."""
+    module = _module(task_input)
+    section = spec_section(str(task_input.get("spec") or ""), str(module.get("path")))
+    return spec_cases(section, module.get("public_api") or [])
+
+
 def _cases_file(task_input: dict[str, Any], text: str) -> str:
     """``text`` with the examples the spec states appended as tests of their own."""
-    module = _module(task_input)
-    path = str(module.get("path"))
-    section = spec_section(str(task_input.get("spec") or ""), path)
-    return add_cases(text, spec_cases(section, module.get("public_api") or []), dotted(path))
+    return add_cases(text, _cases(task_input), dotted(str(_module(task_input).get("path"))))
 
 
 class Tester(WorkspaceRole):
@@ -153,7 +157,10 @@ class Tester(WorkspaceRole):
             raise ModelRetry(f"Your tests do not import the module: write "
                              f"`from {dotted(path)} import ...` at the top, then test it.")
         spec = str(task_input.get("spec") or "")
-        missing = missing_examples(text, spec_examples(spec_section(spec, path)))
+        # examples the pipeline writes as tests itself need not be asked for again
+        written = case_strings(_cases(task_input))
+        missing = [e for e in missing_examples(text, spec_examples(spec_section(spec, path)))
+                   if e not in written]
         if missing and rejected < cls.example_rounds:
             shown = ", ".join(repr(m) for m in missing[:8])
             raise ModelRetry(f"Your tests leave out examples the spec states: {shown}. Add "

@@ -76,3 +76,24 @@ async def test_a_tester_that_never_writes_usable_tests_leaves_the_specs_examples
     assert len(seen["tester"]) == 3
     tests = (tmp_path / "ws/tests/test_add.py").read_text()
     assert "def test_it" not in tests and tests.count(f"def {CASE_PREFIX}") == 2
+
+
+async def test_examples_the_pipeline_writes_itself_are_not_asked_of_the_tester(
+        tmp_path: Path) -> None:
+    spec = ("# greet\n\nBuild `calc/add.py` with `add(a: int, b: int) -> int`, tested in "
+            "`tests/test_add.py`.\n\n- `add(1, 2)` is `3`; shown as `\"3\"` by `show(3)`.\n")
+    run, _, seen = await run_pipeline(tmp_path, {
+        "architect": [plan], "tester": [says(fenced("tests/test_add.py", TESTS.replace(
+            '"""shown as "3"."""\n', "")))] * 3,
+        "coder": [says(fenced("calc/add.py", GOOD))], "reviewer": [approve]}, spec=spec)
+    assert run.status == "completed", run.error
+    # '3' is in no case (show is not the module's): it is asked for, example_rounds times
+    assert len(seen["tester"]) == 3
+    spec2 = spec.replace('; shown as `"3"` by `show(3)`', "").replace("`3`", '`"3"`')
+    (tmp_path / "2").mkdir()
+    run, _, seen = await run_pipeline(tmp_path / "2", {
+        "architect": [plan], "tester": [says(fenced("tests/test_add.py", TESTS.replace(
+            '"""shown as "3"."""\n', "")))],
+        "coder": [says(fenced("calc/add.py", GOOD.replace("a + b", "str(a + b)")))],
+        "reviewer": [approve]}, spec=spec2)
+    assert len(seen["tester"]) == 1  # add(1, 2) is "3": written as a case, not asked for
