@@ -11,11 +11,13 @@ its comments, up to ``max_rounds`` rounds, after which the module is marked fail
 (with the reason) instead of looping forever.
 
 Run input: ``{"spec": str, "workspace": str, "max_rounds": int, "review": "failures" |
-"always", "model": spec|None}``.
+"always", "deadline": epoch seconds|None, "model": spec|None}``. Past the deadline (the
+run's time budget) no role starts another round: each module keeps its best code.
 """
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -101,16 +103,33 @@ def _tests_route(result: TestsAnswer, task: Task, writes: Writes) -> None:
 def _code_route(review: str) -> Any:
     def route(result: CodeAnswer, task: Task, writes: Writes) -> None:
         module = task.input["module"]
-        if review == "failures" and (result.report or {}).get("passed"):
-            path, rnd = module["path"], int(task.input["round"])
+        path, rnd = module["path"], int(task.input["round"])
+        passed = bool((result.report or {}).get("passed"))
+        if review == "failures" and passed:
             writes.notes.append(NewNote(f"approved {path} in round {rnd}: every test passes "
                                         "(reviews are for failures)", ("approval", path)))
             writes.events.append(("module.approved", {"module": path, "round": rnd,
                                                       "by": "tests"}))
-            return
-        _to_review(result, task, writes)
+        elif result.out_of_time and not passed:
+            _failed(writes, path, rnd, "the run's time budget is spent; its best code is kept "
+                                       f"({_tally(result.report)})")
+        else:
+            _to_review(result, task, writes)
 
     return route
+
+
+def _tally(report: dict[str, Any]) -> str:
+    return (f"{report.get('tests_passed', 0)} tests passed, "
+            f"{int(report.get('tests_failed') or 0) + int(report.get('tests_errors') or 0)} "
+            "failed")
+
+
+def _failed(writes: Writes, path: str, rnd: int, reason: str) -> None:
+    writes.notes.append(NewNote(f"{path} failed after {rnd} review rounds: {reason}",
+                                ("failed", path)))
+    writes.events.append(("module.failed", {"module": path, "rounds": rnd,
+                                            "reason": reason[:500]}))
 
 
 def _to_review(result: CodeAnswer, task: Task, writes: Writes) -> None:
@@ -124,7 +143,7 @@ def _to_review(result: CodeAnswer, task: Task, writes: Writes) -> None:
         note=f"round {rnd}: please review", key=f"review:{module['path']}:{rnd}"))
 
 
-def _review_route(max_rounds: int) -> Any:
+def _review_route(max_rounds: int, deadline: float | None) -> Any:
     def route(review: Review, task: Task, writes: Writes) -> None:
         module = task.input["module"]
         path, rnd = module["path"], int(task.input["round"])
@@ -132,12 +151,12 @@ def _review_route(max_rounds: int) -> Any:
             writes.notes.append(NewNote(f"approved {path} in round {rnd}", ("approval", path)))
             writes.events.append(("module.approved", {"module": path, "round": rnd}))
             return
+        reason = "; ".join(review.comments) or "no reason given"
         if rnd >= max_rounds:
-            reason = "; ".join(review.comments) or "no reason given"
-            writes.notes.append(
-                NewNote(f"{path} failed after {rnd} review rounds: {reason}", ("failed", path)))
-            writes.events.append(
-                ("module.failed", {"module": path, "rounds": rnd, "reason": reason[:500]}))
+            _failed(writes, path, rnd, reason)
+            return
+        if deadline is not None and time.time() >= deadline:  # a route runs once: no replay
+            _failed(writes, path, rnd, f"the run's time budget is spent ({reason})")
             return
         base = {"module": module, "round": rnd + 1, "spec": task.input.get("spec"),
                 "uses": task.input.get("uses", []), "comments": review.comments,
@@ -165,6 +184,10 @@ def build_pipeline(run_input: Any) -> Pipeline:
     root.mkdir(parents=True, exist_ok=True)
     workspace = Workspace(root)
     max_rounds = int(run_input.get("max_rounds") or DEFAULT_MAX_ROUNDS)
+    deadline = run_input.get("deadline")
+    if deadline is not None and not isinstance(deadline, (int, float)):
+        raise UserError(f"deadline {deadline!r} is not a time (epoch seconds, as `orchestra "
+                        "run --time-budget` sets it)")
     review = str(run_input.get("review") or REVIEWS[0])
     if review not in REVIEWS:
         raise UserError(f"review {review!r} is not one of {', '.join(REVIEWS)}: 'failures' "
@@ -172,7 +195,8 @@ def build_pipeline(run_input: Any) -> Pipeline:
                         "coder task")
     return Pipeline(
         "software",
-        roles=[Architect(workspace), Tester(workspace), Coder(workspace), Reviewer(workspace)],
+        roles=[Architect(workspace), Tester(workspace, deadline=deadline),
+               Coder(workspace, deadline=deadline), Reviewer(workspace)],
         # the files there are now, in the task's input: a small model otherwise keeps
         # reading the path it is to create (seen: read_file of the spec's module, thrice)
         start=lambda inp: [NewTask("architect", {"spec": inp["spec"],
@@ -182,7 +206,7 @@ def build_pipeline(run_input: Any) -> Pipeline:
             "architect": _plan_route,
             "tester": _tests_route,
             "coder": _code_route(review),
-            "reviewer": _review_route(max_rounds),
+            "reviewer": _review_route(max_rounds, deadline),
         },
         ref=PIPELINE_REF,
         fail_run_on_task_failure=True,

@@ -8,6 +8,7 @@ files as fenced blocks, a verdict as JSON.
 from __future__ import annotations
 
 import re
+import time
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -55,6 +56,8 @@ class CodeAnswer(Edits):
 
     report: dict[str, Any] = Field(default_factory=dict)
     tests: str = ""
+    out_of_time: bool = False
+    """The run's time budget ended the test rounds: this is the best answer so far."""
     history: list[dict[str, Any]] = Field(default_factory=list)
     """The answers before it in the same task whose tests failed: score, first failure."""
 
@@ -95,8 +98,16 @@ class WorkspaceRole(Role):
 
     recall = False
 
-    def __init__(self, workspace: Workspace) -> None:
+    def __init__(self, workspace: Workspace, *, deadline: float | None = None) -> None:
         self.workspace = workspace
+        self.deadline = deadline
+        """Epoch seconds after which the role takes what it has instead of another round
+        (the run's time budget; None: no budget)."""
+
+    def out_of_time(self) -> bool:
+        """True once the run's time budget is spent (read in journaled checks only, so a
+        replay decides as the first execution did)."""
+        return self.deadline is not None and time.time() >= self.deadline
 
     async def tests(self, target: str | None, limit_s: float = 60.0) -> dict[str, Any]:
         report: TestReport = await run_pytest(self.workspace.root, target, timeout=limit_s)

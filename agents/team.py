@@ -134,10 +134,12 @@ class Tester(WorkspaceRole):
         path, test_path = str(module.get("path")), str(module.get("test_path"))
         text = output.files[test_path]
         try:
-            self._usable(path, test_path, text, task_input, len(ctx.rejections))
+            self._usable(path, test_path, text, task_input, len(ctx.rejections),
+                         self.out_of_time())
         except ModelRetry:
             fallback = _cases_file(task_input, "")
-            if not fallback or len(ctx.rejections) + 1 < type(self).fallback_after:
+            if not fallback or (len(ctx.rejections) + 1 < type(self).fallback_after
+                                and not self.out_of_time()):
                 raise
             text = fallback  # the spec's examples alone beat a run stopped here
         else:
@@ -148,7 +150,7 @@ class Tester(WorkspaceRole):
 
     @classmethod
     def _usable(cls, path: str, test_path: str, text: str, task_input: dict[str, Any],
-                rejected: int) -> None:
+                rejected: int, out_of_time: bool) -> None:
         """Raise ModelRetry saying what keeps ``text`` from being the module's tests."""
         problem = code_problem(test_path, text, tests=True)
         if problem:
@@ -161,7 +163,7 @@ class Tester(WorkspaceRole):
         written = case_strings(_cases(task_input))
         missing = [e for e in missing_examples(text, spec_examples(spec_section(spec, path)))
                    if e not in written]
-        if missing and rejected < cls.example_rounds:
+        if missing and rejected < cls.example_rounds and not out_of_time:
             shown = ", ".join(repr(m) for m in missing[:8])
             raise ModelRetry(f"Your tests leave out examples the spec states: {shown}. Add "
                              "a test that asserts each example exactly as the spec gives it, "
@@ -226,7 +228,7 @@ class Coder(WorkspaceRole):
             return output.model_copy(update={"files": {path: code}, "report": report,
                                              "tests": tests,
                                              "history": history})
-        if len(earlier) + 1 < type(self).test_rounds:
+        if len(earlier) + 1 < type(self).test_rounds and not self.out_of_time():
             passed, total = mine["score"][:2]
             if (len(earlier) + 1) % 2 == 0:  # a revision failed too: a new sample
                 raise ModelRetry(
@@ -246,7 +248,7 @@ class Coder(WorkspaceRole):
         if best is not mine:
             await self.workspace.write_file(path, best["files"][path])
         return CodeAnswer(files=best["files"], text=best["text"], report=best["report"],
-                          tests=tests, history=[*history,
+                          tests=tests, out_of_time=self.out_of_time(), history=[*history,
                               {"score": mine["score"], "failed": _first_failure(report)}])
 
 

@@ -9,6 +9,7 @@ import dataclasses
 import json
 import os
 import sys
+import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -180,6 +181,11 @@ async def cmd_run(args: argparse.Namespace) -> int:
             raise UserError(f"--workspace {workspace} is a file, not a directory")
         run_input = {"spec": spec_path.read_text(), "max_rounds": args.max_rounds,
                      "review": args.review, "workspace": str(workspace)}
+        if args.time_budget < 0:
+            raise UserError(f"--time-budget {args.time_budget:g} is negative: give seconds "
+                            "(0 for no budget)")
+        if args.time_budget:  # from now: a budget is wall-clock time since the start
+            run_input["deadline"] = time.time() + args.time_budget
         ref = "agents.pipeline:build_pipeline"
         split_models(args.model)  # bad flags fail before anything is created
         _settings(args)

@@ -97,3 +97,29 @@ async def test_examples_the_pipeline_writes_itself_are_not_asked_of_the_tester(
         "coder": [says(fenced("calc/add.py", GOOD.replace("a + b", "str(a + b)")))],
         "reviewer": [approve]}, spec=spec2)
     assert len(seen["tester"]) == 1  # add(1, 2) is "3": written as a case, not asked for
+
+
+async def test_past_the_time_budget_a_module_keeps_its_best_code_and_the_run_ends(
+        tmp_path: Path) -> None:
+    import time
+
+    run, tasks, seen = await run_pipeline(tmp_path, {
+        "architect": [plan], "tester": [says(fenced("tests/test_add.py", TESTS))],
+        "coder": [says(fenced("calc/add.py", HALF))], "reviewer": []},
+        spec=SPEC, review="failures", deadline=time.time() - 1)
+    assert run.status == "completed", run.error
+    # one answer, no test rounds, no review: its best (only) code stays, the module failed
+    assert len(seen["coder"]) == 1 and "reviewer" not in seen
+    assert (tmp_path / "ws/calc/add.py").read_text() == HALF
+    (coder,) = [t for t in tasks if t.role == "coder"]
+    assert coder.result["out_of_time"] is True
+
+
+async def test_a_bad_deadline_is_refused_by_name(tmp_path: Path) -> None:
+    import pytest
+
+    from agents.pipeline import build_pipeline
+    from orchestra import UserError
+
+    with pytest.raises(UserError, match="deadline 'soon' is not a time"):
+        build_pipeline({"spec": SPEC, "workspace": str(tmp_path), "deadline": "soon"})

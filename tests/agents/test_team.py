@@ -52,8 +52,8 @@ Replies = dict[str, list[Callable[[ModelRequest], ModelResponse]]]
 
 
 async def run_pipeline(tmp_path: Path, replies: Replies, spec: str = SPEC,
-                       max_rounds: int = 3, review: str = "always"
-                       ) -> tuple[Any, list[Any], dict[str, list[Any]]]:
+                       max_rounds: int = 3, review: str = "always",
+                       **more: Any) -> tuple[Any, list[Any], dict[str, list[Any]]]:
     """Run the stock pipeline on ``spec`` with scripted replies per role; returns the run,
     its tasks and every request per role."""
     workspace = tmp_path / "ws"
@@ -66,7 +66,7 @@ async def run_pipeline(tmp_path: Path, replies: Replies, spec: str = SPEC,
         return replies[role][len(seen[role]) - 1](request)
 
     run_input = {"spec": spec, "workspace": str(workspace), "max_rounds": max_rounds,
-                 "review": review}
+                 "review": review, **more}
     pipeline = build_pipeline(run_input)
     fn = FunctionModel(model, name="scripted")
     store = await SQLiteBlackboard.open(tmp_path / "o.db")

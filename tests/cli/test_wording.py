@@ -52,3 +52,15 @@ def test_a_failed_run_leaves_no_empty_workspace(tmp_path: Path,
                  "--db", str(tmp_path / "missing" / "o.db")])  # the store cannot be made
     assert code == 3, capsys.readouterr().err
     assert not workspace.exists()
+
+
+def test_a_negative_time_budget_is_refused_by_name(tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    spec = tmp_path / "spec.md"
+    spec.write_text("# a spec\n")
+    code = main(["run", "--spec", str(spec), "--workspace", str(tmp_path / "ws"), "--model",
+                 "openai-compatible:http://127.0.0.1:9/v1#m", "--time-budget", "-5",
+                 "--db", str(tmp_path / "o.db")])
+    assert code == 2
+    assert "--time-budget -5 is negative" in capsys.readouterr().err
+    assert not (tmp_path / "o.db").exists()
