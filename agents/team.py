@@ -23,6 +23,7 @@ from agents.checks import (
     spec_examples,
     spec_section,
 )
+from agents.imports_fix import add_missing_imports
 from agents.roles import CodeAnswer, Review, TestsAnswer, WorkspaceRole
 from agents.speccases import CASE_PREFIX, SpecCase, add_cases, case_strings, spec_cases
 from agents.testsplit import failed_tests, split_tests, trusted_tests
@@ -132,7 +133,7 @@ class Tester(WorkspaceRole):
         task_input = ctx.task_input if isinstance(ctx.task_input, dict) else {}
         module = _module(task_input)
         path, test_path = str(module.get("path")), str(module.get("test_path"))
-        text = output.files[test_path]
+        text = add_missing_imports(output.files[test_path])
         try:
             self._usable(path, test_path, text, task_input, len(ctx.rejections),
                          self.out_of_time())
@@ -201,7 +202,7 @@ class Coder(WorkspaceRole):
         task_input = ctx.task_input if isinstance(ctx.task_input, dict) else {}
         module = _module(task_input)
         path, test_path = str(module.get("path")), str(module.get("test_path"))
-        code = self._resolve(path, output, ctx)
+        code = add_missing_imports(self._resolve(path, output, ctx))
         tried = {"files": {path: code}}  # what the next edits apply to, if sent back
         problem = (code_problem(path, code, tests=False)
                    or api_problem(path, code, module.get("public_api") or [])

@@ -1,0 +1,23 @@
+"""Forgotten standard imports are added back, and nothing else is touched."""
+
+from __future__ import annotations
+
+from agents.imports_fix import add_missing_imports
+
+
+def test_a_used_standard_module_or_pytest_is_imported() -> None:
+    tests = "from m import f\n\ndef test_f():\n    with pytest.raises(ValueError):\n        f(0)\n"
+    assert add_missing_imports(tests) == "import pytest\n" + tests
+    code = ('"""Doc."""\nfrom __future__ import annotations\ndef f(s):\n'
+            '    return re.sub("a", "", s)\n')
+    assert add_missing_imports(code).split("\n")[:3] == [
+        '"""Doc."""', "from __future__ import annotations", "import re"]
+
+
+def test_bound_names_and_unknown_ones_are_left_alone() -> None:
+    for text in ("import pytest\ndef test():\n    pytest.fail()\n",
+                 "def f(re):\n    return re.x\n",
+                 "def f():\n    return numpy.zeros(1)\n",  # not standard: no guess
+                 "json = {}\ndef f():\n    return json.get(1)\n",
+                 "def broken(:\n"):
+        assert add_missing_imports(text) == text
