@@ -184,7 +184,7 @@ class Coder(WorkspaceRole):
     compaction = SlidingWindow(last=12)
     output_retries = 5
     concurrency = 1
-    test_rounds: ClassVar[int] = 3
+    test_rounds: ClassVar[int] = 4
     """Answers whose tests run within one task; the best of them is kept. They
     alternate: the first, a revision in view of its failures, a new sample of the
     task afresh (a small model's revisions often repeat its answer; another sample

@@ -40,7 +40,8 @@ async def test_a_failing_module_still_goes_to_the_reviewer(tmp_path: Path) -> No
     wrong = "def add(a: int, b: int) -> int:\n    return a - b\n"
     run, _tasks, seen = await run_pipeline(tmp_path, {
         "architect": [plan], "tester": [says(fenced("tests/test_add.py", TESTS))],
-        "coder": [says(fenced("calc/add.py", wrong))] * 3 + [says(fenced("calc/add.py", GOOD))],
+        "coder": [says(fenced("calc/add.py", wrong))] * Coder.test_rounds
+                 + [says(fenced("calc/add.py", GOOD))],
         "reviewer": [says(json.dumps({"module": "calc/add.py", "approved": False,
                                       "comments": ["add subtracts"]})), approve]},
         spec=SPEC, review="failures")
@@ -56,7 +57,7 @@ async def test_after_a_failed_revision_the_coder_samples_the_task_afresh(
         "coder": [says(fenced("calc/add.py", HALF)), says(fenced("calc/add.py", HALF + "\n")),
                   says(fenced("calc/add.py", GOOD))], "reviewer": [approve]}, spec=SPEC)
     assert run.status == "completed", run.error
-    assert Coder.test_rounds == 3 and len(seen["coder"]) == 3
+    assert Coder.test_rounds >= 3 and len(seen["coder"]) == 3
     revise, fresh = (r.messages for r in seen["coder"][1:])
     assert any(HALF.strip() in m.content for m in revise if m.role == "assistant")
     # the new sample sees its task and a short word of what failed, not the answers

@@ -115,19 +115,19 @@ async def test_when_rounds_run_out_the_best_answer_is_kept(tmp_path: Path) -> No
     run, tasks, seen = await run_pipeline(tmp_path, {
         "architect": [plan], "tester": [says(fenced("tests/test_add.py", tests))],
         "coder": [says(fenced("calc/add.py", HALF)), says(fenced("calc/add.py", BAD)),
-                  says(fenced("calc/add.py", BAD))],
+                  says(fenced("calc/add.py", BAD)), says(fenced("calc/add.py", BAD))],
         "reviewer": [says(json.dumps({"module": "calc/add.py", "approved": False,
                                       "fix": "code", "comments": ["add returns a constant"]}))],
     }, max_rounds=1)
     assert run.status == "completed", run.error
-    assert len(seen["coder"]) == Coder.test_rounds == 3
+    assert len(seen["coder"]) == Coder.test_rounds == 4
     # test_zero's two asserts became two tests: HALF passes 2 of 3, BAD 1, so HALF is the
     # module left in the workspace
     assert (tmp_path / "ws/calc/add.py").read_text() == HALF
     (coder,) = [t for t in tasks if t.role == "coder"]
     assert coder.result["files"]["calc/add.py"] == HALF
     assert coder.result["report"]["passed"] is False
-    assert [h["score"][0] for h in coder.result["history"]] == [2, 1, 1]
+    assert [h["score"][0] for h in coder.result["history"]] == [2, 1, 1, 1]
 
 
 async def test_a_review_that_blames_the_tests_goes_to_the_tester(tmp_path: Path) -> None:
@@ -136,7 +136,7 @@ async def test_a_review_that_blames_the_tests_goes_to_the_tester(tmp_path: Path)
         "architect": [plan],
         "tester": [says(fenced("tests/test_add.py", wrong)), says(fenced("tests/test_add.py",
                                                                           TESTS))],
-        "coder": [says(fenced("calc/add.py", GOOD))] * 4,
+        "coder": [says(fenced("calc/add.py", GOOD))] * (Coder.test_rounds + 1),
         "reviewer": [says(json.dumps({"module": "calc/add.py", "approved": False,
                                       "fix": "tests", "comments": [
                                           "test_zero expects add(0, 0) == 1; 0 + 0 is 0"]})),
