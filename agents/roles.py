@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field
 
 from agents.checks import check_plan
+from agents.specplan import plan_from_spec
 from agents.testrunner import TestReport, run_pytest
 from agents.workspace import Workspace
 from orchestra import ModelRetry, ModelSettings, Role, ToolContext, tool
@@ -152,10 +153,19 @@ class Architect(WorkspaceRole):
     output = ProjectPlan
     settings = ModelSettings(max_tokens=1500)  # a runaway reply stops early, not at a timeout
     concurrency = 1
+    fallback_after: ClassVar[int] = 3
+    """Refused plans after which the plan the spec itself states is taken (if it states one)."""
 
-    async def check_output(self, ctx: ToolContext, output: Any) -> None:
+    async def check_output(self, ctx: ToolContext, output: Any) -> ProjectPlan | None:
         """The plan's paths are inside the workspace and the ones the spec names."""
-        spec = (ctx.task_input or {}).get("spec")
-        problem = check_plan(output, spec if isinstance(spec, str) else "", self.workspace)
-        if problem:
-            raise ModelRetry(f"Your plan cannot be used: {problem}")
+        raw = (ctx.task_input or {}).get("spec")
+        spec = raw if isinstance(raw, str) else ""
+        problem = check_plan(output, spec, self.workspace)
+        if not problem:
+            return None
+        stated = plan_from_spec(spec)
+        if stated is not None and len(ctx.rejections) + 1 >= type(self).fallback_after:
+            plan = ProjectPlan.model_validate(stated)
+            if not check_plan(plan, spec, self.workspace):
+                return plan  # the spec's own plan beats a run that fails here
+        raise ModelRetry(f"Your plan cannot be used: {problem}")

@@ -124,3 +124,18 @@ async def test_a_bad_deadline_is_refused_by_name(tmp_path: Path) -> None:
 
     with pytest.raises(UserError, match="deadline 'soon' is not a time"):
         build_pipeline({"spec": SPEC, "workspace": str(tmp_path), "deadline": "soon"})
+
+
+async def test_an_architect_whose_plans_keep_failing_leaves_the_specs_own_plan(
+        tmp_path: Path) -> None:
+    wrong_path = json.dumps({"modules": [{**PLAN["modules"][0], "path": "other/add.py"}]})
+    run, tasks, seen = await run_pipeline(tmp_path, {
+        "architect": [says(wrong_path)] * 3, "tester": [says(fenced("tests/test_add.py", TESTS))],
+        "coder": [says(fenced("calc/add.py", GOOD))], "reviewer": [approve]}, spec=SPEC)
+    assert run.status == "completed", run.error
+    assert len(seen["architect"]) == 3
+    (architect,) = [t for t in tasks if t.role == "architect"]
+    (module,) = architect.result["modules"]
+    assert (module["path"], module["test_path"], module["public_api"]) == (
+        "calc/add.py", "tests/test_add.py", ["add(a: int, b: int) -> int"])
+    assert (tmp_path / "ws/calc/add.py").read_text() == GOOD
