@@ -6,7 +6,7 @@ rules (a backticked call or argument, a verb of equality, a backticked literal),
 what is found is what the spec says, and anything ambiguous is left out:
 
 - `` `f(args)` is `value` `` (also: becomes, returns, gives, ``->``, ``==``, equals),
-  and `` `f(a)` and `f(b)` are `value` ``;
+  `` `f(a)` and `f(b)` are `value` ``, and `` `f(args) == value` `` in one pair;
 - `` `args` is `value` `` in a bullet that names one function of the module (or in a
   module with one function): ``1994`` is ``"MCMXCIV"`` under ``to_roman``;
 - `` `name = value` gives `result` `` for a parameter of the single function;
@@ -33,6 +33,7 @@ _TICKED = re.compile(r"`([^`]+)`")
 _EQUAL = re.compile(r"^\s*(?:is|are|becomes|become|returns|return|gives|give|->|→|==|"
                     r"equals|evaluates to|encodes to|decodes to)\s*$")
 _JOIN = re.compile(r"^\s*(?:,|and|or|,\s*and)\s*$")
+_INLINE = re.compile(r"(.+?\))\s*(?:==|->|→)\s*(.+)")
 _RAISES = re.compile(r"\braises?\s*$")
 _MARK = "# Examples the spec states, written by the pipeline from the spec's own words."
 
@@ -137,6 +138,12 @@ def _sentence_cases(sentence: str, functions: dict[str, list[str]],
     raising: str | None = None
     for i in range(1, len(parts), 2):
         tick, before = parts[i], parts[i - 1]
+        whole = _INLINE.fullmatch(tick)  # `f(2) == 4` in one pair of backticks
+        if whole and _call(whole.group(1), functions) and _literal(whole.group(2)):
+            out.append(SpecCase(str(_call(whole.group(1), functions)),
+                                expected=_literal(whole.group(2))))
+            pending, raising = [], None
+            continue
         if raising and not re.search(r"[.;]", before):
             call = _call(tick, functions) or _implied(tick, subject, functions)
             if call and not _literal_name(tick):

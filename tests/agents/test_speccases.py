@@ -8,12 +8,14 @@ from agents.speccases import CASE_PREFIX, SpecCase, add_cases, render_cases, spe
 def test_calls_with_literal_values_and_a_verb_of_equality_are_cases() -> None:
     section = ('- `tokenize("1+2")` is `["1", "+", "2"]`; `tokenize("")` is `[]`.\n'
                '- `tokenize(" 7 ")` returns `["7"]` and `tokenize("x")` is not `[]`.\n'
-               '- `word_counts("")` and `word_counts("1 ...")` are `{}`.\n')
+               '- `word_counts("")` and `word_counts("1 ...")` are `{}`.\n'
+               '- `tokenize("(")  == ["("]`, and `tokenize(")") -> [")"]`.\n')
     cases = spec_cases(section, ["tokenize(text: str) -> list[str]",
                                  "word_counts(text: str) -> dict[str, int]"])
     assert cases == [SpecCase("tokenize('1+2')", "['1', '+', '2']"),
                      SpecCase("tokenize('')", "[]"), SpecCase("tokenize(' 7 ')", "['7']"),
-                     SpecCase("word_counts('')", "{}"), SpecCase("word_counts('1 ...')", "{}")]
+                     SpecCase("word_counts('')", "{}"), SpecCase("word_counts('1 ...')", "{}"),
+                     SpecCase("tokenize('(')", "['(']"), SpecCase("tokenize(')')", "[')']")]
 
 
 def test_bare_arguments_belong_to_the_one_function_a_sentence_names() -> None:
