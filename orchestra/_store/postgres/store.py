@@ -159,7 +159,12 @@ class PostgresBlackboard(TaskMethods, HistoryMethods, BoardMethods, RunCopyMetho
         while True:
             try:
                 async with self._pool.acquire() as conn:
-                    return await op(_raw(conn))
+                    try:
+                        return await op(_raw(conn))
+                    except _LOST:  # cut mid-operation: never back into the pool (if
+                        with contextlib.suppress(asyncpg.InterfaceError):  # not already out)
+                            conn.terminate()
+                        raise
             except _RERUN:
                 reruns += 1
                 if not write or reruns > 20:
