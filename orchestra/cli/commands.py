@@ -41,7 +41,7 @@ from orchestra.coordinator.run_models import (
 )
 from orchestra.coordinator.run_models import models_for_run as _models
 from orchestra.coordinator.run_models import run_cap as _run_cap
-from orchestra.coordinator.serving import ParkedRuns, needs_driving, why_not_served
+from orchestra.coordinator.serving import ParkedRuns, active_runs, needs_driving, why_not_served
 from orchestra.models.prices import Prices, parse_prices
 
 
@@ -347,8 +347,7 @@ async def cmd_worker(args: argparse.Namespace) -> int:
                 raise UserError(why_not_served(run, f"--db {store_url.label(args.db)}"))
         last: Run | None = None
         while True:
-            runs = [await store.get_run(args.run)] if args.run else \
-                await store.list_runs(active_only=True)
+            runs = [await store.get_run(args.run)] if args.run else await active_runs(store)
             if not args.run:
                 await parked.hold(r for r in runs if r.id not in serving)
             for run in runs:

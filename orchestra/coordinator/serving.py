@@ -56,6 +56,19 @@ class ParkedRuns:
                 self._renewed[run_id] = now
 
 
+async def active_runs(store: Blackboard, page: int = 1000) -> list[Run]:
+    """Every active run, newest first, page by page: a worker serves them all, not only
+    the newest ``list_runs`` page (with more active runs than a page, every worker would
+    serve the same newest ones and the older ones would wait for them to finish)."""
+    runs: list[Run] = []
+    before: tuple[float, str] | None = None
+    while len(batch := await store.list_runs(active_only=True, limit=page,
+                                             before=before)) == page:
+        runs += batch
+        before = (batch[-1].created_at, batch[-1].id)
+    return runs + batch
+
+
 async def served_now(store: Blackboard, run_id: str) -> bool:
     """Whether a live process serves (or holds) ``run_id`` right now."""
     until = (await store.served_until([run_id])).get(run_id)
