@@ -41,17 +41,23 @@ async def _create(db: Path, runs: int, tasks: int) -> None:
             await coord.start(run_input)
 
 
-def serve(db: Path | str, workers: int, lease: float | None, timeout: float,
-          concurrency: int | None = None) -> None:
-    """Run ``workers`` ``orchestra worker`` processes on ``db`` until all of them are idle
-    (also used by ``benchmarks.pg_workers``); ``lease`` / ``concurrency`` (tasks each
-    worker runs at once per run) None keep the CLI's defaults."""
+def spawn(db: Path | str, workers: int, lease: float | None,
+          concurrency: int | None = None, idle_exit: float = 1) -> list[subprocess.Popen[bytes]]:
+    """Start ``workers`` ``orchestra worker`` processes on ``db`` (also used by
+    ``benchmarks.scale``, which kills one); ``lease`` / ``concurrency`` (tasks each worker
+    runs at once per run) None keep the CLI's defaults."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     argv = [sys.executable, "-m", "orchestra.cli.main", "worker", "--db", str(db),
-            "--idle-exit", "1", *(() if lease is None else ("--lease", str(lease))),
+            "--idle-exit", str(idle_exit), *(() if lease is None else ("--lease", str(lease))),
             *(() if concurrency is None else ("--concurrency", str(concurrency)))]
-    procs = [subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL)
-             for _ in range(workers)]
+    return [subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL) for _ in range(workers)]
+
+
+def serve(db: Path | str, workers: int, lease: float | None, timeout: float,
+          concurrency: int | None = None) -> None:
+    """Run ``workers`` worker processes (``spawn``) on ``db`` until all of them are idle
+    (also used by ``benchmarks.pg_workers``)."""
+    procs = spawn(db, workers, lease, concurrency)
     try:
         for p in procs:
             if p.wait(timeout=timeout) != 0:
