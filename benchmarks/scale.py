@@ -17,8 +17,11 @@ Reported per N, from the store (``benchmarks/scale_report.py``): tasks/s and ste
 in the window, p50/p99 claim latency (a handed-off task from its creation to its
 claim; a run's first task from the workers' start), takeovers, tasks run twice vs in
 flight at the kill (they must be the same tasks), every run finished, event seqs
-gap-free, and the store's size. The machine's cores are shared by the server, the
-workers and this driver.
+gap-free, the store's size, and the server's CPU per journaled step (from the pass's
+start to the restart: the postmaster is this process's child, so its and its backends'
+CPU is read from RUSAGE_CHILDREN when it stops; the killed worker's is taken out), and
+the server's transactions per journaled step (``pg_stat_database``: the workers' polls
+included). The machine's cores are shared by the server, the workers and this driver.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import argparse
 import asyncio
 import json
 import os
+import resource
 import sys
 import tempfile
 import time
@@ -50,6 +54,12 @@ async def _create(dsn: str, inputs: list[dict[str, Any]]) -> None:
             await Coordinator(store, build(inp)).start(inp)
 
 
+def _children_cpu() -> float:
+    """CPU seconds of this process's exited children (the server, once stopped)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def _sleep_until(t: float) -> None:
     time.sleep(max(0.0, t - time.time()))
 
@@ -64,6 +74,9 @@ def one_pass(server: LocalPostgres, workers: int, args: argparse.Namespace) -> d
         asyncio.run(_create(dsn, [{"until": until, "seed": args.seed, "run": i,
                                    "latency": [low, high], "effects": effects}
                                   for i in range(args.runs)]))
+        server.stop()  # a fresh postmaster: its CPU, read at the mid-pass restart, is the
+        server.start()  # serving's alone (not the database's creation and migrations)
+        cpu = _children_cpu()
         procs = spawn(dsn, workers, args.lease, None, idle_exit=2)
         start = time.time()
         try:
@@ -71,14 +84,17 @@ def one_pass(server: LocalPostgres, workers: int, args: argparse.Namespace) -> d
             busiest = asyncio.run(held(dsn))
             victim = max(procs, key=lambda p: len(busiest.get(p.pid, ())))
             victim.kill()
-            victim.wait()
+            _, status, usage = os.wait4(victim.pid, 0)  # its CPU is not the server's
+            victim.returncode = os.waitstatus_to_exitcode(status)
+            cpu += usage.ru_utime + usage.ru_stime
             killed_at = time.time()
             in_flight = asyncio.run(held(dsn)).get(victim.pid, set())
             procs.remove(victim)
             procs.append(spawn(dsn, 1, args.lease, None, idle_exit=2)[0])
             _sleep_until(start + RESTART_AT * (until - start))
             down = time.time()
-            server.stop()
+            server.stop()  # the postmaster is this process's child: its CPU and its
+            cpu = _children_cpu() - cpu  # backends' land in RUSAGE_CHILDREN once it exits
             server.start()
             downtime = time.time() - down
             codes = [p.wait(timeout=until - time.time() + args.drain) for p in procs]
@@ -87,8 +103,10 @@ def one_pass(server: LocalPostgres, workers: int, args: argparse.Namespace) -> d
                 if p.poll() is None:
                     p.kill()
         keys = Path(effects).read_text().split() if os.path.exists(effects) else []
-    figures = asyncio.run(report(dsn, start, until, victim.pid, killed_at))
+    figures = asyncio.run(report(dsn, start, until, victim.pid, killed_at, down))
     return {"workers": workers, **figures, "held_at_kill": len(in_flight),
+            "pg_cpu_s_to_restart": round(cpu, 1),
+            "pg_cpu_ms_per_step": round(1000 * cpu / max(1, figures["steps_to_restart"]), 2),
             "effects_run_twice": len(keys) - len(set(keys)),
             "restart_downtime_s": round(downtime, 2),
             "worker_exit_codes": codes, "window_s": round(until - start, 1)}
@@ -105,7 +123,7 @@ def _pair(text: str) -> tuple[float, float]:
 COLUMNS = ("workers", "tasks_per_s", "steps_per_s", "claim_latency_p50_ms",
            "claim_latency_p99_ms", "first_claim_p50_s", "first_claim_p99_s", "takeovers",
            "in_flight_at_kill", "run_twice",
-           "runs_completed", "runs", "store_mb", "worker_exit_codes")
+           "runs_completed", "runs", "store_mb", "pg_cpu_ms_per_step", "worker_exit_codes")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

@@ -40,7 +40,7 @@ async def held(dsn: str) -> dict[int, set[str]]:
 
 
 async def report(dsn: str, start: float, until: float, victim: int,
-                 killed_at: float) -> dict[str, Any]:
+                 killed_at: float, restarted_at: float) -> dict[str, Any]:
     """The pass's figures (see the module docstring); ``start``..``until`` is the window
     throughput is measured over, ``victim`` the killed worker's pid."""
     conn = await asyncpg.connect(dsn)
@@ -56,6 +56,8 @@ async def report(dsn: str, start: float, until: float, victim: int,
         gaps = await conn.fetchval("SELECT COUNT(*) FROM (SELECT run_id FROM events GROUP BY "
                                    "run_id HAVING MAX(seq) <> COUNT(*)) g")
         size = await conn.fetchval("SELECT pg_database_size(current_database())")
+        xacts = await conn.fetchval("SELECT xact_commit + xact_rollback FROM pg_stat_database "
+                                    "WHERE datname = current_database()")
     finally:
         await conn.close()
     claims: dict[str, list[tuple[float, str]]] = {}
@@ -99,6 +101,9 @@ async def report(dsn: str, start: float, until: float, victim: int,
         "run_twice": len(twice),
         "in_flight_at_kill": len(in_flight),
         "run_twice_equals_in_flight": twice == in_flight,
+        "run_twice_not_in_flight": sorted(twice - in_flight)[:5],
+        "steps_to_restart": sum(1 for s in steps if (s["finished_at"] or 0) <= restarted_at),
+        "pg_xacts_per_step": round(xacts / max(1, len(steps)), 1),
         "steps_replayed_or_rerun": sum(1 for s in steps if s["attempts"] > 1),
         "tasks": len(tasks),
         "tasks_completed": len(completed),

@@ -161,10 +161,14 @@ class PostgresBlackboard(TaskMethods, HistoryMethods, BoardMethods, RunCopyMetho
                 async with self._pool.acquire() as conn:
                     try:
                         return await op(_raw(conn))
+                    except asyncpg.DataError:  # an InterfaceError, but bad input: not lost
+                        raise
                     except _LOST:  # cut mid-operation: never back into the pool (if
                         with contextlib.suppress(asyncpg.InterfaceError):  # not already out)
                             conn.terminate()
                         raise
+            except asyncpg.DataError:
+                raise
             except _RERUN:
                 reruns += 1
                 if not write or reruns > 20:
