@@ -31,6 +31,7 @@ import asyncio
 import json
 import os
 import resource
+import subprocess
 import sys
 import tempfile
 import time
@@ -58,6 +59,15 @@ def _children_cpu() -> float:
     """CPU seconds of this process's exited children (the server, once stopped)."""
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
+
+
+def _exit_code(proc: subprocess.Popen[bytes], deadline: float) -> int | None:
+    """The worker's exit code, or None if it was still serving at the deadline (the
+    runs left unfinished then show in the report)."""
+    try:
+        return proc.wait(timeout=max(0.0, deadline - time.time()))
+    except subprocess.TimeoutExpired:
+        return None
 
 
 def _sleep_until(t: float) -> None:
@@ -97,7 +107,7 @@ def one_pass(server: LocalPostgres, workers: int, args: argparse.Namespace) -> d
             cpu = _children_cpu() - cpu  # backends' land in RUSAGE_CHILDREN once it exits
             server.start()
             downtime = time.time() - down
-            codes = [p.wait(timeout=until - time.time() + args.drain) for p in procs]
+            codes = [_exit_code(p, until + args.drain) for p in procs]
         finally:
             for p in procs:
                 if p.poll() is None:

@@ -60,6 +60,10 @@ class CoordinatorSettings:
     """Longest retry delay in seconds."""
     poll_interval: float = 0.2
     """How often to look for work made by other processes (in-process work wakes at once)."""
+    idle_poll_max: float = 2.0
+    """Each look that finds nothing doubles the wait before the next, up to this: a run
+    whose work another worker holds (N workers serving R runs) or whose model is slow
+    costs the store R x N looks per ``idle_poll_max``, not per ``poll_interval``."""
     cancel_poll: float = 0.5
     """How often a driver reads its run's status: a cancel from another process stops the
     run's model and tool calls within this (plus ``poll_interval``), not at a heartbeat."""
@@ -245,6 +249,7 @@ class Coordinator:
             if moved.status in TERMINAL_RUN_STATUSES:
                 await self._stop_all(run_id)
                 return moved  # another process finished or cancelled it meanwhile
+            idle = self.settings.poll_interval
             while True:
                 if executor.fatal is not None:
                     await self._stop_all(run_id)
@@ -253,14 +258,16 @@ class Coordinator:
                     await self._stop_all(run_id)
                     return await self._transition(run_id, "paused", error=executor.stop_error)
                 if self.jobs.take_refill(run_id) or not self.jobs.has(run_id):
-                    await self._fill(run_id, executor)
+                    found = await self._fill(run_id, executor)
+                    idle = self.settings.poll_interval if found else \
+                        min(2 * idle, max(self.settings.idle_poll_max, idle))
                 if run_id in self._cancelled:
                     break
                 if not self.jobs.has(run_id):
                     done = await self._finish_if_done(run_id)
                     if done is not None:
                         return done
-                if not await self.jobs.wait(run_id, self.settings.poll_interval):
+                if not await self.jobs.wait(run_id, idle):
                     self.jobs.wake(run_id)  # timed out: other processes may have made work
         except BaseException:
             await self._stop_all(run_id)
@@ -307,16 +314,18 @@ class Coordinator:
         for task in tasks:
             self.jobs.start(run_id, task.id, task.role, executor.execute(task))
 
-    async def _fill(self, run_id: str, executor: TaskExecutor) -> None:
+    async def _fill(self, run_id: str, executor: TaskExecutor) -> bool:
+        """Claim what this coordinator has room for; whether it found any."""
         if run_id in self._cancelled:
-            return
+            return False
         capacity, free = self._capacity()
         if free <= 0 or not any(n > 0 for n in capacity.values()):
-            return
+            return False
         tasks = await self.store.claim_tasks(self.owner, run_id=run_id, capacity=capacity,
                                              limit=free,
                                              lease_seconds=self.settings.lease_seconds)
         self.adopt(run_id, tasks, executor)
+        return bool(tasks)
 
     async def _stop_all(self, run_id: str) -> None:
         jobs = self.jobs.of_run(run_id)
