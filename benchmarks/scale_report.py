@@ -49,7 +49,7 @@ async def report(dsn: str, start: float, until: float, victim: int,
                                   "('task.claimed', 'task.completed', 'task.requeued')")
         tasks = {r["id"]: r for r in await conn.fetch(
             "SELECT id, created_at, from_agent FROM tasks")}
-        steps = await conn.fetch("SELECT finished_at, attempts FROM steps "
+        steps = await conn.fetch("SELECT task_id, finished_at, attempts FROM steps "
                                  "WHERE status = 'completed'")
         runs: dict[str, int] = {r[0]: r[1] for r in await conn.fetch(
             "SELECT status, COUNT(*) FROM runs GROUP BY status")}
@@ -102,6 +102,10 @@ async def report(dsn: str, start: float, until: float, victim: int,
         "in_flight_at_kill": len(in_flight),
         "run_twice_equals_in_flight": twice == in_flight,
         "run_twice_not_in_flight": sorted(twice - in_flight)[:5],
+        # of those, the ones whose journal shows a step started twice (a claim whose reply
+        # the restart cut off was never worked on: claimed again after its lease, run once)
+        "run_twice_not_in_flight_rerun": len((twice - in_flight) & {
+            s["task_id"] for s in steps if s["attempts"] > 1}),
         "steps_to_restart": sum(1 for s in steps if (s["finished_at"] or 0) <= restarted_at),
         "pg_xacts_per_step": round(xacts / max(1, len(steps)), 1),
         "steps_replayed_or_rerun": sum(1 for s in steps if s["attempts"] > 1),
