@@ -25,8 +25,8 @@ from collections.abc import AsyncIterator
 from benchmarks.orchestra_side import FakeAdapter, pipeline
 from benchmarks.workload import CALLS_PER_PIPELINE, FakeModel
 from orchestra import Coordinator
-from orchestra._store.postgres import PostgresBlackboard
-from orchestra._store.postgres.local import shared_server
+from orchestra.store.postgres import PostgresBlackboard
+from orchestra.store.postgres.local import shared_server
 
 _STEP_WRITES = ("SELECT * FROM orchestra_step(", "SELECT orchestra_start_step(")
 

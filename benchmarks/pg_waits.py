@@ -25,7 +25,7 @@ import asyncpg
 
 from benchmarks import pg_workers
 from benchmarks.workers import serve
-from orchestra._store.postgres.local import shared_server
+from orchestra.store.postgres.local import shared_server
 
 _ACTIVITY = """
 SELECT coalesce(a.wait_event_type || ':' || a.wait_event, 'CPU'),

@@ -30,8 +30,8 @@ import sys
 from benchmarks.fanout import build
 from benchmarks.workers import serve
 from orchestra import Coordinator
-from orchestra._store.postgres import PostgresBlackboard
-from orchestra._store.postgres.local import LocalPostgres, shared_server
+from orchestra.store.postgres import PostgresBlackboard
+from orchestra.store.postgres.local import LocalPostgres, shared_server
 
 MODES = {"cpu": (0.0, None), "latency": (0.025, 1)}
 """Per mode: seconds each model call waits, and tasks a worker runs at once per run

@@ -39,9 +39,9 @@ from benchmarks import measure, pg_drivers, pg_round_trips, pg_workers
 from benchmarks.orchestra_side import FakeAdapter, pipeline
 from benchmarks.workload import FakeModel
 from orchestra import Coordinator, CoordinatorSettings
-from orchestra._store import Blackboard, SQLiteBlackboard
-from orchestra._store.postgres import PostgresBlackboard
-from orchestra._store.postgres.local import LocalPostgres
+from orchestra.store import Blackboard, SQLiteBlackboard
+from orchestra.store.postgres import PostgresBlackboard
+from orchestra.store.postgres.local import LocalPostgres
 
 SIDES = ("sqlite", "postgres", "langgraph-postgres-sync", "langgraph-postgres-async")
 METRIC = {"S1": "ms_per_step", "S2": "makespan_over_ideal"}

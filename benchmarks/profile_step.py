@@ -25,7 +25,7 @@ from typing import Any
 from benchmarks import orchestra_side as side
 from benchmarks.workload import FakeModel
 from orchestra import Coordinator, SQLiteBlackboard
-from orchestra._store import _thread
+from orchestra.store.sqlite import thread as _thread
 
 STEPS_PER_PIPELINE = 17
 _FRAME = 4096 + 24  # a WAL frame: one page plus its header

@@ -38,7 +38,7 @@ from benchmarks.measure import S2_LATENCY
 from benchmarks.profile_step import _Timed
 from benchmarks.workload import FakeModel
 from orchestra import Coordinator, SQLiteBlackboard
-from orchestra._store import _thread
+from orchestra.store.sqlite import thread as _thread
 
 STEPS_PER_PIPELINE = 17
 WARMUP = 5

@@ -34,8 +34,8 @@ from typing import Any
 from benchmarks import orchestra_side as side
 from benchmarks.workload import FakeModel
 from orchestra import Coordinator, SQLiteBlackboard
-from orchestra._store import _thread
-from orchestra._store._connection import configure
+from orchestra.store.sqlite import thread as _thread
+from orchestra.store.sqlite.connection import configure
 
 STEPS_PER_PIPELINE = 17
 WARMUP = 5

@@ -25,8 +25,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from orchestra._store import Lease, NewTask, SQLiteBlackboard, StepResult, Writes
 from orchestra._types import Durability, Message
+from orchestra.store import (
+    Lease,
+    NewTask,
+    SQLiteBlackboard,
+    StepResult,
+    Writes,
+)
 
 TEXT = "x" * 200
 

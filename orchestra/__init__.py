@@ -20,7 +20,6 @@ from orchestra._errors import (
     UsageLimitExceeded,
     UserError,
 )
-from orchestra._store import NewHandoff, NewNote, NewTask, SQLiteBlackboard
 from orchestra._types import Run, Task
 from orchestra.compaction import KeepAll, SlidingWindow, Summarize, TokenBudget
 from orchestra.coordinator.coordinator import Coordinator, CoordinatorSettings
@@ -38,6 +37,12 @@ from orchestra.models import (
 from orchestra.models.prices import Price, Prices
 from orchestra.models.spec import load_model
 from orchestra.roles import Role
+from orchestra.store import (
+    NewHandoff,
+    NewNote,
+    NewTask,
+    SQLiteBlackboard,
+)
 from orchestra.tools import ToolContext, tool
 
 __version__ = "0.1.0"

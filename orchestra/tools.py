@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Any, get_type_hints, overload
 import pydantic
 
 from orchestra._errors import RoleDefinitionError
-from orchestra._store.protocol import NewHandoff, NewNote, Writes
 from orchestra.models.base import ToolSchema
+from orchestra.store.protocol import NewHandoff, NewNote, Writes
 
 if TYPE_CHECKING:
-    from orchestra._store.protocol import Blackboard
+    from orchestra.store.protocol import Blackboard
 
 ToolFn = Callable[..., Awaitable[Any]]
 

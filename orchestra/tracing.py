@@ -32,7 +32,7 @@ from orchestra.models.base import Model, ModelRequest, ModelResponse
 if TYPE_CHECKING:
     from opentelemetry.trace import Span, TracerProvider
 
-    from orchestra._store.protocol import Blackboard
+    from orchestra.store.protocol import Blackboard
 
 TRACE_EVENT = "trace.span"
 _ACTIVE: ContextVar[Tracing | None] = ContextVar("orchestra_tracing", default=None)

@@ -42,9 +42,9 @@ def test_internals_live_in_named_submodules() -> None:
 
 def test_dead_names_are_gone() -> None:
     import orchestra._errors as errors
-    import orchestra._store._rows as rows
     import orchestra._types as types
     import orchestra.coordinator.pipeline as pipeline
+    import orchestra.store.rows as rows
 
     for module, name in ((errors, "ToolTimeoutError"), (errors, "TaskFailedError"),
                          (rows, "as_rows"), (types, "TERMINAL_TASK_STATUSES"),

@@ -8,7 +8,6 @@ from typing import get_args
 import pytest
 
 from orchestra._errors import UserError
-from orchestra._store import SQLiteBlackboard
 from orchestra._types import (
     MESSAGE_ROLES,
     RUN_STATUSES,
@@ -23,6 +22,7 @@ from orchestra._types import (
     TaskStatus,
 )
 from orchestra.runtime import keys
+from orchestra.store import SQLiteBlackboard
 
 
 def test_tuples_are_the_literals_args() -> None:

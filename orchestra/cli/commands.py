@@ -16,8 +16,6 @@ from typing import Any
 
 from orchestra._errors import StoreAccessError, UserError
 from orchestra._install import install_hint
-from orchestra._store import Blackboard
-from orchestra._store import url as store_url
 from orchestra._types import Run
 from orchestra.cli import inspect_cmds
 from orchestra.cli.estimate import dry_run
@@ -43,6 +41,8 @@ from orchestra.coordinator.run_models import models_for_run as _models
 from orchestra.coordinator.run_models import run_cap as _run_cap
 from orchestra.coordinator.serving import ParkedRuns, active_runs, needs_driving, why_not_served
 from orchestra.models.prices import Prices, parse_prices
+from orchestra.store import Blackboard
+from orchestra.store import url as store_url
 
 
 @contextlib.asynccontextmanager

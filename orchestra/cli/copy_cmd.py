@@ -27,9 +27,9 @@ def add_parser(sub: Any) -> None:
 
 async def cmd_copy(args: argparse.Namespace) -> int:
     """Each run commits alone in the target: an interrupted copy leaves whole runs only."""
-    from orchestra._store import url as store_url
-    from orchestra._store.copy import Copied, copy_runs
     from orchestra.cli.inspect_cmds import emit
+    from orchestra.store import url as store_url
+    from orchestra.store.copy import Copied, copy_runs
 
     source, target = store_url.label(args.source), store_url.label(args.target)
 

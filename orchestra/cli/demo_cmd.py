@@ -9,9 +9,9 @@ from pathlib import Path
 
 from orchestra._errors import UserError
 from orchestra._install import DISTRIBUTION
-from orchestra._store import url as store_url
 from orchestra.cli.commands import _cannot_write, _refuse, _start, _workspace, open_store
 from orchestra.coordinator.pipeline import Demo
+from orchestra.store import url as store_url
 
 GROUP = "orchestra.demo"
 

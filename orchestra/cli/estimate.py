@@ -14,13 +14,13 @@ from collections.abc import Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
-from orchestra._store import Blackboard
-from orchestra._store import url as store_url
 from orchestra.cli.cost_text import usd
 from orchestra.cli.inspect_cmds import emit
 from orchestra.cli.main import EXIT_OK
 from orchestra.coordinator.pipeline import Pipeline
 from orchestra.models.prices import Price, PriceBook, Pricer, layered
+from orchestra.store import Blackboard
+from orchestra.store import url as store_url
 
 PAST_RUNS = 50
 """How many of the pipeline's latest completed runs the estimate looks at."""

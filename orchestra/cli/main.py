@@ -364,7 +364,7 @@ def _main(argv: Sequence[str] | None) -> int:
         if args.command not in DRIVING_COMMANDS:  # a viewer speaks for no run: just leave
             return EXIT_INTERRUPTED
         run_id = getattr(args, "_run_id", None) or getattr(args, "run", None)
-        from orchestra._store.url import label as store_label
+        from orchestra.store.url import label as store_label
 
         hint = (f" Resume with: orchestra resume {run_id} --db {store_label(args.db)}"
                 if run_id else "")

@@ -14,10 +14,10 @@ import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
-from orchestra._store import Blackboard
 from orchestra._types import Event, Run
 from orchestra.cli.cost_text import resume_hint, unpriced_line, usage_line
 from orchestra.cli.inspect_cmds import _role_limits, concurrency_waits, event_line, show_data
+from orchestra.store import Blackboard
 
 QUIET_KINDS = frozenset({"step.started", "task.claimed"})
 WAIT_WORTH_SAYING = 10.0

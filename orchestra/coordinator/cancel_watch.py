@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from orchestra._errors import StoreError
 from orchestra._log import get_logger
-from orchestra._store.protocol import Blackboard
+from orchestra.store.protocol import Blackboard
 
 log = get_logger("orchestra.coordinator")
 

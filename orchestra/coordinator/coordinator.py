@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 
 from orchestra._errors import NotFoundError, StoreError, UserError
 from orchestra._log import get_logger
-from orchestra._store.protocol import Blackboard, ClaimSpec
 from orchestra._types import (
     DEFAULT_CONCURRENCY,
     JSON,
@@ -34,6 +33,7 @@ from orchestra.coordinator.pipeline import Pipeline
 from orchestra.models.base import Model
 from orchestra.models.prices import PriceBook, Pricer, layered
 from orchestra.runtime.agent_state import AgentState, agent_id_for
+from orchestra.store.protocol import Blackboard, ClaimSpec
 
 if TYPE_CHECKING:
     from orchestra.tracing import Tracing

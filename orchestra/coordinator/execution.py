@@ -21,12 +21,12 @@ from orchestra._errors import (
     UserError,
 )
 from orchestra._log import get_logger
-from orchestra._store.protocol import Lease, Writes
 from orchestra._types import AgentId, Task
 from orchestra.runtime.agent_state import AgentState
 from orchestra.runtime.journal import RecordedStepError
 from orchestra.runtime.limits import RunLimits
 from orchestra.runtime.task_runner import TaskOutcome, run_task
+from orchestra.store.protocol import Lease, Writes
 from orchestra.tools import POST_CHECK
 
 if TYPE_CHECKING:

@@ -32,13 +32,13 @@ from typing import Any
 import pydantic
 
 from orchestra._errors import UserError
-from orchestra._store.protocol import Board, NewHandoff, NewNote, NewTask, Writes
 from orchestra._types import Task
 from orchestra.coordinator.pipeline_ref import derive_ref, load_pipeline, module_ref
 from orchestra.models.base import Model
 from orchestra.models.prices import Price
 from orchestra.roles import Role
 from orchestra.runtime.task_runner import Route as _RuntimeRoute
+from orchestra.store.protocol import Board, NewHandoff, NewNote, NewTask, Writes
 
 __all__ = ["Demo", "Pipeline", "Route", "Summary", "fan_out", "handoff", "load_pipeline"]
 

@@ -20,10 +20,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from orchestra._errors import UserError
-from orchestra._store.protocol import Blackboard, EventLog
 from orchestra._types import Run
 from orchestra.coordinator.pipeline import Pipeline
 from orchestra.models.base import Model
+from orchestra.store.protocol import Blackboard, EventLog
 
 SETTINGS_EVENT = "run.settings"
 """Replaces a run's settings (its data is the whole new settings)."""

@@ -12,8 +12,8 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 
-from orchestra._store.protocol import Blackboard
 from orchestra._types import Run
+from orchestra.store.protocol import Blackboard
 
 
 async def needs_driving(store: Blackboard, run: Run) -> bool:

@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from orchestra._store.protocol import Blackboard
 from orchestra._types import Step
 from orchestra.models.base import Usage
+from orchestra.store.protocol import Blackboard
 
 
 @dataclass(slots=True)

@@ -15,9 +15,9 @@ import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from orchestra._store.protocol import Blackboard
 from orchestra._types import AgentId, CompactionRecord, Message
 from orchestra.compaction import message_tokens
+from orchestra.store.protocol import Blackboard
 
 FEEDBACK = "feedback"
 """``name`` of a user message telling the model why its last reply was unusable."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from orchestra._store.protocol import Writes
 from orchestra._types import CompactionRecord, Message
 from orchestra.compaction import SummaryRequest, summary_prompt
 from orchestra.models.base import Model, ModelRequest, ModelSettings
@@ -10,6 +9,7 @@ from orchestra.models.prices import Pricer
 from orchestra.runtime import keys
 from orchestra.runtime.agent_state import AgentState
 from orchestra.runtime.journal import Journal, Outcome, usage_record
+from orchestra.store.protocol import Writes
 from orchestra.tracing import step_span
 
 

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from orchestra._errors import DeterminismError, OrchestraError
-from orchestra._store.protocol import Blackboard, Lease, StepResult, Writes
 from orchestra._types import Step, StepKind, Task
 from orchestra.models.base import Usage
+from orchestra.store.protocol import Blackboard, Lease, StepResult, Writes
 
 
 def usage_record(usage: Usage) -> list[int]:

@@ -15,7 +15,6 @@ from typing import Any, Literal
 
 from orchestra._errors import ModelBehaviorError, ModelRetry, UsageLimitExceeded
 from orchestra._log import get_logger
-from orchestra._store.protocol import Blackboard, ClaimSpec, Lease, Writes
 from orchestra._types import Message, Task, ToolCallRecord
 from orchestra.compaction import SummaryRequest, View
 from orchestra.models.base import Model, ModelRequest, ModelSettings, ToolCall
@@ -38,6 +37,7 @@ from orchestra.runtime.retry_sampling import retry_settings
 from orchestra.runtime.tool_calls import ApprovalWait, ToolRunner
 from orchestra.runtime.turns import MAX_REPLY_CHARS as MAX_REPLY_CHARS
 from orchestra.runtime.turns import Turns, reply_outcome, serialize_output, system_message
+from orchestra.store.protocol import Blackboard, ClaimSpec, Lease, Writes
 from orchestra.tools import Rejection, Tool, ToolContext
 
 log = get_logger("orchestra.runtime")

@@ -17,11 +17,11 @@ from typing import Any
 import pydantic
 
 from orchestra._errors import ModelRetry
-from orchestra._store.protocol import Blackboard, Lease
 from orchestra._types import Task
 from orchestra.models.base import ToolCall
 from orchestra.runtime import keys
 from orchestra.runtime.journal import Journal, Outcome
+from orchestra.store.protocol import Blackboard, Lease
 from orchestra.tools import Tool, ToolContext, render_tool_result
 from orchestra.tracing import step_span
 

@@ -7,12 +7,12 @@ import functools
 from dataclasses import dataclass, field
 from typing import Any
 
-from orchestra._store.protocol import Writes
 from orchestra._types import Message
 from orchestra.models.base import ModelResponse, OutputSchema, ToolCall, ToolSchema, Usage
 from orchestra.runtime.agent_state import FEEDBACK
 from orchestra.runtime.journal import Journal, Outcome, usage_record
 from orchestra.runtime.tool_calls import ToolRunner
+from orchestra.store.protocol import Writes
 from orchestra.tools import Rejection
 
 MAX_REPLY_CHARS = 200_000

@@ -12,13 +12,13 @@ from fastapi import FastAPI, Request
 from starlette.middleware.cors import CORSMiddleware
 from starlette.types import ASGIApp
 
-from orchestra._store.protocol import Blackboard
 from orchestra.coordinator.coordinator import CoordinatorSettings
 from orchestra.models.prices import PriceBook
 from orchestra.server import problems
 from orchestra.server.feeds import Feeds
 from orchestra.server.pool import RunPool
 from orchestra.server.security import BodyLimit
+from orchestra.store.protocol import Blackboard
 
 
 @dataclass(frozen=True, slots=True)

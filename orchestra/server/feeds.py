@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 
 import structlog
 
-from orchestra._store.protocol import Blackboard
 from orchestra._types import Event
+from orchestra.store.protocol import Blackboard
 
 log = structlog.get_logger("orchestra.server")
 

@@ -18,7 +18,6 @@ from dataclasses import replace
 import structlog
 
 from orchestra._errors import UserError
-from orchestra._store.protocol import Blackboard
 from orchestra._types import Run
 from orchestra.coordinator.coordinator import Coordinator, CoordinatorSettings
 from orchestra.coordinator.owners import dead_local_owners, new_owner_id
@@ -26,6 +25,7 @@ from orchestra.coordinator.pipeline import load_pipeline
 from orchestra.coordinator.run_models import models_for_run, recorded_settings, run_cap
 from orchestra.coordinator.serving import ParkedRuns, needs_driving
 from orchestra.models.prices import PriceBook
+from orchestra.store.protocol import Blackboard
 
 log = structlog.get_logger("orchestra.server")
 

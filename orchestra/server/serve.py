@@ -5,10 +5,10 @@ from __future__ import annotations
 import socket
 
 from orchestra._errors import UserError
-from orchestra._store.url import label, open_store
 from orchestra.coordinator.coordinator import CoordinatorSettings
 from orchestra.server.app import ServerSettings, create_app
 from orchestra.server.security import check_bind
+from orchestra.store.url import label, open_store
 
 
 def listen(host: str, port: int) -> socket.socket:

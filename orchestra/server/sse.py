@@ -16,9 +16,9 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 
-from orchestra._store.protocol import Blackboard
 from orchestra._types import TERMINAL_RUN_STATUSES, run_finished_after
 from orchestra.server.feeds import Feeds, Frame, Subscriber, backlog
+from orchestra.store.protocol import Blackboard
 
 Liveness = Callable[[str], Awaitable[str | None]]
 """``run_id`` → why nobody serves it, or ``None`` when someone does (or none is needed)."""

@@ -13,7 +13,7 @@ import pytest
 from e2e_helpers import StoreWatch, cli, kill_group, logs, spawn
 
 from orchestra import SQLiteBlackboard
-from orchestra._store import Lease, NewTask
+from orchestra.store import Lease, NewTask
 
 pytestmark = pytest.mark.slow
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from e2e_helpers import REPO, Reference, board, cli, events, query, show
 
-from orchestra._store import SQLiteBlackboard
+from orchestra.store import SQLiteBlackboard
 
 STEPS = ("SELECT s.task_id, s.retry, s.step, s.status, s.attempts, s.finished_at FROM steps s "
          "JOIN tasks t ON t.id = s.task_id WHERE t.run_id = ? ORDER BY s.finished_at")

@@ -11,8 +11,8 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from orchestra._store import Lease
-from orchestra._store.postgres import PostgresBlackboard
+from orchestra.store import Lease
+from orchestra.store.postgres import PostgresBlackboard
 
 LEASE_SECONDS = 3.0
 

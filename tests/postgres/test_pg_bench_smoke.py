@@ -11,7 +11,7 @@ import pytest
 
 from benchmarks import pg_drivers, pg_workers
 from benchmarks import postgres as bench
-from orchestra._store.postgres.local import LocalPostgres
+from orchestra.store.postgres.local import LocalPostgres
 
 
 def _installed(module: str) -> bool:

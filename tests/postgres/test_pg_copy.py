@@ -12,11 +12,18 @@ from typing import Any
 import pytest
 from pg_helpers import with_password
 
-from orchestra._store import Blackboard, NewHandoff, NewNote, NewTask, StepResult, Writes
-from orchestra._store.copy import copy_runs
-from orchestra._store.url import open_store
 from orchestra._types import CompactionRecord, Message, ToolCallRecord
 from orchestra.cli.main import main
+from orchestra.store import (
+    Blackboard,
+    NewHandoff,
+    NewNote,
+    NewTask,
+    StepResult,
+    Writes,
+)
+from orchestra.store.copy import copy_runs
+from orchestra.store.url import open_store
 
 LONG = "a reply long enough to be stored once, as a pointer to its message " * 2
 
@@ -74,7 +81,7 @@ async def rich_run(store: Blackboard, run_id: str) -> None:
 
 
 def _lease(task: Any) -> Any:
-    from orchestra._store import Lease
+    from orchestra.store import Lease
 
     return Lease(task.lease_owner, task.attempt)
 

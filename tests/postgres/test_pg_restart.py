@@ -7,9 +7,9 @@ import asyncio
 
 import pytest
 
-from orchestra._store import Lease, NewTask
-from orchestra._store.postgres import PostgresBlackboard
-from orchestra._store.postgres.local import LocalPostgres, PostgresUnavailable
+from orchestra.store import Lease, NewTask
+from orchestra.store.postgres import PostgresBlackboard
+from orchestra.store.postgres.local import LocalPostgres, PostgresUnavailable
 
 TASKS = 60
 

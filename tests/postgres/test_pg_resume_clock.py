@@ -12,7 +12,7 @@ from pydantic import BaseModel
 
 from orchestra import Coordinator, FunctionModel, NewTask, Pipeline, Role, reply
 from orchestra._errors import UserError
-from orchestra._store.postgres import PostgresBlackboard
+from orchestra.store.postgres import PostgresBlackboard
 
 
 class Answer(BaseModel):

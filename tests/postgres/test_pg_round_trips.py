@@ -9,9 +9,16 @@ import pytest
 
 from benchmarks.pg_round_trips import counted, per_step
 from orchestra._errors import LeaseLostError, StoreError
-from orchestra._store import ClaimSpec, Lease, NewHandoff, NewTask, StepResult, Writes
-from orchestra._store.postgres import PostgresBlackboard
 from orchestra._types import Message
+from orchestra.store import (
+    ClaimSpec,
+    Lease,
+    NewHandoff,
+    NewTask,
+    StepResult,
+    Writes,
+)
+from orchestra.store.postgres import PostgresBlackboard
 
 
 @pytest.fixture

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from orchestra._store import NewTask
-from orchestra._store.postgres import PostgresBlackboard
+from orchestra.store import NewTask
+from orchestra.store.postgres import PostgresBlackboard
 
 HERE = Path(__file__).parent
 WORKERS = 4

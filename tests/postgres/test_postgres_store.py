@@ -13,11 +13,11 @@ import pytest
 from pg_helpers import with_password
 
 from orchestra._errors import NotAStoreError, SchemaVersionError, StoreError, UserError
-from orchestra._store import NewTask, SQLiteBlackboard
-from orchestra._store.postgres import PostgresBlackboard
-from orchestra._store.postgres import schema as pg_schema
-from orchestra._store.postgres._dsn import redact
-from orchestra._store.url import label, open_store
+from orchestra.store import NewTask, SQLiteBlackboard
+from orchestra.store.postgres import PostgresBlackboard
+from orchestra.store.postgres import schema as pg_schema
+from orchestra.store.postgres.dsn import redact
+from orchestra.store.url import label, open_store
 
 
 async def test_one_string_picks_the_backend(dsn: str, tmp_path: Path) -> None:

@@ -24,7 +24,7 @@ from orchestra import (
     SQLiteBlackboard,
     reply,
 )
-from orchestra._store import Lease
+from orchestra.store import Lease
 
 FAST = CoordinatorSettings(retry_base=0.01, retry_max=0.02, poll_interval=0.02)
 

@@ -10,7 +10,7 @@ import asyncio
 import json
 import sys
 
-from orchestra._store import Lease, SQLiteBlackboard
+from orchestra.store import Lease, SQLiteBlackboard
 
 
 async def main(path: str, owner: str) -> list[str]:

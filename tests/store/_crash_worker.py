@@ -10,8 +10,15 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from orchestra._store import Lease, NewNote, NewTask, SQLiteBlackboard, StepResult, Writes
 from orchestra._types import Message
+from orchestra.store import (
+    Lease,
+    NewNote,
+    NewTask,
+    SQLiteBlackboard,
+    StepResult,
+    Writes,
+)
 
 LOOPS = 4
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from store_helpers import Claim
 
-from orchestra._store import Lease, NewTask, SQLiteBlackboard
 from orchestra._types import Run, Task
+from orchestra.store import Lease, NewTask, SQLiteBlackboard
 
 
 @pytest.fixture

@@ -7,8 +7,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from orchestra._store import Lease
 from orchestra._types import Run, Task
+from orchestra.store import Lease
 
 Claim = Callable[..., Awaitable[tuple[Run, Task, Lease]]]
 """The ``claimed`` fixture: ``await claimed(role)`` -> (run, task, lease)."""

@@ -10,7 +10,8 @@ import pytest
 from store_helpers import Claim, count_rows, query
 
 from orchestra._errors import LeaseLostError, PayloadTooLargeError, UserError
-from orchestra._store import (
+from orchestra._types import Message
+from orchestra.store import (
     Lease,
     NewHandoff,
     NewNote,
@@ -19,7 +20,6 @@ from orchestra._store import (
     StepResult,
     Writes,
 )
-from orchestra._types import Message
 
 
 async def test_failure_inside_the_txn_leaves_no_handoff_task_or_event(

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from orchestra._errors import NotFoundError
-from orchestra._store import SQLiteBlackboard
-from orchestra._store._codec import Encoder
-from orchestra._store._event_txn import append_event, append_step_event, batched_events
-from orchestra._store._txn import Txn
+from orchestra.store import SQLiteBlackboard
+from orchestra.store.codec import Encoder
+from orchestra.store.sqlite.events import append_event, append_step_event, batched_events
+from orchestra.store.sqlite.txn import Txn
 
 ENC = Encoder(1 << 20)
 

@@ -16,7 +16,15 @@ import pytest
 from store_helpers import Claim, query
 
 from orchestra._errors import LeaseLostError
-from orchestra._store import ClaimSpec, Lease, NewHandoff, NewTask, SQLiteBlackboard, Writes, schema
+from orchestra.store import (
+    ClaimSpec,
+    Lease,
+    NewHandoff,
+    NewTask,
+    SQLiteBlackboard,
+    Writes,
+)
+from orchestra.store.sqlite import schema
 
 
 def _spec(run_id: str, **capacity: int) -> ClaimSpec:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestra._store import SQLiteBlackboard
+from orchestra.store import SQLiteBlackboard
 
 REPO = Path(__file__).resolve().parents[2]
 ROUNDS = 5

@@ -13,7 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from store_helpers import query
 
-from orchestra._store import (
+from orchestra._types import Message
+from orchestra.store import (
     Lease,
     NewHandoff,
     NewNote,
@@ -22,7 +23,6 @@ from orchestra._store import (
     StepResult,
     Writes,
 )
-from orchestra._types import Message
 
 RUNS = 3
 op_kinds = st.sampled_from(["note", "plan", "handoff", "task", "event", "work", "status",

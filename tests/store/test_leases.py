@@ -9,8 +9,14 @@ import pytest
 from store_helpers import Claim
 
 from orchestra._errors import LeaseLostError
-from orchestra._store import Lease, NewTask, SQLiteBlackboard, StepResult, Writes
 from orchestra._types import Message
+from orchestra.store import (
+    Lease,
+    NewTask,
+    SQLiteBlackboard,
+    StepResult,
+    Writes,
+)
 
 
 async def test_claim_takes_the_oldest_claimable_task(store: SQLiteBlackboard) -> None:

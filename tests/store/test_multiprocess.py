@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from store_helpers import query
 
-from orchestra._store import NewTask, SQLiteBlackboard, schema
+from orchestra.store import NewTask, SQLiteBlackboard
+from orchestra.store.sqlite import schema
 
 PROCESSES = 4
 TASKS = 10_000

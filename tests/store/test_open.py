@@ -9,8 +9,9 @@ import pytest
 from store_helpers import query
 
 from orchestra._errors import NotAStoreError, SchemaVersionError, StoreError
-from orchestra._store import NewTask, SQLiteBlackboard, schema
 from orchestra._types import Durability
+from orchestra.store import NewTask, SQLiteBlackboard
+from orchestra.store.sqlite import schema
 
 
 def snapshot(path: Path) -> dict[str, bytes]:

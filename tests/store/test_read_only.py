@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from orchestra._errors import SchemaVersionError, StoreAccessError
-from orchestra._store import NewTask, SQLiteBlackboard
+from orchestra.store import NewTask, SQLiteBlackboard
 
 
 async def test_read_only_reads_and_refuses_every_write(db_path: Path) -> None:

@@ -9,7 +9,8 @@ import pytest
 from store_helpers import Claim
 
 from orchestra._errors import NotFoundError, StoreError, UserError
-from orchestra._store import (
+from orchestra._types import CompactionRecord, Message, ToolCallRecord
+from orchestra.store import (
     Lease,
     NewHandoff,
     NewNote,
@@ -18,7 +19,6 @@ from orchestra._store import (
     StepResult,
     Writes,
 )
-from orchestra._types import CompactionRecord, Message, ToolCallRecord
 
 
 async def kinds(store: SQLiteBlackboard, run_id: str) -> list[str]:

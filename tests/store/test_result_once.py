@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 from store_helpers import Claim, query
 
-from orchestra._store import SQLiteBlackboard, StepResult, Writes, schema
 from orchestra._types import JSON, Message
+from orchestra.store import SQLiteBlackboard, StepResult, Writes
+from orchestra.store.sqlite import schema
 
 PAD = "x" * 80
 

@@ -9,7 +9,8 @@ import pytest
 from store_helpers import TABLES, count_rows, fts_consistent, query
 
 from orchestra._errors import UserError
-from orchestra._store import (
+from orchestra._types import CompactionRecord, Message, RunStatus
+from orchestra.store import (
     Lease,
     NewHandoff,
     NewNote,
@@ -18,7 +19,6 @@ from orchestra._store import (
     StepResult,
     Writes,
 )
-from orchestra._types import CompactionRecord, Message, RunStatus
 
 
 async def populate(store: SQLiteBlackboard) -> str:

@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 from store_helpers import fts_consistent, query
 
-from orchestra._store import NewNote, SQLiteBlackboard, schema
 from orchestra._types import (
     APPROVAL_STATUSES,
     MESSAGE_ROLES,
@@ -23,6 +22,8 @@ from orchestra._types import (
     STEP_STATUSES,
     TASK_STATUSES,
 )
+from orchestra.store import NewNote, SQLiteBlackboard
+from orchestra.store.sqlite import schema
 
 FIXTURES = Path(__file__).with_name("fixtures")
 

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from orchestra._store import NewTask, SQLiteBlackboard, _queries
-from orchestra._store._sqlite_open import open_writer
 from orchestra._types import Run
+from orchestra.store import NewTask, SQLiteBlackboard
+from orchestra.store.sqlite import reads as _reads
+from orchestra.store.sqlite.open import open_writer
 
 
 async def test_the_guard_catches_store_sql_run_on_the_loop(sql_on_loop: list[str],
@@ -21,8 +22,8 @@ async def test_the_guard_catches_store_sql_run_on_the_loop(sql_on_loop: list[str
                        verify_only=False)
     assert sql_on_loop  # connect, configure and migrate ran here
     sql_on_loop.clear()
-    assert _queries.list_runs(conn, False, 10, None, None, None) == []
-    assert sql_on_loop and all(v.startswith("orchestra._store") for v in sql_on_loop)
+    assert _reads.list_runs(conn, False, 10, None, None, None) == []
+    assert sql_on_loop and all(v.startswith("orchestra.store") for v in sql_on_loop)
     with pytest.raises(AssertionError, match="SQLite was called on the event loop's thread"):
         sql_on_loop.assert_none()  # type: ignore[attr-defined]
     sql_on_loop.clear()
@@ -37,7 +38,7 @@ def _open_and_list(db_path: Path) -> list[Run]:
     conn = open_writer(str(db_path), durability="normal", busy_timeout=1.0,
                        verify_only=False)
     try:
-        return _queries.list_runs(conn, False, 10, None, None, None)
+        return _reads.list_runs(conn, False, 10, None, None, None)
     finally:
         conn.close()
 

@@ -1,6 +1,6 @@
 """A task's usual end as one appended record writes exactly the rows of the general path.
 
-``_step_record`` hands a task in as ONE insert into the ``step_records`` view, whose
+``step`` hands a task in as ONE insert into the ``step_records`` view, whose
 trigger maintains the tables inside SQLite. Each scenario here runs twice on fresh
 stores, once through the record and once with the record path switched off, with the
 same ids, and compares every row of every table the end touches (timestamps aside).
@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 
 from orchestra._errors import LeaseLostError, StoreError
-from orchestra._store import (
+from orchestra._types import Message, ToolCallRecord
+from orchestra.store import (
     ClaimSpec,
     Lease,
     NewHandoff,
@@ -27,13 +28,13 @@ from orchestra._store import (
     SQLiteBlackboard,
     StepResult,
     Writes,
-    _board_txn,
-    _codec,
-    _run_txn,
-    _step_record,
-    _task_txn,
+    rules,
 )
-from orchestra._types import Message, ToolCallRecord
+from orchestra.store import codec as _codec
+from orchestra.store.sqlite import board as _board
+from orchestra.store.sqlite import runs as _runs
+from orchestra.store.sqlite import step as _step_record
+from orchestra.store.sqlite import tasks as _tasks
 
 _TIMES = {"created_at", "updated_at", "started_at", "finished_at", "at", "lease_expires_at",
           "seen_at", "expires_at"}
@@ -68,10 +69,10 @@ async def _both(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scenario: Scena
         def new_id(length: int = 16, counter: Any = counter) -> str:
             return f"{next(counter):0{length}d}"
 
-        for module in (_codec, _task_txn, _board_txn, _run_txn):
+        for module in (_codec, _tasks, _board, _runs):
             monkeypatch.setattr(module, "new_id", new_id)
-        fits = _step_record.fits if record else (lambda *a: False)
-        monkeypatch.setattr(_step_record, "fits", fits)
+        fits = rules.fits if record else (lambda *a: False)
+        monkeypatch.setattr(rules, "fits", fits)
         monkeypatch.setattr(_step_record, "complete_and_claim", _spy)
         async with await SQLiteBlackboard.open(tmp_path / f"{name}.db") as store:
             results.append(await scenario(store))
@@ -176,11 +177,11 @@ async def test_ends_the_record_cannot_carry_take_the_general_path(
     """A note (or a plan, a keyed handoff, a failed step...) is not in the record; such an
     end is written the general way, whole."""
     writes = Writes(messages=_messages(), notes=[NewNote("found it")])
-    assert not _step_record.fits(writes, _step("t"), "t")
-    assert not _step_record.fits(Writes(handoffs=[NewHandoff("r", {}, key="k")]),
+    assert not rules.fits(writes, _step("t"), "t")
+    assert not rules.fits(Writes(handoffs=[NewHandoff("r", {}, key="k")]),
                                  _step("t"), "t")
-    assert not _step_record.fits(None, None, "t")
-    assert _step_record.fits(Writes(messages=_messages()), _step("t"), "t")
+    assert not rules.fits(None, None, "t")
+    assert rules.fits(Writes(messages=_messages()), _step("t"), "t")
 
     async def scenario(store: SQLiteBlackboard) -> None:
         task_id, lease = await _start(store)

@@ -11,7 +11,7 @@ import asyncio
 import sqlite3
 from pathlib import Path
 
-from orchestra._store import SQLiteBlackboard
+from orchestra.store import SQLiteBlackboard
 
 
 async def test_a_lock_held_elsewhere_is_waited_for_off_the_loop(

@@ -14,8 +14,14 @@ from pathlib import Path
 
 from backends import BACKENDS
 
-from orchestra._store import Blackboard, Lease, NewNote, StepResult, Writes
 from orchestra._types import Message
+from orchestra.store import (
+    Blackboard,
+    Lease,
+    NewNote,
+    StepResult,
+    Writes,
+)
 
 
 async def claim(store: Blackboard, owner: str, out: str) -> None:

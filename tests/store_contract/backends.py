@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from orchestra._store import Blackboard, Lease, SQLiteBlackboard
 from orchestra._types import Run, Task
+from orchestra.store import Blackboard, Lease, SQLiteBlackboard
 
 Opener = Callable[..., Awaitable[Blackboard]]
 """The ``open_store`` fixture: ``await open_store(**options)`` -> a new handle."""
@@ -41,14 +41,14 @@ def _damage_sqlite(spec: str, agent_id: str, seq: int) -> None:
 
 
 async def _open_postgres(spec: str, **options: Any) -> Blackboard:
-    from orchestra._store.postgres import PostgresBlackboard
+    from orchestra.store.postgres import PostgresBlackboard
 
     return await PostgresBlackboard.open(spec, **options)
 
 
 def _fresh_postgres(tmp: Path) -> str:
     """A new empty database on the session's PostgreSQL server (started on first use)."""
-    from orchestra._store.postgres.local import PostgresUnavailable, shared_server
+    from orchestra.store.postgres.local import PostgresUnavailable, shared_server
 
     try:
         server = shared_server()

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from backends import BACKENDS, Backend, Claimed, Opener
 
-from orchestra._store import Blackboard, Lease, NewTask
 from orchestra._types import Run, Task
+from orchestra.store import Blackboard, Lease, NewTask
 
 
 @pytest.fixture(params=sorted(BACKENDS))

@@ -6,7 +6,13 @@ import pytest
 from backends import Claimed
 
 from orchestra._errors import UserError
-from orchestra._store import Blackboard, Lease, NewHandoff, NewNote, Writes
+from orchestra.store import (
+    Blackboard,
+    Lease,
+    NewHandoff,
+    NewNote,
+    Writes,
+)
 
 
 async def test_plans_are_versioned(store: Blackboard) -> None:

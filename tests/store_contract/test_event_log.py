@@ -8,8 +8,15 @@ import pytest
 from backends import Claimed, Opener
 
 from orchestra._errors import NotFoundError, PayloadTooLargeError, UserError
-from orchestra._store import Blackboard, Lease, NewNote, NewTask, StepResult, Writes
 from orchestra._types import Event, Message
+from orchestra.store import (
+    Blackboard,
+    Lease,
+    NewNote,
+    NewTask,
+    StepResult,
+    Writes,
+)
 
 
 async def test_seqs_are_gap_free_under_concurrent_writers_and_rollbacks(

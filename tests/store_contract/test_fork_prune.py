@@ -8,8 +8,16 @@ import time
 import pytest
 
 from orchestra._errors import NotFoundError, UserError
-from orchestra._store import Blackboard, Lease, NewHandoff, NewNote, NewTask, StepResult, Writes
 from orchestra._types import Event, Message, Run
+from orchestra.store import (
+    Blackboard,
+    Lease,
+    NewHandoff,
+    NewNote,
+    NewTask,
+    StepResult,
+    Writes,
+)
 
 
 async def two_task_run(store: Blackboard) -> Run:

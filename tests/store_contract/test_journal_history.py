@@ -6,8 +6,8 @@ import pytest
 from backends import Backend, Claimed
 
 from orchestra._errors import StoreError
-from orchestra._store import Blackboard, StepResult, Writes
 from orchestra._types import CompactionRecord, Message, ToolCallRecord
+from orchestra.store import Blackboard, StepResult, Writes
 
 
 async def test_a_completed_step_is_final_and_restarts_count_attempts(

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from backends import Backend
 
-from orchestra._store import Blackboard, NewTask
+from orchestra.store import Blackboard, NewTask
 
 HERE = Path(__file__).parent
 REPO = HERE.parents[1]

@@ -6,7 +6,7 @@ import pytest
 from backends import Claimed
 
 from orchestra._errors import LeaseLostError, NotFoundError, UserError
-from orchestra._store import Blackboard, NewTask
+from orchestra.store import Blackboard, NewTask
 
 
 async def test_a_run_round_trips_and_changes_status(store: Blackboard) -> None:

@@ -9,7 +9,7 @@ import pytest
 from backends import Claimed, Opener
 
 from orchestra._errors import LeaseLostError, NotFoundError, UserError
-from orchestra._store import Blackboard, Lease, NewTask
+from orchestra.store import Blackboard, Lease, NewTask
 
 
 async def test_claims_take_the_oldest_ready_task_and_bump_the_attempt(store: Blackboard) -> None:

@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from orchestra._errors import UserError
-from orchestra._store.protocol import Blackboard
 from orchestra._types import AgentInfo, Message, Run, Task
 from orchestra.compaction import CompactionPolicy, SummaryRequest, View
 from orchestra.coordinator.pipeline import Pipeline, load_pipeline
 from orchestra.runtime.agent_state import agent_id_for
+from orchestra.store.protocol import Blackboard
 
 MAX_TASKS = 300
 """Newest tasks shown in a run's timeline (the count says how many exist)."""

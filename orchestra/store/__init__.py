@@ -1,0 +1,47 @@
+"""The blackboard: the store protocols, their SQLite implementation, and the write bundles
+(``Writes``, ``Lease``, ``StepResult``) the runtime commits with. Most programs need only
+``SQLiteBlackboard`` and ``NewTask``/``NewHandoff``/``NewNote``, importable from ``orchestra``.
+
+Layout: the protocols and the records both backends share sit here (``protocol``,
+``rows``, ``codec``, ``url``); each backend has a folder (``sqlite/``, ``postgres/``)
+with the same file name for the same concern (``tasks``, ``journal``, ``board``, ...);
+``copy/`` moves runs between any two stores.
+"""
+
+from orchestra.store.protocol import (
+    AgentHistory,
+    Approvals,
+    Blackboard,
+    Board,
+    ClaimSpec,
+    EventLog,
+    Lease,
+    NewHandoff,
+    NewNote,
+    NewTask,
+    RunStore,
+    StepJournal,
+    StepResult,
+    TaskQueue,
+    Writes,
+)
+from orchestra.store.sqlite.store import SQLiteBlackboard
+
+__all__ = [
+    "AgentHistory",
+    "Approvals",
+    "Blackboard",
+    "Board",
+    "ClaimSpec",
+    "EventLog",
+    "Lease",
+    "NewHandoff",
+    "NewNote",
+    "NewTask",
+    "RunStore",
+    "SQLiteBlackboard",
+    "StepJournal",
+    "StepResult",
+    "TaskQueue",
+    "Writes",
+]

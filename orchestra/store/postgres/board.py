@@ -1,0 +1,233 @@
+"""Board writes on PostgreSQL: messages, compactions, plans, handoffs, notes, approvals,
+and ``Writes`` bundles, composed into the transaction that carries them.
+
+Per-agent message seqs and per-run plan versions come from counters on the
+owner's row (``agents.last_seq``, the run row's lock), so concurrent writers on
+several hosts never pick the same number.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import asyncpg
+
+from orchestra._errors import NotFoundError, UserError
+from orchestra._types import (
+    JSON,
+    MESSAGE_ROLES,
+    AgentId,
+    Approval,
+    Handoff,
+    Message,
+    Note,
+    Plan,
+)
+from orchestra.store import rows as _rows
+from orchestra.store.codec import Encoder, new_id
+from orchestra.store.postgres.events import append_event, require_run, whole
+from orchestra.store.postgres.tasks import check_lease, insert_task
+from orchestra.store.protocol import Lease, NewHandoff, NewNote, NewTask, Writes
+
+_TAKE_SEQS = """
+INSERT INTO agents (id, run_id, role, created_at, last_seq) VALUES ($1, $2, $3, $4, $5)
+ON CONFLICT (id) DO UPDATE SET last_seq = agents.last_seq + excluded.last_seq
+RETURNING last_seq"""
+_INSERT_MESSAGE = (
+    "INSERT INTO messages (agent_id, seq, task_id, role, content, tool_calls, tool_call_id, "
+    "name, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"
+)
+_INSERT_COMPACTION = (
+    "INSERT INTO compactions (agent_id, first_seq, last_seq, summary, task_id, step, created_at) "
+    "VALUES ($1, $2, $3, $4, $5, $6, $7)"
+)
+_LOCK_RUN = "SELECT 1 FROM runs WHERE id = $1 FOR UPDATE"
+_NEXT_PLAN_VERSION = "SELECT COALESCE(MAX(version), 0) + 1 FROM plans WHERE run_id = $1"
+_INSERT_PLAN = (
+    "INSERT INTO plans (run_id, version, author, body, created_at) VALUES ($1, $2, $3, $4, $5)"
+)
+_HANDOFF_OF_TASK = f"SELECT {_rows.HANDOFF_COLS} FROM handoffs WHERE task_id = $1"
+_INSERT_NOTE = (
+    "INSERT INTO notes (run_id, author, tags, body, created_at) VALUES ($1, $2, $3, $4, $5) "
+    "RETURNING id"
+)
+
+
+async def append_messages(c: asyncpg.Connection, enc: Encoder, run_id: str, agent_id: str,
+                          task_id: str | None, messages: Sequence[Message], now: float) -> int:
+    """Register the agent (on its first write) and append to its history in one counter
+    update; returns the seq of the last message appended (0 when there were none)."""
+    if not agent_id:
+        raise UserError("agent_id must be a non-empty string")
+    rows = []
+    for m in messages:
+        if m.role not in MESSAGE_ROLES:
+            raise UserError(f"message role must be one of {sorted(MESSAGE_ROLES)}, "
+                            f"got {m.role!r}")
+        field = f"message of {agent_id}"
+        calls = None
+        if m.tool_calls:
+            calls = enc.json([{"id": c.id, "name": c.name, "arguments": c.arguments}
+                              for c in m.tool_calls], field + " tool_calls")
+        rows.append([task_id, m.role, enc.text(m.content, field + " content"), calls,
+                     m.tool_call_id, m.name, now])
+    role = AgentId.parse(agent_id).role
+    last: int = await c.fetchval(_TAKE_SEQS, agent_id, run_id, role, now, len(rows))
+    if not rows:
+        return 0
+    first = last - len(rows) + 1
+    await c.executemany(_INSERT_MESSAGE, [(agent_id, first + i, *row)
+                                          for i, row in enumerate(rows)])
+    return last
+
+
+async def post_plan(c: asyncpg.Connection, enc: Encoder, run_id: str, author: str, body: JSON,
+                    now: float) -> Plan:
+    text = enc.json(body, f"plan body from {author!r}")
+    if await c.fetchval(_LOCK_RUN, run_id) is None:  # the run's lock orders plan versions
+        raise NotFoundError(f"run {run_id!r} does not exist")
+    version = await c.fetchval(_NEXT_PLAN_VERSION, run_id)
+    await append_event(c, enc, run_id, "plan.posted", {"version": version, "author": author},
+                       now)
+    await c.execute(_INSERT_PLAN, run_id, version, author, text, now)
+    return Plan(run_id, version, author, body, now)
+
+
+async def post_handoff(c: asyncpg.Connection, enc: Encoder, run_id: str, from_agent: str,
+                       handoff: NewHandoff, now: float, *,
+                       parent_id: str | None = None) -> Handoff:
+    """Create the receiving task (its row is the handoff's record) and announce both."""
+    handoff_id = new_id()
+    note = enc.text(handoff.note, f"handoff note to {handoff.to_role!r}")
+    task = await insert_task(c, enc, run_id, NewTask(
+        role=handoff.to_role, input=handoff.payload, max_attempts=handoff.max_attempts,
+        key=handoff.key, cause=f"handoff:{handoff_id}"), now, parent_id=parent_id,
+        announce=False, handoff=(from_agent, note))
+    if task.cause != f"handoff:{handoff_id}":  # the key matched an existing task
+        row = await c.fetchrow(_HANDOFF_OF_TASK, task.id)
+        if row is None:
+            raise UserError(f"handoff key {handoff.key!r} names task {task.id}, which was not "
+                            "created by a handoff; use a different key")
+        return _rows.handoff(tuple(row))
+    await append_event(c, enc, run_id, "handoff.posted",
+                       {"handoff": handoff_id, "from": from_agent, "to_role": handoff.to_role,
+                        "task": task.id}, now)
+    return Handoff(handoff_id, run_id, from_agent, handoff.to_role, handoff.payload,
+                   handoff.note, task.id, now)
+
+
+async def post_note(c: asyncpg.Connection, enc: Encoder, run_id: str, author: str,
+                    note: NewNote, now: float) -> Note:
+    await require_run(c, run_id)
+    tags = tuple(note.tags)
+    if not all(isinstance(t, str) for t in tags):
+        raise UserError(f"note tags must be strings, got {tags!r}")
+    body = enc.text(note.body, f"note body from {author!r}")
+    tags_text = enc.json(list(tags), f"note tags from {author!r}")
+    note_id = int(await c.fetchval(_INSERT_NOTE, run_id, author, tags_text, body, now))
+    await append_event(c, enc, run_id, "note.posted",
+                       {"note": note_id, "author": author, "tags": list(tags)}, now)
+    return Note(note_id, run_id, author, body, tags, now)
+
+
+async def apply_writes(c: asyncpg.Connection, enc: Encoder, run_id: str, agent_id: str | None,
+                       task_id: str | None, writes: Writes | None, now: float) -> int:
+    """Apply a ``Writes`` bundle authored by ``agent_id`` while working on ``task_id``."""
+    if not writes:
+        return 0
+    if agent_id is None:
+        raise UserError("writes need the agent_id that authored them")
+    last_seq = await append_messages(c, enc, run_id, agent_id, task_id, writes.messages, now)
+    for record in writes.compactions:
+        if record.first_seq > record.last_seq:
+            raise UserError(f"compaction of {agent_id}: first_seq {record.first_seq} > "
+                            f"last_seq {record.last_seq}")
+        summary = enc.text(record.summary, f"compaction summary of {agent_id}")
+        await c.execute(_INSERT_COMPACTION, agent_id, record.first_seq, record.last_seq, summary,
+                        record.task_id if record.task_id is not None else task_id, record.step,
+                        now)
+    for body in writes.plans:
+        await post_plan(c, enc, run_id, agent_id, body, now)
+    for handoff in writes.handoffs:
+        await post_handoff(c, enc, run_id, agent_id, handoff, now, parent_id=task_id)
+    for new_note in writes.notes:
+        await post_note(c, enc, run_id, agent_id, new_note, now)
+    cause = None if task_id is None else f"task:{task_id}"
+    for new_task in writes.tasks:
+        await insert_task(c, enc, run_id, new_task, now, parent_id=task_id, cause=cause)
+    for kind, data in writes.events:
+        await append_event(c, enc, run_id, kind, data, now)
+    return last_seq
+
+
+# -- approvals -----------------------------------------------------------------
+_APPROVAL_BY_STEP = (
+    f"SELECT {_rows.APPROVAL_COLS} FROM approvals WHERE task_id = $1 AND retry = $2 AND step = $3"
+)
+_APPROVAL_BY_ID = f"SELECT {_rows.APPROVAL_COLS} FROM approvals WHERE id = $1 FOR UPDATE"
+_INSERT_APPROVAL = (
+    "INSERT INTO approvals (id, run_id, task_id, retry, step, tool, arguments, status, "
+    "created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8)"
+)
+_PARK_TASK = (
+    "UPDATE tasks SET status = 'waiting', lease_owner = NULL, lease_expires_at = NULL, "
+    "updated_at = $1 WHERE id = $2"
+)
+_DECIDE = f"""
+UPDATE approvals SET status = $1, decided_by = $2, reason = $3, decided_at = $4
+WHERE id = $5 RETURNING {_rows.APPROVAL_COLS}"""
+_UNPARK_TASK = (
+    "UPDATE tasks SET status = 'pending', updated_at = $1 WHERE id = $2 AND status = 'waiting' "
+    "RETURNING role"
+)
+
+
+async def request_approval(c: asyncpg.Connection, enc: Encoder, task_id: str, lease: Lease, *,
+                           retry: int, step: int, tool: str, arguments: JSON,
+                           now: float) -> Approval:
+    """Create (or find) the approval for this step and park the task while it is pending."""
+    info = await check_lease(c, task_id, lease)
+    row = await c.fetchrow(_APPROVAL_BY_STEP, task_id, retry, step)
+    if row is None:
+        args = enc.json(arguments, f"arguments of tool {tool!r} awaiting approval")
+        approval_id = new_id()
+        await c.execute(_INSERT_APPROVAL, approval_id, info.run_id, task_id, retry, step, tool,
+                        args, now)
+        await append_event(c, enc, info.run_id, "approval.requested",
+                           {"approval": approval_id, "task": task_id, "step": step,
+                            "tool": tool}, now)
+        approval = Approval(approval_id, info.run_id, task_id, step, tool, arguments, "pending",
+                            created_at=now)
+    else:
+        approval = _rows.approval(tuple(row))
+        if approval.status != "pending":
+            return approval  # already decided: the caller proceeds, the task stays running
+    await c.execute(_PARK_TASK, now, task_id)
+    await append_event(c, enc, info.run_id, "task.waiting",
+                       {"task": task_id, "role": info.role, "approval": approval.id}, now)
+    return approval
+
+
+async def decide_approval(c: asyncpg.Connection, enc: Encoder, approval_id: str, *,
+                          approved: bool, by: str, reason: str | None, now: float) -> Approval:
+    row = await c.fetchrow(_APPROVAL_BY_ID, approval_id)
+    if row is None:
+        raise NotFoundError(f"approval {approval_id!r} does not exist")
+    current = _rows.approval(tuple(row))
+    if current.status != "pending":
+        raise UserError(
+            f"approval {approval_id} was already {current.status} by {current.decided_by!r}; "
+            "a decision cannot be changed"
+        )
+    status = "approved" if approved else "denied"
+    reason_text = enc.optional_text(reason, f"reason for approval {approval_id}")
+    approval = _rows.approval(whole(await c.fetchrow(_DECIDE, status, by, reason_text, now,
+                                                     approval_id)))
+    await append_event(c, enc, approval.run_id, "approval.decided",
+                       {"approval": approval_id, "task": approval.task_id, "approved": approved,
+                        "by": by}, now)
+    role = await c.fetchval(_UNPARK_TASK, now, approval.task_id)
+    if role is not None:
+        await append_event(c, enc, approval.run_id, "task.requeued",
+                           {"task": approval.task_id, "role": role, "reason": "approval"}, now)
+    return approval

@@ -1,0 +1,226 @@
+"""``PostgresBlackboard``: the blackboard protocols on PostgreSQL, for workers on many hosts.
+
+Every write is one transaction on a pooled connection that starts by reading the
+database's clock (``now()``): leases, heartbeats and ``not_before`` are compared
+with that clock only, so hosts with skewed clocks cannot steal live leases. Claims
+use ``FOR UPDATE SKIP LOCKED``; event seqs come from a per-run counter updated in
+the writing transaction; followers wake on ``LISTEN``/``NOTIFY``. A transaction
+aborted by a deadlock or a serialization failure, or whose connection dropped
+(the server restarted), is run again from the start with backoff.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+from collections.abc import Awaitable, Callable, Collection, Sequence
+from functools import partial
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+import asyncpg
+
+from orchestra._errors import StoreError, UserError
+from orchestra._log import get_logger
+from orchestra._types import JSON, Run, RunStatus
+from orchestra.store.codec import Encoder
+from orchestra.store.postgres import reads as _reads
+from orchestra.store.postgres import runs as _runs
+from orchestra.store.postgres import schema
+from orchestra.store.postgres.dsn import redact, scrub
+from orchestra.store.postgres.retry import LOST as _LOST
+from orchestra.store.postgres.retry import RERUN as _RERUN
+from orchestra.store.postgres.store_board import BoardMethods
+from orchestra.store.postgres.store_history import HistoryMethods
+from orchestra.store.postgres.store_runs import RunCopyMethods
+from orchestra.store.postgres.store_tasks import TaskMethods
+from orchestra.store.protocol import Blackboard, NewTask
+
+T = TypeVar("T")
+Write = Callable[[asyncpg.Connection, float], Awaitable[T]]
+_NOW = "SELECT extract(epoch FROM now())::float8"
+_log = get_logger("orchestra.store")
+
+
+
+async def _reset(conn: asyncpg.Connection) -> None:
+    """What a pooled connection needs before its next use: only a rollback, if a
+    cancelled operation left a transaction open. asyncpg's default reset sends
+    ``UNLISTEN *; RESET ALL; CLOSE ALL; pg_advisory_unlock_all()`` on every release (one
+    more round trip per store operation), but the store keeps no session state on
+    pooled connections: followers LISTEN on their own connection, and the only
+    advisory lock (migrations) is transaction-scoped."""
+    if conn.is_in_transaction():
+        await conn.execute("ROLLBACK")
+
+class PostgresBlackboard(TaskMethods, HistoryMethods, BoardMethods, RunCopyMethods):
+    """The durable store of runs, in a PostgreSQL database (or schema).
+
+    Open it with ``await PostgresBlackboard.open("postgresql://user:pass@host/db")``
+    and close it with ``await store.close()``. Any number of processes on any hosts
+    may open the same database.
+    """
+
+    def __init__(self, dsn: str, pool: asyncpg.Pool, encoder: Encoder, *,
+                 reconnect_seconds: float) -> None:
+        """Use :meth:`open`."""
+        self.url = redact(dsn)
+        """Where the store is, without its password (safe to print)."""
+        self._dsn = dsn
+        self._pool = pool
+        self._enc = encoder
+        self._reconnect_seconds = reconnect_seconds
+        self._closed = False
+        self._signals: dict[str, set[asyncio.Event]] = {}
+        self._listener: asyncpg.Connection | None = None
+        self._listening = asyncio.Lock()
+
+    @classmethod
+    async def open(cls, dsn: str, *, max_payload_bytes: int = 1 << 20, verify_only: bool = False,
+                   pool_size: int = 4, reconnect_seconds: float = 60.0,
+                   **_ignored: Any) -> PostgresBlackboard:
+        """Connect (creating or migrating the schema if needed) to the store at ``dsn``.
+
+        ``verify_only``: refuse to migrate (``SchemaVersionError`` if migrations are
+        pending). ``pool_size``: most connections this handle holds.
+        ``reconnect_seconds``: how long a call keeps retrying while the server is
+        unreachable. SQLite-only options (``durability``, ``busy_timeout``...) are
+        accepted and ignored: PostgreSQL commits durably.
+        """
+        encoder = Encoder(max_payload_bytes)
+        if pool_size < 1:
+            raise UserError(f"pool_size must be >= 1, got {pool_size}")
+        where = redact(dsn)
+        try:
+            pool = await asyncpg.create_pool(dsn, min_size=pool_size, max_size=pool_size,
+                                             statement_cache_size=256, reset=_reset)
+        except (asyncpg.PostgresError, *_LOST, ValueError) as exc:
+            raise StoreError(f"{where}: cannot connect to PostgreSQL: "
+                             f"{scrub(str(exc), dsn)}") from None
+        try:
+            async with pool.acquire() as conn:
+                await schema.migrate(_raw(conn), where, verify_only=verify_only)
+        except BaseException:
+            await pool.close()
+            raise
+        return cls(dsn, pool, encoder, reconnect_seconds=reconnect_seconds)
+
+    async def migrate_status(self) -> int:
+        """The schema version of the database (after ``open`` migrated it)."""
+        return await self._read(lambda c: schema.read_version(c, self.url))
+
+    async def close(self) -> None:
+        """Close the pool and the listener; followers stop."""
+        if self._closed:
+            return
+        self._closed = True
+        for signals in self._signals.values():
+            for signal in signals:
+                signal.set()
+        if self._listener is not None:
+            with contextlib.suppress(Exception):
+                await self._listener.close()
+        await self._pool.close()
+
+    async def __aenter__(self) -> PostgresBlackboard:
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self.close()
+
+    # -- plumbing -------------------------------------------------------------
+    async def _submit(self, op: Write[T]) -> T:
+        """Run ``op(conn, now)`` in one transaction, again from the start if it was aborted
+        by a deadlock or conflict, or its connection was lost before it committed."""
+        return await self._call(partial(self._transaction, op), write=True)
+
+    async def _statement(self, op: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:
+        """Run a write that is ONE statement, outside an explicit transaction: PostgreSQL
+        commits it alone, atomically, in one round trip (no BEGIN, clock read, COMMIT).
+        Retried as ``_submit`` is."""
+        return await self._call(op, write=True)
+
+    async def _transaction(self, op: Write[T], conn: asyncpg.Connection) -> T:
+        async with conn.transaction():
+            now = await conn.fetchval(_NOW)
+            return await op(conn, now)
+
+    async def _read(self, op: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:
+        return await self._call(op, write=False)
+
+    async def _call(self, op: Callable[[asyncpg.Connection], Awaitable[T]], *,
+                    write: bool) -> T:
+        if self._closed:
+            raise StoreError("the store is closed; open it again")
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._reconnect_seconds
+        delay = 0.05
+        reruns = 0
+        while True:
+            try:
+                async with self._pool.acquire() as conn:
+                    try:
+                        return await op(_raw(conn))
+                    except asyncpg.DataError:  # an InterfaceError, but bad input: not lost
+                        raise
+                    except _LOST:  # cut mid-operation: never back into the pool (if
+                        with contextlib.suppress(asyncpg.InterfaceError):  # not already out)
+                            conn.terminate()
+                        raise
+            except asyncpg.DataError:
+                raise
+            except _RERUN:
+                reruns += 1
+                if not write or reruns > 20:
+                    raise
+                await asyncio.sleep(random.uniform(0, 0.01 * reruns))
+            except _LOST as exc:
+                if self._closed or loop.time() + delay > deadline:
+                    raise StoreError(f"{self.url}: lost the connection to PostgreSQL and could "
+                                     f"not reconnect: {scrub(str(exc), self._dsn)}") from None
+                _log.warning("store connection lost; reconnecting", store=self.url,
+                             error=scrub(str(exc), self._dsn), delay=delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 2.0)
+            except asyncpg.PostgresError as exc:
+                raise StoreError(f"{self.url}: {scrub(str(exc), self._dsn)}") from exc
+
+    # -- runs -----------------------------------------------------------------
+    async def create_run(self, pipeline: str, input: JSON, *, run_id: str | None = None,
+                         tasks: Sequence[NewTask] = (), settings: JSON = None) -> Run:
+        enc, tasks = self._enc, tuple(tasks)
+        return await self._submit(lambda c, now: _runs.create_run(c, enc, pipeline, input,
+                                                                  run_id, tasks, now, settings))
+
+    async def get_run(self, run_id: str) -> Run:
+        return await self._read(lambda c: _reads.get_run(c, run_id))
+
+    async def run_statuses(self, run_ids: Sequence[str]) -> dict[str, RunStatus]:
+        ids = tuple(run_ids)
+        return await self._read(lambda c: _reads.run_statuses(c, ids))
+
+    async def list_runs(self, *, active_only: bool = False, limit: int = 100,
+                        status: RunStatus | None = None, pipeline: str | None = None,
+                        before: tuple[float, str] | None = None) -> list[Run]:
+        """Runs newest first; ``before`` = ``(created_at, id)`` of the previous page's last run."""
+        return await self._read(lambda c: _reads.list_runs(c, active_only, limit, status,
+                                                           pipeline, before))
+
+    async def set_run_status(self, run_id: str, status: RunStatus, *, error: str | None = None,
+                             only_from: Collection[RunStatus] | None = None) -> Run:
+        enc = self._enc
+        allowed = None if only_from is None else frozenset(only_from)
+        return await self._submit(lambda c, now: _runs.set_run_status(
+            c, enc, run_id, status, error, allowed, now))
+
+
+def _raw(conn: Any) -> asyncpg.Connection:
+    """A pooled connection (a proxy that forwards every call) typed as the connection."""
+    return cast(asyncpg.Connection, conn)
+
+
+if TYPE_CHECKING:  # mypy proves the implementation satisfies the protocol
+    _implements: type[Blackboard] = PostgresBlackboard
+

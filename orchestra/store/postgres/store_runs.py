@@ -1,0 +1,80 @@
+"""The run-copying and retention half of ``PostgresBlackboard``: fork, delete, prune.
+
+Split from ``store.py`` to keep each module to one job; the methods build the ops
+(in ``fork`` / ``runs``) and send them through the store's transactions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from functools import partial
+from typing import TypeVar
+
+import asyncpg
+
+from orchestra._types import JSON, Run
+from orchestra.store.codec import Encoder
+from orchestra.store.postgres import fork as _fork
+from orchestra.store.postgres import runs as _runs
+from orchestra.store.protocol import Pruned
+from orchestra.store.rules import batches
+
+T = TypeVar("T")
+
+
+class RunCopyMethods:
+    """Mixed into ``PostgresBlackboard``, which provides ``_enc``, ``_submit`` and ``_read``."""
+
+    _enc: Encoder
+
+    async def _submit(self, op: Callable[[asyncpg.Connection, float], Awaitable[T]]) -> T:
+        raise NotImplementedError
+
+    async def _read(self, op: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:
+        raise NotImplementedError
+
+    async def fork_run(self, run_id: str, at_seq: int, *, fork_id: str | None = None,
+                       input: JSON = None) -> Run:
+        """A new run holding ``run_id``'s state right after event ``at_seq`` (see SQLite's)."""
+        enc = self._enc
+        return await self._submit(lambda c, now: _fork.fork_run(c, enc, run_id, at_seq, fork_id,
+                                                                input, now))
+
+    async def delete_run(self, run_id: str) -> None:
+        """Delete a finished run and everything it owns; a live run must be cancelled first."""
+        await self._submit(lambda c, now: _runs.delete_runs(c, [run_id]))
+
+    async def prune_runs(self, *, finished_before: float | None = None,
+                         keep: int | None = None, vacuum: bool = False,
+                         batch_rows: int = 20_000) -> Pruned:
+        """Delete finished runs completely, each transaction about ``batch_rows`` rows at
+        most; ``vacuum`` then runs ``VACUUM`` (space is reused; the size change is reported)."""
+        if batch_rows < 1:
+            raise ValueError(f"batch_rows must be >= 1, got {batch_rows}")
+        runs = await self._read(lambda c: _runs.candidates(c, finished_before, keep))
+        rows = 0
+        for group in batches(runs, batch_rows):
+            if len(group) == 1:  # possibly larger than a batch: trim it in bounded writes
+                while await self._submit(partial(_drop_some, run_id=group[0],
+                                                 batch_rows=batch_rows)):
+                    pass
+            rows += await self._submit(partial(_drop, run_ids=group))
+        freed = await self._read(_vacuum) if vacuum else 0
+        return Pruned(runs=[run_id for run_id, _ in runs], rows=rows, freed_bytes=freed)
+
+
+async def _drop_some(c: asyncpg.Connection, now: float, *, run_id: str, batch_rows: int) -> bool:
+    return await _runs.delete_some(c, run_id, batch_rows)
+
+
+async def _drop(c: asyncpg.Connection, now: float, *, run_ids: list[str]) -> int:
+    return await _runs.delete_runs(c, run_ids)
+
+
+async def _vacuum(c: asyncpg.Connection) -> int:
+    """``VACUUM`` (outside any transaction); the bytes the database shrank by."""
+    size = "SELECT pg_database_size(current_database())"
+    before = await c.fetchval(size)
+    await c.execute("VACUUM")
+    return max(0, int(before) - int(await c.fetchval(size)))
+

@@ -1,0 +1,161 @@
+"""The queue and journal half of ``PostgresBlackboard``: tasks, leases, serving, step journal.
+
+Split from ``store.py`` to keep each module to one job; the methods only build the
+ops (in ``tasks`` / ``journal`` / ``reads``) and send them through the store's
+transactions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Collection, Sequence
+from typing import TypeVar
+
+import asyncpg
+
+from orchestra._types import JSON, Step, StepKind, Task
+from orchestra.store import rules
+from orchestra.store.codec import Encoder
+from orchestra.store.postgres import journal as _journal
+from orchestra.store.postgres import reads as _reads
+from orchestra.store.postgres import step as _step
+from orchestra.store.postgres import tasks as _tasks
+from orchestra.store.protocol import ClaimSpec, Lease, NewTask, StepResult, Writes
+
+T = TypeVar("T")
+
+
+class TaskMethods:
+    """Mixed into ``PostgresBlackboard``, which provides ``_enc``, ``_submit`` and ``_read``."""
+
+    _enc: Encoder
+
+    async def _submit(self, op: Callable[[asyncpg.Connection, float], Awaitable[T]]) -> T:
+        raise NotImplementedError
+
+    async def _read(self, op: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:
+        raise NotImplementedError
+
+    async def _statement(self, op: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:
+        """Run a write that is one statement (its own transaction): one round trip."""
+        raise NotImplementedError
+
+    # -- tasks and leases -----------------------------------------------------
+    async def add_tasks(self, run_id: str, tasks: Sequence[NewTask]) -> list[Task]:
+        enc, tasks = self._enc, tuple(tasks)
+
+        async def op(c: asyncpg.Connection, now: float) -> list[Task]:
+            await _reads.require_run(c, run_id)
+            return await _tasks.insert_tasks(c, enc, run_id, tasks, now)
+
+        return await self._submit(op)
+
+    async def get_task(self, task_id: str) -> Task:
+        return await self._read(lambda c: _reads.get_task(c, task_id))
+
+    async def list_tasks(self, run_id: str, *, status: str | None = None,
+                         role: str | None = None) -> list[Task]:
+        return await self._read(lambda c: _reads.list_tasks(c, run_id, status, role))
+
+    async def task_counts(self, run_id: str) -> dict[str, int]:
+        return await self._read(lambda c: _reads.task_counts(c, run_id))
+
+    async def claim_task(self, owner: str, *, run_id: str | None = None,
+                         roles: Collection[str] | None = None,
+                         lease_seconds: float = 30.0) -> Task | None:
+        enc, roles = self._enc, None if roles is None else tuple(roles)
+        tasks = await self._submit(lambda c, now: _tasks.claim(
+            c, enc, owner, now, run_id=run_id, roles=roles, lease_seconds=lease_seconds))
+        return tasks[0] if tasks else None
+
+    async def claim_tasks(self, owner: str, *, capacity: dict[str, int], limit: int,
+                          run_id: str | None = None, lease_seconds: float = 30.0,
+                          ) -> list[Task]:
+        capacity = dict(capacity)
+        return await self._statement(lambda c: _tasks.claim_many_at_once(
+            c, owner, run_id=run_id, capacity=capacity, limit=limit,
+            lease_seconds=lease_seconds))
+
+    async def retry_failed_tasks(self, run_id: str) -> list[Task]:
+        enc = self._enc
+        return await self._submit(lambda c, now: _tasks.retry_failed(c, enc, run_id, now))
+
+    async def heartbeat(self, task_id: str, lease: Lease, lease_seconds: float) -> bool:
+        return await self._submit(lambda c, now: _tasks.heartbeat(c, task_id, lease, now,
+                                                                  lease_seconds))
+
+    async def release_leases(self, run_id: str | None = None, *,
+                             owners: Collection[str] = ()) -> list[Task]:
+        enc, owners = self._enc, tuple(owners)
+        return await self._submit(lambda c, now: _tasks.release_leases(
+            c, enc, now, run_id=run_id, owners=owners))
+
+    async def complete_task(self, task_id: str, lease: Lease, result: JSON, *,
+                            agent_id: str, writes: Writes | None = None,
+                            step: StepResult | None = None) -> Task:
+        enc = self._enc
+        if step is not None and rules.fits(writes, step, task_id):
+            return (await self._statement(lambda c: _step.end_step(
+                c, enc, step, lease, agent_id, writes, finish=result, done=True)))[0]
+        return await self._submit(lambda c, now: _journal.complete_task(
+            c, enc, task_id, lease, result, agent_id, writes, step, now))
+
+    async def complete_task_and_claim(self, task_id: str, lease: Lease, result: JSON, *,
+                                      agent_id: str, claim: ClaimSpec,
+                                      writes: Writes | None = None,
+                                      step: StepResult | None = None) -> list[Task]:
+        """``complete_task`` then ``claim_tasks`` in one transaction (one round trip's worth
+        of locking): the tasks this one routes are newer, so oldest-first still holds.
+        The usual end (``rules.fits``) is one statement: one round trip."""
+        enc = self._enc
+        if step is not None and rules.fits(writes, step, task_id):
+            rows = await self._statement(lambda c: _step.end_step(
+                c, enc, step, lease, agent_id, writes, finish=result, claim=claim, done=True))
+            return rows[1:]
+
+        async def op(c: asyncpg.Connection, now: float) -> list[Task]:
+            await _journal.complete_task(c, enc, task_id, lease, result, agent_id,
+                                                writes, step, now)
+            nxt = await _tasks.claim_many(c, enc, claim.owner, now, run_id=claim.run_id,
+                                          capacity=dict(claim.capacity), limit=claim.limit,
+                                          lease_seconds=claim.lease_seconds)
+            return nxt
+
+        return await self._submit(op)
+
+    async def fail_task(self, task_id: str, lease: Lease, error: str, *,
+                        retry_at: float | None = None, agent_id: str | None = None,
+                        writes: Writes | None = None) -> Task:
+        enc = self._enc
+        return await self._submit(lambda c, now: _journal.fail_task(
+            c, enc, task_id, lease, error, retry_at, agent_id, writes, now))
+
+    # -- step journal ---------------------------------------------------------
+    async def get_steps(self, task_id: str, retry: int) -> list[Step]:
+        return await self._read(lambda c: _reads.get_steps(c, task_id, retry))
+
+    async def start_step(self, task_id: str, retry: int, step: int, kind: StepKind,
+                         name: str, input_digest: str, lease: Lease) -> None:
+        _journal.check_kind(kind)
+        await self._statement(lambda c: _step.start_step(c, task_id, retry, step, kind, name,
+                                                         input_digest, lease))
+
+    async def complete_step(self, result: StepResult, lease: Lease, *, agent_id: str,
+                            writes: Writes | None = None) -> None:
+        enc = self._enc
+        if rules.fits(writes, result, result.task_id):
+            await self._statement(lambda c: _step.end_step(c, enc, result, lease, agent_id,
+                                                           writes))
+            return
+        await self._submit(lambda c, now: _journal.complete_step(c, enc, result, lease,
+                                                                 agent_id, writes, now))
+
+    async def serve_run(self, run_id: str, owner: str, lease_seconds: float) -> None:
+        await self._statement(lambda c: _tasks.serve_run(c, run_id, owner, lease_seconds))
+
+    async def served_until(self, run_ids: Sequence[str]) -> dict[str, float | None]:
+        ids = tuple(run_ids)
+        return await self._read(lambda c: _tasks.served_until(c, ids))
+
+    async def step_counts(self, run_id: str) -> dict[str, int]:
+        return await self._read(lambda c: _reads.step_counts(c, run_id))
+

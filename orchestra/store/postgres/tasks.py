@@ -1,0 +1,310 @@
+"""Tasks and leases on PostgreSQL: create, claim (``FOR UPDATE SKIP LOCKED``), heartbeat,
+requeue, fence.
+
+``attempt`` is the fencing token, as in SQLite. Here many transactions run at once,
+so a fenced write locks its task's row (``check_lease`` reads it ``FOR UPDATE``):
+nobody can requeue or reclaim the task between the check and the write. Every
+time (``now``) is the database's clock, read once per transaction by the caller.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Collection, Sequence
+
+import asyncpg
+
+from orchestra._errors import LeaseLostError, NotFoundError, UserError
+from orchestra._types import Task
+from orchestra.store import rows as _rows
+from orchestra.store.codec import Encoder, new_id
+from orchestra.store.postgres.events import append_event, require_run, whole
+from orchestra.store.protocol import Lease, NewTask
+
+TASK_COLS = ", ".join("tasks." + c.strip() for c in (
+    'id, run_id, role, input, status, attempt, retries, max_attempts, lease_owner, '
+    'lease_expires_at, not_before, result, error, parent_id, cause, "key", created_at, '
+    'updated_at').split(", "))
+TASK_NAMES = [c.removeprefix("tasks.").strip('"') for c in TASK_COLS.split(", ")]
+"""The columns of ``TASK_COLS`` by name (to read a task from a row of ``tasks``)."""
+_BY_KEY = f'SELECT {TASK_COLS} FROM tasks WHERE run_id = $1 AND "key" = $2'
+_INSERT = (
+    "INSERT INTO tasks (id, run_id, role, input, status, max_attempts, not_before, parent_id, "
+    '  cause, "key", from_agent, handoff_note, created_at, updated_at) '
+    "VALUES ($1, $2, $3, $4, 'pending', $5, $6, $7, $8, $9, $10, $11, $12, $12)"
+)
+_LEASE = (
+    "SELECT run_id, role, status, lease_owner, attempt, retries, max_attempts "
+    "FROM tasks WHERE id = $1 FOR UPDATE"
+)
+_CLAIM = f"""
+WITH picked AS (
+    SELECT t.id FROM tasks t JOIN runs r ON r.id = t.run_id
+    WHERE t.status = 'pending' AND t.not_before <= $3
+      AND r.status IN ('pending', 'running', 'waiting')
+      AND ($4::text IS NULL OR t.run_id = $4)
+      AND ($5::text[] IS NULL OR t.role = ANY($5::text[]))
+    ORDER BY t.created_at, t.position
+    LIMIT $6
+    FOR UPDATE OF t SKIP LOCKED)
+UPDATE tasks SET status = 'running', attempt = tasks.attempt + 1, lease_owner = $1,
+    lease_expires_at = $2, updated_at = $3
+FROM picked WHERE tasks.id = picked.id
+RETURNING {TASK_COLS}, tasks.position"""
+# Leases past their expiry (their owner stopped heartbeating): anyone's to take, with
+# the attempt counted; SKIP LOCKED as for pending tasks.
+_TAKE_OVER = f"""
+WITH picked AS (
+    SELECT t.id, t.lease_owner FROM tasks t JOIN runs r ON r.id = t.run_id
+    WHERE t.status = 'running' AND t.lease_expires_at < $3
+      AND r.status IN ('pending', 'running', 'waiting')
+      AND ($4::text IS NULL OR t.run_id = $4)
+      AND ($5::text[] IS NULL OR t.role = ANY($5::text[]))
+    ORDER BY t.created_at, t.position
+    LIMIT $6
+    FOR UPDATE OF t SKIP LOCKED)
+UPDATE tasks SET attempt = tasks.attempt + 1, lease_owner = $1, lease_expires_at = $2,
+    updated_at = $3
+FROM picked WHERE tasks.id = picked.id
+RETURNING {TASK_COLS}, tasks.position, picked.lease_owner"""
+_HEARTBEAT = (
+    "UPDATE tasks SET lease_expires_at = $1, updated_at = $2 "
+    "WHERE id = $3 AND status = 'running' AND lease_owner = $4 AND attempt = $5"
+)
+_EXISTS = "SELECT 1 FROM tasks WHERE id = $1"
+_LOST_LEASES = f"""
+SELECT {TASK_COLS} FROM tasks
+WHERE status = 'running' AND ($1::text IS NULL OR run_id = $1)
+  AND (lease_expires_at < $2 OR lease_owner = ANY($3::text[]))
+ORDER BY created_at, position
+FOR UPDATE SKIP LOCKED"""
+_REQUEUE = (
+    "UPDATE tasks SET status = 'pending', lease_owner = NULL, lease_expires_at = NULL, "
+    f"updated_at = $1 WHERE id = $2 RETURNING {TASK_COLS}"
+)
+_FAILED_TASKS = (
+    "SELECT id FROM tasks WHERE run_id = $1 AND status = 'failed' ORDER BY created_at, position "
+    "FOR UPDATE"
+)
+_RETRY_FAILED = f"""
+UPDATE tasks SET status = 'pending', retries = retries + 1, error = NULL, not_before = 0,
+    lease_owner = NULL, lease_expires_at = NULL, updated_at = $1, retry_attempt = attempt + 1
+WHERE id = $2 RETURNING {TASK_COLS}"""
+
+
+class LeaseInfo:
+    """What a fenced write needs to know about its task."""
+
+    __slots__ = ("max_attempts", "retries", "role", "run_id", "task_id")
+
+    def __init__(self, task_id: str, run_id: str, role: str, retries: int,
+                 max_attempts: int) -> None:
+        self.task_id = task_id
+        self.run_id = run_id
+        self.role = role
+        self.retries = retries
+        self.max_attempts = max_attempts
+
+
+async def check_lease(c: asyncpg.Connection, task_id: str, lease: Lease) -> LeaseInfo:
+    """Lock the task's row; raise ``LeaseLostError`` unless ``lease`` still holds it."""
+    row = await c.fetchrow(_LEASE, task_id)
+    if row is None:
+        raise NotFoundError(f"task {task_id!r} does not exist")
+    run_id, role, status, owner, attempt, retries, max_attempts = row
+    if status != "running" or owner != lease.owner or attempt != lease.attempt:
+        raise lease_lost(task_id, role, status, owner, attempt, lease)
+    return LeaseInfo(task_id, run_id, role, retries, max_attempts)
+
+
+def lease_lost(task_id: str, role: str, status: str, owner: str | None, attempt: int,
+               lease: Lease) -> LeaseLostError:
+    """The error for a write under ``lease`` to a task that is no longer its holder's."""
+    return LeaseLostError(
+        f"task {task_id} ({role}): lease lost: the task is {status}, held by "
+        f"{owner!r} at attempt {attempt}, but this write came from {lease.owner!r} at "
+        f"attempt {lease.attempt}. Stop working on it; another worker owns it now."
+    )
+
+
+async def insert_task(c: asyncpg.Connection, enc: Encoder, run_id: str, new: NewTask,
+                      now: float, *, parent_id: str | None = None, cause: str | None = None,
+                      announce: bool = True, handoff: tuple[str, str] | None = None) -> Task:
+    """Create a pending task and (``announce``) its ``task.created`` event; a ``key``
+    already in the run returns the existing task and writes nothing."""
+    if not new.role:
+        raise UserError("a task needs a role, got an empty string")
+    if new.max_attempts < 1:
+        raise UserError(f"task for {new.role!r}: max_attempts must be >= 1, got {new.max_attempts}")
+    if new.key is not None:
+        row = await c.fetchrow(_BY_KEY, run_id, new.key)
+        if row is not None:
+            return _rows.task(tuple(row))
+    task_id = new_id()
+    parent = new.parent_id if new.parent_id is not None else parent_id
+    why = new.cause if new.cause is not None else cause
+    input_text = enc.json(new.input, f"handoff payload to {new.role!r}" if handoff is not None
+                          else f"task input for {new.role!r}")
+    if announce:
+        await append_event(c, enc, run_id, "task.created",
+                           {"task": task_id, "role": new.role, "cause": why}, now)
+    else:
+        await require_run(c, run_id)
+    from_agent, note = handoff if handoff is not None else (None, None)
+    await c.execute(_INSERT, task_id, run_id, new.role, input_text, new.max_attempts,
+                    float(new.not_before), parent, why, new.key, from_agent, note, now)
+    return Task(task_id, run_id, new.role, new.input, "pending", max_attempts=new.max_attempts,
+                not_before=float(new.not_before), parent_id=parent, cause=why, key=new.key,
+                created_at=now, updated_at=now)
+
+
+async def insert_tasks(c: asyncpg.Connection, enc: Encoder, run_id: str,
+                       tasks: Sequence[NewTask], now: float, *, parent_id: str | None = None,
+                       cause: str | None = None) -> list[Task]:
+    return [await insert_task(c, enc, run_id, t, now, parent_id=parent_id, cause=cause)
+            for t in tasks]
+
+
+async def claim(c: asyncpg.Connection, enc: Encoder, owner: str, now: float, *,
+                run_id: str | None, roles: Collection[str] | None, lease_seconds: float,
+                limit: int = 1) -> list[Task]:
+    """Lease up to ``limit`` of the oldest claimable pending tasks to ``owner``.
+
+    ``SKIP LOCKED`` passes over rows another transaction is claiming right now, so
+    claimers on many hosts never wait on each other and never take the same task.
+    """
+    if not owner:
+        raise UserError("claim_task needs a non-empty owner")
+    role_list = None if roles is None else sorted(roles)
+    taken = await c.fetch(_TAKE_OVER, owner, now + lease_seconds, now, run_id, role_list, limit)
+    for r in sorted(taken, key=lambda r: (r[16], r[18])):
+        await append_event(c, enc, r[1], "task.requeued",
+                           {"task": r[0], "role": r[2], "attempt": r[5] - 1,
+                            "owner": r[19], "cause": "lease expired"}, now)
+    rows = [tuple(r)[:19] for r in taken]
+    if len(rows) < limit:
+        rows += [tuple(r) for r in await c.fetch(_CLAIM, owner, now + lease_seconds, now,
+                                                 run_id, role_list, limit - len(rows))]
+    rows = sorted(rows, key=lambda r: (r[16], r[18]))  # RETURNING has no order: oldest first
+    tasks = [_rows.task(tuple(r)[:18]) for r in rows]
+    for task in tasks:
+        await append_event(c, enc, task.run_id, "task.claimed",
+                           {"task": task.id, "role": task.role, "attempt": task.attempt,
+                            "owner": owner}, now)
+    return tasks
+
+
+async def claim_many(c: asyncpg.Connection, enc: Encoder, owner: str, now: float, *,
+                     run_id: str | None, capacity: dict[str, int], limit: int,
+                     lease_seconds: float) -> list[Task]:
+    """Claim up to ``limit`` tasks, at most ``capacity[role]`` per role, in one transaction."""
+    free = {role: n for role, n in capacity.items() if n > 0}
+    claimed: list[Task] = []
+    while free and len(claimed) < limit:
+        want = min(limit - len(claimed), *free.values())
+        tasks = await claim(c, enc, owner, now, run_id=run_id, roles=tuple(free),
+                            lease_seconds=lease_seconds, limit=want)
+        for task in tasks:
+            claimed.append(task)
+            free[task.role] -= 1
+            if not free[task.role]:
+                del free[task.role]
+        if len(tasks) < want:
+            break
+    return claimed
+
+
+async def heartbeat(c: asyncpg.Connection, task_id: str, lease: Lease, now: float,
+                    lease_seconds: float) -> bool:
+    """Extend a held lease on the database's clock (no event)."""
+    status = await c.execute(_HEARTBEAT, now + lease_seconds, now, task_id, lease.owner,
+                             lease.attempt)
+    if status == "UPDATE 1":
+        return True
+    if await c.fetchval(_EXISTS, task_id) is None:
+        raise NotFoundError(f"task {task_id!r} does not exist")
+    return False
+
+
+async def release_leases(c: asyncpg.Connection, enc: Encoder, now: float, *,
+                         run_id: str | None, owners: Collection[str]) -> list[Task]:
+    """Requeue running tasks whose lease expired (by the database's clock) or whose
+    owner is in ``owners``."""
+    lost = await c.fetch(_LOST_LEASES, run_id, now, list(owners))
+    released = []
+    for old in lost:
+        task = _rows.task(whole(await c.fetchrow(_REQUEUE, now, old[0])))
+        await append_event(c, enc, task.run_id, "task.requeued",
+                           {"task": task.id, "role": task.role, "attempt": task.attempt,
+                            "owner": old[8]}, now)
+        released.append(task)
+    return released
+
+
+async def retry_failed(c: asyncpg.Connection, enc: Encoder, run_id: str,
+                       now: float) -> list[Task]:
+    """Give every failed task of a run another attempt (a fresh journal: ``retries + 1``)."""
+    out = []
+    for (task_id,) in await c.fetch(_FAILED_TASKS, run_id):
+        task = _rows.task(whole(await c.fetchrow(_RETRY_FAILED, now, task_id)))
+        await append_event(c, enc, run_id, "task.requeued",
+                           {"task": task.id, "role": task.role, "retries": task.retries,
+                            "cause": "resume"}, now)
+        out.append(task)
+    return out
+
+
+_RENEW = """
+INSERT INTO run_servers (run_id, owner, seen_at, expires_at)
+SELECT id, $2, extract(epoch FROM now())::float8, extract(epoch FROM now())::float8 + $3
+FROM runs WHERE id = $1
+ON CONFLICT (run_id, owner) DO UPDATE SET seen_at = excluded.seen_at,
+    expires_at = excluded.expires_at"""
+_CLAIM_AT_ONCE = ("SELECT * FROM orchestra_claim($1, $2, $3, $4, $5, $6, "
+                  "extract(epoch FROM now())::float8)")
+_ALIVE_UNTIL = """
+SELECT r.id, GREATEST(
+    COALESCE((SELECT MAX(expires_at) FROM run_servers s WHERE s.run_id = r.id), 0),
+    COALESCE((SELECT MAX(lease_expires_at) FROM tasks t
+              WHERE t.run_id = r.id AND t.status = 'running'), 0)),
+    extract(epoch FROM now())::float8
+FROM unnest($1::text[]) AS r(id)"""
+_SAME_CLOCK = 1.0  # seconds: clocks closer than this are taken as one (leases are longer)
+
+
+async def serve_run(c: asyncpg.Connection, run_id: str, owner: str,
+                    lease_seconds: float) -> None:
+    """``owner`` serves ``run_id`` for ``lease_seconds`` more (0: it stopped), on the
+    database's clock: one statement (its own transaction, one round trip)."""
+    if not owner:
+        raise UserError("serve_run needs a non-empty owner")
+    if await c.execute(_RENEW, run_id, owner, max(lease_seconds, 0.0)) == "INSERT 0 0":
+        raise NotFoundError(f"run {run_id!r} does not exist")
+
+
+async def claim_many_at_once(c: asyncpg.Connection, owner: str, *, run_id: str | None,
+                             capacity: dict[str, int], limit: int,
+                             lease_seconds: float) -> list[Task]:
+    """``claim_many`` as one statement (``orchestra_claim``, schema v5): one round trip."""
+    free = sorted((role, n) for role, n in capacity.items() if n > 0)
+    if free and not owner:
+        raise UserError("claim_task needs a non-empty owner")
+    rows = await c.fetch(_CLAIM_AT_ONCE, owner, [r for r, _ in free], [n for _, n in free],
+                         limit, run_id, float(lease_seconds))
+    return [_rows.task(tuple(r[name] for name in TASK_NAMES)) for r in rows]
+
+
+async def served_until(c: asyncpg.Connection,
+                       run_ids: Sequence[str]) -> dict[str, float | None]:
+    """When each run's last claim to be served runs out, on the CALLER's clock: the
+    times are the database's, shifted by how far it is from this host's clock, so a
+    host whose clock is off does not see live runs as unserved (or dead ones as live)."""
+    rows = await c.fetch(_ALIVE_UNTIL, list(run_ids))
+    here = time.time()
+    served: dict[str, float | None] = {}
+    for run_id, until, db_now in rows:
+        shift = here - db_now
+        if abs(shift) < _SAME_CLOCK:
+            shift = 0.0  # the round trip's own delay: the times stay exactly the stored ones
+        served[run_id] = until + shift if until else None
+    return served

@@ -1,0 +1,93 @@
+"""Approvals: a tool call waiting for a human decision, durable across restarts.
+
+Requesting parks the task (``waiting``, lease cleared) so no worker holds it
+while a human thinks; deciding puts it back in the queue, where the runtime
+replays up to the step and finds the decision.
+"""
+
+from __future__ import annotations
+
+from orchestra._errors import NotFoundError, UserError
+from orchestra._types import JSON, Approval
+from orchestra.store import rows as _rows
+from orchestra.store.codec import new_id
+from orchestra.store.protocol import Lease
+from orchestra.store.sqlite.events import append_event
+from orchestra.store.sqlite.tasks import check_lease
+from orchestra.store.sqlite.txn import Txn
+
+_BY_STEP = (
+    f"SELECT {_rows.APPROVAL_COLS} FROM approvals WHERE task_id = ? AND retry = ? AND step = ?"
+)
+_RUN_STATUS = "SELECT status FROM runs WHERE id = ?"
+_BY_ID = f"SELECT {_rows.APPROVAL_COLS} FROM approvals WHERE id = ?"
+_INSERT = (
+    "INSERT INTO approvals (id, run_id, task_id, retry, step, tool, arguments, status, created_at) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?)"
+)
+_PARK_TASK = (
+    "UPDATE tasks SET status = 'waiting', lease_owner = NULL, lease_expires_at = NULL, "
+    "updated_at = ? WHERE id = ?"
+)
+_DECIDE = f"""
+UPDATE approvals SET status = ?, decided_by = ?, reason = ?, decided_at = ?
+WHERE id = ? RETURNING {_rows.APPROVAL_COLS}"""
+_UNPARK_TASK = (
+    "UPDATE tasks SET status = 'pending', updated_at = ? WHERE id = ? AND status = 'waiting' "
+    "RETURNING role"
+)
+
+
+def request_approval(tx: Txn, task_id: str, lease: Lease, *,
+                     retry: int, step: int, tool: str, arguments: JSON) -> Approval:
+    """Create (or find) the approval for this step and park the task while it is pending."""
+    info = check_lease(tx, task_id, lease)
+    row = tx.execute(_BY_STEP, (task_id, retry, step)).fetchone()
+    if row is None:
+        args = tx.enc.json(arguments, f"arguments of tool {tool!r} awaiting approval")
+        approval_id = new_id()
+        tx.execute(_INSERT, (approval_id, info.run_id, task_id, retry, step, tool, args, tx.now))
+        append_event(tx, info.run_id, "approval.requested",
+                     {"approval": approval_id, "task": task_id, "step": step, "tool": tool})
+        approval = Approval(approval_id, info.run_id, task_id, step, tool, arguments, "pending",
+                            created_at=tx.now)
+    else:
+        approval = _rows.approval(row)
+        if approval.status != "pending":
+            return approval  # already decided: the caller proceeds, the task stays running
+    tx.execute(_PARK_TASK, (tx.now, task_id))
+    append_event(tx, info.run_id, "task.waiting",
+                 {"task": task_id, "role": info.role, "approval": approval.id})
+    return approval
+
+
+def decide_approval(tx: Txn, approval_id: str, *, approved: bool,
+                    by: str, reason: str | None) -> Approval:
+    row = tx.execute(_BY_ID, (approval_id,)).fetchone()
+    if row is None:
+        raise NotFoundError(f"approval {approval_id!r} does not exist")
+    current = _rows.approval(row)
+    run_status = tx.execute(_RUN_STATUS, (current.run_id,)).fetchone()[0]
+    if run_status == "cancelled":
+        raise UserError(
+            f"approval {approval_id} belongs to run {current.run_id}, which was cancelled: "
+            "a cancelled run cannot continue, so its approvals cannot be decided; start a "
+            "new run instead"
+        )
+    if current.status != "pending":
+        raise UserError(
+            f"approval {approval_id} was already {current.status} by {current.decided_by!r}; "
+            "a decision cannot be changed"
+        )
+    status = "approved" if approved else "denied"
+    reason_text = tx.enc.optional_text(reason, f"reason for approval {approval_id}")
+    approval = _rows.approval(tx.execute(_DECIDE, (status, by, reason_text, tx.now,
+                                                     approval_id)).fetchone())
+    append_event(tx, approval.run_id, "approval.decided",
+                 {"approval": approval_id, "task": approval.task_id, "approved": approved,
+                  "by": by})
+    unparked = tx.execute(_UNPARK_TASK, (tx.now, approval.task_id)).fetchone()
+    if unparked is not None:
+        append_event(tx, approval.run_id, "task.requeued",
+                     {"task": approval.task_id, "role": unparked[0], "reason": "approval"})
+    return approval

@@ -1,0 +1,87 @@
+"""Retention: delete finished runs completely, in writes of bounded size.
+
+A prune picks its runs in one read, then deletes them in batches: each batch is
+one write transaction touching at most about ``batch_rows`` rows, so live runs'
+writes queue behind it only briefly. A run larger than a batch has its events and
+messages (its big tables) deleted in ranges first; its row goes last, so a prune
+interrupted half-way still sees the run and finishes it next time.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+
+from orchestra._errors import NotFoundError, UserError
+from orchestra._types import TERMINAL_RUN_STATUSES
+from orchestra.store.sqlite.txn import Txn
+
+_TERMINAL = "(" + ", ".join(f"'{s}'" for s in sorted(TERMINAL_RUN_STATUSES)) + ")"
+_CANDIDATES = f"""
+SELECT id, last_seq FROM runs
+WHERE status IN {_TERMINAL} AND (?1 IS NULL OR updated_at < ?1)
+ORDER BY updated_at DESC, id DESC LIMIT -1 OFFSET ?2"""
+_IDS = "(SELECT value FROM json_each(?1))"
+# Rows owned through a task or an agent go first, then every table with a run_id
+# (found in the schema, so a table added later is pruned too), then tasks, then runs:
+# foreign keys hold at every statement.
+_THROUGH_PARENTS = (
+    f"DELETE FROM steps WHERE task_id IN (SELECT id FROM tasks WHERE run_id IN {_IDS})",
+    f"DELETE FROM messages WHERE agent_id IN (SELECT id FROM agents WHERE run_id IN {_IDS})",
+    f"DELETE FROM compactions WHERE agent_id IN (SELECT id FROM agents WHERE run_id IN {_IDS})",
+)
+_TABLES_WITH_RUN_ID = """
+SELECT m.name FROM sqlite_master m JOIN pragma_table_info(m.name) c ON c.name = 'run_id'
+WHERE m.type = 'table' AND m.name NOT IN ('tasks', 'runs') ORDER BY m.name"""
+_STATUS = "SELECT status FROM runs WHERE id = ?"
+_FIRST_EVENT = "SELECT MIN(seq) FROM events WHERE run_id = ?"
+_EVENT_RANGE = "DELETE FROM events WHERE run_id = ? AND seq < ?"
+_FIRST_MESSAGE = """
+SELECT a.id, (SELECT MIN(seq) FROM messages m WHERE m.agent_id = a.id) AS first
+FROM agents a WHERE a.run_id = ? AND first IS NOT NULL LIMIT 1"""
+_MESSAGE_RANGE = "DELETE FROM messages WHERE agent_id = ? AND seq < ?"
+
+
+def candidates(conn: sqlite3.Connection, finished_before: float | None,
+               keep: int | None) -> list[tuple[str, int]]:
+    """Finished runs to prune (id, event count): updated before ``finished_before``, and
+    not among the ``keep`` most recently finished."""
+    if finished_before is None and keep is None:
+        raise UserError("prune needs --finished-before DATE or --keep N (or both)")
+    if keep is not None and keep < 0:
+        raise UserError(f"--keep must be >= 0, got {keep}")
+    return [(r[0], r[1]) for r in conn.execute(_CANDIDATES, (finished_before, keep or 0))]
+
+
+def delete_runs(tx: Txn, run_ids: Sequence[str]) -> int:
+    """Delete finished runs and every row they own; returns the rows deleted."""
+    for run_id in run_ids:
+        row = tx.execute(_STATUS, (run_id,)).fetchone()
+        if row is None:
+            raise NotFoundError(f"run {run_id!r} does not exist")
+        if row[0] not in TERMINAL_RUN_STATUSES:
+            raise UserError(f"run {run_id} is {row[0]}; cancel it first, then delete it")
+    ids = json.dumps(list(run_ids))
+    before = tx.conn.total_changes
+    for statement in _THROUGH_PARENTS:
+        tx.execute(statement, (ids,))
+    for (table,) in tx.execute(_TABLES_WITH_RUN_ID).fetchall():
+        tx.execute(f'DELETE FROM "{table}" WHERE run_id IN {_IDS}', (ids,))
+    tx.execute(f"DELETE FROM tasks WHERE run_id IN {_IDS}", (ids,))
+    tx.execute(f"DELETE FROM runs WHERE id IN {_IDS}", (ids,))
+    return tx.conn.total_changes - before
+
+
+def delete_some(tx: Txn, run_id: str, batch_rows: int) -> bool:
+    """Delete up to ``batch_rows`` of a large finished run's oldest events, else of one of
+    its agents' oldest messages; False once it has neither (then :func:`delete_runs` it)."""
+    row = tx.execute(_FIRST_EVENT, (run_id,)).fetchone()
+    if row[0] is not None:
+        tx.execute(_EVENT_RANGE, (run_id, row[0] + batch_rows))
+        return True
+    row = tx.execute(_FIRST_MESSAGE, (run_id,)).fetchone()
+    if row is None:
+        return False
+    tx.execute(_MESSAGE_RANGE, (row[0], row[1] + batch_rows))
+    return True

@@ -1,0 +1,45 @@
+"""Which processes serve which runs: how the store tells a served run from an orphan.
+
+A process driving a run renews its row here as it heartbeats its leases, with an
+expiry on the store's clock (like a lease), and marks it expired when it stops. A
+live run whose rows and task leases have all expired has no live worker: nobody
+will take its tasks over until a worker, ``run`` or ``resume`` serves it again.
+The rows are plain upserts and reads, so any backend (PostgreSQL: ``now()``) can
+keep them the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+
+from orchestra._errors import UserError
+from orchestra.store.sqlite.events import require_run
+from orchestra.store.sqlite.txn import Txn
+
+_RENEW = """
+INSERT INTO run_servers (run_id, owner, seen_at, expires_at) VALUES (?, ?, ?, ?)
+ON CONFLICT (run_id, owner) DO UPDATE SET seen_at = excluded.seen_at,
+    expires_at = excluded.expires_at"""
+# The latest moment any server or task lease of each run was known to be alive.
+_ALIVE_UNTIL = """
+SELECT r.value,
+       MAX(COALESCE((SELECT MAX(expires_at) FROM run_servers WHERE run_id = r.value), 0),
+           COALESCE((SELECT MAX(lease_expires_at) FROM tasks
+                     WHERE run_id = r.value AND status = 'running'), 0))
+FROM json_each(?) r"""
+
+
+def renew(tx: Txn, run_id: str, owner: str, lease_seconds: float) -> None:
+    """``owner`` serves ``run_id`` for ``lease_seconds`` more (0: it stopped serving)."""
+    if not owner:
+        raise UserError("serve_run needs a non-empty owner")
+    require_run(tx, run_id)
+    tx.execute(_RENEW, (run_id, owner, tx.now, tx.now + max(lease_seconds, 0.0)))
+
+
+def alive_until(conn: sqlite3.Connection, run_ids: Sequence[str]) -> dict[str, float | None]:
+    """Per run, until when a worker was last known to serve it (None: never served)."""
+    rows = conn.execute(_ALIVE_UNTIL, (json.dumps(list(run_ids)),)).fetchall()
+    return {run_id: (until or None) for run_id, until in rows}

@@ -1,0 +1,150 @@
+"""A task's end as one appended record: one statement that SQLite projects itself.
+
+The common end of a task is its last model step plus the messages it appended and
+the handoffs it routed (the next tasks), handed in while the worker claims its next
+work. Written the general way (``journal.complete_task``) that is about twenty
+statements, each a round of Python, binding and the GIL on the store's thread. Here
+it is ONE ``INSERT INTO step_records``: a view whose ``INSTEAD OF`` trigger
+(``schema.sql``) maintains every table the change touches (agents, messages, steps,
+the handoffs' tasks, the task's end, the event log and the run's totals) in the same
+transaction, inside SQLite, with the GIL released for the whole projection. Nothing
+else is stored: the record is the statement, and the tables are what reads use.
+
+Python still decides everything a write must decide (the lease check, each payload's
+encoding, size limit and redaction, the message seqs, the reply stored once, which
+new tasks the worker takes, each event's data), so the rows are exactly those of
+the general path; ``tests/store/test_step_record.py`` checks both write the same rows.
+Ends with anything else (plans, notes, compactions, keyed handoffs, a run with older
+pending work to claim first) take the general path: ``rules.fits`` says which.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from orchestra._errors import StoreError, UserError
+from orchestra._types import JSON, AgentId, Task
+from orchestra.store import codec as _codec
+from orchestra.store.codec import Encoder, encode_message
+from orchestra.store.protocol import ClaimSpec, Lease, StepResult, Writes
+from orchestra.store.rules import check_new_task
+from orchestra.store.sqlite.board import last_message_seq
+from orchestra.store.sqlite.journal import _dedupe_reply, _is_last_reply
+from orchestra.store.sqlite.tasks import check_lease
+from orchestra.store.sqlite.txn import Claimer, Txn
+
+_RUN_HAS_PENDING = "SELECT 1 FROM tasks WHERE run_id = ? AND status = 'pending' LIMIT 1"
+_APPEND = (
+    "INSERT INTO step_records (run_id, task_id, agent_id, agent_role, retry, step, kind, "
+    "name, input_digest, output, tokens_in, tokens_out, cost, result, result_is_reply, "
+    "reply_seq, messages, tasks, events, at) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_ALREADY_COMPLETED = "orchestra: step already completed"
+
+
+def complete_and_claim(tx: Txn, task_id: str, lease: Lease, result: JSON, agent_id: str,
+                       writes: Writes | None, step: StepResult, claim: ClaimSpec | None
+                       ) -> list[Task] | None:
+    """Hand in the task as one record and return the tasks it claimed for ``claim``;
+    None (nothing written) when the general path must do it: the run has older pending
+    work for the claim to take first, or a text holds a NUL character (SQLite's JSON
+    functions would cut it there; the general path binds it whole)."""
+    if writes is not None and _has_nul(writes):
+        return None
+    info = check_lease(tx, task_id, lease)
+    run_id, enc, now = info.run_id, tx.enc, tx.now
+    if claim is not None and tx.execute(_RUN_HAS_PENDING, (run_id,)).fetchone() is not None:
+        return None
+    if not agent_id:
+        raise UserError("agent_id must be a non-empty string")
+    agent_role = AgentId.parse(agent_id).role
+    messages = writes.messages if writes is not None else []
+    last_seq = 0
+    rows: list[list[JSON]] = []
+    if messages:
+        last_seq = last_message_seq(tx, agent_id)
+        for m in messages:
+            last_seq += 1
+            content, calls = encode_message(enc, m, f"message {last_seq} of {agent_id}")
+            rows.append([content, m.role, calls, m.tool_call_id, m.name])
+    events: list[list[str]] = []
+    tasks, claimed = _handoff_tasks(tx, run_id, agent_id, task_id, writes, claim, events)
+    field = f"step {step.step} of task {task_id}"
+    stored = step.output
+    if writes:
+        stored = _dedupe_reply(stored, writes, agent_id, last_seq)
+    output = None if stored is None else enc.json(stored, field + " output")
+    _event(enc, events, "step.completed",
+           {"task": task_id, "step": step.step, "kind": step.kind, "name": step.name,
+            "tokens_in": step.tokens_in, "tokens_out": step.tokens_out})
+    _event(enc, events, "task.completed", {"task": task_id, "role": info.role})
+    result_text: str | None = enc.json(result, f"result of task {task_id}")
+    from_reply = bool(writes) and last_seq > 0 and _is_last_reply(result, writes)  # type: ignore[arg-type]
+    if from_reply:
+        result_text = None
+    for task in claimed:
+        _event(enc, events, "task.claimed", {"task": task.id, "role": task.role,
+                                             "attempt": task.attempt, "owner": task.lease_owner})
+    try:
+        tx.execute(_APPEND, (
+            run_id, task_id, agent_id, agent_role, step.retry, step.step, step.kind,
+            step.name, step.input_digest, output, step.tokens_in, step.tokens_out, step.cost,
+            result_text, int(from_reply), last_seq, _codec.compact(rows),
+            _codec.compact(tasks), _codec.compact(events), now))
+    except sqlite3.IntegrityError as exc:
+        if str(exc) != _ALREADY_COMPLETED:
+            raise
+        raise StoreError(
+            f"task {task_id} retry {step.retry} step {step.step} ({step.name}) is already "
+            "completed; its writes were not applied again. Replay its recorded output "
+            "instead of completing it twice.") from exc
+    return claimed
+
+
+def _handoff_tasks(tx: Txn, run_id: str, agent_id: str, task_id: str, writes: Writes | None,
+                   claim: ClaimSpec | None, events: list[list[str]]
+                   ) -> tuple[list[list[JSON]], list[Task]]:
+    """The rows of the tasks the handoffs create (claimed while ``claim`` has room, as
+    ``tasks.Claimer`` does), their ``handoff.posted`` events, and the claimed tasks."""
+    if writes is None or not writes.handoffs:
+        return [], []
+    enc, now = tx.enc, tx.now
+    claimer = None if claim is None else Claimer(claim.owner, dict(claim.capacity),
+                                                 claim.limit, claim.lease_seconds)
+    rows: list[list[JSON]] = []
+    claimed: list[Task] = []
+    for handoff in writes.handoffs:
+        role = handoff.to_role
+        handoff_id = _codec.new_id()
+        note = enc.text(handoff.note, f"handoff note to {role!r}")
+        check_new_task(role, handoff.max_attempts)
+        new_task = _codec.new_id()
+        cause = f"handoff:{handoff_id}"
+        payload = enc.json(handoff.payload, f"handoff payload to {role!r}")
+        owner: str | None = None
+        attempt, lease_ends = 0, None
+        if claimer is not None and claimer.take(role, 0.0, now):
+            owner, attempt, lease_ends = claimer.owner, 1, now + claimer.lease_seconds
+        status = "pending" if owner is None else "running"
+        rows.append([new_task, role, payload, status, attempt, owner, lease_ends,
+                     handoff.max_attempts, cause, note])
+        _event(enc, events, "handoff.posted", {"handoff": handoff_id, "from": agent_id,
+                                               "to_role": role, "task": new_task})
+        if owner is not None:
+            claimed.append(Task(new_task, run_id, role, handoff.payload, "running",
+                                attempt=1, max_attempts=handoff.max_attempts,
+                                lease_owner=owner, lease_expires_at=lease_ends,
+                                parent_id=task_id, cause=cause, created_at=now,
+                                updated_at=now))
+    return rows, claimed
+
+
+def _has_nul(writes: Writes) -> bool:
+    """Whether a text the record carries raw (not JSON-encoded) holds a NUL."""
+    return any("\x00" in m.content or "\x00" in (m.name or "") or "\x00" in (m.tool_call_id or "")
+               for m in writes.messages) or any("\x00" in h.note for h in writes.handoffs)
+
+
+def _event(enc: Encoder, events: list[list[str]], kind: str, data: JSON) -> None:
+    events.append([kind, enc.json(data, f"event {kind!r} data")])

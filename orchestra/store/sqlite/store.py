@@ -1,0 +1,204 @@
+"""``SQLiteBlackboard``: the blackboard protocol on one SQLite file (WAL).
+
+Writes go through a group-commit writer: one connection on a thread of the store's
+own (see ``thread``); reads go through a second connection on a second thread, which
+WAL lets run while the writer commits. Each operation is a sync function in write
+/ ``_*queries`` modules, run whole on its connection's thread: no SQL runs on the loop.
+
+This module holds the store's lifecycle (open, close), its plumbing and runs; the
+other methods come from mixins with one job each: ``store_tasks`` (queue, leases,
+journal), ``store_history`` (messages, events), ``store_board`` (plans,
+handoffs, notes, approvals) and ``store_runs`` (fork, retention).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sqlite3
+import time
+from collections.abc import Callable, Collection, Sequence
+from functools import partial
+from types import TracebackType
+from typing import TYPE_CHECKING, TypeVar
+
+from orchestra._errors import StoreAccessError, StoreError, UserError
+from orchestra._types import JSON, Durability, Run, RunStatus
+from orchestra.store.codec import Encoder
+from orchestra.store.protocol import Blackboard, NewTask
+from orchestra.store.sqlite import reads as _reads
+from orchestra.store.sqlite import runs as _runs
+from orchestra.store.sqlite import schema
+from orchestra.store.sqlite.open import connect_read_only, open_reader, open_writer
+from orchestra.store.sqlite.store_board import BoardMethods
+from orchestra.store.sqlite.store_history import HistoryMethods
+from orchestra.store.sqlite.store_runs import RunCopyMethods
+from orchestra.store.sqlite.store_tasks import TaskMethods
+from orchestra.store.sqlite.thread import ConnectionThread
+from orchestra.store.sqlite.txn import Txn
+
+T = TypeVar("T")
+
+
+class SQLiteBlackboard(TaskMethods, HistoryMethods, BoardMethods, RunCopyMethods):
+    """The durable store of runs, in one SQLite file.
+
+    Open it with ``await SQLiteBlackboard.open(path)`` and close it with ``await
+    store.close()`` (or ``async with await SQLiteBlackboard.open(path) as store``).
+    Several processes may open the same file; each holds one writer and one reader
+    connection.
+    """
+
+    def __init__(self, path: str, writer: ConnectionThread, reader: ConnectionThread,
+                 encoder: Encoder, *, busy_timeout: float = 30.0,
+                 read_only: bool = False) -> None:
+        """Use :meth:`open`; this only wires already-started connection threads together."""
+        self.path = path
+        self._busy_timeout = busy_timeout
+        self._writer = writer
+        self._reader = reader
+        self._enc = encoder
+        self._closed = False
+        self._read_only = read_only
+        self._followers = 0
+        self._committed = asyncio.Event()
+        writer.on_commit = self._notify
+
+    @classmethod
+    async def open(cls, path: str | os.PathLike[str], *, durability: Durability = "normal",
+                   max_payload_bytes: int = 1 << 20, verify_only: bool = False,
+                   busy_timeout: float = 30.0, max_batch: int = 256,
+                   read_only: bool = False) -> SQLiteBlackboard:
+        """Open (creating or migrating if needed) the store at ``path``.
+
+        ``durability``: ``"normal"`` (``synchronous=NORMAL``) keeps every committed
+        write through a killed process and is the default; ``"full"``
+        (``synchronous=FULL``) also fsyncs each commit, so writes survive a power cut,
+        at the cost of one fsync per (group) commit.
+        ``max_payload_bytes``: any payload or text over this encoded size is refused
+        with ``PayloadTooLargeError``. ``verify_only``: refuse to migrate (raise
+        ``SchemaVersionError`` if migrations are pending). ``busy_timeout``: seconds
+        to wait for another process's write lock. ``max_batch``: most writes per group
+        commit (1 = one commit per write; for benchmarks). ``read_only``: open an existing
+        store without writing to it (a read-only file or directory works; every write
+        raises ``StoreAccessError``).
+
+        A file that is not SQLite, is corrupt, is another program's database or comes
+        from a newer orchestra is refused before anything is written to it.
+        """
+        path = os.fspath(path)
+        if path == ":memory:" or path.startswith("file:"):
+            raise UserError("the blackboard needs a file path (':memory:' and URIs are not "
+                            "supported: its reader and writer would see different databases)")
+        if durability not in ("normal", "full"):
+            raise UserError(f"durability must be 'normal' or 'full', got {durability!r}")
+        if max_batch < 1 or busy_timeout < 0:
+            raise UserError(f"max_batch must be >= 1 and busy_timeout >= 0, got {max_batch} "
+                            f"and {busy_timeout}")
+        encoder = Encoder(max_payload_bytes)
+        # the file checks read a few bytes; cheaper inline than a thread-pool start-up
+        schema.check_file(path, verify_only=verify_only, read_only=read_only)
+        if read_only:
+            return await cls._open_read_only(path, encoder, busy_timeout=busy_timeout)
+        writer = await ConnectionThread.start(
+            partial(open_writer, path, durability=durability, busy_timeout=busy_timeout,
+                    verify_only=verify_only),
+            name="orchestra-store-writer", max_batch=max_batch)
+        try:
+            reader = await ConnectionThread.start(
+                partial(open_reader, path, durability=durability, busy_timeout=busy_timeout),
+                name="orchestra-store-reader")
+        except BaseException:
+            await writer.close()
+            raise
+        return cls(path, writer, reader, encoder, busy_timeout=busy_timeout)
+
+    @classmethod
+    async def _open_read_only(cls, path: str, encoder: Encoder, *,
+                              busy_timeout: float) -> SQLiteBlackboard:
+        """Two ``mode=ro`` connections (see ``connect_read_only``); writes are refused."""
+        threads: list[ConnectionThread] = []
+        try:
+            for name in ("writer", "reader"):
+                threads.append(await ConnectionThread.start(
+                    partial(connect_read_only, path, busy_timeout),
+                    name=f"orchestra-store-{name}", max_batch=1))
+        except BaseException:
+            for thread in threads:
+                await thread.close()
+            raise
+        return cls(path, threads[0], threads[1], encoder, busy_timeout=busy_timeout,
+                   read_only=True)
+
+    async def close(self) -> None:
+        """Commit queued writes, wake followers (they stop) and close both connections."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            await self._writer.close()
+        finally:
+            self._committed.set()
+            await self._reader.close()
+
+    async def __aenter__(self) -> SQLiteBlackboard:
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self.close()
+
+    # -- plumbing -------------------------------------------------------------
+    async def _write(self, op: Callable[[Txn], T]) -> T:
+        """Run ``op`` as one write: on the writer's connection, stamped when it runs."""
+        if self._read_only:
+            raise StoreAccessError(f"{self.path} was opened read-only; this change needs a "
+                                   "store that can be written")
+        enc = self._enc
+        return await self._writer.write(lambda c: op(Txn(c, enc, time.time())))
+
+    async def _read(self, op: Callable[[sqlite3.Connection], T]) -> T:
+        if self._closed:
+            raise StoreError("the store is closed; open it again to read")
+        return await self._reader.call(op)
+
+    def _notify(self) -> None:
+        if self._followers:
+            self._committed.set()
+            self._committed = asyncio.Event()
+
+    # -- runs -----------------------------------------------------------------
+    async def create_run(self, pipeline: str, input: JSON, *, run_id: str | None = None,
+                         tasks: Sequence[NewTask] = (), settings: JSON = None) -> Run:
+        """``settings``: what the caller chose for the run (e.g. model specs), recorded in
+        its ``run.created`` event, apart from ``input`` (the pipeline's own)."""
+        tasks = tuple(tasks)
+        return await self._write(lambda tx: _runs.create_run(tx, pipeline, input, run_id,
+                                                                  tasks, settings))
+
+    async def get_run(self, run_id: str) -> Run:
+        return await self._read(lambda c: _reads.get_run(c, run_id))
+
+    async def run_statuses(self, run_ids: Sequence[str]) -> dict[str, RunStatus]:
+        """The status of each of ``run_ids`` that exists, in one read (a driver watching
+        many runs for a cancel from another process)."""
+        ids = tuple(run_ids)
+        return await self._read(lambda c: _reads.run_statuses(c, ids))
+
+    async def list_runs(self, *, active_only: bool = False, limit: int = 100,
+                        status: RunStatus | None = None, pipeline: str | None = None,
+                        before: tuple[float, str] | None = None) -> list[Run]:
+        """Runs newest first; ``before`` = ``(created_at, id)`` of the last run of the
+        previous page (keyset pagination: stable while runs are being created)."""
+        return await self._read(lambda c: _reads.list_runs(c, active_only, limit, status,
+                                                             pipeline, before))
+
+    async def set_run_status(self, run_id: str, status: RunStatus, *, error: str | None = None,
+                             only_from: Collection[RunStatus] | None = None) -> Run:
+        allowed = None if only_from is None else frozenset(only_from)
+        return await self._write(lambda tx: _runs.set_run_status(tx, run_id, status, error,
+                                                                      allowed))
+
+
+if TYPE_CHECKING:  # mypy proves the implementation satisfies the protocol
+    _implements: type[Blackboard] = SQLiteBlackboard

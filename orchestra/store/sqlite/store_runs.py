@@ -1,0 +1,97 @@
+"""The run-copying and retention half of ``SQLiteBlackboard``: fork, delete, prune.
+
+Split from ``sqlite.py`` to keep each module to one job; the methods build the ops
+(in ``fork`` / ``retention``) and send them through the store's writer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sqlite3
+from collections.abc import Callable
+from functools import partial
+from typing import TypeVar
+
+from orchestra._types import JSON, Run
+from orchestra.store.codec import Encoder
+from orchestra.store.protocol import Pruned
+from orchestra.store.rules import batches
+from orchestra.store.sqlite import fork as _fork
+from orchestra.store.sqlite import retention as _retention
+from orchestra.store.sqlite.txn import Txn
+
+T = TypeVar("T")
+
+
+class RunCopyMethods:
+    """Mixed into ``SQLiteBlackboard``, which provides ``path``, ``_enc``, ``_submit``,
+    ``_read`` and ``_busy_timeout``."""
+
+    path: str
+    _enc: Encoder
+    _busy_timeout: float
+
+    async def _write(self, op: Callable[[Txn], T]) -> T:
+        raise NotImplementedError
+
+    async def _read(self, op: Callable[[sqlite3.Connection], T]) -> T:
+        raise NotImplementedError
+
+    async def fork_run(self, run_id: str, at_seq: int, *, fork_id: str | None = None,
+                       input: JSON = None) -> Run:
+        """A new run whose board, tasks and agents' histories are as they were right after
+        event ``at_seq`` of ``run_id`` (widened to the end of that event's write).
+
+        Resuming the fork replays the steps finished by then from its journal and runs
+        the rest anew. ``input`` (when not None) replaces the run's input, e.g. to
+        record other models for the fork. The source run is not changed.
+        """
+        return await self._write(lambda tx: _fork.fork_run(tx, run_id, at_seq, fork_id,
+                                                                 input))
+
+    async def delete_run(self, run_id: str) -> None:
+        """Delete a finished run and everything it owns; a live run must be cancelled first."""
+        await self._write(lambda tx: _retention.delete_runs(tx, [run_id]))
+
+    async def prune_runs(self, *, finished_before: float | None = None,
+                         keep: int | None = None, vacuum: bool = False,
+                         batch_rows: int = 20_000) -> Pruned:
+        """Delete finished runs (updated before ``finished_before``, and beyond the ``keep``
+        most recently finished) completely, each write at most about ``batch_rows`` rows.
+
+        Freed pages are reused by later writes; ``vacuum`` also returns them to the
+        operating system (``incremental_vacuum`` on a store created with
+        ``auto_vacuum=INCREMENTAL``, else ``VACUUM``, which rewrites the file).
+        """
+        if batch_rows < 1:
+            raise ValueError(f"batch_rows must be >= 1, got {batch_rows}")
+        runs = await self._read(lambda c: _retention.candidates(c, finished_before, keep))
+        rows = 0
+        for group in batches(runs, batch_rows):
+            if len(group) == 1:  # possibly larger than a batch: trim it in bounded writes
+                while await self._write(partial(_retention.delete_some, run_id=group[0],
+                                                batch_rows=batch_rows)):
+                    pass
+            rows += await self._write(partial(_retention.delete_runs, run_ids=group))
+        freed = await asyncio.to_thread(self._vacuum) if vacuum else 0
+        return Pruned(runs=[run_id for run_id, _ in runs], rows=rows, freed_bytes=freed)
+
+    def _vacuum(self) -> int:
+        """On a worker thread, on a connection of its own: return free pages to the OS."""
+        before = self._size()
+        conn = sqlite3.connect(self.path, isolation_level=None, timeout=self._busy_timeout)
+        try:
+            if conn.execute("PRAGMA auto_vacuum").fetchone()[0] == 2:
+                conn.execute("PRAGMA incremental_vacuum")
+            else:
+                conn.execute("VACUUM")
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        finally:
+            conn.close()
+        return max(0, before - self._size())
+
+    def _size(self) -> int:
+        """Bytes the store takes on disk: the file and its write-ahead log."""
+        wal = self.path + "-wal"
+        return os.path.getsize(self.path) + (os.path.getsize(wal) if os.path.exists(wal) else 0)

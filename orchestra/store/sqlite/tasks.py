@@ -1,0 +1,312 @@
+"""Tasks and leases: create, claim, heartbeat, requeue, fence.
+
+``attempt`` is the fencing token: a claim bumps it, and every write a worker makes
+under its lease checks ``(status, lease_owner, attempt)`` in the same transaction,
+so a worker whose task was requeued and reclaimed cannot write over the new owner.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection, Sequence
+
+from orchestra._errors import LeaseLostError, NotFoundError, UserError
+from orchestra._types import Task, TaskStatus
+from orchestra.store import rows as _rows
+from orchestra.store.codec import new_id
+from orchestra.store.protocol import Lease, NewTask
+from orchestra.store.rules import check_new_task
+from orchestra.store.sqlite.events import append_event, require_run
+from orchestra.store.sqlite.txn import Txn
+
+_BY_KEY = f'SELECT {_rows.TASK_COLS} FROM tasks WHERE run_id = ? AND "key" = ?'
+_INSERT = (
+    "INSERT INTO tasks (id, run_id, role, input, status, attempt, lease_owner, lease_expires_at, "
+    '  max_attempts, not_before, parent_id, cause, "key", from_agent, handoff_note, created_at, '
+    "  updated_at) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_LEASE = (
+    "SELECT run_id, role, status, lease_owner, attempt, retries, max_attempts "
+    "FROM tasks WHERE id = ?"
+)
+_CLAIM = f"""
+UPDATE tasks SET status = 'running', attempt = attempt + 1, lease_owner = ?1,
+    lease_expires_at = ?2, updated_at = ?3
+WHERE id IN (
+    SELECT t.id FROM tasks t JOIN runs r ON r.id = t.run_id
+    WHERE t.status = 'pending' AND t.not_before <= ?3
+      AND r.status IN ('pending', 'running', 'waiting')
+      AND (?4 IS NULL OR t.run_id = ?4)
+      AND (?5 IS NULL OR t.role IN (SELECT value FROM json_each(?5)))
+    ORDER BY t.created_at, t.rowid
+    LIMIT ?6)
+RETURNING {_rows.TASK_COLS}"""
+# Leases past their expiry, on the store's clock: their owner stopped heartbeating
+# (it died, or hung for a whole lease), so the task is anyone's to take. The
+# ``tasks_leased`` index holds only running tasks, a few per worker. (On PostgreSQL
+# the same select takes ``FOR UPDATE SKIP LOCKED`` and compares with ``now()``.)
+_EXPIRED = """
+SELECT t.id, t.lease_owner FROM tasks t JOIN runs r ON r.id = t.run_id
+WHERE t.status = 'running' AND t.lease_expires_at < ?1
+  AND r.status IN ('pending', 'running', 'waiting')
+  AND (?2 IS NULL OR t.run_id = ?2)
+  AND (?3 IS NULL OR t.role IN (SELECT value FROM json_each(?3)))
+ORDER BY t.created_at, t.rowid
+LIMIT ?4"""
+_TAKE_OVER = f"""
+UPDATE tasks SET attempt = attempt + 1, lease_owner = ?1, lease_expires_at = ?2, updated_at = ?3
+WHERE id = ?4 AND status = 'running' AND lease_expires_at < ?3
+RETURNING {_rows.TASK_COLS}"""
+_HEARTBEAT = (
+    "UPDATE tasks SET lease_expires_at = ?, updated_at = ? "
+    "WHERE id = ? AND status = 'running' AND lease_owner = ? AND attempt = ?"
+)
+_EXISTS = "SELECT 1 FROM tasks WHERE id = ?"
+_RUN_HAS_PENDING = "SELECT 1 FROM tasks WHERE run_id = ? AND status = 'pending' LIMIT 1"
+_LOST_LEASES = f"""
+SELECT {_rows.TASK_COLS} FROM tasks
+WHERE status = 'running' AND (?1 IS NULL OR run_id = ?1)
+  AND (lease_expires_at < ?2 OR lease_owner IN (SELECT value FROM json_each(?3)))
+ORDER BY created_at"""
+_REQUEUE = (
+    "UPDATE tasks SET status = 'pending', lease_owner = NULL, lease_expires_at = NULL, "
+    f"updated_at = ? WHERE id = ? RETURNING {_rows.TASK_COLS}"
+)
+
+
+class LeaseInfo:
+    """What a fenced write needs to know about its task."""
+
+    __slots__ = ("max_attempts", "retries", "role", "run_id", "task_id")
+
+    def __init__(self, task_id: str, run_id: str, role: str, retries: int,
+                 max_attempts: int) -> None:
+        self.task_id = task_id
+        self.run_id = run_id
+        self.role = role
+        self.retries = retries
+        self.max_attempts = max_attempts
+
+
+def check_lease(tx: Txn, task_id: str, lease: Lease) -> LeaseInfo:
+    """Raise ``LeaseLostError`` unless ``lease`` still holds ``task_id``; nothing is written."""
+    row = tx.execute(_LEASE, (task_id,)).fetchone()
+    if row is None:
+        raise NotFoundError(f"task {task_id!r} does not exist")
+    run_id, role, status, owner, attempt, retries, max_attempts = row
+    if status != "running" or owner != lease.owner or attempt != lease.attempt:
+        raise LeaseLostError(
+            f"task {task_id} ({role}): lease lost: the task is {status}, held by "
+            f"{owner!r} at attempt {attempt}, but this write came from {lease.owner!r} at "
+            f"attempt {lease.attempt}. Stop working on it; another worker owns it now."
+        )
+    return LeaseInfo(task_id, run_id, role, retries, max_attempts)
+
+
+def insert_task(tx: Txn, run_id: str, new: NewTask, *, parent_id: str | None = None,
+                cause: str | None = None, announce: bool = True,
+                handoff: tuple[str, str] | None = None) -> Task:
+    """Create a pending task (or, when ``tx.claimer`` has room, a claimed one) and
+    (``announce``) its ``task.created`` event.
+
+    A task whose ``key`` already exists in the run is not created again: the
+    existing one is returned and nothing is written. A handoff's task is announced
+    by the ``handoff.posted`` event, which names it, so it passes ``announce=False``
+    and ``handoff=(from_agent, note)``: the task's row is the handoff's record.
+    """
+    check_new_task(new.role, new.max_attempts)
+    if new.key is not None:
+        row = tx.execute(_BY_KEY, (run_id, new.key)).fetchone()
+        if row is not None:
+            return _rows.task(row)
+    task_id = new_id()
+    parent = new.parent_id if new.parent_id is not None else parent_id
+    why = new.cause if new.cause is not None else cause
+    input_text = tx.enc.json(new.input, f"handoff payload to {new.role!r}" if handoff is not None
+                          else f"task input for {new.role!r}")
+    if announce:
+        append_event(tx, run_id, "task.created",  # first: it refuses an unknown run
+                     {"task": task_id, "role": new.role, "cause": why})
+    else:
+        require_run(tx, run_id)
+    from_agent, note = handoff if handoff is not None else (None, None)
+    now, claimer = tx.now, tx.claimer
+    status: TaskStatus = "pending"
+    attempt, owner, lease_ends = 0, None, None
+    if claimer is not None and claimer.take(new.role, new.not_before, now):
+        status, attempt, owner = "running", 1, claimer.owner
+        lease_ends = now + claimer.lease_seconds
+    tx.execute(_INSERT, (task_id, run_id, new.role, input_text, status, attempt, owner,
+                           lease_ends, new.max_attempts, new.not_before, parent, why, new.key,
+                           from_agent, note, now, now))
+    task = Task(task_id, run_id, new.role, new.input, status, attempt=attempt,
+                max_attempts=new.max_attempts, lease_owner=owner, lease_expires_at=lease_ends,
+                not_before=new.not_before, parent_id=parent, cause=why, key=new.key,
+                created_at=now, updated_at=now)
+    if claimer is not None and owner is not None:
+        claimer.claimed.append(task)
+    return task
+
+
+def insert_tasks(tx: Txn, run_id: str, tasks: Sequence[NewTask],
+                 *, parent_id: str | None = None,
+                 cause: str | None = None) -> list[Task]:
+    return [insert_task(tx, run_id, t, parent_id=parent_id, cause=cause)
+            for t in tasks]
+
+
+def claim(tx: Txn, owner: str, *,
+          run_id: str | None, roles: Collection[str] | None, lease_seconds: float) -> Task | None:
+    """Lease to ``owner`` a task whose lease expired, else the oldest claimable pending
+    task, or return None."""
+    tasks = take_over(tx, owner, run_id=run_id, roles=roles, lease_seconds=lease_seconds,
+                      limit=1)
+    if tasks:
+        announce_claims(tx, tasks, owner)
+        return tasks[0]
+    tasks = _claim(tx, owner, run_id=run_id, roles=roles,
+                   lease_seconds=lease_seconds, limit=1)
+    return tasks[0] if tasks else None
+
+
+def take_over(tx: Txn, owner: str, *, run_id: str | None, roles: Collection[str] | None,
+              lease_seconds: float, limit: int) -> list[Task]:
+    """Lease to ``owner`` up to ``limit`` running tasks whose lease expired (oldest first).
+
+    The attempt is counted (it is the fencing token: the old owner, if it still
+    lives, can no longer write), and a ``task.requeued`` event names the old owner.
+    The caller announces the claims. A live owner's lease never expires: it
+    heartbeats every third of the lease.
+    """
+    if not owner:
+        raise UserError("claim_task needs a non-empty owner")
+    if limit <= 0:
+        return []
+    roles_json = None if roles is None else json.dumps(sorted(roles))
+    taken = []
+    for task_id, old_owner in tx.execute(_EXPIRED, (tx.now, run_id, roles_json,
+                                                    limit)).fetchall():
+        row = tx.execute(_TAKE_OVER, (owner, tx.now + lease_seconds, tx.now,
+                                      task_id)).fetchone()
+        if row is None:
+            continue
+        task = _rows.task(row)
+        append_event(tx, task.run_id, "task.requeued",
+                     {"task": task.id, "role": task.role, "attempt": task.attempt - 1,
+                      "owner": old_owner, "cause": "lease expired"})
+        taken.append(task)
+    return taken
+
+
+def _claim(tx: Txn, owner: str, *,
+           run_id: str | None, roles: Collection[str] | None, lease_seconds: float,
+           limit: int, announce: bool = True) -> list[Task]:
+    """Lease up to ``limit`` of the oldest claimable pending tasks to ``owner``."""
+    if not owner:
+        raise UserError("claim_task needs a non-empty owner")
+    roles_json = None if roles is None else json.dumps(sorted(roles))
+    rows = tx.execute(_CLAIM, (owner, tx.now + lease_seconds, tx.now, run_id, roles_json,
+                                 limit)).fetchall()
+    # RETURNING gives rows in no set order; hand them out oldest first, as claimed
+    tasks = sorted((_rows.task(row) for row in rows), key=lambda t: t.created_at)
+    if announce:
+        announce_claims(tx, tasks, owner)
+    return tasks
+
+
+def announce_claims(tx: Txn, tasks: Sequence[Task], owner: str) -> None:
+    """The ``task.claimed`` events of ``tasks``. (A claim also journals that the task's
+    first step is in flight: see ``tasks.retry_attempt``.)"""
+    for task in tasks:
+        append_event(tx, task.run_id, "task.claimed",
+                     {"task": task.id, "role": task.role, "attempt": task.attempt,
+                      "owner": owner})
+
+
+def claim_many(tx: Txn, owner: str, *,
+               run_id: str | None, capacity: dict[str, int], limit: int,
+               lease_seconds: float, announce: bool = True,
+               expired: bool = True) -> list[Task]:
+    """Claim up to ``limit`` tasks, at most ``capacity[role]`` per role, in one transaction.
+
+    Tasks whose lease expired (their worker died) come first, then pending tasks,
+    oldest first: any process serving a run takes over a dead worker's work.
+
+    With ``announce=False`` the caller announces them with :func:`announce_claims`.
+    ``expired=False`` leaves expired leases to the next ordinary claim (a worker handing
+    in a result takes its next work without scanning for dead workers' tasks).
+    """
+    free = {role: n for role, n in capacity.items() if n > 0}
+    claimed: list[Task] = []
+    if free and limit > 0 and expired:  # a dead worker's tasks first: the oldest work
+        claimed = take_over(tx, owner, run_id=run_id, roles=tuple(free),
+                            lease_seconds=lease_seconds, limit=min(limit, sum(free.values())))
+        for task in claimed:
+            free[task.role] -= 1
+            if not free[task.role]:
+                del free[task.role]
+        if announce:
+            announce_claims(tx, claimed, owner)
+    if run_id is not None and tx.execute(_RUN_HAS_PENDING, (run_id,)).fetchone() is None:
+        return claimed  # the usual case for a busy run: an index probe, not a claim scan
+    while free and len(claimed) < limit:
+        # As many as every free role can still take: fewer back means none are left,
+        # so a worker with room for more learns it without a second, empty claim.
+        want = min(limit - len(claimed), *free.values())
+        tasks = _claim(tx, owner, run_id=run_id, roles=tuple(free),
+                       lease_seconds=lease_seconds, limit=want, announce=False)
+        if announce:
+            announce_claims(tx, tasks, owner)
+        for task in tasks:
+            claimed.append(task)
+            free[task.role] -= 1
+            if not free[task.role]:
+                del free[task.role]
+        if len(tasks) < want:
+            break
+    return claimed
+
+
+_FAILED_TASKS = "SELECT id FROM tasks WHERE run_id = ? AND status = 'failed' ORDER BY created_at"
+_RETRY_FAILED = f"""
+UPDATE tasks SET status = 'pending', retries = retries + 1, error = NULL, not_before = 0,
+    lease_owner = NULL, lease_expires_at = NULL, updated_at = ?, retry_attempt = attempt + 1
+WHERE id = ? RETURNING {_rows.TASK_COLS}"""
+
+
+def retry_failed(tx: Txn, run_id: str) -> list[Task]:
+    """Give every failed task of a run another attempt (a fresh journal: ``retries + 1``)."""
+    out = []
+    for (task_id,) in tx.execute(_FAILED_TASKS, (run_id,)).fetchall():
+        task = _rows.task(tx.execute(_RETRY_FAILED, (tx.now, task_id)).fetchone())
+        append_event(tx, run_id, "task.requeued",
+                     {"task": task.id, "role": task.role, "retries": task.retries,
+                      "cause": "resume"})
+        out.append(task)
+    return out
+
+
+def heartbeat(tx: Txn, task_id: str, lease: Lease, lease_seconds: float) -> bool:
+    """Extend a held lease (no event: it changes no state anyone follows)."""
+    cur = tx.execute(_HEARTBEAT, (tx.now + lease_seconds, tx.now, task_id, lease.owner,
+                                  lease.attempt))
+    if cur.rowcount == 1:
+        return True
+    if tx.execute(_EXISTS, (task_id,)).fetchone() is None:
+        raise NotFoundError(f"task {task_id!r} does not exist")
+    return False
+
+
+def release_leases(tx: Txn, *, run_id: str | None,
+                   owners: Collection[str]) -> list[Task]:
+    """Requeue running tasks whose lease expired or whose owner is in ``owners``."""
+    lost = tx.execute(_LOST_LEASES, (run_id, tx.now, json.dumps(list(owners)))).fetchall()
+    released = []
+    for old in lost:
+        task = _rows.task(tx.execute(_REQUEUE, (tx.now, old[0])).fetchone())
+        append_event(tx, task.run_id, "task.requeued",
+                     {"task": task.id, "role": task.role, "attempt": task.attempt,
+                      "owner": old[8]})
+        released.append(task)
+    return released
