@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import re
-import sqlite3
 import tempfile
 import time
 from collections import defaultdict
@@ -25,7 +24,8 @@ from typing import Any
 from benchmarks import orchestra_side as side
 from benchmarks.workload import FakeModel
 from orchestra import Coordinator, SQLiteBlackboard
-from orchestra.store.sqlite import thread as _thread
+from orchestra.store.sqlite import writer as _writer
+from orchestra.store.sqlite.txn import Conn
 
 STEPS_PER_PIPELINE = 17
 _FRAME = 4096 + 24  # a WAL frame: one page plus its header
@@ -35,10 +35,10 @@ _KEYS: dict[str, str] = {}  # SQL text -> its one-line label
 
 
 class _Timed:
-    """A sqlite3 connection whose execute/executemany calls are timed by statement, on
-    ``clock`` (wall time by default; ``time.thread_time`` counts only the thread's CPU)."""
+    """The store's connection with its execute/executemany calls timed by statement, on
+    ``clock`` (wall time by default: a statement's hop to aiosqlite's thread included)."""
 
-    def __init__(self, conn: sqlite3.Connection, stats: dict[str, list[float]],
+    def __init__(self, conn: Conn, stats: dict[str, list[float]],
                  clock: Callable[[], float] = time.perf_counter) -> None:
         self._conn = conn
         self._stats = stats
@@ -48,9 +48,9 @@ class _Timed:
     def in_transaction(self) -> bool:
         return self._conn.in_transaction
 
-    def _timed(self, name: str, sql: str, *args: Any) -> Any:
+    async def _timed(self, name: str, sql: str, *args: Any) -> Any:
         start = self._clock()
-        out = getattr(self._conn, name)(sql, *args)
+        out = await getattr(self._conn, name)(sql, *args)
         elapsed = self._clock() - start  # before the bookkeeping below
         key = _KEYS.get(sql)
         if key is None:
@@ -60,11 +60,11 @@ class _Timed:
         entry[1] += elapsed
         return out
 
-    def execute(self, sql: str, *args: Any) -> Any:
-        return self._timed("execute", sql, *args)
+    async def execute(self, sql: str, *args: Any) -> Any:
+        return await self._timed("execute", sql, *args)
 
-    def executemany(self, sql: str, *args: Any) -> Any:
-        return self._timed("executemany", sql, *args)
+    async def executemany(self, sql: str, *args: Any) -> Any:
+        return await self._timed("executemany", sql, *args)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._conn, name)
@@ -72,10 +72,10 @@ class _Timed:
 
 async def _profile(pipelines: int, db: Path) -> None:
     stats: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
-    original = _thread.run_batch
+    original = _writer.run_batch
 
-    def timed_run(conn: sqlite3.Connection, ops: list[Any]) -> Any:
-        return original(_Timed(conn, stats), ops)  # type: ignore[arg-type]
+    async def timed_run(conn: Conn, ops: list[Any]) -> Any:
+        return await original(_Timed(conn, stats), ops)  # type: ignore[arg-type]
 
     store = await SQLiteBlackboard.open(db)
     coord = Coordinator(store, side.pipeline(side.FakeAdapter(FakeModel(0.0))),
@@ -87,17 +87,16 @@ async def _profile(pipelines: int, db: Path) -> None:
         # no checkpoints while measuring: the WAL then grows by exactly what commits wrote
         # (fetched: a cursor left open would keep its statement running and make every
         # later COMMIT fail with "SQL statements in progress")
-        await store._writer.call(lambda c: (
-            c.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall(),
-            c.execute("PRAGMA wal_autocheckpoint = 0").fetchall()))
-        _thread.run_batch = timed_run
+        await store._writer.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        await store._writer.conn.execute("PRAGMA wal_autocheckpoint = 0")
+        _writer.run_batch = timed_run
         frames_before, started = wal.stat().st_size, time.perf_counter()
         for _ in range(pipelines):
             await coord.run({})
         wall = time.perf_counter() - started
         frames = (wal.stat().st_size - frames_before) / _FRAME
     finally:
-        _thread.run_batch = original
+        _writer.run_batch = original
         await store.close()
     steps = pipelines * STEPS_PER_PIPELINE
     in_sql = sum(t for _, t in stats.values())

@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
-import sqlite3
 import statistics
 import tempfile
 import threading
@@ -38,15 +37,15 @@ from benchmarks.measure import S2_LATENCY
 from benchmarks.profile_step import _Timed
 from benchmarks.workload import FakeModel
 from orchestra import Coordinator, SQLiteBlackboard
-from orchestra.store.sqlite import thread as _thread
+from orchestra.store.sqlite import writer as _writer
+from orchestra.store.sqlite.txn import Conn
 
 STEPS_PER_PIPELINE = 17
 WARMUP = 5
 
 
-def _thread_cpu(name: str) -> Callable[[], float]:
-    """A reader of the CPU clock of the live thread called ``name``."""
-    [thread] = [t for t in threading.enumerate() if t.name == name]
+def _thread_cpu(thread: threading.Thread) -> Callable[[], float]:
+    """A reader of the CPU clock of ``thread`` (alive)."""
     assert thread.ident is not None
     clock = time.pthread_getcpuclockid(thread.ident)
     return lambda: time.clock_gettime(clock)
@@ -54,7 +53,10 @@ def _thread_cpu(name: str) -> Callable[[], float]:
 
 async def _once(scenario: str, pipelines: int, db: Path) -> dict[str, float]:
     latency = S2_LATENCY if scenario == "S2" else 0.0
+    before = set(threading.enumerate())
     store = await SQLiteBlackboard.open(db)
+    # aiosqlite's threads, in the order the store opened them: the writer's first
+    store_threads = [t for t in threading.enumerate() if t not in before]
     coord = Coordinator(store, side.pipeline(side.FakeAdapter(FakeModel(latency))),
                         settings=side._settings())
 
@@ -68,12 +70,12 @@ async def _once(scenario: str, pipelines: int, db: Path) -> dict[str, float]:
     statements: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
     in_batches = [0.0]
     gc_time, gc_start = [0.0], [0.0]
-    original = _thread.run_batch
+    original = _writer.run_batch
 
-    def timed_batch(conn: sqlite3.Connection, ops: list[Any]) -> Any:
+    async def timed_batch(conn: Conn, ops: list[Any]) -> Any:
         start = time.thread_time()
         try:
-            return original(_Timed(conn, statements, time.thread_time),  # type: ignore[arg-type]
+            return await original(_Timed(conn, statements, time.thread_time),  # type: ignore[arg-type]
                             ops)
         finally:
             in_batches[0] += time.thread_time() - start
@@ -86,15 +88,15 @@ async def _once(scenario: str, pipelines: int, db: Path) -> dict[str, float]:
 
     try:
         await run_all(WARMUP)
-        writer = _thread_cpu("orchestra-store-writer")
-        _thread.run_batch = timed_batch
+        writer = _thread_cpu(store_threads[0])
+        _writer.run_batch = timed_batch
         gc.callbacks.append(on_gc)
         writer0, loop0, wall0 = writer(), time.thread_time(), time.perf_counter()
         await run_all(pipelines)
         wall = time.perf_counter() - wall0
         loop_cpu, writer_cpu = time.thread_time() - loop0, writer() - writer0
     finally:
-        _thread.run_batch = original
+        _writer.run_batch = original
         if on_gc in gc.callbacks:
             gc.callbacks.remove(on_gc)
         await store.close()

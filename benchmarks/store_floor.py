@@ -34,8 +34,9 @@ from typing import Any
 from benchmarks import orchestra_side as side
 from benchmarks.workload import FakeModel
 from orchestra import Coordinator, SQLiteBlackboard
-from orchestra.store.sqlite import thread as _thread
+from orchestra.store.sqlite import writer as _writer
 from orchestra.store.sqlite.connection import configure
+from orchestra.store.sqlite.txn import Conn
 
 STEPS_PER_PIPELINE = 17
 WARMUP = 5
@@ -46,24 +47,24 @@ Txn = list[Statement]
 
 
 class _Recorder:
-    """A sqlite3 connection that records each statement (with its parameters) it runs."""
+    """The store's connection, recording each statement (with its parameters) it runs."""
 
-    def __init__(self, conn: sqlite3.Connection, txn: Txn) -> None:
+    def __init__(self, conn: Conn, txn: Txn) -> None:
         self._conn, self._txn = conn, txn
 
     @property
     def in_transaction(self) -> bool:
         return self._conn.in_transaction
 
-    def execute(self, sql: str, params: Any = ()) -> Any:
+    async def execute(self, sql: str, params: Any = ()) -> Any:
         params = tuple(params) if not isinstance(params, dict) else dict(params)
         self._txn.append(("execute", sql, params))
-        return self._conn.execute(sql, params)
+        return await self._conn.execute(sql, params)
 
-    def executemany(self, sql: str, seq: Any) -> Any:
+    async def executemany(self, sql: str, seq: Any) -> Any:
         rows = [tuple(r) if not isinstance(r, dict) else dict(r) for r in seq]
         self._txn.append(("executemany", sql, rows))
-        return self._conn.executemany(sql, rows)
+        return await self._conn.executemany(sql, rows)  # type: ignore[arg-type]
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._conn, name)
@@ -72,17 +73,17 @@ class _Recorder:
 async def _record(pipelines: int, db: Path) -> tuple[list[Txn], int]:
     """Every transaction of ``WARMUP + pipelines`` S1 pipelines; and where the warm-up ends."""
     txns: list[Txn] = []
-    original = _thread.run_batch
+    original = _writer.run_batch
 
-    def recording_run(conn: sqlite3.Connection, ops: list[Any]) -> Any:
+    async def recording_run(conn: Conn, ops: list[Any]) -> Any:
         txn: Txn = []
         txns.append(txn)
-        return original(_Recorder(conn, txn), ops)  # type: ignore[arg-type]
+        return await original(_Recorder(conn, txn), ops)  # type: ignore[arg-type]
 
     store = await SQLiteBlackboard.open(db)
     coord = Coordinator(store, side.pipeline(side.FakeAdapter(FakeModel(0.0))),
                         settings=side._settings())
-    _thread.run_batch = recording_run
+    _writer.run_batch = recording_run
     try:
         for _ in range(WARMUP):
             await coord.run({})
@@ -90,7 +91,7 @@ async def _record(pipelines: int, db: Path) -> tuple[list[Txn], int]:
         for _ in range(pipelines):
             await coord.run({})
     finally:
-        _thread.run_batch = original
+        _writer.run_batch = original
         await store.close()
     return [_body(t) for t in txns], warm
 

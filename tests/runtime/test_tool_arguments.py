@@ -43,9 +43,10 @@ async def _run(tmp_path: Path, model: ScriptedModel, role: Writer) -> tuple[SQLi
     return store, run.id
 
 
-def _count(store: SQLiteBlackboard, table: str, column: str, marker: str) -> int:
-    return store._read(lambda c: c.execute(  # type: ignore[return-value]
-        f"SELECT count(*) FROM {table} WHERE instr({column}, ?) > 0", (marker,)).fetchone()[0])
+async def _count(store: SQLiteBlackboard, table: str, column: str, marker: str) -> int:
+    found = await store._read(lambda c: c.execute(
+        f"SELECT count(*) FROM {table} WHERE instr({column}, ?) > 0", (marker,)))
+    return int(found.fetchone()[0])
 
 
 async def test_arguments_are_stored_once_and_replay_whole(tmp_path: Path) -> None:

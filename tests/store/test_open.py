@@ -44,7 +44,7 @@ async def test_durability_sets_synchronous(db_path: Path) -> None:
     cases: tuple[tuple[Durability, int], ...] = (("normal", 1), ("full", 2))
     for durability, expected in cases:
         store = await SQLiteBlackboard.open(db_path, durability=durability)
-        level = await store._writer.call(lambda c: c.execute("PRAGMA synchronous").fetchone()[0])
+        level = (await store._writer.conn.execute("PRAGMA synchronous")).fetchone()[0]
         assert level == expected
         await store.close()
 

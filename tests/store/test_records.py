@@ -301,6 +301,6 @@ async def test_model_reply_is_stored_once_and_read_back_whole(store: SQLiteBlack
         writes=Writes(messages=[Message("user", "q"), Message("assistant", text)]))
     [step] = await store.get_steps(task.id, 0)
     assert step.output == {"text": text, "calls": []}
-    raw = await store._read(lambda c: c.execute(  # the journal row holds a pointer only
-        "SELECT output FROM steps WHERE task_id = ?", (task.id,)).fetchone()[0])
+    raw = (await store._reader.execute(  # the journal row holds a pointer only
+        "SELECT output FROM steps WHERE task_id = ?", (task.id,))).fetchone()[0]
     assert text not in raw and '"text_seq":2' in raw

@@ -4,14 +4,12 @@ in ``tests/conftest.py``) catches a deliberate violation, and a store at work ma
 from __future__ import annotations
 
 import asyncio
-import threading
 from pathlib import Path
 
 import pytest
 
-from orchestra._types import Run
 from orchestra.store import NewTask, SQLiteBlackboard
-from orchestra.store.sqlite import reads as _reads
+from orchestra.store.sqlite import schema
 from orchestra.store.sqlite.open import open_writer
 
 
@@ -22,7 +20,7 @@ async def test_the_guard_catches_store_sql_run_on_the_loop(sql_on_loop: list[str
                        verify_only=False)
     assert sql_on_loop  # connect, configure and migrate ran here
     sql_on_loop.clear()
-    assert _reads.list_runs(conn, False, 10, None, None, None) == []
+    assert schema.read_version(conn, str(db_path)) == schema.LATEST_VERSION
     assert sql_on_loop and all(v.startswith("orchestra.store") for v in sql_on_loop)
     with pytest.raises(AssertionError, match="SQLite was called on the event loop's thread"):
         sql_on_loop.assert_none()  # type: ignore[attr-defined]
@@ -30,28 +28,25 @@ async def test_the_guard_catches_store_sql_run_on_the_loop(sql_on_loop: list[str
     conn.close()
     sql_on_loop.clear()
     # the same calls on another thread are fine
-    assert await asyncio.to_thread(_open_and_list, db_path) == []
+    assert await asyncio.to_thread(_open_and_read, db_path) == schema.LATEST_VERSION
     assert sql_on_loop == []
 
 
-def _open_and_list(db_path: Path) -> list[Run]:
+def _open_and_read(db_path: Path) -> int:
     conn = open_writer(str(db_path), durability="normal", busy_timeout=1.0,
                        verify_only=False)
     try:
-        return _reads.list_runs(conn, False, 10, None, None, None)
+        return schema.read_version(conn, str(db_path))
     finally:
         conn.close()
 
 
 async def test_a_store_at_work_runs_no_sql_on_the_loop(sql_on_loop: list[str],
                                                        db_path: Path) -> None:
-    loop_thread = threading.current_thread()
     async with await SQLiteBlackboard.open(db_path, durability="full") as store:
         run = await store.create_run("p", {}, tasks=[NewTask("a", 1)])
         await asyncio.gather(*(store.append_event(run.id, "e", {"i": i}) for i in range(20)))
         task = await store.claim_task("w", run_id=run.id)
         assert task is not None
         assert len(await store.events(run.id)) >= 21
-        threads = await store._writer.call(lambda c: threading.current_thread())
-        assert threads is not loop_thread
     assert sql_on_loop == []

@@ -85,8 +85,8 @@ RECORDED: list[bool] = []  # per end through the record path: written as a recor
 _complete_and_claim = _step_record.complete_and_claim
 
 
-def _spy(*args: Any) -> Any:
-    claimed = _complete_and_claim(*args)
+async def _spy(*args: Any) -> Any:
+    claimed = await _complete_and_claim(*args)
     RECORDED.append(claimed is not None)
     return claimed
 

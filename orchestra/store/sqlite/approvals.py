@@ -38,16 +38,17 @@ _UNPARK_TASK = (
 )
 
 
-def request_approval(tx: Txn, task_id: str, lease: Lease, *,
+async def request_approval(tx: Txn, task_id: str, lease: Lease, *,
                      retry: int, step: int, tool: str, arguments: JSON) -> Approval:
     """Create (or find) the approval for this step and park the task while it is pending."""
-    info = check_lease(tx, task_id, lease)
-    row = tx.execute(_BY_STEP, (task_id, retry, step)).fetchone()
+    info = await check_lease(tx, task_id, lease)
+    row = (await tx.execute(_BY_STEP, (task_id, retry, step))).fetchone()
     if row is None:
         args = tx.enc.json(arguments, f"arguments of tool {tool!r} awaiting approval")
         approval_id = new_id()
-        tx.execute(_INSERT, (approval_id, info.run_id, task_id, retry, step, tool, args, tx.now))
-        append_event(tx, info.run_id, "approval.requested",
+        await tx.execute(_INSERT, (approval_id, info.run_id, task_id, retry, step, tool, args,
+                                   tx.now))
+        await append_event(tx, info.run_id, "approval.requested",
                      {"approval": approval_id, "task": task_id, "step": step, "tool": tool})
         approval = Approval(approval_id, info.run_id, task_id, step, tool, arguments, "pending",
                             created_at=tx.now)
@@ -55,19 +56,19 @@ def request_approval(tx: Txn, task_id: str, lease: Lease, *,
         approval = _rows.approval(row)
         if approval.status != "pending":
             return approval  # already decided: the caller proceeds, the task stays running
-    tx.execute(_PARK_TASK, (tx.now, task_id))
-    append_event(tx, info.run_id, "task.waiting",
+    await tx.execute(_PARK_TASK, (tx.now, task_id))
+    await append_event(tx, info.run_id, "task.waiting",
                  {"task": task_id, "role": info.role, "approval": approval.id})
     return approval
 
 
-def decide_approval(tx: Txn, approval_id: str, *, approved: bool,
+async def decide_approval(tx: Txn, approval_id: str, *, approved: bool,
                     by: str, reason: str | None) -> Approval:
-    row = tx.execute(_BY_ID, (approval_id,)).fetchone()
+    row = (await tx.execute(_BY_ID, (approval_id,))).fetchone()
     if row is None:
         raise NotFoundError(f"approval {approval_id!r} does not exist")
     current = _rows.approval(row)
-    run_status = tx.execute(_RUN_STATUS, (current.run_id,)).fetchone()[0]
+    run_status = (await tx.execute(_RUN_STATUS, (current.run_id,))).fetchone()[0]
     if run_status == "cancelled":
         raise UserError(
             f"approval {approval_id} belongs to run {current.run_id}, which was cancelled: "
@@ -81,13 +82,13 @@ def decide_approval(tx: Txn, approval_id: str, *, approved: bool,
         )
     status = "approved" if approved else "denied"
     reason_text = tx.enc.optional_text(reason, f"reason for approval {approval_id}")
-    approval = _rows.approval(tx.execute(_DECIDE, (status, by, reason_text, tx.now,
-                                                     approval_id)).fetchone())
-    append_event(tx, approval.run_id, "approval.decided",
+    approval = _rows.approval((await tx.execute(_DECIDE, (status, by, reason_text, tx.now,
+                                                     approval_id))).fetchone())
+    await append_event(tx, approval.run_id, "approval.decided",
                  {"approval": approval_id, "task": approval.task_id, "approved": approved,
                   "by": by})
-    unparked = tx.execute(_UNPARK_TASK, (tx.now, approval.task_id)).fetchone()
+    unparked = (await tx.execute(_UNPARK_TASK, (tx.now, approval.task_id))).fetchone()
     if unparked is not None:
-        append_event(tx, approval.run_id, "task.requeued",
+        await append_event(tx, approval.run_id, "task.requeued",
                      {"task": approval.task_id, "role": unparked[0], "reason": "approval"})
     return approval

@@ -46,14 +46,14 @@ _INSERT_NOTE = (
 )
 
 
-def register_agent(tx: Txn, run_id: str, agent_id: str) -> None:
+async def register_agent(tx: Txn, run_id: str, agent_id: str) -> None:
     """Create the agent's row on its first write (agents are implicit in the API)."""
     if not agent_id:
         raise UserError("agent_id must be a non-empty string")
-    tx.execute(_INSERT_AGENT, (agent_id, run_id, AgentId.parse(agent_id).role, tx.now))
+    await tx.execute(_INSERT_AGENT, (agent_id, run_id, AgentId.parse(agent_id).role, tx.now))
 
 
-def append_messages(tx: Txn, agent_id: str, task_id: str | None,
+async def append_messages(tx: Txn, agent_id: str, task_id: str | None,
                     messages: Sequence[Message]) -> int:
     """Append to the agent's history; the store assigns ``seq`` (max + 1) and ``task_id``.
 
@@ -61,44 +61,44 @@ def append_messages(tx: Txn, agent_id: str, task_id: str | None,
     """
     if not messages:
         return 0
-    seq = last_message_seq(tx, agent_id)
+    seq = await last_message_seq(tx, agent_id)
     rows = []
     for m in messages:
         seq += 1
         content, calls = encode_message(tx.enc, m, f"message {seq} of {agent_id}")
         rows.append((agent_id, seq, task_id, m.role, content, calls, m.tool_call_id, m.name,
                      tx.now))
-    tx.executemany(_INSERT_MESSAGE, rows)
+    await tx.executemany(_INSERT_MESSAGE, rows)
     return seq
 
 
-def last_message_seq(tx: Txn, agent_id: str) -> int:
+async def last_message_seq(tx: Txn, agent_id: str) -> int:
     """The seq of the agent's last stored message (0 for none)."""
-    return int(tx.execute(_LAST_MESSAGE_SEQ, (agent_id,)).fetchone()[0])
+    return int((await tx.execute(_LAST_MESSAGE_SEQ, (agent_id,))).fetchone()[0])
 
 
-def record_compaction(tx: Txn, agent_id: str,
+async def record_compaction(tx: Txn, agent_id: str,
                       task_id: str | None, record: CompactionRecord) -> int:
     if record.first_seq > record.last_seq:
         raise UserError(f"compaction of {agent_id}: first_seq {record.first_seq} > "
                         f"last_seq {record.last_seq}")
     summary = tx.enc.text(record.summary, f"compaction summary of {agent_id}")
-    row = tx.execute(_INSERT_COMPACTION, (
+    row = (await tx.execute(_INSERT_COMPACTION, (
         agent_id, record.first_seq, record.last_seq, summary,
-        record.task_id if record.task_id is not None else task_id, record.step, tx.now)).fetchone()
+        record.task_id if record.task_id is not None else task_id, record.step, tx.now))).fetchone()
     return int(row[0])
 
 
-def post_plan(tx: Txn, run_id: str, author: str, body: JSON) -> Plan:
+async def post_plan(tx: Txn, run_id: str, author: str, body: JSON) -> Plan:
     """A new plan version supersedes the previous ones."""
     text = tx.enc.json(body, f"plan body from {author!r}")
-    version = tx.execute(_NEXT_PLAN_VERSION, (run_id,)).fetchone()[0]
-    append_event(tx, run_id, "plan.posted", {"version": version, "author": author})
-    tx.execute(_INSERT_PLAN, (run_id, version, author, text, tx.now))
+    version = (await tx.execute(_NEXT_PLAN_VERSION, (run_id,))).fetchone()[0]
+    await append_event(tx, run_id, "plan.posted", {"version": version, "author": author})
+    await tx.execute(_INSERT_PLAN, (run_id, version, author, text, tx.now))
     return Plan(run_id, version, author, body, tx.now)
 
 
-def post_handoff(tx: Txn, run_id: str, from_agent: str,
+async def post_handoff(tx: Txn, run_id: str, from_agent: str,
                  handoff: NewHandoff, *, parent_id: str | None = None) -> Handoff:
     """Record a handoff and create its receiving task in the same transaction.
 
@@ -108,39 +108,39 @@ def post_handoff(tx: Txn, run_id: str, from_agent: str,
     handoff_id = new_id()
     note = tx.enc.text(handoff.note, f"handoff note to {handoff.to_role!r}")
     # the task's row is the handoff's record (the ``handoffs`` view reads it back)
-    task = insert_task(tx, run_id, NewTask(
+    task = await insert_task(tx, run_id, NewTask(
         role=handoff.to_role, input=handoff.payload, max_attempts=handoff.max_attempts,
         key=handoff.key, cause=f"handoff:{handoff_id}"), parent_id=parent_id,
         announce=False, handoff=(from_agent, note))
     if task.cause != f"handoff:{handoff_id}":  # the key matched an existing task
-        row = tx.execute(_HANDOFF_OF_TASK, (task.id,)).fetchone()
+        row = (await tx.execute(_HANDOFF_OF_TASK, (task.id,))).fetchone()
         if row is None:
             raise UserError(f"handoff key {handoff.key!r} names task {task.id}, which was not "
                             "created by a handoff; use a different key")
         return _rows.handoff(row)
     # also announces the task it created (there is no separate task.created)
-    append_event(tx, run_id, "handoff.posted",
+    await append_event(tx, run_id, "handoff.posted",
                  {"handoff": handoff_id, "from": from_agent, "to_role": handoff.to_role,
                   "task": task.id})
     return Handoff(handoff_id, run_id, from_agent, handoff.to_role, handoff.payload,
                    handoff.note, task.id, tx.now)
 
 
-def post_note(tx: Txn, run_id: str, author: str, note: NewNote) -> Note:
-    require_run(tx, run_id)
+async def post_note(tx: Txn, run_id: str, author: str, note: NewNote) -> Note:
+    await require_run(tx, run_id)
     tags = tuple(note.tags)
     if not all(isinstance(t, str) for t in tags):
         raise UserError(f"note tags must be strings, got {tags!r}")
     body = tx.enc.text(note.body, f"note body from {author!r}")
     tags_text = tx.enc.json(list(tags), f"note tags from {author!r}")
-    row = tx.execute(_INSERT_NOTE, (run_id, author, tags_text, body, tx.now)).fetchone()
+    row = (await tx.execute(_INSERT_NOTE, (run_id, author, tags_text, body, tx.now))).fetchone()
     note_id = int(row[0])
-    append_event(tx, run_id, "note.posted",
+    await append_event(tx, run_id, "note.posted",
                  {"note": note_id, "author": author, "tags": list(tags)})
     return Note(note_id, run_id, author, body, tags, tx.now)
 
 
-def apply_writes(tx: Txn, run_id: str, agent_id: str | None,
+async def apply_writes(tx: Txn, run_id: str, agent_id: str | None,
                  task_id: str | None, writes: Writes | None) -> int:
     """Apply a ``Writes`` bundle authored by ``agent_id`` while working on ``task_id``.
 
@@ -150,19 +150,19 @@ def apply_writes(tx: Txn, run_id: str, agent_id: str | None,
         return 0
     if agent_id is None:
         raise UserError("writes need the agent_id that authored them")
-    register_agent(tx, run_id, agent_id)
-    last_seq = append_messages(tx, agent_id, task_id, writes.messages)
+    await register_agent(tx, run_id, agent_id)
+    last_seq = await append_messages(tx, agent_id, task_id, writes.messages)
     for record in writes.compactions:
-        record_compaction(tx, agent_id, task_id, record)
+        await record_compaction(tx, agent_id, task_id, record)
     for body in writes.plans:
-        post_plan(tx, run_id, agent_id, body)
+        await post_plan(tx, run_id, agent_id, body)
     for handoff in writes.handoffs:
-        post_handoff(tx, run_id, agent_id, handoff, parent_id=task_id)
+        await post_handoff(tx, run_id, agent_id, handoff, parent_id=task_id)
     for new_note in writes.notes:
-        post_note(tx, run_id, agent_id, new_note)
+        await post_note(tx, run_id, agent_id, new_note)
     cause = None if task_id is None else f"task:{task_id}"
     for new_task in writes.tasks:
-        insert_task(tx, run_id, new_task, parent_id=task_id, cause=cause)
+        await insert_task(tx, run_id, new_task, parent_id=task_id, cause=cause)
     for kind, data in writes.events:
-        append_event(tx, run_id, kind, data)
+        await append_event(tx, run_id, kind, data)
     return last_seq

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from typing import Any
 
 from orchestra._types import AgentInfo, CompactionRecord, Handoff, Message, Note, Plan
 from orchestra.store import rows as _rows
 from orchestra.store.rules import fts_query
 from orchestra.store.sqlite.reads import require_run
+from orchestra.store.sqlite.txn import Conn
 
 _MESSAGES = (
     f"SELECT {_rows.MESSAGE_COLS} FROM messages WHERE agent_id = ? AND seq > ? "
@@ -53,50 +53,50 @@ FROM steps s JOIN tasks t ON t.id = s.task_id
 WHERE t.run_id = ? AND s.status = 'completed' GROUP BY t.role"""
 
 
-def get_messages(conn: sqlite3.Connection, agent_id: str, after_seq: int,
+async def get_messages(conn: Conn, agent_id: str, after_seq: int,
                  limit: int | None) -> list[Message]:
-    rows = conn.execute(_MESSAGES, (agent_id, after_seq, -1 if limit is None else limit))
+    rows = (await conn.execute(_MESSAGES, (agent_id, after_seq, -1 if limit is None else limit)))
     return [_rows.message(r) for r in rows.fetchall()]
 
 
-def search_messages(conn: sqlite3.Connection, agent_id: str, text: str,
+async def search_messages(conn: Conn, agent_id: str, text: str,
                     limit: int) -> list[Message]:
     """Messages containing any of the words (case-insensitive), most words first, then newest."""
     words = sorted({_like_escape(w.lower()) for w in text.split()})
     if not words:
         return []
-    rows = conn.execute(_SEARCH_MESSAGES, (agent_id, json.dumps(words), limit)).fetchall()
+    rows = (await conn.execute(_SEARCH_MESSAGES, (agent_id, json.dumps(words), limit))).fetchall()
     return [_rows.message(r) for r in rows]
 
 
-def get_compactions(conn: sqlite3.Connection, agent_id: str) -> list[CompactionRecord]:
-    return [_rows.compaction(r) for r in conn.execute(_COMPACTIONS, (agent_id,)).fetchall()]
+async def get_compactions(conn: Conn, agent_id: str) -> list[CompactionRecord]:
+    return [_rows.compaction(r) for r in (await conn.execute(_COMPACTIONS, (agent_id,))).fetchall()]
 
 
-def get_plans(conn: sqlite3.Connection, run_id: str) -> list[Plan]:
-    rows = conn.execute(_PLANS, (run_id,)).fetchall()
+async def get_plans(conn: Conn, run_id: str) -> list[Plan]:
+    rows = (await conn.execute(_PLANS, (run_id,))).fetchall()
     if not rows:
-        require_run(conn, run_id)
+        await require_run(conn, run_id)
     return [_rows.plan(r) for r in rows]
 
 
-def latest_plan(conn: sqlite3.Connection, run_id: str) -> Plan | None:
-    row = conn.execute(_LATEST_PLAN, (run_id,)).fetchone()
+async def latest_plan(conn: Conn, run_id: str) -> Plan | None:
+    row = (await conn.execute(_LATEST_PLAN, (run_id,))).fetchone()
     if row is None:
-        require_run(conn, run_id)
+        await require_run(conn, run_id)
         return None
     return _rows.plan(row)
 
 
-def get_handoffs(conn: sqlite3.Connection, run_id: str, to_role: str | None,
+async def get_handoffs(conn: Conn, run_id: str, to_role: str | None,
                  from_agent: str | None) -> list[Handoff]:
-    rows = conn.execute(_HANDOFFS, (run_id, to_role, from_agent)).fetchall()
+    rows = (await conn.execute(_HANDOFFS, (run_id, to_role, from_agent))).fetchall()
     if not rows:
-        require_run(conn, run_id)
+        await require_run(conn, run_id)
     return [_rows.handoff(r) for r in rows]
 
 
-def search_notes(conn: sqlite3.Connection, run_id: str | None, text: str | None,
+async def search_notes(conn: Conn, run_id: str | None, text: str | None,
                  author: str | None, tag: str | None, limit: int) -> list[Note]:
     """With ``text``: most relevant first (``rank`` = -bm25: higher is better). Without:
     newest first."""
@@ -106,26 +106,27 @@ def search_notes(conn: sqlite3.Connection, run_id: str | None, text: str | None,
         if query is None:
             rows = []
         else:
-            rows = conn.execute(_SEARCH_NOTES, (query, run_id, author, tag, limit)).fetchall()
+            found = await conn.execute(_SEARCH_NOTES, (query, run_id, author, tag, limit))
+            rows = found.fetchall()
         notes = [_rows.note(r[:6], r[6]) for r in rows]
     else:
-        rows = conn.execute(_LIST_NOTES, (None, run_id, author, tag, limit)).fetchall()
+        rows = (await conn.execute(_LIST_NOTES, (None, run_id, author, tag, limit))).fetchall()
         notes = [_rows.note(r) for r in rows]
     if not notes and run_id is not None:
-        require_run(conn, run_id)
+        await require_run(conn, run_id)
     return notes
 
 
-def agent_infos(conn: sqlite3.Connection, run_id: str) -> list[AgentInfo]:
+async def agent_infos(conn: Conn, run_id: str) -> list[AgentInfo]:
     """Per agent of the run: history size, journal totals of its role, restart point."""
-    conn.execute("BEGIN")  # one snapshot for the three queries
+    (await conn.execute("BEGIN"))  # one snapshot for the three queries
     try:
-        require_run(conn, run_id)
-        agents = conn.execute(_AGENTS, (run_id,)).fetchall()
-        totals = {r[0]: r[1:] for r in conn.execute(_STEP_TOTALS, (run_id,)).fetchall()}
-        points = {r[0]: r[1:4] for r in conn.execute(_RESTART_POINTS, (run_id,)).fetchall()}
+        await require_run(conn, run_id)
+        agents = (await conn.execute(_AGENTS, (run_id,))).fetchall()
+        totals = {r[0]: r[1:] for r in (await conn.execute(_STEP_TOTALS, (run_id,))).fetchall()}
+        points = {r[0]: r[1:4] for r in (await conn.execute(_RESTART_POINTS, (run_id,))).fetchall()}
     finally:
-        conn.execute("COMMIT")
+        await conn.execute("COMMIT")
     infos = []
     for agent_id, role, messages in agents:
         completed, reissued, tokens_in, tokens_out, cost = totals.get(role, (0, 0, 0, 0, 0.0))

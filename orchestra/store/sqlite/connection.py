@@ -1,10 +1,14 @@
-"""Opening connections: the one connect function and the one connect hook (pragmas)."""
+"""Opening connections: the connect functions (plain ``sqlite3`` to check and migrate a
+file, aiosqlite for the store's writer and reader) and the one connect hook (pragmas)."""
 
 from __future__ import annotations
 
 import os
 import sqlite3
+from collections.abc import Sequence
 from urllib.parse import quote
+
+import aiosqlite
 
 from orchestra._errors import StoreError
 from orchestra._types import Durability
@@ -20,18 +24,30 @@ def read_only_uri(path: str, *, immutable: bool) -> str:
     return uri + "&immutable=1" if immutable else uri
 
 
-def connect(path: str, busy_timeout: float, *, uri: bool = False) -> sqlite3.Connection:
-    """An autocommit connection (``isolation_level=None``): we issue BEGIN/COMMIT ourselves.
-
-    Called on the thread that will own the connection (``thread.ConnectionThread``):
-    SQLite's ``check_same_thread`` stays on, so no other thread can use it."""
+def _check_version() -> None:
     if sqlite3.sqlite_version_info < (3, 35, 0):
         raise StoreError(
             f"orchestra needs SQLite >= 3.35 (for RETURNING); this Python links SQLite "
             f"{sqlite3.sqlite_version}. Use a Python built against a newer SQLite."
         )
+
+
+def connect(path: str, busy_timeout: float, *, uri: bool = False) -> sqlite3.Connection:
+    """An autocommit connection (``isolation_level=None``): we issue BEGIN/COMMIT ourselves.
+
+    Plain ``sqlite3``, used off the loop (``asyncio.to_thread``) to check and migrate a
+    file before the store opens its aiosqlite connections (:func:`connect_async`)."""
+    _check_version()
     return sqlite3.connect(path, isolation_level=None, timeout=busy_timeout,
                            cached_statements=256, uri=uri)
+
+
+async def connect_async(path: str, busy_timeout: float, *, uri: bool = False
+                        ) -> aiosqlite.Connection:
+    """The same connection on aiosqlite: made and used on aiosqlite's thread only."""
+    _check_version()
+    return await aiosqlite.connect(path, isolation_level=None, timeout=busy_timeout,
+                                   cached_statements=256, uri=uri)
 
 
 def configure(conn: sqlite3.Connection, *, durability: Durability, busy_timeout: float,
@@ -49,18 +65,36 @@ def configure(conn: sqlite3.Connection, *, durability: Durability, busy_timeout:
       per step with 200 pipelines on one file than the 2 MiB default).
     * The reader connection is ``query_only``: a bug cannot write through it.
     """
+    for statement in pragmas(durability=durability, busy_timeout=busy_timeout, writer=writer):
+        row = conn.execute(statement).fetchone()
+        _check_wal(statement, row)
+
+
+async def configure_async(db: aiosqlite.Connection, *, durability: Durability,
+                          busy_timeout: float, writer: bool) -> None:
+    """:func:`configure` on an aiosqlite connection."""
+    for statement in pragmas(durability=durability, busy_timeout=busy_timeout, writer=writer):
+        rows = list(await db.execute_fetchall(statement))
+        _check_wal(statement, rows[0] if rows else None)
+
+
+def pragmas(*, durability: Durability, busy_timeout: float, writer: bool) -> list[str]:
+    """The statements of the connect hook (see :func:`configure`), in order."""
     if durability not in _SYNCHRONOUS:
         raise StoreError(f"durability must be 'normal' or 'full', got {durability!r}")
-    conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
-    if writer:
-        mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+    return [f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}",
+            *(["PRAGMA journal_mode = WAL"] if writer else []),
+            f"PRAGMA synchronous = {_SYNCHRONOUS[durability]}",
+            "PRAGMA foreign_keys = ON",
+            "PRAGMA temp_store = MEMORY",
+            # 64 MiB of page cache at most (the default is 2 MiB): hot indexes of a busy
+            # store stay in memory instead of being re-read (and looked up in the WAL)
+            f"PRAGMA cache_size = -{_CACHE_KIB}",
+            *([] if writer else ["PRAGMA query_only = ON"])]
+
+
+def _check_wal(statement: str, row: Sequence[object] | None) -> None:
+    if statement == "PRAGMA journal_mode = WAL":
+        mode = row[0] if row else None
         if str(mode).lower() != "wal":
             raise StoreError(f"could not switch the store to WAL mode (got {mode!r})")
-    conn.execute(f"PRAGMA synchronous = {_SYNCHRONOUS[durability]}")
-    conn.execute("PRAGMA foreign_keys = ON")
-    conn.execute("PRAGMA temp_store = MEMORY")
-    # 64 MiB of page cache at most (the default is 2 MiB): hot indexes of a busy store
-    # stay in memory instead of being re-read (and looked up in the WAL) per statement.
-    conn.execute(f"PRAGMA cache_size = -{_CACHE_KIB}")
-    if not writer:
-        conn.execute("PRAGMA query_only = ON")

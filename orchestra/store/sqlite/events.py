@@ -15,8 +15,8 @@ batch is the transaction object's ``events``: nothing is kept beside it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 from orchestra._errors import NotFoundError
 from orchestra._types import JSON, Event
@@ -39,8 +39,8 @@ _RUN_EXISTS = "SELECT 1 FROM runs WHERE id = ?"
 _LAST_SEQ = "SELECT last_seq FROM runs WHERE id = ?"
 
 
-@contextmanager
-def batched_events(tx: Txn) -> Iterator[None]:
+@asynccontextmanager
+async def batched_events(tx: Txn) -> AsyncIterator[None]:
     """Defer the event rows and ``last_seq`` updates of the enclosed writes to its end.
 
     Nothing is flushed if the block raises: the caller's transaction (or savepoint)
@@ -57,68 +57,68 @@ def batched_events(tx: Txn) -> Iterator[None]:
     for run_id, tally in batch.runs.items():
         if tally.seq == tally.first and not tally.steps:
             continue  # only read (to check the run exists): nothing to write back
-        tx.execute(_SET_SEQ_WITH_TOTALS, (tally.seq, tx.now, tally.tokens_in, tally.tokens_out,
-                                          tally.cost, tally.steps, run_id))
+        await tx.execute(_SET_SEQ_WITH_TOTALS, (tally.seq, tx.now, tally.tokens_in,
+                                                tally.tokens_out, tally.cost, tally.steps, run_id))
     if batch.rows:
-        tx.executemany(_INSERT_EVENT, batch.rows)
+        await tx.executemany(_INSERT_EVENT, batch.rows)
 
 
-def require_run(tx: Txn, run_id: str) -> None:
+async def require_run(tx: Txn, run_id: str) -> None:
     """``NotFoundError`` unless the run exists. Inside a batch the check is the read of
     the run's ``last_seq`` its events will need anyway (one statement, not two)."""
     if tx.events is not None:
-        _tally(tx, tx.events, run_id)
+        await _tally(tx, tx.events, run_id)
         return
-    if tx.execute(_RUN_EXISTS, (run_id,)).fetchone() is None:
+    if (await tx.execute(_RUN_EXISTS, (run_id,))).fetchone() is None:
         raise NotFoundError(f"run {run_id!r} does not exist")
 
 
-def append_event(tx: Txn, run_id: str, kind: str, data: JSON) -> Event:
+async def append_event(tx: Txn, run_id: str, kind: str, data: JSON) -> Event:
     """Append one event to ``run_id``'s log; ``NotFoundError`` if the run does not exist."""
     if tx.events is not None:
-        return _add(tx, tx.events, run_id, _next_seq(tx, tx.events, run_id).seq, kind, data)
-    row = tx.execute(_NEXT_SEQ, (tx.now, run_id)).fetchone()
-    return _insert(tx, run_id, kind, data, row)
+        return _add(tx, tx.events, run_id, (await _next_seq(tx, tx.events, run_id)).seq, kind, data)
+    row = (await tx.execute(_NEXT_SEQ, (tx.now, run_id))).fetchone()
+    return await _insert(tx, run_id, kind, data, row)
 
 
-def append_step_event(tx: Txn, run_id: str, kind: str, data: JSON, *, tokens_in: int,
+async def append_step_event(tx: Txn, run_id: str, kind: str, data: JSON, *, tokens_in: int,
                       tokens_out: int, cost: float) -> Event:
     """Append a step's event and add the step to the run's totals in one statement."""
     if tx.events is not None:
-        tally = _next_seq(tx, tx.events, run_id)
+        tally = await _next_seq(tx, tx.events, run_id)
         tally.tokens_in += tokens_in
         tally.tokens_out += tokens_out
         tally.cost += cost
         tally.steps += 1
         return _add(tx, tx.events, run_id, tally.seq, kind, data)
-    row = tx.execute(_NEXT_SEQ_WITH_TOTALS,
-                     (tx.now, run_id, tokens_in, tokens_out, cost)).fetchone()
-    return _insert(tx, run_id, kind, data, row)
+    row = (await tx.execute(_NEXT_SEQ_WITH_TOTALS,
+                     (tx.now, run_id, tokens_in, tokens_out, cost))).fetchone()
+    return await _insert(tx, run_id, kind, data, row)
 
 
-def _tally(tx: Txn, batch: EventBatch, run_id: str) -> RunTally:
+async def _tally(tx: Txn, batch: EventBatch, run_id: str) -> RunTally:
     """The run's tally in the batch; the first use of a run reads its ``last_seq``."""
     tally = batch.runs.get(run_id)
     if tally is None:
-        row = tx.execute(_LAST_SEQ, (run_id,)).fetchone()
+        row = (await tx.execute(_LAST_SEQ, (run_id,))).fetchone()
         if row is None:
             raise NotFoundError(f"run {run_id!r} does not exist")
         tally = batch.runs[run_id] = RunTally(row[0])
     return tally
 
 
-def _next_seq(tx: Txn, batch: EventBatch, run_id: str) -> RunTally:
+async def _next_seq(tx: Txn, batch: EventBatch, run_id: str) -> RunTally:
     """The run's tally with its next seq taken."""
-    tally = _tally(tx, batch, run_id)
+    tally = await _tally(tx, batch, run_id)
     tally.seq += 1
     return tally
 
 
-def _insert(tx: Txn, run_id: str, kind: str, data: JSON, row: tuple[int] | None) -> Event:
+async def _insert(tx: Txn, run_id: str, kind: str, data: JSON, row: tuple[int] | None) -> Event:
     if row is None:
         raise NotFoundError(f"run {run_id!r} does not exist")
-    tx.execute(_INSERT_EVENT, (run_id, row[0], kind,
-                               tx.enc.json(data, f"event {kind!r} data"), tx.now))
+    (await tx.execute(_INSERT_EVENT, (run_id, row[0], kind,
+                               tx.enc.json(data, f"event {kind!r} data"), tx.now)))
     return Event(run_id, row[0], kind, data, tx.now)
 
 

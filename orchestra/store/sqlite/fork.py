@@ -16,14 +16,12 @@ the rows copied, not Python per row. The source run is only read.
 
 from __future__ import annotations
 
-import sqlite3
-
 from orchestra._errors import NotFoundError, UserError
 from orchestra._types import JSON, TERMINAL_RUN_STATUSES, Run
 from orchestra.store import rows as _rows
 from orchestra.store.codec import new_id
 from orchestra.store.rules import TASK_STATUS_AFTER
-from orchestra.store.sqlite.txn import Txn
+from orchestra.store.sqlite.txn import Conn, Txn
 
 _RUN = "SELECT pipeline, input, last_seq FROM runs WHERE id = ?"
 _AT = "SELECT at FROM events WHERE run_id = ? AND seq = ?"
@@ -138,23 +136,23 @@ UPDATE runs SET (tokens_in, tokens_out, cost, steps) = (
 WHERE id = ?1"""
 
 
-def _end_of_write(conn: sqlite3.Connection, run_id: str, seq: int, at: float) -> int:
+async def _end_of_write(conn: Conn, run_id: str, seq: int, at: float) -> int:
     """The last seq committed by the same write as ``seq`` (events of one write share ``at``)."""
-    for next_seq, next_at in conn.execute(_SAME_WRITE, (run_id, seq)).fetchall():
+    for next_seq, next_at in (await conn.execute(_SAME_WRITE, (run_id, seq))).fetchall():
         if next_at != at or next_seq != seq + 1:
             break
         seq = next_seq
     return seq
 
 
-def _state_at(conn: sqlite3.Connection, run_id: str, end: int
+async def _state_at(conn: Conn, run_id: str, end: int
               ) -> tuple[list[tuple[str, str, str | None, int, int]], str | None]:
     """Rows of the id map (old, new, status, claims, retries) for every task and approval
     the log shows by ``end`` (approvals have no status), and the run's terminal status then."""
     tasks: dict[str, tuple[str, int, int]] = {}
     approvals: list[str] = []
     run_status: str | None = None
-    for kind, task_id, retries, approval in conn.execute(_TASK_EVENTS, (run_id, end)):
+    for kind, task_id, retries, approval in (await conn.execute(_TASK_EVENTS, (run_id, end))):
         if kind.startswith("run."):
             run_status = kind[4:] if kind[4:] in TERMINAL_RUN_STATUSES else None
         elif kind == "approval.requested" and approval is not None:
@@ -171,11 +169,11 @@ def _state_at(conn: sqlite3.Connection, run_id: str, end: int
     return rows, run_status
 
 
-def fork_run(tx: Txn, run_id: str, at_seq: int, fork_id: str | None, input: JSON) -> Run:
+async def fork_run(tx: Txn, run_id: str, at_seq: int, fork_id: str | None, input: JSON) -> Run:
     """Create the fork of ``run_id`` right after event ``at_seq`` (widened to the end of
     its write); ``input`` replaces the run's input when not None (e.g. the models the
     fork runs with). Returns the fork, ``pending`` unless it was finished by then."""
-    row = tx.execute(_RUN, (run_id,)).fetchone()
+    row = (await tx.execute(_RUN, (run_id,))).fetchone()
     if row is None:
         raise NotFoundError(f"run {run_id!r} does not exist")
     pipeline, input_text, last_seq = row
@@ -186,32 +184,32 @@ def fork_run(tx: Txn, run_id: str, at_seq: int, fork_id: str | None, input: JSON
     if not fork_id or "/" in fork_id:
         raise UserError(f"a fork's run id must be a non-empty string without '/', got "
                         f"{fork_id!r}")
-    if tx.execute("SELECT 1 FROM runs WHERE id = ?", (fork_id,)).fetchone():
+    if (await tx.execute("SELECT 1 FROM runs WHERE id = ?", (fork_id,))).fetchone():
         raise UserError(f"run {fork_id!r} already exists; choose another id for the fork")
-    at = tx.execute(_AT, (run_id, at_seq)).fetchone()[0]
-    end = _end_of_write(tx.conn, run_id, at_seq, at)
-    ids, run_status = _state_at(tx.conn, run_id, end)
+    at = (await tx.execute(_AT, (run_id, at_seq))).fetchone()[0]
+    end = await _end_of_write(tx.conn, run_id, at_seq, at)
+    ids, run_status = await _state_at(tx.conn, run_id, end)
     live = any(status not in TERMINAL_RUN_STATUSES for _, _, status, _, _ in ids
                if status is not None)
     status = run_status if run_status is not None and not live else "pending"
     run_input = input_text if input is None else tx.enc.json(input, f"input of run {fork_id}")
-    tx.execute("INSERT INTO runs (id, pipeline, input, status, created_at, updated_at, "
+    (await tx.execute("INSERT INTO runs (id, pipeline, input, status, created_at, updated_at, "
                  "last_seq) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                 (fork_id, pipeline, run_input, status, tx.now, tx.now, end + 1))
-    tx.execute(_MAP)
-    tx.execute("DELETE FROM fork_ids")
-    tx.executemany(_INSERT_MAP, ids)
+                 (fork_id, pipeline, run_input, status, tx.now, tx.now, end + 1)))
+    await tx.execute(_MAP)
+    await tx.execute("DELETE FROM fork_ids")
+    await tx.executemany(_INSERT_MAP, ids)
     args = (run_id, fork_id, at, tx.now, end)
     for statement in (_COPY_TASKS, _COPY_STEPS, _COPY_AGENTS, _COPY_MESSAGES, _COPY_COMPACTIONS,
                       _COPY_NOTES, _COPY_PLANS, _COPY_APPROVALS, _COPY_EVENTS):
-        tx.execute(statement, args[:_params(statement)])
-    tx.execute("INSERT INTO events (run_id, seq, kind, data, at) VALUES (?, ?, ?, ?, ?)",
+        await tx.execute(statement, args[:_params(statement)])
+    (await tx.execute("INSERT INTO events (run_id, seq, kind, data, at) VALUES (?, ?, ?, ?, ?)",
                  (fork_id, end + 1, "run.forked",
-                  tx.enc.json({"from": run_id, "at": end}, "event data"), tx.now))
-    tx.execute(_TOTALS, (fork_id,))
-    tx.execute("DELETE FROM fork_ids")
-    return _rows.run(tx.execute(f"SELECT {_rows.RUN_COLS} FROM runs WHERE id = ?",
-                                  (fork_id,)).fetchone())
+                  tx.enc.json({"from": run_id, "at": end}, "event data"), tx.now)))
+    await tx.execute(_TOTALS, (fork_id,))
+    await tx.execute("DELETE FROM fork_ids")
+    return _rows.run((await tx.execute(f"SELECT {_rows.RUN_COLS} FROM runs WHERE id = ?",
+                                  (fork_id,))).fetchone())
 
 
 def _params(statement: str) -> int:

@@ -63,7 +63,7 @@ def _check_kind(kind: str) -> None:
         raise UserError(f"step kind must be one of {sorted(_KINDS)}, got {kind!r}")
 
 
-def start_step(tx: Txn, task_id: str, retry: int, step: int,
+async def start_step(tx: Txn, task_id: str, retry: int, step: int,
                kind: StepKind, name: str, input_digest: str, lease: Lease) -> None:
     """Journal that a step is about to run; a restarted step counts one more attempt.
 
@@ -74,11 +74,11 @@ def start_step(tx: Txn, task_id: str, retry: int, step: int,
     committed alongside the call) changes nothing.
     """
     _check_kind(kind)
-    info = check_lease(tx, task_id, lease)
-    row = tx.execute(_START_STEP, (task_id, retry, step, kind, name, input_digest,
-                                     tx.now)).fetchone()
+    info = await check_lease(tx, task_id, lease)
+    row = (await tx.execute(_START_STEP, (task_id, retry, step, kind, name, input_digest,
+                                     tx.now))).fetchone()
     if row is not None and kind != "model":  # model starts are frequent and effect-free
-        append_event(tx, info.run_id, "step.started",
+        await append_event(tx, info.run_id, "step.started",
                      {"task": task_id, "step": step, "kind": kind, "name": name,
                       "attempt": row[0]})
 
@@ -142,44 +142,45 @@ def same_json(a: JSON, b: JSON) -> bool:
     return bool(a == b)
 
 
-def complete_step(tx: Txn, result: StepResult, lease: Lease,
+async def complete_step(tx: Txn, result: StepResult, lease: Lease,
                   agent_id: str, writes: Writes | None,
                   info: LeaseInfo | None = None) -> int:
     """Record a step's output (or error), apply its writes and add it to the run's totals.
 
     Returns the seq of the last message it appended (0 if none).
     """
-    with batched_events(tx):
-        return _complete_step(tx, result, lease, agent_id, writes, info)
+    async with batched_events(tx):
+        return await _complete_step(tx, result, lease, agent_id, writes, info)
 
 
-def _complete_step(tx: Txn, result: StepResult, lease: Lease,
+async def _complete_step(tx: Txn, result: StepResult, lease: Lease,
                    agent_id: str, writes: Writes | None,
                    info: LeaseInfo | None) -> int:
     _check_kind(result.kind)
     if info is None:
-        info = check_lease(tx, result.task_id, lease)
+        info = await check_lease(tx, result.task_id, lease)
     status = "completed" if result.error is None else "failed"
     field = f"step {result.step} of task {result.task_id}"
     stored = result.output
     last_seq = 0
     if writes:
-        last_seq = apply_writes(tx, info.run_id, agent_id, result.task_id, writes)
+        last_seq = await apply_writes(tx, info.run_id, agent_id, result.task_id, writes)
         stored = _dedupe_reply(stored, writes, agent_id, last_seq)
     else:
-        register_agent(tx, info.run_id, agent_id)  # its journal counts in agent_infos
+        await register_agent(tx, info.run_id, agent_id)  # its journal counts in agent_infos
     output = None if stored is None else tx.enc.json(stored, field + " output")
     error = tx.enc.optional_text(result.error, field + " error")
-    row = tx.execute(_COMPLETE_STEP, (
+    done = await tx.execute(_COMPLETE_STEP, (
         result.task_id, result.retry, result.step, result.kind, result.name, result.input_digest,
-        status, output, error, result.tokens_in, result.tokens_out, result.cost, tx.now)).fetchone()
+        status, output, error, result.tokens_in, result.tokens_out, result.cost, tx.now))
+    row = done.fetchone()
     if row is None:
         raise StoreError(
             f"task {result.task_id} retry {result.retry} step {result.step} "
             f"({result.name}) is already completed; its writes were not applied again. "
             "Replay its recorded output instead of completing it twice."
         )
-    append_step_event(tx, info.run_id, f"step.{status}",
+    await append_step_event(tx, info.run_id, f"step.{status}",
                       {"task": result.task_id, "step": result.step, "kind": result.kind,
                        "name": result.name, "tokens_in": result.tokens_in,
                        "tokens_out": result.tokens_out},
@@ -188,50 +189,50 @@ def _complete_step(tx: Txn, result: StepResult, lease: Lease,
     return last_seq
 
 
-def complete_task(tx: Txn, task_id: str, lease: Lease, result: JSON, agent_id: str,
+async def complete_task(tx: Txn, task_id: str, lease: Lease, result: JSON, agent_id: str,
                   writes: Writes | None, step: StepResult | None) -> Task:
     """End a task successfully: its last step, its writes, its result and its event."""
-    with batched_events(tx):
-        return _complete_task(tx, task_id, lease, result, agent_id, writes, step)
+    async with batched_events(tx):
+        return await _complete_task(tx, task_id, lease, result, agent_id, writes, step)
 
 
-def _complete_task(tx: Txn, task_id: str, lease: Lease, result: JSON, agent_id: str,
+async def _complete_task(tx: Txn, task_id: str, lease: Lease, result: JSON, agent_id: str,
                    writes: Writes | None, step: StepResult | None) -> Task:
-    info = check_lease(tx, task_id, lease)
+    info = await check_lease(tx, task_id, lease)
     if step is not None:
         if step.task_id != task_id:
-            raise UserError(f"complete_task({task_id!r}) got a step of task {step.task_id!r}")
-        last_seq = complete_step(tx, step, lease, agent_id, writes, info)
+            raise UserError(f"await complete_task({task_id!r}) got a step of task {step.task_id!r}")
+        last_seq = await complete_step(tx, step, lease, agent_id, writes, info)
     else:
-        last_seq = apply_writes(tx, info.run_id, agent_id, task_id, writes)
+        last_seq = await apply_writes(tx, info.run_id, agent_id, task_id, writes)
     result_text: str | None = tx.enc.json(result, f"result of task {task_id}")
     result_msg = None
     if writes and _is_last_reply(result, writes):
-        row = tx.execute(_MESSAGE_ROWID, (agent_id, last_seq)).fetchone()
+        row = (await tx.execute(_MESSAGE_ROWID, (agent_id, last_seq))).fetchone()
         if row is not None:
             result_text, result_msg = None, row[0]
-    task = _rows.task(tx.execute(_FINISH_TASK, ("completed", result_text, None, tx.now,
-                                                  result_msg, task_id)).fetchone())
-    append_event(tx, info.run_id, "task.completed",
+    task = _rows.task((await tx.execute(_FINISH_TASK, ("completed", result_text, None, tx.now,
+                                                  result_msg, task_id))).fetchone())
+    await append_event(tx, info.run_id, "task.completed",
                  {"task": task_id, "role": info.role})
     return task
 
 
-def fail_task(tx: Txn, task_id: str, lease: Lease, error: str,
+async def fail_task(tx: Txn, task_id: str, lease: Lease, error: str,
               retry_at: float | None, agent_id: str | None, writes: Writes | None) -> Task:
     """Requeue the task for a later retry if its budget allows, else fail it for good."""
-    info = check_lease(tx, task_id, lease)
-    apply_writes(tx, info.run_id, agent_id, task_id, writes)
+    info = await check_lease(tx, task_id, lease)
+    await apply_writes(tx, info.run_id, agent_id, task_id, writes)
     error_text = tx.enc.text(error, f"error of task {task_id}")
     if retry_at is not None and info.retries + 1 < info.max_attempts:
-        task = _rows.task(tx.execute(_RETRY_TASK, (retry_at, error_text, tx.now,
-                                                     task_id)).fetchone())
-        append_event(tx, info.run_id, "task.retrying",
+        task = _rows.task((await tx.execute(_RETRY_TASK, (retry_at, error_text, tx.now,
+                                                     task_id))).fetchone())
+        await append_event(tx, info.run_id, "task.retrying",
                      {"task": task_id, "role": info.role, "retries": task.retries,
                       "not_before": retry_at, "error": short(error)})
         return task
-    task = _rows.task(tx.execute(_FINISH_TASK, ("failed", None, error_text, tx.now, None,
-                                                  task_id)).fetchone())
-    append_event(tx, info.run_id, "task.failed",
+    task = _rows.task((await tx.execute(_FINISH_TASK, ("failed", None, error_text, tx.now, None,
+                                                  task_id))).fetchone())
+    await append_event(tx, info.run_id, "task.failed",
                  {"task": task_id, "role": info.role, "error": short(error)})
     return task

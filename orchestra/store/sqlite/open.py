@@ -1,16 +1,24 @@
-"""Opening a SQLite store's connections, each on the thread that owns it: check,
-configure and migrate the writer's; configure the reader's; open a read-only store
-(``mode=ro``, or ``immutable`` where SQLite needs it)."""
+"""Opening a SQLite store's connections: check and migrate the file first, on a plain
+connection off the loop; then the writer's and the reader's aiosqlite connections,
+configured; a read-only store (``mode=ro``, or ``immutable`` where SQLite needs it)."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sqlite3
 
 from orchestra._errors import SchemaVersionError, StoreAccessError, StoreError
 from orchestra._types import Durability
 from orchestra.store.sqlite import schema
-from orchestra.store.sqlite.connection import configure, connect, read_only_uri
+from orchestra.store.sqlite.connection import (
+    configure,
+    configure_async,
+    connect,
+    connect_async,
+    read_only_uri,
+)
+from orchestra.store.sqlite.txn import Conn
 
 
 def prepare(conn: sqlite3.Connection, *, path: str, durability: Durability,
@@ -42,29 +50,53 @@ def open_writer(path: str, *, durability: Durability, busy_timeout: float,
     return conn
 
 
-def open_reader(path: str, *, durability: Durability, busy_timeout: float
-                ) -> sqlite3.Connection:
-    """On the reader's thread: connect and configure (``query_only``)."""
+def check_and_migrate(path: str, *, durability: Durability, busy_timeout: float,
+                      verify_only: bool) -> None:
+    """Off the loop, on a connection of its own: refuse a bad file, migrate it (WAL)."""
+    open_writer(path, durability=durability, busy_timeout=busy_timeout,
+                verify_only=verify_only).close()
+
+
+async def open_async(path: str, target: str, *, durability: Durability, busy_timeout: float,
+                     writer: bool, uri: bool = False) -> Conn:
+    """An aiosqlite connection to ``target`` (``path`` or a URI naming it), configured."""
     try:
-        conn = connect(path, busy_timeout)
-        configure(conn, durability=durability, busy_timeout=busy_timeout, writer=False)
+        db = await connect_async(target, busy_timeout, uri=uri)
     except sqlite3.Error as exc:
         raise schema.open_error(path, exc) from exc
-    return conn
+    try:
+        await configure_async(db, durability=durability, busy_timeout=busy_timeout,
+                              writer=writer)
+    except BaseException as exc:
+        await db.close()
+        if isinstance(exc, sqlite3.Error):
+            raise schema.open_error(path, exc) from exc
+        raise
+    return Conn(db)
 
 
-def connect_read_only(path: str, busy_timeout: float) -> sqlite3.Connection:
-    """On its thread: a ``mode=ro`` connection, checked; ``immutable`` when SQLite cannot
-    open the file read-only as is (a read-only directory cannot hold its ``-shm`` file)
-    and no write-ahead log holds changes the file lacks."""
+async def open_read_only(path: str, busy_timeout: float) -> Conn:
+    """A checked ``mode=ro`` aiosqlite connection (see :func:`read_only_target`)."""
+    target = await asyncio.to_thread(read_only_target, path, busy_timeout)
+    return await open_async(path, target, durability="normal", busy_timeout=busy_timeout,
+                            writer=False, uri=True)
+
+
+def read_only_target(path: str, busy_timeout: float) -> str:
+    """Off the loop: the URI that opens ``path`` read-only, checked: ``mode=ro``, or
+    ``immutable`` when SQLite cannot open the file read-only as is (a read-only
+    directory cannot hold its ``-shm`` file) and no write-ahead log holds changes the
+    file lacks."""
     for immutable in (False, True):
+        target = read_only_uri(path, immutable=immutable)
         try:
-            conn = connect(read_only_uri(path, immutable=immutable), busy_timeout, uri=True)
+            conn = connect(target, busy_timeout, uri=True)
         except sqlite3.Error as exc:
             raise schema.open_error(path, exc) from exc
         try:
             prepare_read_only(conn, path=path, busy_timeout=busy_timeout)
-            return conn
+            conn.close()
+            return target
         except BaseException as exc:
             conn.close()
             cause = exc.__cause__ if isinstance(exc, StoreError) else None

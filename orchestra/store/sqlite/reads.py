@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import sqlite3
 from collections.abc import Sequence
 
 from orchestra._errors import NotFoundError, StoreError
 from orchestra._types import Approval, Event, Run, RunStatus, Step, Task
 from orchestra.store import rows as _rows
+from orchestra.store.sqlite.txn import Conn
 
 _RUN = f"SELECT {_rows.RUN_COLS} FROM runs WHERE id = ?"
 # newest first; ``(created_at, id) < cursor`` is the keyset page boundary (ties broken by id)
@@ -55,73 +55,74 @@ WHERE run_id = ?1 AND (?2 IS NULL OR status = ?2) ORDER BY created_at, rowid"""
 _EVENTS = f"SELECT {_rows.EVENT_COLS} FROM events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?"
 
 
-def require_run(conn: sqlite3.Connection, run_id: str) -> None:
-    if conn.execute(_RUN_EXISTS, (run_id,)).fetchone() is None:
+async def require_run(conn: Conn, run_id: str) -> None:
+    if (await conn.execute(_RUN_EXISTS, (run_id,))).fetchone() is None:
         raise NotFoundError(f"run {run_id!r} does not exist")
 
 
 _RUN_STATUSES = "SELECT id, status FROM runs WHERE id IN (SELECT value FROM json_each(?))"
 
 
-def run_statuses(conn: sqlite3.Connection, run_ids: Sequence[str]) -> dict[str, RunStatus]:
+async def run_statuses(conn: Conn, run_ids: Sequence[str]) -> dict[str, RunStatus]:
     """The status of each of ``run_ids`` that exists (one read for many runs)."""
-    return dict(conn.execute(_RUN_STATUSES, (json.dumps(list(run_ids)),)).fetchall())
+    return dict((await conn.execute(_RUN_STATUSES, (json.dumps(list(run_ids)),))).fetchall())
 
 
-def get_run(conn: sqlite3.Connection, run_id: str) -> Run:
-    row = conn.execute(_RUN, (run_id,)).fetchone()
+async def get_run(conn: Conn, run_id: str) -> Run:
+    row = (await conn.execute(_RUN, (run_id,))).fetchone()
     if row is None:
         raise NotFoundError(f"run {run_id!r} does not exist")
     return _rows.run(row)
 
 
-def list_runs(conn: sqlite3.Connection, active_only: bool, limit: int, status: str | None,
+async def list_runs(conn: Conn, active_only: bool, limit: int, status: str | None,
               pipeline: str | None, before: tuple[float, str] | None) -> list[Run]:
     at, run_id = before if before is not None else (None, None)
-    rows = conn.execute(_RUNS, (int(active_only), status, pipeline, at, run_id,
-                                limit)).fetchall()
+    rows = (await conn.execute(_RUNS, (int(active_only), status, pipeline, at, run_id,
+                                limit))).fetchall()
     return [_rows.run(r) for r in rows]
 
 
-def get_task(conn: sqlite3.Connection, task_id: str) -> Task:
-    row = conn.execute(_TASK, (task_id,)).fetchone()
+async def get_task(conn: Conn, task_id: str) -> Task:
+    row = (await conn.execute(_TASK, (task_id,))).fetchone()
     if row is None:
         raise NotFoundError(f"task {task_id!r} does not exist")
     return _rows.task(row)
 
 
-def list_tasks(conn: sqlite3.Connection, run_id: str, status: str | None,
+async def list_tasks(conn: Conn, run_id: str, status: str | None,
                role: str | None) -> list[Task]:
-    rows = conn.execute(_TASKS, (run_id, status, role)).fetchall()
+    rows = (await conn.execute(_TASKS, (run_id, status, role))).fetchall()
     if not rows:
-        require_run(conn, run_id)
+        await require_run(conn, run_id)
     return _rows.many_tasks(rows)
 
 
-def task_counts(conn: sqlite3.Connection, run_id: str) -> dict[str, int]:
-    counts = {status: n for status, n in conn.execute(_TASK_COUNTS, (run_id,)).fetchall()}
+async def task_counts(conn: Conn, run_id: str) -> dict[str, int]:
+    counts = {status: n for status, n in (await conn.execute(_TASK_COUNTS, (run_id,))).fetchall()}
     if not counts:
-        require_run(conn, run_id)
+        await require_run(conn, run_id)
     return counts
 
 
 _MESSAGE_CONTENT = "SELECT content, tool_calls FROM messages WHERE agent_id = ? AND seq = ?"
 
 
-def get_steps(conn: sqlite3.Connection, task_id: str, retry: int) -> list[Step]:
-    rows = conn.execute(_STEPS, (task_id, retry)).fetchall()
-    if not rows and conn.execute(_TASK_EXISTS, (task_id,)).fetchone() is None:
+async def get_steps(conn: Conn, task_id: str, retry: int) -> list[Step]:
+    rows = (await conn.execute(_STEPS, (task_id, retry))).fetchall()
+    if not rows and (await conn.execute(_TASK_EXISTS, (task_id,))).fetchone() is None:
         raise NotFoundError(f"task {task_id!r} does not exist")
     steps = [_rows.step(r) for r in rows]
-    return [_resolve_reply(conn, s) for s in steps]
+    return [await _resolve_reply(conn, s) for s in steps]
 
 
-def _resolve_reply(conn: sqlite3.Connection, step: Step) -> Step:
+async def _resolve_reply(conn: Conn, step: Step) -> Step:
     """Put back a model reply the journal stored as a pointer to its message."""
     out = step.output
     if not isinstance(out, dict) or "text_seq" not in out:
         return step
-    row = conn.execute(_MESSAGE_CONTENT, (out.get("text_agent"), out["text_seq"])).fetchone()
+    found = await conn.execute(_MESSAGE_CONTENT, (out.get("text_agent"), out["text_seq"]))
+    row = found.fetchone()
     if row is None:
         raise StoreError(f"step {step.step} of task {step.task_id}: its reply points at message "
                          f"{out['text_seq']} of {out.get('text_agent')}, which does not exist")
@@ -133,38 +134,38 @@ def _resolve_reply(conn: sqlite3.Connection, step: Step) -> Step:
     return dataclasses.replace(step, output=output)
 
 
-def step_counts(conn: sqlite3.Connection, run_id: str) -> dict[str, int]:
+async def step_counts(conn: Conn, run_id: str) -> dict[str, int]:
     """Journal totals; ``reissued`` sums ``attempts - 1`` (see ``Blackboard.step_counts``)."""
-    require_run(conn, run_id)
-    completed, failed, started, cancelled, reissued, retried = conn.execute(
-        _STEP_COUNTS, (run_id,)).fetchone()
-    started += conn.execute(_FIRST_STEPS_IN_FLIGHT, (run_id,)).fetchone()[0]
+    await require_run(conn, run_id)
+    completed, failed, started, cancelled, reissued, retried = (await conn.execute(
+        _STEP_COUNTS, (run_id,))).fetchone()
+    started += (await conn.execute(_FIRST_STEPS_IN_FLIGHT, (run_id,))).fetchone()[0]
     return {"completed": completed, "failed": failed, "started": started,
             "cancelled": cancelled, "reissued": reissued, "retried": retried}
 
 
-def find_approval(conn: sqlite3.Connection, task_id: str, retry: int,
+async def find_approval(conn: Conn, task_id: str, retry: int,
                   step: int) -> Approval | None:
-    row = conn.execute(_APPROVAL_BY_STEP, (task_id, retry, step)).fetchone()
+    row = (await conn.execute(_APPROVAL_BY_STEP, (task_id, retry, step))).fetchone()
     return None if row is None else _rows.approval(row)
 
 
-def get_approval(conn: sqlite3.Connection, approval_id: str) -> Approval:
-    row = conn.execute(_APPROVAL, (approval_id,)).fetchone()
+async def get_approval(conn: Conn, approval_id: str) -> Approval:
+    row = (await conn.execute(_APPROVAL, (approval_id,))).fetchone()
     if row is None:
         raise NotFoundError(f"approval {approval_id!r} does not exist")
     return _rows.approval(row)
 
 
-def list_approvals(conn: sqlite3.Connection, run_id: str, status: str | None) -> list[Approval]:
-    rows = conn.execute(_APPROVALS, (run_id, status)).fetchall()
+async def list_approvals(conn: Conn, run_id: str, status: str | None) -> list[Approval]:
+    rows = (await conn.execute(_APPROVALS, (run_id, status))).fetchall()
     if not rows:
-        require_run(conn, run_id)
+        await require_run(conn, run_id)
     return [_rows.approval(r) for r in rows]
 
 
-def events(conn: sqlite3.Connection, run_id: str, starting_after: int, limit: int) -> list[Event]:
-    rows = conn.execute(_EVENTS, (run_id, starting_after, limit)).fetchall()
+async def events(conn: Conn, run_id: str, starting_after: int, limit: int) -> list[Event]:
+    rows = (await conn.execute(_EVENTS, (run_id, starting_after, limit))).fetchall()
     if not rows:
-        require_run(conn, run_id)
+        await require_run(conn, run_id)
     return [_rows.event(r) for r in rows]

@@ -10,12 +10,11 @@ interrupted half-way still sees the run and finishes it next time.
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Sequence
 
 from orchestra._errors import NotFoundError, UserError
 from orchestra._types import TERMINAL_RUN_STATUSES
-from orchestra.store.sqlite.txn import Txn
+from orchestra.store.sqlite.txn import Conn, Txn
 
 _TERMINAL = "(" + ", ".join(f"'{s}'" for s in sorted(TERMINAL_RUN_STATUSES)) + ")"
 _CANDIDATES = f"""
@@ -43,7 +42,7 @@ FROM agents a WHERE a.run_id = ? AND first IS NOT NULL LIMIT 1"""
 _MESSAGE_RANGE = "DELETE FROM messages WHERE agent_id = ? AND seq < ?"
 
 
-def candidates(conn: sqlite3.Connection, finished_before: float | None,
+async def candidates(conn: Conn, finished_before: float | None,
                keep: int | None) -> list[tuple[str, int]]:
     """Finished runs to prune (id, event count): updated before ``finished_before``, and
     not among the ``keep`` most recently finished."""
@@ -51,37 +50,38 @@ def candidates(conn: sqlite3.Connection, finished_before: float | None,
         raise UserError("prune needs --finished-before DATE or --keep N (or both)")
     if keep is not None and keep < 0:
         raise UserError(f"--keep must be >= 0, got {keep}")
-    return [(r[0], r[1]) for r in conn.execute(_CANDIDATES, (finished_before, keep or 0))]
+    return [(r[0], r[1]) for r in (await conn.execute(_CANDIDATES, (finished_before, keep or 0)))]
 
 
-def delete_runs(tx: Txn, run_ids: Sequence[str]) -> int:
+async def delete_runs(tx: Txn, run_ids: Sequence[str]) -> int:
     """Delete finished runs and every row they own; returns the rows deleted."""
     for run_id in run_ids:
-        row = tx.execute(_STATUS, (run_id,)).fetchone()
+        row = (await tx.execute(_STATUS, (run_id,))).fetchone()
         if row is None:
             raise NotFoundError(f"run {run_id!r} does not exist")
         if row[0] not in TERMINAL_RUN_STATUSES:
             raise UserError(f"run {run_id} is {row[0]}; cancel it first, then delete it")
     ids = json.dumps(list(run_ids))
-    before = tx.conn.total_changes
+    before: int = (await tx.execute("SELECT total_changes()")).fetchone()[0]
     for statement in _THROUGH_PARENTS:
-        tx.execute(statement, (ids,))
-    for (table,) in tx.execute(_TABLES_WITH_RUN_ID).fetchall():
-        tx.execute(f'DELETE FROM "{table}" WHERE run_id IN {_IDS}', (ids,))
-    tx.execute(f"DELETE FROM tasks WHERE run_id IN {_IDS}", (ids,))
-    tx.execute(f"DELETE FROM runs WHERE id IN {_IDS}", (ids,))
-    return tx.conn.total_changes - before
+        await tx.execute(statement, (ids,))
+    for (table,) in (await tx.execute(_TABLES_WITH_RUN_ID)).fetchall():
+        await tx.execute(f'DELETE FROM "{table}" WHERE run_id IN {_IDS}', (ids,))
+    await tx.execute(f"DELETE FROM tasks WHERE run_id IN {_IDS}", (ids,))
+    await tx.execute(f"DELETE FROM runs WHERE id IN {_IDS}", (ids,))
+    after: int = (await tx.execute("SELECT total_changes()")).fetchone()[0]
+    return after - before
 
 
-def delete_some(tx: Txn, run_id: str, batch_rows: int) -> bool:
+async def delete_some(tx: Txn, run_id: str, batch_rows: int) -> bool:
     """Delete up to ``batch_rows`` of a large finished run's oldest events, else of one of
     its agents' oldest messages; False once it has neither (then :func:`delete_runs` it)."""
-    row = tx.execute(_FIRST_EVENT, (run_id,)).fetchone()
+    row = (await tx.execute(_FIRST_EVENT, (run_id,))).fetchone()
     if row[0] is not None:
-        tx.execute(_EVENT_RANGE, (run_id, row[0] + batch_rows))
+        await tx.execute(_EVENT_RANGE, (run_id, row[0] + batch_rows))
         return True
-    row = tx.execute(_FIRST_MESSAGE, (run_id,)).fetchone()
+    row = (await tx.execute(_FIRST_MESSAGE, (run_id,))).fetchone()
     if row is None:
         return False
-    tx.execute(_MESSAGE_RANGE, (row[0], row[1] + batch_rows))
+    await tx.execute(_MESSAGE_RANGE, (row[0], row[1] + batch_rows))
     return True

@@ -34,35 +34,35 @@ RETURNING task_id, step, kind, name"""
 _STATUSES = frozenset(RUN_STATUSES)
 
 
-def create_run(tx: Txn, pipeline: str, input: JSON,
+async def create_run(tx: Txn, pipeline: str, input: JSON,
                run_id: str | None, tasks: Sequence[NewTask], settings: JSON = None) -> Run:
     run_id = new_id(12) if run_id is None else run_id
     if not run_id or "/" in run_id:
         raise UserError(f"run_id must be a non-empty string without '/' (agent ids are "
                         f"'run/role'), got {run_id!r}")
-    if tx.execute(_EXISTS, (run_id,)).fetchone() is not None:
+    if (await tx.execute(_EXISTS, (run_id,))).fetchone() is not None:
         raise UserError(f"run {run_id!r} already exists; choose another run_id or resume it")
     text = tx.enc.json(input, f"input of run {run_id}")
-    tx.execute(_INSERT, (run_id, pipeline, text, tx.now, tx.now))
+    await tx.execute(_INSERT, (run_id, pipeline, text, tx.now, tx.now))
     created: dict[str, JSON] = {"pipeline": pipeline}
     if settings is not None:
         created["settings"] = settings
-    append_event(tx, run_id, "run.created", created)
-    insert_tasks(tx, run_id, tasks, cause="run")
-    return _rows.run(tx.execute(_GET, (run_id,)).fetchone())
+    await append_event(tx, run_id, "run.created", created)
+    await insert_tasks(tx, run_id, tasks, cause="run")
+    return _rows.run((await tx.execute(_GET, (run_id,))).fetchone())
 
 
-def add_tasks(tx: Txn, run_id: str, tasks: Sequence[NewTask]) -> list[Task]:
-    require_run(tx, run_id)
-    return insert_tasks(tx, run_id, tasks)
+async def add_tasks(tx: Txn, run_id: str, tasks: Sequence[NewTask]) -> list[Task]:
+    await require_run(tx, run_id)
+    return await insert_tasks(tx, run_id, tasks)
 
 
-def set_run_status(tx: Txn, run_id: str, status: RunStatus,
+async def set_run_status(tx: Txn, run_id: str, status: RunStatus,
                    error: str | None, only_from: Collection[RunStatus] | None) -> Run:
     """Change a run's status; ``cancelled`` also cancels its live tasks, fencing their workers."""
     if status not in _STATUSES:
         raise UserError(f"run status must be one of {sorted(_STATUSES)}, got {status!r}")
-    row = tx.execute(_STATUS, (run_id,)).fetchone()
+    row = (await tx.execute(_STATUS, (run_id,))).fetchone()
     if row is None:
         raise NotFoundError(f"run {run_id!r} does not exist")
     current = row[0]
@@ -72,15 +72,16 @@ def set_run_status(tx: Txn, run_id: str, status: RunStatus,
             f"{sorted(only_from)}"
         )
     error_text = tx.enc.optional_text(error, f"error of run {run_id}")
-    tx.execute(_SET_STATUS, (status, error_text, tx.now, run_id))
-    append_event(tx, run_id, f"run.{status}",
+    await tx.execute(_SET_STATUS, (status, error_text, tx.now, run_id))
+    await append_event(tx, run_id, f"run.{status}",
                  {"status": status, "previous": current, "error": short(error)})
     if status == "cancelled":
         # steps in flight stop now (their owner cancels them on seeing the run cancelled,
         # and can no longer write for them): they are recorded as cancelled, not left started
-        for task_id, step, kind, name in tx.execute(_CANCEL_STEPS, (tx.now, run_id)).fetchall():
-            append_event(tx, run_id, "step.cancelled",
+        cancelled = await tx.execute(_CANCEL_STEPS, (tx.now, run_id))
+        for task_id, step, kind, name in cancelled.fetchall():
+            await append_event(tx, run_id, "step.cancelled",
                          {"task": task_id, "step": step, "kind": kind, "name": name})
-        for task_id, role in tx.execute(_CANCEL_TASKS, (tx.now, run_id)).fetchall():
-            append_event(tx, run_id, "task.cancelled", {"task": task_id, "role": role})
-    return _rows.run(tx.execute(_GET, (run_id,)).fetchone())
+        for task_id, role in (await tx.execute(_CANCEL_TASKS, (tx.now, run_id))).fetchall():
+            await append_event(tx, run_id, "task.cancelled", {"task": task_id, "role": role})
+    return _rows.run((await tx.execute(_GET, (run_id,))).fetchone())

@@ -11,12 +11,11 @@ keep them the same way.
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Sequence
 
 from orchestra._errors import UserError
 from orchestra.store.sqlite.events import require_run
-from orchestra.store.sqlite.txn import Txn
+from orchestra.store.sqlite.txn import Conn, Txn
 
 _RENEW = """
 INSERT INTO run_servers (run_id, owner, seen_at, expires_at) VALUES (?, ?, ?, ?)
@@ -31,15 +30,15 @@ SELECT r.value,
 FROM json_each(?) r"""
 
 
-def renew(tx: Txn, run_id: str, owner: str, lease_seconds: float) -> None:
+async def renew(tx: Txn, run_id: str, owner: str, lease_seconds: float) -> None:
     """``owner`` serves ``run_id`` for ``lease_seconds`` more (0: it stopped serving)."""
     if not owner:
         raise UserError("serve_run needs a non-empty owner")
-    require_run(tx, run_id)
-    tx.execute(_RENEW, (run_id, owner, tx.now, tx.now + max(lease_seconds, 0.0)))
+    await require_run(tx, run_id)
+    await tx.execute(_RENEW, (run_id, owner, tx.now, tx.now + max(lease_seconds, 0.0)))
 
 
-def alive_until(conn: sqlite3.Connection, run_ids: Sequence[str]) -> dict[str, float | None]:
+async def alive_until(conn: Conn, run_ids: Sequence[str]) -> dict[str, float | None]:
     """Per run, until when a worker was last known to serve it (None: never served)."""
-    rows = conn.execute(_ALIVE_UNTIL, (json.dumps(list(run_ids)),)).fetchall()
+    rows = (await conn.execute(_ALIVE_UNTIL, (json.dumps(list(run_ids)),))).fetchall()
     return {run_id: (until or None) for run_id, until in rows}

@@ -43,7 +43,7 @@ _APPEND = (
 _ALREADY_COMPLETED = "orchestra: step already completed"
 
 
-def complete_and_claim(tx: Txn, task_id: str, lease: Lease, result: JSON, agent_id: str,
+async def complete_and_claim(tx: Txn, task_id: str, lease: Lease, result: JSON, agent_id: str,
                        writes: Writes | None, step: StepResult, claim: ClaimSpec | None
                        ) -> list[Task] | None:
     """Hand in the task as one record and return the tasks it claimed for ``claim``;
@@ -52,9 +52,9 @@ def complete_and_claim(tx: Txn, task_id: str, lease: Lease, result: JSON, agent_
     functions would cut it there; the general path binds it whole)."""
     if writes is not None and _has_nul(writes):
         return None
-    info = check_lease(tx, task_id, lease)
+    info = await check_lease(tx, task_id, lease)
     run_id, enc, now = info.run_id, tx.enc, tx.now
-    if claim is not None and tx.execute(_RUN_HAS_PENDING, (run_id,)).fetchone() is not None:
+    if claim is not None and (await tx.execute(_RUN_HAS_PENDING, (run_id,))).fetchone() is not None:
         return None
     if not agent_id:
         raise UserError("agent_id must be a non-empty string")
@@ -63,7 +63,7 @@ def complete_and_claim(tx: Txn, task_id: str, lease: Lease, result: JSON, agent_
     last_seq = 0
     rows: list[list[JSON]] = []
     if messages:
-        last_seq = last_message_seq(tx, agent_id)
+        last_seq = await last_message_seq(tx, agent_id)
         for m in messages:
             last_seq += 1
             content, calls = encode_message(enc, m, f"message {last_seq} of {agent_id}")
@@ -87,11 +87,11 @@ def complete_and_claim(tx: Txn, task_id: str, lease: Lease, result: JSON, agent_
         _event(enc, events, "task.claimed", {"task": task.id, "role": task.role,
                                              "attempt": task.attempt, "owner": task.lease_owner})
     try:
-        tx.execute(_APPEND, (
+        (await tx.execute(_APPEND, (
             run_id, task_id, agent_id, agent_role, step.retry, step.step, step.kind,
             step.name, step.input_digest, output, step.tokens_in, step.tokens_out, step.cost,
             result_text, int(from_reply), last_seq, _codec.compact(rows),
-            _codec.compact(tasks), _codec.compact(events), now))
+            _codec.compact(tasks), _codec.compact(events), now)))
     except sqlite3.IntegrityError as exc:
         if str(exc) != _ALREADY_COMPLETED:
             raise

@@ -1,9 +1,10 @@
 """``SQLiteBlackboard``: the blackboard protocol on one SQLite file (WAL).
 
-Writes go through a group-commit writer: one connection on a thread of the store's
-own (see ``thread``); reads go through a second connection on a second thread, which
-WAL lets run while the writer commits. Each operation is a sync function in write
-/ ``_*queries`` modules, run whole on its connection's thread: no SQL runs on the loop.
+Writes go through a group-commit writer (``writer``) on one aiosqlite connection;
+reads go through a second aiosqlite connection, which WAL lets run while the writer
+commits. Each operation is an async function of one concern (``tasks``, ``journal``,
+``reads``, ...) whose statements aiosqlite runs on its connection's thread: no SQL runs
+on the loop. Reads run one at a time, each whole, as they did on a thread of their own.
 
 This module holds the store's lifecycle (open, close), its plumbing and runs; the
 other methods come from mixins with one job each: ``store_tasks`` (queue, leases,
@@ -15,10 +16,8 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sqlite3
 import time
-from collections.abc import Callable, Collection, Sequence
-from functools import partial
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, TypeVar
 
@@ -29,13 +28,13 @@ from orchestra.store.protocol import Blackboard, NewTask
 from orchestra.store.sqlite import reads as _reads
 from orchestra.store.sqlite import runs as _runs
 from orchestra.store.sqlite import schema
-from orchestra.store.sqlite.open import connect_read_only, open_reader, open_writer
+from orchestra.store.sqlite.open import check_and_migrate, open_async, open_read_only
 from orchestra.store.sqlite.store_board import BoardMethods
 from orchestra.store.sqlite.store_history import HistoryMethods
 from orchestra.store.sqlite.store_runs import RunCopyMethods
 from orchestra.store.sqlite.store_tasks import TaskMethods
-from orchestra.store.sqlite.thread import ConnectionThread
-from orchestra.store.sqlite.txn import Txn
+from orchestra.store.sqlite.txn import Conn, Txn
+from orchestra.store.sqlite.writer import Writer
 
 T = TypeVar("T")
 
@@ -49,14 +48,15 @@ class SQLiteBlackboard(TaskMethods, HistoryMethods, BoardMethods, RunCopyMethods
     connection.
     """
 
-    def __init__(self, path: str, writer: ConnectionThread, reader: ConnectionThread,
+    def __init__(self, path: str, writer: Writer, reader: Conn,
                  encoder: Encoder, *, busy_timeout: float = 30.0,
                  read_only: bool = False) -> None:
-        """Use :meth:`open`; this only wires already-started connection threads together."""
+        """Use :meth:`open`; this only wires already-open connections together."""
         self.path = path
         self._busy_timeout = busy_timeout
         self._writer = writer
         self._reader = reader
+        self._reading = asyncio.Lock()
         self._enc = encoder
         self._closed = False
         self._read_only = read_only
@@ -100,14 +100,14 @@ class SQLiteBlackboard(TaskMethods, HistoryMethods, BoardMethods, RunCopyMethods
         schema.check_file(path, verify_only=verify_only, read_only=read_only)
         if read_only:
             return await cls._open_read_only(path, encoder, busy_timeout=busy_timeout)
-        writer = await ConnectionThread.start(
-            partial(open_writer, path, durability=durability, busy_timeout=busy_timeout,
-                    verify_only=verify_only),
-            name="orchestra-store-writer", max_batch=max_batch)
+        await asyncio.to_thread(check_and_migrate, path, durability=durability,
+                                busy_timeout=busy_timeout, verify_only=verify_only)
+        writer = Writer(await open_async(path, path, durability=durability,
+                                         busy_timeout=busy_timeout, writer=True),
+                        max_batch=max_batch)
         try:
-            reader = await ConnectionThread.start(
-                partial(open_reader, path, durability=durability, busy_timeout=busy_timeout),
-                name="orchestra-store-reader")
+            reader = await open_async(path, path, durability=durability,
+                                      busy_timeout=busy_timeout, writer=False)
         except BaseException:
             await writer.close()
             raise
@@ -116,19 +116,14 @@ class SQLiteBlackboard(TaskMethods, HistoryMethods, BoardMethods, RunCopyMethods
     @classmethod
     async def _open_read_only(cls, path: str, encoder: Encoder, *,
                               busy_timeout: float) -> SQLiteBlackboard:
-        """Two ``mode=ro`` connections (see ``connect_read_only``); writes are refused."""
-        threads: list[ConnectionThread] = []
+        """Two ``mode=ro`` connections (see ``read_only_target``); writes are refused."""
+        writer = Writer(await open_read_only(path, busy_timeout), max_batch=1)
         try:
-            for name in ("writer", "reader"):
-                threads.append(await ConnectionThread.start(
-                    partial(connect_read_only, path, busy_timeout),
-                    name=f"orchestra-store-{name}", max_batch=1))
+            reader = await open_read_only(path, busy_timeout)
         except BaseException:
-            for thread in threads:
-                await thread.close()
+            await writer.close()
             raise
-        return cls(path, threads[0], threads[1], encoder, busy_timeout=busy_timeout,
-                   read_only=True)
+        return cls(path, writer, reader, encoder, busy_timeout=busy_timeout, read_only=True)
 
     async def close(self) -> None:
         """Commit queued writes, wake followers (they stop) and close both connections."""
@@ -139,7 +134,7 @@ class SQLiteBlackboard(TaskMethods, HistoryMethods, BoardMethods, RunCopyMethods
             await self._writer.close()
         finally:
             self._committed.set()
-            await self._reader.close()
+            await self._reader.db.close()
 
     async def __aenter__(self) -> SQLiteBlackboard:
         return self
@@ -149,7 +144,7 @@ class SQLiteBlackboard(TaskMethods, HistoryMethods, BoardMethods, RunCopyMethods
         await self.close()
 
     # -- plumbing -------------------------------------------------------------
-    async def _write(self, op: Callable[[Txn], T]) -> T:
+    async def _write(self, op: Callable[[Txn], Awaitable[T]]) -> T:
         """Run ``op`` as one write: on the writer's connection, stamped when it runs."""
         if self._read_only:
             raise StoreAccessError(f"{self.path} was opened read-only; this change needs a "
@@ -157,10 +152,11 @@ class SQLiteBlackboard(TaskMethods, HistoryMethods, BoardMethods, RunCopyMethods
         enc = self._enc
         return await self._writer.write(lambda c: op(Txn(c, enc, time.time())))
 
-    async def _read(self, op: Callable[[sqlite3.Connection], T]) -> T:
+    async def _read(self, op: Callable[[Conn], Awaitable[T]]) -> T:
         if self._closed:
             raise StoreError("the store is closed; open it again to read")
-        return await self._reader.call(op)
+        async with self._reading:  # one read at a time, whole (a snapshot's BEGIN..COMMIT)
+            return await op(self._reader)
 
     def _notify(self) -> None:
         if self._followers:

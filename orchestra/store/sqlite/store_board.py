@@ -7,8 +7,7 @@ them through the store's writer or reader.
 
 from __future__ import annotations
 
-import sqlite3
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from orchestra._types import JSON, Approval, Handoff, Note, Plan
@@ -18,7 +17,7 @@ from orchestra.store.sqlite import approvals as _approvals
 from orchestra.store.sqlite import board as _board
 from orchestra.store.sqlite import board_reads as _board_reads
 from orchestra.store.sqlite import reads as _reads
-from orchestra.store.sqlite.txn import Txn
+from orchestra.store.sqlite.txn import Conn, Txn
 
 T = TypeVar("T")
 
@@ -28,10 +27,10 @@ class BoardMethods:
 
     _enc: Encoder
 
-    async def _write(self, op: Callable[[Txn], T]) -> T:
+    async def _write(self, op: Callable[[Txn], Awaitable[T]]) -> T:
         raise NotImplementedError
 
-    async def _read(self, op: Callable[[sqlite3.Connection], T]) -> T:
+    async def _read(self, op: Callable[[Conn], Awaitable[T]]) -> T:
         raise NotImplementedError
 
     # -- board ----------------------------------------------------------------

@@ -7,15 +7,14 @@ store's commit signal (``_committed``, replaced after each commit that has follo
 from __future__ import annotations
 
 import asyncio
-import sqlite3
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TypeVar
 
 from orchestra._types import JSON, AgentInfo, CompactionRecord, Event, Message
 from orchestra.store.sqlite import board_reads as _board_reads
 from orchestra.store.sqlite import reads as _reads
 from orchestra.store.sqlite.events import append_event
-from orchestra.store.sqlite.txn import Txn
+from orchestra.store.sqlite.txn import Conn, Txn
 
 T = TypeVar("T")
 _FOLLOW_PAGE = 500
@@ -29,10 +28,10 @@ class HistoryMethods:
     _followers: int
     _committed: asyncio.Event
 
-    async def _write(self, op: Callable[[Txn], T]) -> T:
+    async def _write(self, op: Callable[[Txn], Awaitable[T]]) -> T:
         raise NotImplementedError
 
-    async def _read(self, op: Callable[[sqlite3.Connection], T]) -> T:
+    async def _read(self, op: Callable[[Conn], Awaitable[T]]) -> T:
         raise NotImplementedError
 
     # -- agents' messages -----------------------------------------------------

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import TypeVar
 
@@ -19,7 +19,7 @@ from orchestra.store.protocol import Pruned
 from orchestra.store.rules import batches
 from orchestra.store.sqlite import fork as _fork
 from orchestra.store.sqlite import retention as _retention
-from orchestra.store.sqlite.txn import Txn
+from orchestra.store.sqlite.txn import Conn, Txn
 
 T = TypeVar("T")
 
@@ -32,10 +32,10 @@ class RunCopyMethods:
     _enc: Encoder
     _busy_timeout: float
 
-    async def _write(self, op: Callable[[Txn], T]) -> T:
+    async def _write(self, op: Callable[[Txn], Awaitable[T]]) -> T:
         raise NotImplementedError
 
-    async def _read(self, op: Callable[[sqlite3.Connection], T]) -> T:
+    async def _read(self, op: Callable[[Conn], Awaitable[T]]) -> T:
         raise NotImplementedError
 
     async def fork_run(self, run_id: str, at_seq: int, *, fork_id: str | None = None,

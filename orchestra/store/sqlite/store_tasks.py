@@ -7,8 +7,7 @@ through the store's writer or reader.
 
 from __future__ import annotations
 
-import sqlite3
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from typing import TypeVar
 
 from orchestra._types import JSON, Step, StepKind, Task
@@ -21,7 +20,7 @@ from orchestra.store.sqlite import servers as _servers
 from orchestra.store.sqlite import step as _step
 from orchestra.store.sqlite import tasks as _tasks
 from orchestra.store.sqlite.events import batched_events
-from orchestra.store.sqlite.txn import Claimer, Txn
+from orchestra.store.sqlite.txn import Claimer, Conn, Txn
 
 T = TypeVar("T")
 
@@ -29,10 +28,10 @@ T = TypeVar("T")
 class TaskMethods:
     """Mixed into ``SQLiteBlackboard``, which provides ``_write`` and ``_read``."""
 
-    async def _write(self, op: Callable[[Txn], T]) -> T:
+    async def _write(self, op: Callable[[Txn], Awaitable[T]]) -> T:
         raise NotImplementedError
 
-    async def _read(self, op: Callable[[sqlite3.Connection], T]) -> T:
+    async def _read(self, op: Callable[[Conn], Awaitable[T]]) -> T:
         raise NotImplementedError
 
     # -- tasks and leases -----------------------------------------------------
@@ -97,17 +96,17 @@ class TaskMethods:
         end (a model step, messages, handoffs) is one appended record (``step``)."""
         record = rules.fits(writes, step, task_id)
 
-        def op(tx: Txn) -> list[Task]:
+        async def op(tx: Txn) -> list[Task]:
             if record:
                 assert step is not None
-                claimed = _step.complete_and_claim(tx, task_id, lease, result,
+                claimed = await _step.complete_and_claim(tx, task_id, lease, result,
                                                           agent_id, writes, step, claim)
                 if claimed is not None:
                     return claimed
-            with batched_events(tx):
+            async with batched_events(tx):
                 # the run's older pending tasks first; room left over takes the tasks this
                 # one routes as they are inserted (see ``Claimer``)
-                older = _tasks.claim_many(tx, claim.owner, run_id=claim.run_id,
+                older = await _tasks.claim_many(tx, claim.owner, run_id=claim.run_id,
                                              capacity=dict(claim.capacity), limit=claim.limit,
                                              lease_seconds=claim.lease_seconds,
                                              announce=False, expired=False)
@@ -117,10 +116,10 @@ class TaskMethods:
                 claimer = Claimer(claim.owner, room, claim.limit - len(older),
                                             claim.lease_seconds)
                 with tx.claiming(claimer):
-                    _journal.complete_task(tx, task_id, lease, result, agent_id, writes,
+                    await _journal.complete_task(tx, task_id, lease, result, agent_id, writes,
                                                step)
                 nxt = older + claimer.claimed
-                _tasks.announce_claims(tx, nxt, claim.owner)
+                await _tasks.announce_claims(tx, nxt, claim.owner)
             return nxt
 
         return await self._write(op)

@@ -60,7 +60,7 @@ WHERE id = ?4 AND status = 'running' AND lease_expires_at < ?3
 RETURNING {_rows.TASK_COLS}"""
 _HEARTBEAT = (
     "UPDATE tasks SET lease_expires_at = ?, updated_at = ? "
-    "WHERE id = ? AND status = 'running' AND lease_owner = ? AND attempt = ?"
+    "WHERE id = ? AND status = 'running' AND lease_owner = ? AND attempt = ? RETURNING 1"
 )
 _EXISTS = "SELECT 1 FROM tasks WHERE id = ?"
 _RUN_HAS_PENDING = "SELECT 1 FROM tasks WHERE run_id = ? AND status = 'pending' LIMIT 1"
@@ -89,9 +89,9 @@ class LeaseInfo:
         self.max_attempts = max_attempts
 
 
-def check_lease(tx: Txn, task_id: str, lease: Lease) -> LeaseInfo:
+async def check_lease(tx: Txn, task_id: str, lease: Lease) -> LeaseInfo:
     """Raise ``LeaseLostError`` unless ``lease`` still holds ``task_id``; nothing is written."""
-    row = tx.execute(_LEASE, (task_id,)).fetchone()
+    row = (await tx.execute(_LEASE, (task_id,))).fetchone()
     if row is None:
         raise NotFoundError(f"task {task_id!r} does not exist")
     run_id, role, status, owner, attempt, retries, max_attempts = row
@@ -104,7 +104,7 @@ def check_lease(tx: Txn, task_id: str, lease: Lease) -> LeaseInfo:
     return LeaseInfo(task_id, run_id, role, retries, max_attempts)
 
 
-def insert_task(tx: Txn, run_id: str, new: NewTask, *, parent_id: str | None = None,
+async def insert_task(tx: Txn, run_id: str, new: NewTask, *, parent_id: str | None = None,
                 cause: str | None = None, announce: bool = True,
                 handoff: tuple[str, str] | None = None) -> Task:
     """Create a pending task (or, when ``tx.claimer`` has room, a claimed one) and
@@ -117,7 +117,7 @@ def insert_task(tx: Txn, run_id: str, new: NewTask, *, parent_id: str | None = N
     """
     check_new_task(new.role, new.max_attempts)
     if new.key is not None:
-        row = tx.execute(_BY_KEY, (run_id, new.key)).fetchone()
+        row = (await tx.execute(_BY_KEY, (run_id, new.key))).fetchone()
         if row is not None:
             return _rows.task(row)
     task_id = new_id()
@@ -126,10 +126,10 @@ def insert_task(tx: Txn, run_id: str, new: NewTask, *, parent_id: str | None = N
     input_text = tx.enc.json(new.input, f"handoff payload to {new.role!r}" if handoff is not None
                           else f"task input for {new.role!r}")
     if announce:
-        append_event(tx, run_id, "task.created",  # first: it refuses an unknown run
+        await append_event(tx, run_id, "task.created",  # first: it refuses an unknown run
                      {"task": task_id, "role": new.role, "cause": why})
     else:
-        require_run(tx, run_id)
+        await require_run(tx, run_id)
     from_agent, note = handoff if handoff is not None else (None, None)
     now, claimer = tx.now, tx.claimer
     status: TaskStatus = "pending"
@@ -137,9 +137,9 @@ def insert_task(tx: Txn, run_id: str, new: NewTask, *, parent_id: str | None = N
     if claimer is not None and claimer.take(new.role, new.not_before, now):
         status, attempt, owner = "running", 1, claimer.owner
         lease_ends = now + claimer.lease_seconds
-    tx.execute(_INSERT, (task_id, run_id, new.role, input_text, status, attempt, owner,
+    (await tx.execute(_INSERT, (task_id, run_id, new.role, input_text, status, attempt, owner,
                            lease_ends, new.max_attempts, new.not_before, parent, why, new.key,
-                           from_agent, note, now, now))
+                           from_agent, note, now, now)))
     task = Task(task_id, run_id, new.role, new.input, status, attempt=attempt,
                 max_attempts=new.max_attempts, lease_owner=owner, lease_expires_at=lease_ends,
                 not_before=new.not_before, parent_id=parent, cause=why, key=new.key,
@@ -149,28 +149,28 @@ def insert_task(tx: Txn, run_id: str, new: NewTask, *, parent_id: str | None = N
     return task
 
 
-def insert_tasks(tx: Txn, run_id: str, tasks: Sequence[NewTask],
+async def insert_tasks(tx: Txn, run_id: str, tasks: Sequence[NewTask],
                  *, parent_id: str | None = None,
                  cause: str | None = None) -> list[Task]:
-    return [insert_task(tx, run_id, t, parent_id=parent_id, cause=cause)
+    return [await insert_task(tx, run_id, t, parent_id=parent_id, cause=cause)
             for t in tasks]
 
 
-def claim(tx: Txn, owner: str, *,
+async def claim(tx: Txn, owner: str, *,
           run_id: str | None, roles: Collection[str] | None, lease_seconds: float) -> Task | None:
     """Lease to ``owner`` a task whose lease expired, else the oldest claimable pending
     task, or return None."""
-    tasks = take_over(tx, owner, run_id=run_id, roles=roles, lease_seconds=lease_seconds,
+    tasks = await take_over(tx, owner, run_id=run_id, roles=roles, lease_seconds=lease_seconds,
                       limit=1)
     if tasks:
-        announce_claims(tx, tasks, owner)
+        await announce_claims(tx, tasks, owner)
         return tasks[0]
-    tasks = _claim(tx, owner, run_id=run_id, roles=roles,
+    tasks = await _claim(tx, owner, run_id=run_id, roles=roles,
                    lease_seconds=lease_seconds, limit=1)
     return tasks[0] if tasks else None
 
 
-def take_over(tx: Txn, owner: str, *, run_id: str | None, roles: Collection[str] | None,
+async def take_over(tx: Txn, owner: str, *, run_id: str | None, roles: Collection[str] | None,
               lease_seconds: float, limit: int) -> list[Task]:
     """Lease to ``owner`` up to ``limit`` running tasks whose lease expired (oldest first).
 
@@ -185,46 +185,46 @@ def take_over(tx: Txn, owner: str, *, run_id: str | None, roles: Collection[str]
         return []
     roles_json = None if roles is None else json.dumps(sorted(roles))
     taken = []
-    for task_id, old_owner in tx.execute(_EXPIRED, (tx.now, run_id, roles_json,
-                                                    limit)).fetchall():
-        row = tx.execute(_TAKE_OVER, (owner, tx.now + lease_seconds, tx.now,
-                                      task_id)).fetchone()
+    for task_id, old_owner in (await tx.execute(_EXPIRED, (tx.now, run_id, roles_json,
+                                                    limit))).fetchall():
+        row = (await tx.execute(_TAKE_OVER, (owner, tx.now + lease_seconds, tx.now,
+                                      task_id))).fetchone()
         if row is None:
             continue
         task = _rows.task(row)
-        append_event(tx, task.run_id, "task.requeued",
+        await append_event(tx, task.run_id, "task.requeued",
                      {"task": task.id, "role": task.role, "attempt": task.attempt - 1,
                       "owner": old_owner, "cause": "lease expired"})
         taken.append(task)
     return taken
 
 
-def _claim(tx: Txn, owner: str, *,
+async def _claim(tx: Txn, owner: str, *,
            run_id: str | None, roles: Collection[str] | None, lease_seconds: float,
            limit: int, announce: bool = True) -> list[Task]:
     """Lease up to ``limit`` of the oldest claimable pending tasks to ``owner``."""
     if not owner:
         raise UserError("claim_task needs a non-empty owner")
     roles_json = None if roles is None else json.dumps(sorted(roles))
-    rows = tx.execute(_CLAIM, (owner, tx.now + lease_seconds, tx.now, run_id, roles_json,
-                                 limit)).fetchall()
+    rows = (await tx.execute(_CLAIM, (owner, tx.now + lease_seconds, tx.now, run_id, roles_json,
+                                 limit))).fetchall()
     # RETURNING gives rows in no set order; hand them out oldest first, as claimed
     tasks = sorted((_rows.task(row) for row in rows), key=lambda t: t.created_at)
     if announce:
-        announce_claims(tx, tasks, owner)
+        await announce_claims(tx, tasks, owner)
     return tasks
 
 
-def announce_claims(tx: Txn, tasks: Sequence[Task], owner: str) -> None:
+async def announce_claims(tx: Txn, tasks: Sequence[Task], owner: str) -> None:
     """The ``task.claimed`` events of ``tasks``. (A claim also journals that the task's
     first step is in flight: see ``tasks.retry_attempt``.)"""
     for task in tasks:
-        append_event(tx, task.run_id, "task.claimed",
+        await append_event(tx, task.run_id, "task.claimed",
                      {"task": task.id, "role": task.role, "attempt": task.attempt,
                       "owner": owner})
 
 
-def claim_many(tx: Txn, owner: str, *,
+async def claim_many(tx: Txn, owner: str, *,
                run_id: str | None, capacity: dict[str, int], limit: int,
                lease_seconds: float, announce: bool = True,
                expired: bool = True) -> list[Task]:
@@ -240,24 +240,24 @@ def claim_many(tx: Txn, owner: str, *,
     free = {role: n for role, n in capacity.items() if n > 0}
     claimed: list[Task] = []
     if free and limit > 0 and expired:  # a dead worker's tasks first: the oldest work
-        claimed = take_over(tx, owner, run_id=run_id, roles=tuple(free),
+        claimed = await take_over(tx, owner, run_id=run_id, roles=tuple(free),
                             lease_seconds=lease_seconds, limit=min(limit, sum(free.values())))
         for task in claimed:
             free[task.role] -= 1
             if not free[task.role]:
                 del free[task.role]
         if announce:
-            announce_claims(tx, claimed, owner)
-    if run_id is not None and tx.execute(_RUN_HAS_PENDING, (run_id,)).fetchone() is None:
+            await announce_claims(tx, claimed, owner)
+    if run_id is not None and (await tx.execute(_RUN_HAS_PENDING, (run_id,))).fetchone() is None:
         return claimed  # the usual case for a busy run: an index probe, not a claim scan
     while free and len(claimed) < limit:
         # As many as every free role can still take: fewer back means none are left,
         # so a worker with room for more learns it without a second, empty claim.
         want = min(limit - len(claimed), *free.values())
-        tasks = _claim(tx, owner, run_id=run_id, roles=tuple(free),
+        tasks = await _claim(tx, owner, run_id=run_id, roles=tuple(free),
                        lease_seconds=lease_seconds, limit=want, announce=False)
         if announce:
-            announce_claims(tx, tasks, owner)
+            await announce_claims(tx, tasks, owner)
         for task in tasks:
             claimed.append(task)
             free[task.role] -= 1
@@ -275,37 +275,37 @@ UPDATE tasks SET status = 'pending', retries = retries + 1, error = NULL, not_be
 WHERE id = ? RETURNING {_rows.TASK_COLS}"""
 
 
-def retry_failed(tx: Txn, run_id: str) -> list[Task]:
+async def retry_failed(tx: Txn, run_id: str) -> list[Task]:
     """Give every failed task of a run another attempt (a fresh journal: ``retries + 1``)."""
     out = []
-    for (task_id,) in tx.execute(_FAILED_TASKS, (run_id,)).fetchall():
-        task = _rows.task(tx.execute(_RETRY_FAILED, (tx.now, task_id)).fetchone())
-        append_event(tx, run_id, "task.requeued",
+    for (task_id,) in (await tx.execute(_FAILED_TASKS, (run_id,))).fetchall():
+        task = _rows.task((await tx.execute(_RETRY_FAILED, (tx.now, task_id))).fetchone())
+        await append_event(tx, run_id, "task.requeued",
                      {"task": task.id, "role": task.role, "retries": task.retries,
                       "cause": "resume"})
         out.append(task)
     return out
 
 
-def heartbeat(tx: Txn, task_id: str, lease: Lease, lease_seconds: float) -> bool:
+async def heartbeat(tx: Txn, task_id: str, lease: Lease, lease_seconds: float) -> bool:
     """Extend a held lease (no event: it changes no state anyone follows)."""
-    cur = tx.execute(_HEARTBEAT, (tx.now + lease_seconds, tx.now, task_id, lease.owner,
-                                  lease.attempt))
-    if cur.rowcount == 1:
+    cur = (await tx.execute(_HEARTBEAT, (tx.now + lease_seconds, tx.now, task_id, lease.owner,
+                                  lease.attempt)))
+    if cur.fetchone() is not None:
         return True
-    if tx.execute(_EXISTS, (task_id,)).fetchone() is None:
+    if (await tx.execute(_EXISTS, (task_id,))).fetchone() is None:
         raise NotFoundError(f"task {task_id!r} does not exist")
     return False
 
 
-def release_leases(tx: Txn, *, run_id: str | None,
+async def release_leases(tx: Txn, *, run_id: str | None,
                    owners: Collection[str]) -> list[Task]:
     """Requeue running tasks whose lease expired or whose owner is in ``owners``."""
-    lost = tx.execute(_LOST_LEASES, (run_id, tx.now, json.dumps(list(owners)))).fetchall()
+    lost = (await tx.execute(_LOST_LEASES, (run_id, tx.now, json.dumps(list(owners))))).fetchall()
     released = []
     for old in lost:
-        task = _rows.task(tx.execute(_REQUEUE, (tx.now, old[0])).fetchone())
-        append_event(tx, task.run_id, "task.requeued",
+        task = _rows.task((await tx.execute(_REQUEUE, (tx.now, old[0]))).fetchone())
+        await append_event(tx, task.run_id, "task.requeued",
                      {"task": task.id, "role": task.role, "attempt": task.attempt,
                       "owner": old[8]})
         released.append(task)

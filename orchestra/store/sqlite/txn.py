@@ -8,13 +8,52 @@ its events) and the claimer (if tasks it creates may be claimed as they are made
 
 from __future__ import annotations
 
-import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+import aiosqlite
+
 from orchestra._types import Task
 from orchestra.store.codec import Encoder
+
+
+class Rows:
+    """A statement's whole result, fetched in the same hop to the connection's thread."""
+
+    __slots__ = ("rows",)
+
+    def __init__(self, rows: Iterable[Any]) -> None:
+        self.rows = list(rows)
+
+    def fetchone(self) -> Any:
+        return self.rows[0] if self.rows else None
+
+    def fetchall(self) -> list[Any]:
+        return self.rows
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.rows)
+
+
+class Conn:
+    """An aiosqlite connection on which each statement is one awaited call that returns its
+    rows (``execute_fetchall``): no cursor outlives its statement, none crosses threads."""
+
+    __slots__ = ("db",)
+
+    def __init__(self, db: aiosqlite.Connection) -> None:
+        self.db = db
+
+    async def execute(self, sql: str, params: Sequence[Any] = ()) -> Rows:
+        return Rows(await self.db.execute_fetchall(sql, params))
+
+    async def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        await self.db.executemany(sql, rows)
+
+    @property
+    def in_transaction(self) -> bool:
+        return self.db.in_transaction
 
 
 class RunTally:
@@ -70,7 +109,7 @@ class Txn:
 
     __slots__ = ("claimer", "conn", "enc", "events", "now")
 
-    def __init__(self, conn: sqlite3.Connection, enc: Encoder, now: float, *,
+    def __init__(self, conn: Conn, enc: Encoder, now: float, *,
                  claimer: Claimer | None = None) -> None:
         self.conn = conn
         self.enc = enc
@@ -78,11 +117,11 @@ class Txn:
         self.events: EventBatch | None = None
         self.claimer = claimer
 
-    def execute(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
-        return self.conn.execute(sql, params)
+    async def execute(self, sql: str, params: Sequence[Any] = ()) -> Rows:
+        return await self.conn.execute(sql, params)
 
-    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> sqlite3.Cursor:
-        return self.conn.executemany(sql, rows)
+    async def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        await self.conn.executemany(sql, rows)
 
     @contextmanager
     def claiming(self, claimer: Claimer) -> Iterator[Claimer]:
