@@ -42,8 +42,8 @@ from benchmarks.scale_pipeline import build
 from benchmarks.scale_report import held, report
 from benchmarks.workers import spawn
 from orchestra import Coordinator
-from orchestra._store.postgres import PostgresBlackboard
-from orchestra._store.postgres.local import LocalPostgres
+from orchestra.store.postgres import PostgresBlackboard
+from orchestra.store.postgres.local import LocalPostgres
 
 KILL_AT, RESTART_AT = 0.3, 0.6
 """When in the window the worker is killed and the server restarted (fractions)."""
