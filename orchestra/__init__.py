@@ -21,6 +21,7 @@ from orchestra._errors import (
     UserError,
 )
 from orchestra._types import Run, Task
+from orchestra._version import __version__
 from orchestra.compaction import KeepAll, SlidingWindow, Summarize, TokenBudget
 from orchestra.coordinator.coordinator import Coordinator, CoordinatorSettings
 from orchestra.coordinator.pipeline import Pipeline, fan_out, handoff
@@ -44,8 +45,6 @@ from orchestra.store import (
     SQLiteBlackboard,
 )
 from orchestra.tools import ToolContext, tool
-
-__version__ = "0.1.0"
 
 __all__ = [
     "Coordinator",

@@ -55,7 +55,7 @@ class Tracing:
         except ImportError as exc:
             raise ImportError("tracing needs OpenTelemetry: pip install -e '.[otel]' "
                               "(from an orchestra checkout)") from exc
-        from orchestra import __version__
+        from orchestra._version import __version__
 
         self._trace = trace
         self.tracer = trace.get_tracer("orchestra", __version__,

@@ -4,6 +4,21 @@ It claims ready tasks (global and per-role concurrency), runs each through the
 runtime under a heartbeated lease, retries failures with backoff, and decides
 when a run is finished. Any number of coordinators/workers may serve one store;
 the store's leases guarantee a task attempt runs in one place only.
+
+Following one run, :meth:`Coordinator.drive` reads top to bottom:
+
+1. **claim**: mark the run running and served, and claim its first tasks
+   (``_fill``: ``store.claim_tasks`` within the free slots ``Jobs.free_slots`` counts);
+2. **execute**: each claimed task runs in a job (``TaskExecutor.execute`` in
+   ``execution.py``, which calls the runtime's ``run_task``);
+3. **hand in**: the transaction completing a task also claims the run's next tasks
+   (``claim_spec`` below); the job runs the first of them itself, the rest get jobs;
+4. **next**: meanwhile the drive's loop sleeps until a job ends or asks for a refill,
+   then stops, pauses, claims more, or finishes the run (``_next``).
+
+The bookkeeping (jobs by run and role, wake-ups, refill flags, cancelled runs, free
+slots) lives in :class:`~orchestra.coordinator.jobs.Jobs`; noticing a cancel made by
+another process in :class:`~orchestra.coordinator.cancel_watch.CancelWatch`.
 """
 
 from __future__ import annotations
@@ -11,13 +26,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from orchestra._errors import NotFoundError, StoreError, UserError
 from orchestra._log import get_logger
 from orchestra._types import (
-    DEFAULT_CONCURRENCY,
     JSON,
     LIVE_RUN_STATUSES,
     TERMINAL_RUN_STATUSES,
@@ -26,10 +39,11 @@ from orchestra._types import (
     Task,
 )
 from orchestra.coordinator.cancel_watch import CancelWatch
-from orchestra.coordinator.execution import TaskExecutor
+from orchestra.coordinator.execution import TaskExecutor, TaskServices
 from orchestra.coordinator.jobs import Jobs
 from orchestra.coordinator.owners import dead_local_owners, new_owner_id
 from orchestra.coordinator.pipeline import Pipeline
+from orchestra.coordinator.settings import CoordinatorSettings as CoordinatorSettings
 from orchestra.models.base import Model
 from orchestra.models.prices import PriceBook, Pricer, layered
 from orchestra.runtime.agent_state import AgentState, agent_id_for
@@ -42,40 +56,6 @@ log = get_logger("orchestra.coordinator")
 
 _LIVE = LIVE_RUN_STATUSES
 _PAUSED: tuple[RunStatus, ...] = ("paused",)
-
-
-@dataclass(frozen=True, slots=True)
-class CoordinatorSettings:
-    """How a coordinator schedules work."""
-
-    concurrency: int = DEFAULT_CONCURRENCY
-    """Tasks run at once by this coordinator (each role also has its own limit)."""
-    lease_seconds: float = 30.0
-    """A claimed task is another worker's to take after this long without a heartbeat
-    (heartbeats come every third of it): a dead worker's tasks are taken over by any
-    process serving the run within ``lease_seconds`` plus one heartbeat."""
-    retry_base: float = 0.5
-    """First retry delay in seconds; doubles per retry."""
-    retry_max: float = 30.0
-    """Longest retry delay in seconds."""
-    poll_interval: float = 0.2
-    """How often to look for work made by other processes (in-process work wakes at once)."""
-    idle_poll_max: float = 2.0
-    """Each look that finds nothing doubles the wait before the next, up to this: a run
-    whose work another worker holds (N workers serving R runs) or whose model is slow
-    costs the store R x N looks per ``idle_poll_max``, not per ``poll_interval``."""
-    cancel_poll: float = 0.5
-    """How often a driver reads its run's status: a cancel from another process stops the
-    run's model and tool calls within this (plus ``poll_interval``), not at a heartbeat."""
-    max_tokens_per_run: int | None = None
-    """Stop the run (resumably) once it has used this many tokens."""
-    max_cost_per_run: float | None = None
-    """USD: pause the run (resumably) before a call that could take its cost past this."""
-    wait_for_approvals: bool = False
-    """Keep driving while tasks wait for humans; otherwise return with the run ``waiting``."""
-    shared: bool = False
-    """Other processes may serve the same runs (``orchestra worker``): agents then re-read
-    their history from the store at every task instead of trusting this process's cache."""
 
 
 INTERRUPTED_EVENT = "run.interrupted"
@@ -124,9 +104,12 @@ class Coordinator:
         self.models = self._resolve_models(models or {})
         self.agents: dict[str, AgentState] = {}
         self.jobs = Jobs()
-        self._cancelled: set[str] = set()
+        """The bookkeeping: running jobs, wake-ups, refills, cancelled runs, free slots."""
         self._left: set[str] = set()  # runs whose drive told the store it stopped serving
         self._watch = CancelWatch(store, settings.cancel_poll, self._cancelled_elsewhere)
+        self._services = TaskServices(store, pipeline, self.models, settings, self.owner,
+                                      self.pricer, tracing, self.agent, self.claim_spec)
+        self._role_limits = {r.name: type(r).concurrency for r in pipeline.roles}
 
     def _resolve_models(self, overrides: Mapping[str, Model]) -> dict[str, Model]:
         resolved: dict[str, Model] = {}
@@ -188,9 +171,7 @@ class Coordinator:
     async def cancel(self, run_id: str) -> Run:
         """Cancel a run: no new steps start; running tasks here stop; state stays consistent."""
         run = await self.store.set_run_status(run_id, "cancelled", only_from=CANCELLABLE)
-        self._cancelled.add(run_id)
-        self.jobs.cancel(run_id)
-        self.jobs.wake(run_id)
+        self.jobs.stop_run(run_id)
         return run
 
     async def interrupted(self, run_id: str) -> None:
@@ -229,11 +210,11 @@ class Coordinator:
         if started is not None and not self.settings.shared:
             for role in self.pipeline.roles:  # a run made just now: nobody wrote to it yet
                 self.agent(run_id, role.name).loaded = True
-        executor = TaskExecutor(self)
-        # Sent together, these share one group commit (one round trip to the store's
-        # writer): the run's status, the store learning that the run is served (renewed
-        # with the leases, so it is not an orphan), and the first claim (which takes
-        # nothing from a run another process has finished or cancelled meanwhile).
+        executor = TaskExecutor(self._services, self.jobs)
+        # 1. claim. Sent together, these share one group commit (one round trip to the
+        # store's writer): the run's status, the store learning that the run is served
+        # (renewed with the leases, so it is not an orphan), and the first claim (which
+        # takes nothing from a run another process has finished or cancelled meanwhile).
         try:
             moved, _, _ = await asyncio.gather(
                 self._transition(run_id, "running", only_from=("pending", "waiting"))
@@ -249,24 +230,15 @@ class Coordinator:
             if moved.status in TERMINAL_RUN_STATUSES:
                 await self._stop_all(run_id)
                 return moved  # another process finished or cancelled it meanwhile
+            # 2. execute and 3. hand in happen in the jobs _fill started (TaskExecutor);
+            # 4. next: this loop wakes when a job ends or asks for more, and decides
             idle = self.settings.poll_interval
             while True:
-                if executor.fatal is not None:
-                    await self._stop_all(run_id)
-                    raise executor.fatal
-                if executor.stop_error is not None:  # a cap: paused, resumable
-                    await self._stop_all(run_id)
-                    return await self._transition(run_id, "paused", error=executor.stop_error)
-                if self.jobs.take_refill(run_id) or not self.jobs.has(run_id):
-                    found = await self._fill(run_id, executor)
-                    idle = self.settings.poll_interval if found else \
-                        min(2 * idle, max(self.settings.idle_poll_max, idle))
-                if run_id in self._cancelled:
+                ended, idle = await self._next(run_id, executor, idle)
+                if ended == "cancelled":
                     break
-                if not self.jobs.has(run_id):
-                    done = await self._finish_if_done(run_id)
-                    if done is not None:
-                        return done
+                if ended is not None:
+                    return ended
                 if not await self.jobs.wait(run_id, idle):
                     self.jobs.wake(run_id)  # timed out: other processes may have made work
         except BaseException:
@@ -282,49 +254,60 @@ class Coordinator:
         await self._stop_all(run_id)
         return await self.store.get_run(run_id)
 
+    async def _next(self, run_id: str, executor: TaskExecutor,
+                    idle: float) -> tuple[Run | Literal["cancelled"] | None, float]:
+        """One wake-up of the drive's loop: raise the store's failure, pause for a cap,
+        claim more work if asked, notice a cancel, finish the run once nothing is left.
+        Returns the run as it ended, ``"cancelled"``, or None (keep driving), and how
+        long to sleep before the next look: ``idle`` doubled after a look that found
+        nothing (up to ``idle_poll_max``), ``poll_interval`` after one that found work."""
+        if executor.fatal is not None:
+            await self._stop_all(run_id)
+            raise executor.fatal
+        if executor.stop_error is not None:  # a cap: paused, resumable
+            await self._stop_all(run_id)
+            return await self._transition(run_id, "paused", error=executor.stop_error), idle
+        if self.jobs.take_refill(run_id) or not self.jobs.has(run_id):
+            found = await self._fill(run_id, executor)
+            idle = self.settings.poll_interval if found else \
+                min(2 * idle, max(self.settings.idle_poll_max, idle))
+        if self.jobs.stopped(run_id):
+            return "cancelled", idle
+        if not self.jobs.has(run_id):
+            return await self._finish_if_done(run_id), idle
+        return None, idle
+
     def _cancelled_elsewhere(self, run_id: str) -> None:
         """Another process cancelled ``run_id``: stop its running tasks here (asyncio
         cancellation of their model and tool calls; the store already recorded their
         steps as cancelled and refuses any further write for them) and end its drive."""
-        if run_id in self._cancelled:
+        if self.jobs.stopped(run_id):
             return
         log.info("run cancelled elsewhere; stopping its tasks", run=run_id)
-        self._cancelled.add(run_id)
-        self.jobs.cancel(run_id)
-        self.jobs.wake(run_id)
-
-    def _capacity(self, finishing: str | None = None) -> tuple[dict[str, int], int]:
-        """Free slots per role and in total (``finishing``: the role of a task about to end)."""
-        capacity = {r.name: type(r).concurrency - self.jobs.busy(r.name)
-                    + (1 if r.name == finishing else 0) for r in self.pipeline.roles}
-        free = self.settings.concurrency - self.jobs.total + (1 if finishing else 0)
-        return capacity, free
+        self.jobs.stop_run(run_id)
 
     def claim_spec(self, task: Task) -> ClaimSpec | None:
         """What the worker finishing ``task`` should claim in the same transaction."""
-        if task.run_id in self._cancelled:
+        if self.jobs.stopped(task.run_id):
             return None
-        capacity, free = self._capacity(finishing=task.role)
+        capacity, free = self.jobs.free_slots(self._role_limits, self.settings.concurrency,
+                                              finishing=task.role)
         if free <= 0 or not any(n > 0 for n in capacity.values()):
             return None
         return ClaimSpec(self.owner, capacity, free, task.run_id, self.settings.lease_seconds)
 
-    def adopt(self, run_id: str, tasks: list[Task], executor: TaskExecutor) -> None:
-        """Start tasks this coordinator has claimed."""
-        for task in tasks:
-            self.jobs.start(run_id, task.id, task.role, executor.execute(task))
-
     async def _fill(self, run_id: str, executor: TaskExecutor) -> bool:
-        """Claim what this coordinator has room for; whether it found any."""
-        if run_id in self._cancelled:
+        """Claim as many of the run's ready tasks as there are free slots, and run them;
+        whether it found any."""
+        if self.jobs.stopped(run_id):
             return False
-        capacity, free = self._capacity()
+        capacity, free = self.jobs.free_slots(self._role_limits, self.settings.concurrency)
         if free <= 0 or not any(n > 0 for n in capacity.values()):
             return False
         tasks = await self.store.claim_tasks(self.owner, run_id=run_id, capacity=capacity,
                                              limit=free,
                                              lease_seconds=self.settings.lease_seconds)
-        self.adopt(run_id, tasks, executor)
+        executor.start(run_id, tasks)
         return bool(tasks)
 
     async def _stop_all(self, run_id: str) -> None:

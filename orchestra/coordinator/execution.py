@@ -1,14 +1,18 @@
-"""Executing one claimed task: lease heartbeat, timeout, retry decision.
+"""Executing claimed tasks: execute, hand in, next; lease heartbeat, timeout, retry.
 
-The runtime does the work; this decides what a failure means for the task
-(retry with backoff, fail for good, park for a human, stop the run for a cap).
+The runtime does the work (``run_task``; its completing transaction hands the task in
+and claims the next); this runs a job's tasks back to back and decides what a failure
+means for a task (retry with backoff, fail for good, park for a human, stop the run for
+a cap). What it needs from its coordinator comes in a :class:`TaskServices`, so this
+module never imports the coordinator.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
 import structlog
 
@@ -22,15 +26,18 @@ from orchestra._errors import (
 )
 from orchestra._log import get_logger
 from orchestra._types import AgentId, Task
+from orchestra.coordinator.jobs import Jobs
+from orchestra.coordinator.pipeline import Pipeline
+from orchestra.coordinator.settings import CoordinatorSettings
+from orchestra.models.base import Model
+from orchestra.models.prices import Pricer
 from orchestra.runtime.agent_state import AgentState
 from orchestra.runtime.journal import RecordedStepError
 from orchestra.runtime.limits import RunLimits
 from orchestra.runtime.task_runner import TaskOutcome, run_task
-from orchestra.store.protocol import Lease, Writes
+from orchestra.store.protocol import Blackboard, ClaimSpec, Lease, Writes
 from orchestra.tools import POST_CHECK
-
-if TYPE_CHECKING:
-    from orchestra.coordinator.coordinator import Coordinator
+from orchestra.tracing import Tracing
 
 log = get_logger("orchestra.coordinator")
 
@@ -44,11 +51,30 @@ def _task_log(task: Task) -> structlog.typing.FilteringBoundLogger:
                     attempt=task.attempt)
 
 
-class TaskExecutor:
-    """Runs claimed tasks for a coordinator."""
+@dataclass(frozen=True, slots=True)
+class TaskServices:
+    """What running a claimed task needs from the coordinator that claimed it."""
 
-    def __init__(self, coordinator: Coordinator) -> None:
-        self.c = coordinator
+    store: Blackboard
+    pipeline: Pipeline
+    models: Mapping[str, Model]
+    """The model of each role."""
+    settings: CoordinatorSettings
+    owner: str
+    pricer: Pricer
+    tracing: Tracing | None
+    agent: Callable[[str, str], AgentState]
+    """The in-memory state of a run's agent for a role: ``agent(run_id, role)``."""
+    claim_spec: Callable[[Task], ClaimSpec | None]
+    """What the transaction completing a task should claim next (None: nothing)."""
+
+
+class TaskExecutor:
+    """Runs claimed tasks of one drive: each in a job of ``jobs``, back to back."""
+
+    def __init__(self, services: TaskServices, jobs: Jobs) -> None:
+        self.c = services
+        self.jobs = jobs
         self.stop_error: str | None = None
         self.fatal: BaseException | None = None
         self.leases: dict[str, tuple[str, Lease]] = {}
@@ -57,6 +83,11 @@ class TaskExecutor:
         s = self.c.settings
         delay: float = min(s.retry_base * 2.0 ** task.retries, s.retry_max)
         return time.time() + delay
+
+    def start(self, run_id: str, tasks: list[Task]) -> None:
+        """Run each of ``tasks`` (claimed for ``run_id``) in a job of its own."""
+        for task in tasks:
+            self.jobs.start(run_id, task.id, task.role, self.execute(task))
 
     async def execute(self, task: Task) -> None:
         """Run ``task``, then in the same job each task claimed as the last one completed
@@ -74,7 +105,7 @@ class TaskExecutor:
                 # whatever happened, messages this task committed join the agent's history
                 agent.task_done(current.id)
             if after is not None:
-                self.c.jobs.hand_over(current.run_id, current.id, after.id, after.role)
+                self.jobs.hand_over(current.run_id, current.id, after.id, after.role)
             current = after
 
     async def _execute(self, task: Task, agent: AgentState) -> Task | None:
@@ -117,7 +148,7 @@ class TaskExecutor:
             return None
         except StoreError as exc:  # the store itself failed: stop the run, tell the caller
             self.fatal = exc
-            self.c.jobs.wake(task.run_id)
+            self.jobs.wake(task.run_id)
             return None
         except (OrchestraError, Exception) as exc:  # a bug in a role, route or tool wrapper
             _task_log(task).exception("task crashed")
@@ -138,15 +169,15 @@ class TaskExecutor:
             if not outcome.extra.get("looked"):
                 # nobody looked for the run's next work: maybe some is waiting unclaimed
                 # (a claim that looked with room to spare and found none needs no second look)
-                self.c.jobs.wake(task.run_id)
+                self.jobs.wake(task.run_id)
             return None
-        self.c.adopt(task.run_id, claimed[1:], self)
+        self.start(task.run_id, claimed[1:])
         return claimed[0]
 
     async def _settle(self, task: Task, lease: Lease, outcome: TaskOutcome) -> None:
         """A task that did not complete: failed, waiting for a human, or stopped by a cap."""
         bound = _task_log(task)
-        self.c.jobs.wake(task.run_id)
+        self.jobs.wake(task.run_id)
         if outcome.status == "failed":
             bound.warning("task failed", error=outcome.error)
             pending = outcome.extra.get("pending") or []
@@ -200,4 +231,4 @@ class TaskExecutor:
                   in held))
             for (task_id, _), ok in zip(held, renewals[1:], strict=True):
                 if not ok:
-                    self.c.jobs.cancel(run_id, task_id)
+                    self.jobs.cancel(run_id, task_id)

@@ -7,12 +7,16 @@ per-role counts are kept up to date as jobs start and end.
 A job may run several tasks of its run one after another (the next one claimed as the
 last completed): :meth:`Jobs.hand_over` moves the job to its next task, so per-role
 counts, cancellation by task id and the heartbeat all follow the task it runs now.
+
+This is all of a coordinator's bookkeeping: what runs (jobs by run and role), which run
+loops to wake and whether to claim when they wake (wakes, refills), which runs were
+cancelled here, and how many slots a claim may fill.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Mapping
 from typing import Any
 
 
@@ -26,7 +30,8 @@ class _Job:
 
 
 class Jobs:
-    """Running task jobs by run, with per-role counts and per-run wake-ups."""
+    """Running task jobs by run, with per-role counts, per-run wake-ups and refill flags,
+    and the runs cancelled here."""
 
     def __init__(self) -> None:
         self._by_run: dict[str, dict[str, _Job]] = {}
@@ -34,6 +39,7 @@ class Jobs:
         self._wakes: dict[str, asyncio.Event] = {}
         self._refill: set[str] = set()
         self._moved: set[str] = set()  # runs a job of which ended or moved on since a wait
+        self._cancelled: set[str] = set()
         self.total = 0
 
     def start(self, run_id: str, task_id: str, role: str,
@@ -121,3 +127,22 @@ class Jobs:
         self._wakes.pop(run_id, None)
         self._refill.discard(run_id)
         self._moved.discard(run_id)
+
+    def stop_run(self, run_id: str) -> None:
+        """``run_id`` was cancelled: cancel its jobs, wake its loop, and claim no more for it."""
+        self._cancelled.add(run_id)
+        self.cancel(run_id)
+        self.wake(run_id)
+
+    def stopped(self, run_id: str) -> bool:
+        """Whether ``run_id`` was cancelled (here or, as noticed, elsewhere)."""
+        return run_id in self._cancelled
+
+    def free_slots(self, role_limits: Mapping[str, int], concurrency: int,
+                   finishing: str | None = None) -> tuple[dict[str, int], int]:
+        """Free slots per role and in total, given each role's limit and the total one
+        (``finishing``: the role of a task about to end, whose slot counts as free)."""
+        capacity = {role: limit - self.busy(role) + (1 if role == finishing else 0)
+                    for role, limit in role_limits.items()}
+        free = concurrency - self.total + (1 if finishing else 0)
+        return capacity, free

@@ -24,16 +24,18 @@ a top-level name of an importable module.
 
 from __future__ import annotations
 
+import inspect
 import sys
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from types import ModuleType
 from typing import Any
 
 import pydantic
 
-from orchestra._errors import UserError
+from orchestra._errors import OrchestraError, UserError
 from orchestra._types import Task
-from orchestra.coordinator.pipeline_ref import derive_ref, load_pipeline, module_ref
+from orchestra.coordinator.pipeline_ref import HOW_TO_REF, derive_ref, import_ref, module_ref
 from orchestra.models.base import Model
 from orchestra.models.prices import Price
 from orchestra.roles import Role
@@ -254,3 +256,39 @@ def fan_out(writes: Writes, to_role: RoleRef, items: Iterable[Any], *, note: str
     for item in items:
         writes.handoffs.append(NewHandoff(to_role=name, payload=_json(item), note=note,
                                           key=key(item) if key else None))
+
+
+def load_pipeline(ref: str, run_input: Any) -> Pipeline:
+    """Import ``module:factory`` and build the pipeline for ``run_input``."""
+    module_name, _, attr = ref.partition(":")
+    if not module_name or not attr:
+        raise UserError(f"pipeline {ref!r} cannot be rebuilt in this process (it was built "
+                        f"where no import finds it, e.g. in a script's main block or a "
+                        f"closure): {HOW_TO_REF}")
+    module = import_ref(ref, module_name)
+    factory = getattr(module, attr, None)
+    if factory is None:
+        raise UserError(f"module {module_name!r} has no {attr!r} (pipeline reference {ref!r}); "
+                        f"{_offer(module)}")
+    try:
+        pipeline = factory(run_input) if callable(factory) and not isinstance(factory, Pipeline) \
+            else factory
+    except OrchestraError:
+        raise
+    except Exception as exc:  # e.g. the stock pipeline's missing workspace: the input's fault
+        raise UserError(f"pipeline {ref!r} refused the run input: "
+                        f"{type(exc).__name__}: {exc}") from exc
+    if not isinstance(pipeline, Pipeline):
+        raise UserError(f"{ref!r} did not produce a Pipeline (got {type(pipeline).__name__})")
+    if pipeline.ref is None:
+        pipeline.ref = ref
+    return pipeline
+
+
+def _offer(module: ModuleType) -> str:
+    """The names a reference to ``module`` could name: its public callables and pipelines."""
+    names = sorted(n for n, v in vars(module).items() if not n.startswith("_")
+                   and (isinstance(v, Pipeline) or inspect.isfunction(v))
+                   and getattr(v, "__module__", module.__name__) == module.__name__)
+    return (f"it has {', '.join(names)}" if names
+            else "it defines no public function or Pipeline")

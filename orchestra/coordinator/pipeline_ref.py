@@ -14,12 +14,9 @@ import os
 import sys
 from pathlib import Path
 from types import FrameType, ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from orchestra._errors import OrchestraError, UserError
-
-if TYPE_CHECKING:
-    from orchestra.coordinator.pipeline import Pipeline
+from orchestra._errors import UserError
 
 HOW_TO_REF = ("build it in a top-level function `def make_pipeline(run_input) -> Pipeline` "
               "(or assign it to a top-level name) in an importable module, where it is found "
@@ -77,7 +74,7 @@ def derive_ref(frame: FrameType | None) -> tuple[str | None, tuple[dict[str, Any
     return None, None
 
 
-def module_ref(pipeline: Pipeline, origin: tuple[dict[str, Any], str]) -> str | None:
+def module_ref(pipeline: object, origin: tuple[dict[str, Any], str]) -> str | None:
     """``module:name`` of the top-level name bound to ``pipeline``, if there is one."""
     globals_, module = origin
     for attr, value in list(globals_.items()):
@@ -86,36 +83,7 @@ def module_ref(pipeline: Pipeline, origin: tuple[dict[str, Any], str]) -> str | 
     return None
 
 
-def load_pipeline(ref: str, run_input: Any) -> Pipeline:
-    """Import ``module:factory`` and build the pipeline for ``run_input``."""
-    from orchestra.coordinator.pipeline import Pipeline
-
-    module_name, _, attr = ref.partition(":")
-    if not module_name or not attr:
-        raise UserError(f"pipeline {ref!r} cannot be rebuilt in this process (it was built "
-                        f"where no import finds it, e.g. in a script's main block or a "
-                        f"closure): {HOW_TO_REF}")
-    module = _import(ref, module_name)
-    factory = getattr(module, attr, None)
-    if factory is None:
-        raise UserError(f"module {module_name!r} has no {attr!r} (pipeline reference {ref!r}); "
-                        f"{_offer(module)}")
-    try:
-        pipeline = factory(run_input) if callable(factory) and not isinstance(factory, Pipeline) \
-            else factory
-    except OrchestraError:
-        raise
-    except Exception as exc:  # e.g. the stock pipeline's missing workspace: the input's fault
-        raise UserError(f"pipeline {ref!r} refused the run input: "
-                        f"{type(exc).__name__}: {exc}") from exc
-    if not isinstance(pipeline, Pipeline):
-        raise UserError(f"{ref!r} did not produce a Pipeline (got {type(pipeline).__name__})")
-    if pipeline.ref is None:
-        pipeline.ref = ref
-    return pipeline
-
-
-def _import(ref: str, module_name: str) -> ModuleType:
+def import_ref(ref: str, module_name: str) -> ModuleType:
     """The module, or a ``UserError`` that shows the user's code, not orchestra's."""
     try:
         try:
@@ -166,14 +134,3 @@ def _user_frames(exc: BaseException) -> str:
               if not f.filename.startswith(internal)]
     lines = traceback.format_list(frames) + traceback.format_exception_only(type(exc), exc)
     return "".join(lines).rstrip("\n")
-
-
-def _offer(module: ModuleType) -> str:
-    """The names a reference to ``module`` could name: its public callables and pipelines."""
-    from orchestra.coordinator.pipeline import Pipeline
-
-    names = sorted(n for n, v in vars(module).items() if not n.startswith("_")
-                   and (isinstance(v, Pipeline) or inspect.isfunction(v))
-                   and getattr(v, "__module__", module.__name__) == module.__name__)
-    return (f"it has {', '.join(names)}" if names
-            else "it defines no public function or Pipeline")
