@@ -2,6 +2,7 @@
 (needs the ``server`` extra: ``pip install -e '.[server]'``, or
 ``pip install 'orchestra-agents[server]'``)."""
 
-from orchestra.server.app import ServerSettings, create_app
+from orchestra.server.app import create_app
+from orchestra.server.services import ServerSettings
 
 __all__ = ["ServerSettings", "create_app"]

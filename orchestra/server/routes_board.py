@@ -10,9 +10,9 @@ from fastapi.responses import JSONResponse
 
 from orchestra._errors import NotFoundError
 from orchestra.runtime.agent_state import agent_id_for
-from orchestra.server.app import Services, services
 from orchestra.server.routes_runs import _ERRORS
 from orchestra.server.schemas import HandoffPage, MessagePage, NotePage, PlanPage, envelope
+from orchestra.server.services import Services, services
 
 router = APIRouter(prefix="/v1/runs/{run_id}")
 Svc = Annotated[Services, Depends(services)]

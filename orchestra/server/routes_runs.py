@@ -22,7 +22,6 @@ from orchestra.coordinator.run_models import (
     run_cost_cap,
 )
 from orchestra.coordinator.usage_report import run_usage
-from orchestra.server.app import Services, services
 from orchestra.server.problems import Problem
 from orchestra.server.schemas import (
     ApprovalPage,
@@ -36,6 +35,7 @@ from orchestra.server.schemas import (
     encode_cursor,
     envelope,
 )
+from orchestra.server.services import Services, services
 from orchestra.server.sse import EventStream, StreamOptions
 
 router = APIRouter(prefix="/v1")

@@ -5,9 +5,10 @@ from __future__ import annotations
 import socket
 
 from orchestra._errors import UserError
-from orchestra.coordinator.coordinator import CoordinatorSettings
-from orchestra.server.app import ServerSettings, create_app
+from orchestra.coordinator.settings import CoordinatorSettings
+from orchestra.server.app import create_app
 from orchestra.server.security import check_bind
+from orchestra.server.services import ServerSettings
 from orchestra.store.url import label, open_store
 
 

@@ -16,8 +16,8 @@ from starlette.responses import Response
 
 from orchestra._errors import NotFoundError, OrchestraError
 from orchestra.server import routes_runs
-from orchestra.server.app import Services, services
 from orchestra.server.schemas import Decision, ResumeRequest
+from orchestra.server.services import Services, services
 from orchestra.server.web.auth import NONCE, SESSION, cookie_header
 from orchestra.server.web.render import back, page, web
 

@@ -14,8 +14,8 @@ from starlette.responses import Response
 
 from orchestra._errors import NotFoundError
 from orchestra._types import TERMINAL_RUN_STATUSES, Event, RunStatus
-from orchestra.server.app import Services, services
 from orchestra.server.schemas import decode_cursor, encode_cursor
+from orchestra.server.services import Services, services
 from orchestra.server.web import views
 from orchestra.server.web.render import fragment, page, web
 

@@ -12,7 +12,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
-from orchestra.server.app import Services
+from orchestra.server.services import Services
 from orchestra.server.web import views
 from orchestra.server.web.auth import NONCE, SESSION, Secrets, cookie_header
 
