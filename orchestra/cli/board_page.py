@@ -12,7 +12,7 @@ from urllib.parse import quote
 from orchestra._errors import ServerError, UserError
 from orchestra._ids import resolve_prefix
 from orchestra._install import install_hint
-from orchestra.cli.main import EXIT_OK
+from orchestra.cli.exit_codes import EXIT_OK
 from orchestra.cli.remote import all_runs
 from orchestra.cli.server_errors import API_ROUTE_MISSING, server_url, translated
 

@@ -19,7 +19,7 @@ from orchestra._install import install_hint
 from orchestra._types import Run
 from orchestra.cli import inspect_cmds
 from orchestra.cli.estimate import dry_run
-from orchestra.cli.main import EXIT_CANCELLED, EXIT_FAILED, EXIT_OK, EXIT_PAUSED, EXIT_WAITING
+from orchestra.cli.exit_codes import EXIT_CANCELLED, EXIT_FAILED, EXIT_OK, EXIT_PAUSED, EXIT_WAITING
 from orchestra.cli.progress import Progress
 from orchestra.coordinator.coordinator import (
     CANCELLABLE,
@@ -86,22 +86,6 @@ def _refuse(args: argparse.Namespace, path: Path, why: str) -> None:
                                "pass another --db")
     raise StoreAccessError(f"{path}: {why}, and `orchestra {args.command}` writes to the "
                            "store (runs, show, board and events still read it)")
-
-
-async def dispatch(args: argparse.Namespace) -> int:
-    from orchestra.cli.demo_cmd import cmd_demo
-
-    handlers = {"demo": cmd_demo, "run": cmd_run, "resume": cmd_resume, "cancel": cmd_cancel,
-                "worker": cmd_worker, "serve": cmd_serve, "fork": cmd_fork, "prune": cmd_prune,
-                "migrate": cmd_migrate}
-    if args.command == "copy":
-        from orchestra.cli.copy_cmd import cmd_copy
-
-        return await cmd_copy(args)
-    handler = handlers.get(args.command)
-    if handler is not None:
-        return await handler(args)
-    return await inspect_cmds.dispatch(args, open_store)
 
 
 def _settings(args: argparse.Namespace, *, shared: bool = False,

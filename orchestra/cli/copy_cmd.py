@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from orchestra.cli.main import EXIT_OK
+from orchestra.cli.exit_codes import EXIT_OK
 
 
 def add_parser(sub: Any) -> None:

@@ -15,8 +15,8 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from orchestra.cli.cost_text import usd
+from orchestra.cli.exit_codes import EXIT_OK
 from orchestra.cli.inspect_cmds import emit
-from orchestra.cli.main import EXIT_OK
 from orchestra.coordinator.pipeline import Pipeline
 from orchestra.models.prices import Price, PriceBook, Pricer, layered
 from orchestra.store import Blackboard

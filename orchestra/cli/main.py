@@ -20,10 +20,14 @@ from orchestra._errors import (
 )
 from orchestra._install import DISTRIBUTION
 from orchestra._types import DEFAULT_CONCURRENCY, DEFAULT_ROLE_CONCURRENCY, RUN_STATUSES
-
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_STORE, EXIT_WAITING, EXIT_CANCELLED = 0, 1, 2, 3, 4, 5
-EXIT_PAUSED, EXIT_SERVER = 6, 7
-EXIT_INTERRUPTED = 130
+from orchestra.cli.exit_codes import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_SERVER,
+    EXIT_STORE,
+    EXIT_USAGE,
+)
 
 EPILOG = """\
 exit codes:
@@ -348,7 +352,7 @@ def _main(argv: Sequence[str] | None) -> int:
         sys.stdout = cast(TextIO, DetachingStream(sys.stdout))
         sys.stderr = cast(TextIO, DetachingStream(sys.stderr))
     _configure_logging(verbose=False)
-    from orchestra.cli import commands  # imported after parsing: `--help` stays instant
+    from orchestra.cli.dispatch import dispatch  # imported after parsing: `--help` stays instant
 
     try:
         if args.command == "board" and (args.open or args.server):
@@ -359,7 +363,7 @@ def _main(argv: Sequence[str] | None) -> int:
             from orchestra.cli import remote
 
             return remote.dispatch(args)
-        return asyncio.run(commands.dispatch(args))
+        return asyncio.run(dispatch(args))
     except KeyboardInterrupt:
         if args.command not in DRIVING_COMMANDS:  # a viewer speaks for no run: just leave
             return EXIT_INTERRUPTED

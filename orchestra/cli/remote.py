@@ -15,7 +15,7 @@ from orchestra._ids import resolve_prefix
 from orchestra._install import install_hint
 from orchestra._types import Event, Run
 from orchestra.cli import inspect_cmds
-from orchestra.cli.main import EXIT_OK
+from orchestra.cli.exit_codes import EXIT_OK
 from orchestra.cli.server_errors import server_url, translated
 
 if TYPE_CHECKING:

@@ -1,0 +1,36 @@
+"""Which handler runs each ``orchestra`` command (those that drive runs, the store's
+copy, and the read-only ones). Apart from ``main`` so that the handlers, which share
+helpers with each other, never import the entry point that picks them."""
+
+from __future__ import annotations
+
+import argparse
+
+from orchestra.cli import inspect_cmds
+from orchestra.cli.commands import (
+    cmd_cancel,
+    cmd_fork,
+    cmd_migrate,
+    cmd_prune,
+    cmd_resume,
+    cmd_run,
+    cmd_serve,
+    cmd_worker,
+    open_store,
+)
+from orchestra.cli.demo_cmd import cmd_demo
+
+
+async def dispatch(args: argparse.Namespace) -> int:
+    """Run the handler of ``args.command`` (its exit code)."""
+    handlers = {"demo": cmd_demo, "run": cmd_run, "resume": cmd_resume, "cancel": cmd_cancel,
+                "worker": cmd_worker, "serve": cmd_serve, "fork": cmd_fork, "prune": cmd_prune,
+                "migrate": cmd_migrate}
+    if args.command == "copy":
+        from orchestra.cli.copy_cmd import cmd_copy
+
+        return await cmd_copy(args)
+    handler = handlers.get(args.command)
+    if handler is not None:
+        return await handler(args)
+    return await inspect_cmds.dispatch(args, open_store)
