@@ -1,7 +1,8 @@
-"""The README's "Running as a service" examples, run against a real server: every curl
-command succeeds and the Python block does what it says.
+"""The service's examples (``docs/server.md``, linked from the README's "Running as a
+service"), run against a real server: every curl command succeeds and the Python block
+does what it says.
 
-(Its Python block is fenced as ``py``: it needs a server, so the README-wide test that
+(Its Python block is fenced as ``py``: it needs a server, so the docs-wide test that
 executes every ``python`` block without one leaves it to this test.)"""
 
 from __future__ import annotations
@@ -16,8 +17,7 @@ import httpx
 import pytest
 from server_helpers import PIPELINE, REPO, Server, wait_for
 
-SECTION = (REPO / "README.md").read_text().split("## Running as a service", 1)[1].split(
-    "\n## ", 1)[0]
+SECTION = (REPO / "docs" / "server.md").read_text()
 BLOCKS = re.findall(r"^```(\w*)\n(.*?)^```", SECTION, re.S | re.M)
 
 
@@ -56,7 +56,7 @@ def test_the_curl_examples_work(server: Server, tmp_path: Path) -> None:
 
 def test_the_python_example_works(server: Server, capsys: pytest.CaptureFixture[str]) -> None:
     [code] = [code for lang, code in BLOCKS if lang == "py"]
-    exec(compile(code.replace("http://127.0.0.1:8765", server.url), "README", "exec"), {})
+    exec(compile(code.replace("http://127.0.0.1:8765", server.url), "docs/server.md", "exec"), {})
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "1 run.created" and out[-2].endswith("run.completed")
     assert out[-1] == "completed"
