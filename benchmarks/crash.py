@@ -1,7 +1,7 @@
 """S4 crash resume, side-neutral: the parent that kills and resumes, and the plumbing
 of the child processes.
 
-A trial, for one side module ``M`` (e.g. ``benchmarks.langgraph_side``):
+A trial, for one side module ``M`` (e.g. ``benchmarks.sides.langgraph_side``):
 
 1. ``python -m M s4-child --phase run ...`` runs one pipeline (L = 50 ms) on a fresh
    DB and is SIGKILLed around call 9: *return* (the child kills itself inside call 9

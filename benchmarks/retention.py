@@ -25,7 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks import orchestra_side
+from benchmarks.sides import orchestra_side
 from orchestra import SQLiteBlackboard
 
 REPO = Path(__file__).resolve().parents[1]

@@ -7,7 +7,7 @@ Runs every (scenario, side, durability) ``--reps`` times, interleaving the sides
 their settings) per repetition: rep 1 in order, rep 2 reversed, and so on; S4 runs
 ``--trials`` trials per kill point, interleaved the same way. Writes one JSON line per
 measurement to ``<out>/results.jsonl`` and the medians with min-max to
-``<out>/results.md``. The sides are described in ``benchmarks/sides.py``.
+``<out>/results.md``. The sides are described in ``benchmarks/sides/__init__.py``.
 
 S5 (several ``orchestra worker`` processes on one store, throughput over the first and
 the last 10% of the work at two store sizes; orchestra only) has its own command,

@@ -56,7 +56,7 @@ def spawn(db: Path | str, workers: int, lease: float | None,
 def serve(db: Path | str, workers: int, lease: float | None, timeout: float,
           concurrency: int | None = None) -> None:
     """Run ``workers`` worker processes (``spawn``) on ``db`` until all of them are idle
-    (also used by ``benchmarks.pg_workers``)."""
+    (also used by ``benchmarks.postgres.workers``)."""
     procs = spawn(db, workers, lease, concurrency)
     try:
         for p in procs:

@@ -77,7 +77,8 @@ def test_store_floor_replays_what_the_store_wrote(tmp_path: Path) -> None:
     """The store-floor tool replays the recorded transactions faithfully (it checks the
     replayed files' row counts against the recorded one) and reports all four ways."""
     proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks.store_floor", "--pipelines", "2", "--reps", "1"],
+        [sys.executable, "-m", "benchmarks.profiling.store_floor", "--pipelines", "2",
+         "--reps", "1"],
         cwd=REPO, capture_output=True, text=True, timeout=120,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -89,7 +90,8 @@ def test_profile_threads_splits_each_threads_cpu(tmp_path: Path) -> None:
     """The thread profile runs both scenarios and its figures add up: the writer's CPU
     is its SQLite plus its Python, and the GIL floor is the loop's plus the writer's Python."""
     proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks.profile_threads", "--pipelines", "3", "--reps", "1"],
+        [sys.executable, "-m", "benchmarks.profiling.profile_threads", "--pipelines", "3",
+         "--reps", "1"],
         cwd=REPO, capture_output=True, text=True, timeout=120,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -1,4 +1,4 @@
-"""Smoke test of the PostgreSQL benchmarks (benchmarks/postgres.py, pg_*.py) at tiny sizes:
+"""Smoke test of the PostgreSQL benchmarks (benchmarks/postgres/) at tiny sizes:
 every side runs the workload to its checked end state; nothing is timed or asserted fast."""
 
 from __future__ import annotations
@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import pg_drivers, pg_workers
-from benchmarks import postgres as bench
+from benchmarks.postgres import compare as bench
+from benchmarks.postgres import drivers as pg_drivers
+from benchmarks.postgres import workers as pg_workers
 from orchestra.store.postgres.local import LocalPostgres
 
 

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from benchmarks.pg_round_trips import counted, per_step
+from benchmarks.postgres.round_trips import counted, per_step
 from orchestra._errors import LeaseLostError, StoreError
 from orchestra._types import Message
 from orchestra.store import (

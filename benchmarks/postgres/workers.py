@@ -1,6 +1,6 @@
 """S5 on PostgreSQL: 1, 2 and 4 ``orchestra worker`` processes on one PostgreSQL store.
 
-    python -m benchmarks.pg_workers [--runs 4] [--tasks 250] [--reps 3] [--workers 1,2,4]
+    python -m benchmarks.postgres.workers [--runs 4] [--tasks 250] [--reps 3] [--workers 1,2,4]
         [--modes cpu,latency]
 
 As ``benchmarks.workers`` (S5 on SQLite): ``--runs`` runs of the fan-out pipeline
@@ -85,7 +85,7 @@ def measure(server: LocalPostgres, counts: list[int], runs: int, tasks: int,
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(prog="python -m benchmarks.pg_workers", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m benchmarks.postgres.workers", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--runs", type=int, default=4)
     p.add_argument("--tasks", type=int, default=250, help="tasks per run")

@@ -11,12 +11,12 @@ checkpointer, all on one local PostgreSQL 16 started for the run.
   checkpoint committed before the next step, as orchestra does; and async, its default).
 * S2: N pipelines at once with 50 ms model latency: makespan over the ideal.
 * S5: ``orchestra worker`` processes (1, 2, 4) serving fan-out runs on one
-  PostgreSQL store: tasks/s (``benchmarks.pg_workers``), CPU-bound (the model
+  PostgreSQL store: tasks/s (``benchmarks.postgres.workers``), CPU-bound (the model
   answers at once) and latency-bound (each task waits 50 ms on its model).
-* Round trips per S1 step on PostgreSQL (``benchmarks.pg_round_trips``): every
+* Round trips per S1 step on PostgreSQL (``benchmarks.postgres.round_trips``): every
   statement, and the step's own writes.
 * ``--drivers STEPS``: the same S1-like write loop through asyncpg and psycopg 3
-  (``benchmarks.pg_drivers``).
+  (``benchmarks.postgres.drivers``).
 
 Medians over ``--reps`` runs, the sides interleaved (order flipped each repetition).
 The server is ``LocalPostgres`` (pgserver's binaries, as root run as ``nobody``).
@@ -35,8 +35,11 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from benchmarks import measure, pg_drivers, pg_round_trips, pg_workers
-from benchmarks.orchestra_side import FakeAdapter, pipeline
+from benchmarks import measure
+from benchmarks.postgres import drivers as pg_drivers
+from benchmarks.postgres import round_trips as pg_round_trips
+from benchmarks.postgres import workers as pg_workers
+from benchmarks.sides.orchestra_side import FakeAdapter, pipeline
 from benchmarks.workload import FakeModel
 from orchestra import Coordinator, CoordinatorSettings
 from orchestra.store import Blackboard, SQLiteBlackboard
@@ -65,7 +68,7 @@ async def _on(side: str, server: LocalPostgres, tmp: Path, n: int, concurrent: b
               ) -> measure.Metrics:
     latency = measure.S2_LATENCY if concurrent else 0.0
     if side.startswith("langgraph-postgres-"):
-        from benchmarks import pg_langgraph
+        from benchmarks.postgres import langgraph_saver as pg_langgraph
 
         dsn = server.create_database("lg" + os.urandom(4).hex())
         return await pg_langgraph.pipelines(dsn, n, side.rsplit("-", 1)[1], latency,

@@ -1,8 +1,8 @@
 """What PostgreSQL's backends wait on while N workers serve S5: the server's profile.
 
-    python -m benchmarks.pg_waits [--workers 4] [--runs 4] [--tasks 250] [--mode cpu]
+    python -m benchmarks.postgres.waits [--workers 4] [--runs 4] [--tasks 250] [--mode cpu]
 
-Runs one S5 pass (``benchmarks.pg_workers``) and, while the workers run, samples
+Runs one S5 pass (``benchmarks.postgres.workers``) and, while the workers run, samples
 ``pg_stat_activity`` every 5 ms: of the backends in a statement, how many run on
 CPU and how many wait, on what (``wait_event_type:wait_event``); for lock waits,
 which lock (``pg_locks``: its type and relation) and the statement that waits. Lock
@@ -23,7 +23,7 @@ from collections import Counter
 
 import asyncpg
 
-from benchmarks import pg_workers
+from benchmarks.postgres import workers as pg_workers
 from benchmarks.workers import serve
 from orchestra.store.postgres.local import shared_server
 
@@ -78,7 +78,7 @@ def profile(workers: int, runs: int, tasks: int, mode: str) -> dict[str, object]
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(prog="python -m benchmarks.pg_waits", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m benchmarks.postgres.waits", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--workers", type=int, default=4)
     p.add_argument("--runs", type=int, default=4)

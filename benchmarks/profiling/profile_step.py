@@ -1,6 +1,6 @@
 """Where an S1 step's time goes: SQL statements per step, their cost, WAL pages per step.
 
-    python -m benchmarks.profile_step [--pipelines 100]
+    python -m benchmarks.profiling.profile_step [--pipelines 100]
 
 Runs the S1 workload (orchestra side, default durability) once to warm up, then
 again while timing every statement the store's writer executes, and reports per
@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from benchmarks import orchestra_side as side
+from benchmarks.sides import orchestra_side as side
 from benchmarks.workload import FakeModel
 from orchestra import Coordinator, SQLiteBlackboard
 from orchestra.store.sqlite import writer as _writer

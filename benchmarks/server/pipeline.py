@@ -1,4 +1,4 @@
-"""The run ``python -m benchmarks.server`` streams: ``benchmarks.server_pipeline:build``.
+"""The run ``python -m benchmarks.server`` streams: ``benchmarks.server.pipeline:build``.
 
 One ``ticker`` calls ``tick`` ``turns`` times (each model call sleeps ``delay``
 seconds: a steady stream of events), then answers; with ``park`` it first waits
@@ -68,4 +68,4 @@ def build(run_input: Any) -> Pipeline:
 
     return Pipeline("ticker", roles=[Ticker()], start=lambda i: [NewTask("ticker", i)],
                     model=FunctionModel(script, name="ticker"),
-                    ref="benchmarks.server_pipeline:build")
+                    ref="benchmarks.server.pipeline:build")

@@ -13,7 +13,7 @@ checkpoint is committed before the next step starts), passed as
 ``setup()`` and leaves ``synchronous`` at SQLite's default; both are read back from the
 saver's connection and reported.
 
-S4 child: ``python -m benchmarks.langgraph_side s4-child ...`` (see benchmarks.crash).
+S4 child: ``python -m benchmarks.sides.langgraph_side s4-child ...`` (see benchmarks.crash).
 """
 
 # ruff: noqa: E402  (the S4 resume timing needs a clock reading before the imports)
@@ -265,7 +265,7 @@ async def s3(turns: int, durability: str, db_path: Path) -> measure.Metrics:
 
 def s4_trial(kill_point: KillPoint, durability: str, workdir: Path) -> measure.Metrics:
     """S4: one crash-and-resume trial in ``workdir`` (two child processes)."""
-    return crash.crash_trial("benchmarks.langgraph_side", kill_point, durability, workdir)
+    return crash.crash_trial("benchmarks.sides.langgraph_side", kill_point, durability, workdir)
 
 
 async def _s4_child(args: ChildArgs, model: FakeModel) -> dict[str, str]:
@@ -279,7 +279,7 @@ async def _s4_child(args: ChildArgs, model: FakeModel) -> dict[str, str]:
 
 def main(argv: Sequence[str]) -> None:
     if not argv or argv[0] != "s4-child":
-        raise SystemExit("usage: python -m benchmarks.langgraph_side s4-child --phase ...")
+        raise SystemExit("usage: python -m benchmarks.sides.langgraph_side s4-child --phase ...")
     crash.child_main(argv[1:], _s4_child, T_MODULE_START, T_IMPORTED)
 
 

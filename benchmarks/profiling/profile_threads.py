@@ -1,6 +1,7 @@
 """Where S1's and S2's CPU goes, thread by thread: the profile behind the README's S1/S2 notes.
 
-    python -m benchmarks.profile_threads [--scenario S1|S2|both] [--pipelines 200] [--reps 3]
+    python -m benchmarks.profiling.profile_threads [--scenario S1|S2|both]
+        [--pipelines 200] [--reps 3]
 
 Runs the orchestra side of the workload (default durability) after a warm-up and
 reads each thread's own CPU clock (``pthread_getcpuclockid``), so a thread waiting
@@ -32,9 +33,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from benchmarks import orchestra_side as side
 from benchmarks.measure import S2_LATENCY
-from benchmarks.profile_step import _Timed
+from benchmarks.profiling.profile_step import _Timed
+from benchmarks.sides import orchestra_side as side
 from benchmarks.workload import FakeModel
 from orchestra import Coordinator, SQLiteBlackboard
 from orchestra.store.sqlite import writer as _writer

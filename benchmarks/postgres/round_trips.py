@@ -1,6 +1,6 @@
 """Round trips to PostgreSQL per S1 step: every statement the store sends, counted.
 
-    python -m benchmarks.pg_round_trips [--pipelines 5]
+    python -m benchmarks.postgres.round_trips [--pipelines 5]
 
 Runs S1's pipelines (17 model calls each, zero latency) on a store with ONE pooled
 connection whose statements asyncpg's query logger counts, after one warm-up
@@ -22,7 +22,7 @@ import json
 import os
 from collections.abc import AsyncIterator
 
-from benchmarks.orchestra_side import FakeAdapter, pipeline
+from benchmarks.sides.orchestra_side import FakeAdapter, pipeline
 from benchmarks.workload import CALLS_PER_PIPELINE, FakeModel
 from orchestra import Coordinator
 from orchestra.store.postgres import PostgresBlackboard
@@ -68,7 +68,8 @@ async def per_step(dsn: str, pipelines: int) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(prog="python -m benchmarks.pg_round_trips", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m benchmarks.postgres.round_trips",
+                                description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--pipelines", type=int, default=5)
     args = p.parse_args(argv)

@@ -1,6 +1,6 @@
 """What the S1 store work costs with no orchestra Python at all, and what a redesign would.
 
-    python -m benchmarks.store_floor [--pipelines 100] [--reps 3]
+    python -m benchmarks.profiling.store_floor [--pipelines 100] [--reps 3]
 
 Runs the S1 workload (orchestra side, default durability) once while recording every
 transaction the store's writer commits: each statement with its parameters. Then it
@@ -31,7 +31,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from benchmarks import orchestra_side as side
+from benchmarks.sides import orchestra_side as side
 from benchmarks.workload import FakeModel
 from orchestra import Coordinator, SQLiteBlackboard
 from orchestra.store.sqlite import writer as _writer

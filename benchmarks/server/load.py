@@ -32,8 +32,8 @@ from typing import Any
 
 import httpx
 
-REPO = Path(__file__).resolve().parents[1]
-PIPELINE = "benchmarks.server_pipeline:build"
+REPO = Path(__file__).resolve().parents[2]
+PIPELINE = "benchmarks.server.pipeline:build"
 TERMINAL = ("run.completed", "run.failed", "run.cancelled")
 
 

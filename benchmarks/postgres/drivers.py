@@ -1,6 +1,6 @@
 """asyncpg or psycopg 3: the same S1-like write loop through each async driver.
 
-    python -m benchmarks.pg_drivers [--steps 2000] [--reps 3]
+    python -m benchmarks.postgres.drivers [--steps 2000] [--reps 3]
 
 Each step is what orchestra's PostgreSQL store commits per journaled step, reduced to
 its round trips: one transaction that reads the database's clock, bumps the run's
@@ -108,7 +108,7 @@ def measure(server: LocalPostgres, steps: int, reps: int) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(prog="python -m benchmarks.pg_drivers", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m benchmarks.postgres.drivers", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--steps", type=int, default=2000)
     p.add_argument("--reps", type=int, default=3)

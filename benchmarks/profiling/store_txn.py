@@ -4,7 +4,8 @@ A "step-sized" transaction is what the runtime commits after every model call:
 ``complete_step`` with the journal row, two messages, the run's totals and the
 ``step.completed`` event.
 
-    python benchmarks/store_txn.py [--reps 5] [--seq-ops 2000] [--writers 200] [--per-writer 25]
+    python benchmarks/profiling/store_txn.py [--reps 5] [--seq-ops 2000] [--writers 200]
+        [--per-writer 25]
 
 (a) sequential: mean latency of one awaited step transaction, at durability
     "normal" and "full"; (b) concurrent: step transactions committed per second by
@@ -23,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from orchestra._types import Durability, Message
 from orchestra.store import (

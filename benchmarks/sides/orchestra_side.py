@@ -6,7 +6,7 @@ run whose whole history (``KeepAll``) is sent with every call, as the workload
 asks. Durability: ``default`` (WAL, ``synchronous=NORMAL``: survives a killed
 process) and ``full`` (WAL, ``synchronous=FULL``: fsync per commit).
 
-S4 child: ``python -m benchmarks.orchestra_side s4-child ...`` (see benchmarks.crash).
+S4 child: ``python -m benchmarks.sides.orchestra_side s4-child ...`` (see benchmarks.crash).
 """
 
 # ruff: noqa: E402  (the S4 resume timing needs a clock reading before the imports)
@@ -269,7 +269,7 @@ T_IMPORTED = time.monotonic()
 
 
 def s4_trial(kill_point: KillPoint, durability: str, workdir: Path) -> measure.Metrics:
-    return crash.crash_trial("benchmarks.orchestra_side", kill_point, durability, workdir)
+    return crash.crash_trial("benchmarks.sides.orchestra_side", kill_point, durability, workdir)
 
 
 async def _s4_child(args: ChildArgs, model: FakeModel) -> dict[str, str]:
@@ -287,7 +287,7 @@ async def _s4_child(args: ChildArgs, model: FakeModel) -> dict[str, str]:
 
 def main(argv: Sequence[str]) -> None:
     if not argv or argv[0] != "s4-child":
-        raise SystemExit("usage: python -m benchmarks.orchestra_side s4-child --phase ...")
+        raise SystemExit("usage: python -m benchmarks.sides.orchestra_side s4-child --phase ...")
     crash.child_main(argv[1:], _s4_child, T_MODULE_START, T_IMPORTED)
 
 

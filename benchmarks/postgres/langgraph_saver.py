@@ -1,5 +1,5 @@
 """The LangGraph side of the PostgreSQL benchmarks: the workload's graph
-(``benchmarks.langgraph_side``) checkpointed by ``AsyncPostgresSaver``
+(``benchmarks.sides.langgraph_side``) checkpointed by ``AsyncPostgresSaver``
 (``langgraph-checkpoint-postgres``, psycopg 3) on the same server as orchestra.
 
 The saver gets a pool of ``POOL`` connections (orchestra's PostgreSQL store gets the
@@ -18,7 +18,7 @@ from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
 from benchmarks import measure
-from benchmarks.langgraph_side import (
+from benchmarks.sides.langgraph_side import (
     _config,
     _durability,
     check_pipeline,

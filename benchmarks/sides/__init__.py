@@ -54,9 +54,9 @@ from types import ModuleType
 from typing import Any, Protocol
 
 KNOWN_SIDES: dict[str, str] = {
-    "floor": "benchmarks.floor_side",
-    "langgraph": "benchmarks.langgraph_side",
-    "orchestra": "benchmarks.orchestra_side",
+    "floor": "benchmarks.sides.floor_side",
+    "langgraph": "benchmarks.sides.langgraph_side",
+    "orchestra": "benchmarks.sides.orchestra_side",
 }
 
 

@@ -1,0 +1,1 @@
+"""``orchestra serve`` under load (``load``), and the pipeline its runs stream (``pipeline``)."""
