@@ -101,6 +101,10 @@ async def report(dsn: str, start: float, until: float, victim: int,
         "run_twice": len(twice),
         "in_flight_at_kill": len(in_flight),
         "run_twice_equals_in_flight": twice == in_flight,
+        # worked on twice (a step started again): must be only tasks in flight at the kill
+        "rerun_not_in_flight": len({s["task_id"] for s in steps if s["attempts"] > 1}
+                                   - in_flight),
+        "in_flight_taken_over": in_flight <= twice,
         "run_twice_not_in_flight": sorted(twice - in_flight)[:5],
         # of those, the ones whose journal shows a step started twice (a claim whose reply
         # the restart cut off was never worked on: claimed again after its lease, run once)

@@ -1,7 +1,7 @@
 """The scale test (benchmarks/scale.py) at a tiny size: 20 runs, 2 worker processes,
 one of them SIGKILLed and the PostgreSQL server restarted mid-pass. Every run must
-finish, the workers must survive the restart (exit 0), and the tasks run twice (read
-from the event log) must be exactly those the killed worker held. Nothing is timed."""
+finish, the workers must survive the restart (exit 0), and the tasks worked on twice
+(read from the journal) must be among those the killed worker held. Nothing is timed."""
 
 from __future__ import annotations
 
@@ -20,7 +20,11 @@ def test_a_kill_and_a_restart_finish_every_run_and_rerun_only_what_was_in_flight
     assert got["runs_completed"] == got["runs"] == 20, got["runs_by_status"]
     assert got["worker_exit_codes"] == [0, 0]  # the survivor and the replacement
     assert got["in_flight_at_kill"] > 0  # the kill hit work in flight (each run has a task)
-    assert got["run_twice_equals_in_flight"], got
-    assert got["run_twice"] == got["in_flight_at_kill"] == got["held_at_kill"]
+    assert got["in_flight_at_kill"] == got["held_at_kill"]
+    # every task the killed worker held was taken over; none other was worked on twice (a
+    # claim whose reply the restart cut off is claimed again after its lease, but its
+    # steps never started twice), and no side effect ran twice outside those
+    assert got["in_flight_taken_over"], got
+    assert got["rerun_not_in_flight"] == 0, got
     assert got["effects_run_twice"] <= got["in_flight_at_kill"]
     assert got["runs_with_seq_gaps"] == 0
