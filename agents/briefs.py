@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agents.checks import dotted
+from agents.checks import dotted, spec_section
 
 __all__ = ["coder_brief", "reviewer_brief", "tester_brief"]
 
@@ -50,6 +50,21 @@ def report_tail(report: Any) -> str:
 
 def _spec(task_input: dict[str, Any]) -> str:
     return f"# The spec\n\n{str(task_input.get('spec') or '').strip()}\n"
+
+
+def _module_spec(task_input: dict[str, Any]) -> str:
+    """The spec's opening and the module's own section, when the spec has one per module
+    (else the whole spec): a tester shown every module's part mixes them up (seen: the
+    evaluator's examples in the tokenizer's tests)."""
+    spec = str(task_input.get("spec") or "")
+    section = spec_section(spec, str(_module(task_input).get("path", "")))
+    if section is spec:
+        return _spec(task_input)
+    lines = spec.split("\n")
+    first = next((i for i, line in enumerate(lines[1:], 1) if line.startswith("##")),
+                 len(lines))
+    opening = "\n".join(lines[:first]).strip()
+    return f"# The spec (its part about this module)\n\n{opening}\n\n{section.strip()}\n"
 
 
 def _comments(task_input: dict[str, Any]) -> str:
@@ -93,7 +108,7 @@ def tester_brief(task_input: Any) -> str:
         return str(task_input)
     module = _module(task_input)
     path = str(module.get("path", "?"))
-    parts = [_spec(task_input),
+    parts = [_module_spec(task_input),
              f"# Your task\n\nWrite {module.get('test_path')}, the pytest tests of {path}, "
              f"and only them: another developer writes {path}. Import what you test with: "
              f"from {dotted(path)} import ...\nIts public API:\n{_api(module)}\n"

@@ -139,3 +139,35 @@ async def test_an_architect_whose_plans_keep_failing_leaves_the_specs_own_plan(
     assert (module["path"], module["test_path"], module["public_api"]) == (
         "calc/add.py", "tests/test_add.py", ["add(a: int, b: int) -> int"])
     assert (tmp_path / "ws/calc/add.py").read_text() == GOOD
+
+
+def test_the_tester_of_one_module_reads_the_specs_opening_and_that_modules_part() -> None:
+    from agents.briefs import coder_brief, tester_brief
+
+    spec = ("# calc\n\nTwo modules.\n\n## `calc/tokens.py`\n\n`tokens(text: str) -> list`"
+            "\n\n- `tokens(\"1 2\")` is `[\"1\", \"2\"]`.\n\n## `calc/evaluate.py`\n\n"
+            "`evaluate(text: str) -> int`\n\n- `evaluate(\"1 / 0\")` raises "
+            "`ZeroDivisionError`.\n")
+    task = {"spec": spec, "module": {"path": "calc/tokens.py", "test_path": "tests/t.py",
+                                     "public_api": ["tokens(text: str) -> list"]}}
+    brief = tester_brief(task)
+    assert "Two modules." in brief and 'tokens("1 2")' in brief
+    assert "ZeroDivisionError" not in brief and "evaluate" not in brief
+    assert "ZeroDivisionError" in coder_brief(task)  # the coder still reads it whole
+
+
+async def test_an_answer_that_passes_every_test_the_spec_vouches_for_goes_to_review(
+        tmp_path: Path) -> None:
+    # the tester's own test_zero is wrong; the spec's cases pass: after one revision the
+    # answer goes to the reviewer, who sends the tests back
+    wrong = TESTS.replace("assert add(0, 0) == 0", "assert add(0, 0) == 1")
+    run, tasks, seen = await run_pipeline(tmp_path, {
+        "architect": [plan], "tester": [says(fenced("tests/test_add.py", wrong)),
+                                        says(fenced("tests/test_add.py", TESTS))],
+        "coder": [says(fenced("calc/add.py", GOOD))] * 3,
+        "reviewer": [says(json.dumps({"module": "calc/add.py", "approved": False,
+                                      "fix": "tests", "comments": ["add(0, 0) is 0"]}))]},
+        spec=SPEC, review="failures")
+    assert run.status == "completed", run.error
+    assert len(seen["coder"]) == 3  # two answers in round 1, one in round 2
+    assert len(seen["reviewer"]) == 1 and len(seen["tester"]) == 2
