@@ -161,7 +161,7 @@ async def test_an_answer_that_passes_every_test_the_spec_vouches_for_goes_to_rev
     # the tester's own test_zero is wrong; the spec's cases pass: after one revision the
     # answer goes to the reviewer, who sends the tests back
     wrong = TESTS.replace("assert add(0, 0) == 0", "assert add(0, 0) == 1")
-    run, tasks, seen = await run_pipeline(tmp_path, {
+    run, _tasks, seen = await run_pipeline(tmp_path, {
         "architect": [plan], "tester": [says(fenced("tests/test_add.py", wrong)),
                                         says(fenced("tests/test_add.py", TESTS))],
         "coder": [says(fenced("calc/add.py", GOOD))] * 3,
