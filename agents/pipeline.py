@@ -87,7 +87,20 @@ def _plan_route(plan: ProjectPlan, task: Task, writes: Writes) -> None:
         key=lambda item: f"tests:{item['module']['path']}:1")
 
 
-def _tests_route(result: TestsAnswer, task: Task, writes: Writes) -> None:
+def _tests_route(deadline: float | None) -> Any:
+    def route(result: TestsAnswer, task: Task, writes: Writes) -> None:
+        rnd, path = int(task.input["round"]), task.input["module"]["path"]
+        if rnd > 1 and deadline is not None and time.time() >= deadline:
+            # corrected tests past the budget: the module keeps the code it has
+            _failed(writes, path, rnd - 1, "the run's time budget is spent; its tests were "
+                                           "corrected but its code was not tried again")
+            return
+        _to_coder(task, writes)
+
+    return route
+
+
+def _to_coder(task: Task, writes: Writes) -> None:
     rnd = int(task.input["round"])
     path = task.input["module"]["path"]
     payload = {k: task.input[k] for k in ("module", "spec", "uses") if k in task.input}
@@ -204,7 +217,7 @@ def build_pipeline(run_input: Any) -> Pipeline:
                                    key="plan")],
         routes={
             "architect": _plan_route,
-            "tester": _tests_route,
+            "tester": _tests_route(deadline),
             "coder": _code_route(review),
             "reviewer": _review_route(max_rounds, deadline),
         },

@@ -171,3 +171,21 @@ async def test_an_answer_that_passes_every_test_the_spec_vouches_for_goes_to_rev
     assert run.status == "completed", run.error
     assert len(seen["coder"]) == 3  # two answers in round 1, one in round 2
     assert len(seen["reviewer"]) == 1 and len(seen["tester"]) == 2
+
+
+def test_past_the_budget_corrected_tests_start_no_new_coder_round() -> None:
+    import time
+    from types import SimpleNamespace
+
+    from agents.pipeline import _tests_route
+    from agents.roles import TestsAnswer
+    from orchestra.store import Writes
+
+    task = SimpleNamespace(input={"module": PLAN["modules"][0], "round": 2, "spec": SPEC,
+                                  "code": GOOD})
+    answer = TestsAnswer(files={"tests/test_add.py": TESTS})
+    late, on_time = Writes(), Writes()
+    _tests_route(time.time() - 1)(answer, task, late)  # type: ignore[arg-type]
+    _tests_route(time.time() + 600)(answer, task, on_time)  # type: ignore[arg-type]
+    assert not late.handoffs and "time budget is spent" in late.notes[0].body
+    assert [h.to_role for h in on_time.handoffs] == ["coder"]
