@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import builtins
 import sys
+from collections.abc import Mapping
 
 __all__ = ["add_missing_imports"]
 
@@ -38,16 +39,23 @@ def _bound(tree: ast.AST) -> set[str]:
     return out
 
 
-def add_missing_imports(text: str) -> str:
+def add_missing_imports(text: str, project: Mapping[str, str] | None = None) -> str:
     """``text`` with ``import X`` added for each standard module (or pytest) it uses as
-    ``X.something`` without importing it; ``text`` unchanged when none (or unparsable)."""
+    ``X.something`` without importing it, and ``from M import f`` for each name ``f`` of
+    another module ``M`` of the project (``project``: name -> dotted module) it uses
+    without defining it (seen: an evaluator calling ``tokenize`` it never imported);
+    ``text`` unchanged when none (or unparsable)."""
     try:
         tree = ast.parse(text)
     except SyntaxError:
         return text
+    bound = _bound(tree) | set(dir(builtins))
     used = {n.value.id for n in ast.walk(tree) if isinstance(n, ast.Attribute)
             and isinstance(n.value, ast.Name) and isinstance(n.value.ctx, ast.Load)}
-    missing = sorted(used - _bound(tree) - set(dir(builtins)) & _KNOWN)
+    names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)
+             and isinstance(n.ctx, ast.Load)} - bound
+    missing = [f"import {m}" for m in sorted(used - bound & _KNOWN)] + [
+        f"from {(project or {})[n]} import {n}" for n in sorted(names & set(project or {}))]
     if not missing:
         return text
     lines = text.split("\n")
@@ -59,4 +67,4 @@ def add_missing_imports(text: str) -> str:
             at = node.end_lineno or at
         else:
             break
-    return "\n".join([*lines[:at], *(f"import {m}" for m in missing), *lines[at:]])
+    return "\n".join([*lines[:at], *missing, *lines[at:]])

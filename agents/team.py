@@ -21,7 +21,9 @@ from agents.checks import (
     missing_examples,
     spec_errors,
     spec_examples,
+    spec_paths,
     spec_section,
+    spec_signatures,
 )
 from agents.imports_fix import add_missing_imports
 from agents.roles import CodeAnswer, Review, TestsAnswer, WorkspaceRole
@@ -182,8 +184,11 @@ class Coder(WorkspaceRole):
     answer = EditBlocks(paths=_module_path, output=CodeAnswer, whole_files_first=True)
     settings = ModelSettings(max_tokens=2000)
     compaction = SlidingWindow(last=12)
-    output_retries = 5
+    output_retries = 8
     concurrency = 1
+    keep_best_after: ClassVar[int] = 6
+    """Answers sent back after which an unusable one ends the task with the best tested
+    answer (below ``output_retries``, which would fail the attempt and lose them)."""
     test_rounds: ClassVar[int] = 4
     """Answers whose tests run within one task; the best of them is kept. They
     alternate: the first, a revision in view of its failures, a new sample of the
@@ -202,11 +207,17 @@ class Coder(WorkspaceRole):
         task_input = ctx.task_input if isinstance(ctx.task_input, dict) else {}
         module = _module(task_input)
         path, test_path = str(module.get("path")), str(module.get("test_path"))
-        code = add_missing_imports(self._resolve(path, output, ctx))
+        code = add_missing_imports(self._resolve(path, output, ctx), _project(task_input))
         tried = {"files": {path: code}}  # what the next edits apply to, if sent back
         problem = (code_problem(path, code, tests=False)
                    or api_problem(path, code, module.get("public_api") or [])
                    or _missing_import(code, task_input.get("uses") or []))
+        earlier = [r.data for r in ctx.rejections
+                   if isinstance(r.data, dict) and "score" in r.data]
+        if problem and earlier and len(ctx.rejections) >= type(self).keep_best_after:
+            # a late unusable answer ends the task with the best tested one: a failed
+            # attempt would start over and lose them all
+            return await self._keep_best(task_input, path, earlier, [])
         if problem:
             raise ModelRetry(f"Your module is not usable yet: {problem}. Reply with the "
                              f"complete corrected file in one fenced block labelled {path}.",
@@ -218,8 +229,6 @@ class Coder(WorkspaceRole):
             return output.model_copy(update={"files": {path: code}, "report": {
                 "passed": None, "output": "no tests exist for this module"}})
         report = _summary(await self.tests(test_path))
-        earlier = [r.data for r in ctx.rejections
-                   if isinstance(r.data, dict) and "score" in r.data]
         trusted = _trusted(tests, task_input, path)
         mine = {"score": _score(report, trusted),
                 "files": {path: code}, "text": output.text,
@@ -250,14 +259,23 @@ class Coder(WorkspaceRole):
                 f"in {path} and fix it (where a test contradicts the spec, follow the spec). "
                 f"Reply with the complete corrected file in one fenced block labelled {path}.",
                 data=mine)
-        # the first of equals: the round before (a revision that only made things worse
-        # does not replace it), then this task's answers in order
-        best = max([*_previous_round(task_input, path), *earlier, mine], key=_rank)
-        if best is not mine:
+        return await self._keep_best(task_input, path, [*earlier, mine], [
+            *history, {"score": mine["score"], "failed": _first_failure(report)}], mine)
+
+    async def _keep_best(self, task_input: dict[str, Any], path: str,
+                         candidates: list[dict[str, Any]], history: list[dict[str, Any]],
+                         written: dict[str, Any] | None = None) -> CodeAnswer:
+        """The answer that passed the most tests the spec vouches for, written back if
+        it is not the one on disk; the first of equals: the round before (a revision that
+        only made things worse does not replace it), then this task's answers in order."""
+        best = max([*_previous_round(task_input, path), *candidates], key=_rank)
+        if best is not written:
             await self.workspace.write_file(path, best["files"][path])
+        tests = await self.workspace.read_file(str(_module(task_input).get("test_path")))
         return CodeAnswer(files=best["files"], text=best["text"], report=best["report"],
-                          tests=tests, out_of_time=self.out_of_time(), history=[*history,
-                              {"score": mine["score"], "failed": _first_failure(report)}])
+                          tests=tests, out_of_time=self.out_of_time(),
+                          history=history or [{"score": c["score"], "failed": _first_failure(
+                              c["report"])} for c in candidates])
 
 
     @staticmethod
@@ -289,6 +307,22 @@ def _previous_round(task_input: dict[str, Any], path: str) -> list[dict[str, Any
     trusted = _trusted(str(task_input.get("tests") or ""), task_input, path)
     return [{"score": _score(report, trusted), "files": {path: current}, "text": "",
              "report": report}]
+
+
+def _project(task_input: dict[str, Any]) -> dict[str, str]:
+    """The public names of the project's other modules (as the spec and the plan give
+    them): name -> the dotted module to import it from."""
+    spec, own = str(task_input.get("spec") or ""), str(_module(task_input).get("path"))
+    others = [p for p in spec_paths(spec)[0] if p != own]
+    out: dict[str, str] = {}
+    for other in others:
+        for sig in spec_signatures(spec, other, [p for p in others if p != other] + [own]):
+            out.setdefault(sig.split("(")[0].strip(), dotted(other))
+    for used in task_input.get("uses") or []:
+        if isinstance(used, dict):
+            for sig in used.get("public_api") or []:
+                out.setdefault(str(sig).split("(")[0].strip(), dotted(str(used.get("path"))))
+    return {name: mod for name, mod in out.items() if name.isidentifier()}
 
 
 def _missing_import(code: str, uses: list[Any]) -> str:

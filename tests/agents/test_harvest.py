@@ -189,3 +189,20 @@ def test_past_the_budget_corrected_tests_start_no_new_coder_round() -> None:
     _tests_route(time.time() + 600)(answer, task, on_time)  # type: ignore[arg-type]
     assert not late.handoffs and "time budget is spent" in late.notes[0].body
     assert [h.to_role for h in on_time.handoffs] == ["coder"]
+
+
+async def test_late_unusable_answers_end_the_task_with_the_best_tested_one(
+        tmp_path: Path) -> None:
+    unusable = [says(fenced("calc/add.py", f"Build the module, take {n}.\n"))
+                for n in range(Coder.keep_best_after)]
+    run, tasks, seen = await run_pipeline(tmp_path, {
+        "architect": [plan], "tester": [says(fenced("tests/test_add.py", TESTS))],
+        "coder": [says(fenced("calc/add.py", HALF)), *unusable],
+        "reviewer": [says(json.dumps({"module": "calc/add.py", "approved": False,
+                                      "comments": ["add returns 3"]}))]},
+        spec=SPEC, review="failures", max_rounds=1)
+    assert run.status == "completed", run.error
+    assert len(seen["coder"]) == 1 + Coder.keep_best_after < 1 + Coder.output_retries
+    assert (tmp_path / "ws/calc/add.py").read_text() == HALF
+    (coder,) = [t for t in tasks if t.role == "coder"]
+    assert coder.result["files"]["calc/add.py"] == HALF and coder.attempt == 1

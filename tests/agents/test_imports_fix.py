@@ -21,3 +21,11 @@ def test_bound_names_and_unknown_ones_are_left_alone() -> None:
                  "json = {}\ndef f():\n    return json.get(1)\n",
                  "def broken(:\n"):
         assert add_missing_imports(text) == text
+
+
+def test_a_name_of_another_project_module_is_imported_from_it() -> None:
+    code = "def evaluate(text):\n    return len(tokenize(text))\n"
+    fixed = add_missing_imports(code, {"tokenize": "calc.tokenizer", "other": "calc.x"})
+    assert fixed == "from calc.tokenizer import tokenize\n" + code
+    own = "def tokenize(t):\n    return t\n\ndef evaluate(text):\n    return tokenize(text)\n"
+    assert add_missing_imports(own, {"tokenize": "calc.tokenizer"}) == own
