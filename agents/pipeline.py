@@ -119,8 +119,9 @@ def _code_route(review: str) -> Any:
         path, rnd = module["path"], int(task.input["round"])
         passed = bool((result.report or {}).get("passed"))
         if review == "failures" and passed:
-            writes.notes.append(NewNote(f"approved {path} in round {rnd}: every test passes "
-                                        "(reviews are for failures)", ("approval", path)))
+            writes.notes.append(NewNote(f"approved {path} in round {rnd}, by its tests (every "
+                                        "one passes; reviews are for failures)",
+                                        ("approval", path)))
             writes.events.append(("module.approved", {"module": path, "round": rnd,
                                                       "by": "tests"}))
         elif result.out_of_time and not passed:

@@ -32,7 +32,7 @@ async def run_story(store: Board, run_id: str) -> list[str]:
     lines = []
     if modules:
         lines.append("modules built: " + ", ".join(modules))
-        lines.append("approved by the reviewer: " + (", ".join(
+        lines.append("approved: " + (", ".join(
             f"{m} ({approved[m]})" for m in modules if m in approved) or "none"))
         gave_up = {next((t for t in n.tags if t != "failed"), "")
                    for n in await store.search_notes(run_id, tag="failed", limit=500)}
