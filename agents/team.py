@@ -71,17 +71,33 @@ def _first(report: dict[str, Any]) -> str:
 
 def _score(report: dict[str, Any], trusted: frozenset[str] | set[str] = frozenset()
            ) -> list[int]:
-    """[tests passed, tests run, tests the spec vouches for that passed]."""
+    """[tests passed, tests run, tests the spec vouches for that passed, of those the
+    ones written from the spec's own words that passed]."""
     passed = int(report.get("tests_passed") or 0)
     total = passed + int(report.get("tests_failed") or 0) + int(report.get("tests_errors") or 0)
-    return [passed, total, len(trusted - failed_tests(str(report.get("output", ""))))
-            if total else 0]
+    failed = failed_tests(str(report.get("output", "")))
+    ok = trusted - failed if total else set()
+    return [passed, total, len(ok), sum(1 for t in ok if t.startswith(CASE_PREFIX))]
 
 
-def _rank(candidate: dict[str, Any]) -> tuple[int, int]:
-    """Best first: the most tests the spec vouches for, then the most tests."""
-    score = candidate["score"]
-    return (score[2] if len(score) > 2 else 0, score[0])
+def _rank(candidate: dict[str, Any]) -> tuple[int, ...]:
+    """Best first: the most of the spec's own examples (tests the pipeline wrote from its
+    words: no model can have them wrong), then the most tests the spec vouches for
+    (a tester's test holding an example value may still expect a wrong one: seen,
+    ``fizzbuzz(15) == ['FizzBuzz']``), then the most tests."""
+    score = [*candidate["score"], 0, 0]
+    return (score[3], score[2], score[0])
+
+
+def _spec_failures(report: dict[str, Any], task_input: dict[str, Any]) -> str:
+    """The spec's own examples a test run failed, said first in the feedback: among many
+    failures (some of them a tester's errors) a small model fixes none."""
+    failed = failed_tests(str(report.get("output", "")))
+    cases = _cases(task_input)
+    lines = [f"- {c.call} should {'raise ' + c.error if c.error else 'be ' + str(c.expected)}"
+             for n, c in enumerate(cases, 1) if f"{CASE_PREFIX}{n}" in failed]
+    return ("These examples, stated by the spec itself, fail; fix them first:\n"
+            + "\n".join(lines) + "\n\n") if lines else ""
 
 
 def _trusted(tests: str, task_input: dict[str, Any], path: str) -> set[str]:
@@ -243,7 +259,9 @@ class Coder(WorkspaceRole):
         # the reviewer at once: its other failures may be the tester's errors (seen: a
         # tokenizer's tests expecting the evaluator's ZeroDivisionError), to be judged
         # against the spec, not chased for two more answers
-        vouched = bool(trusted) and mine["score"][2] == len(trusted) and bool(earlier)
+        own = sum(1 for t in trusted if t.startswith(CASE_PREFIX))
+        vouched = bool(earlier) and (mine["score"][3] == own > 0 if own else
+                                     bool(trusted) and mine["score"][2] == len(trusted))
         if (len(earlier) + 1 < type(self).test_rounds and not self.out_of_time()
                 and not vouched):
             passed, total = mine["score"][:2]
@@ -255,7 +273,8 @@ class Coder(WorkspaceRole):
                     data=mine, fresh=True)
             raise ModelRetry(
                 f"The tests in {test_path} ran against your module: {passed} of {total} "
-                f"passed. The end of pytest's report:\n{report['output']}\n\nFind the cause "
+                f"passed. {_spec_failures(report, task_input)}The end of pytest's report:\n"
+                f"{report['output']}\n\nFind the cause "
                 f"in {path} and fix it (where a test contradicts the spec, follow the spec). "
                 f"Reply with the complete corrected file in one fenced block labelled {path}.",
                 data=mine)

@@ -206,3 +206,23 @@ async def test_late_unusable_answers_end_the_task_with_the_best_tested_one(
     assert (tmp_path / "ws/calc/add.py").read_text() == HALF
     (coder,) = [t for t in tasks if t.role == "coder"]
     assert coder.result["files"]["calc/add.py"] == HALF and coder.attempt == 1
+
+
+async def test_feedback_names_the_failing_spec_examples_first(tmp_path: Path) -> None:
+    run, _, seen = await run_pipeline(tmp_path, {
+        "architect": [plan], "tester": [says(fenced("tests/test_add.py", TESTS))],
+        "coder": [says(fenced("calc/add.py", HALF)), says(fenced("calc/add.py", GOOD))],
+        "reviewer": []}, spec=SPEC, review="failures")
+    assert run.status == "completed", run.error
+    told = seen["coder"][1].messages[-1].content
+    assert "stated by the spec itself, fail; fix them first:\n- add(2, 2) should be 4\n" in told
+    assert "add(1, 2) should" not in told  # HALF returns 3: that example passes
+
+
+def test_the_spec_s_own_examples_rank_first() -> None:
+    from agents.team import _rank
+
+    tester_pleased = {"score": [9, 10, 9, 0]}  # passes a tester's wrong tests
+    spec_pleased = {"score": [5, 10, 5, 2]}  # passes the spec's two examples
+    assert max([tester_pleased, spec_pleased], key=_rank) is spec_pleased
+    assert _rank({"score": [3, 4, 2]}) == (0, 2, 3)  # a score journaled before the 4th figure
