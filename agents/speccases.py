@@ -150,7 +150,7 @@ def _sentence_cases(sentence: str, functions: dict[str, list[str]],
                 out.append(SpecCase(call, error=raising))
                 continue
         raising = None
-        if _RAISES.search(before) and re.fullmatch(r"[A-Z]\w*(?:Error|Exception)", tick):
+        if _RAISES.search(before) and _literal_name(tick):
             if i + 1 < len(parts) and parts[i + 1].lstrip().startswith(":"):
                 raising = tick
             pending = []
