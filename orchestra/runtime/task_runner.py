@@ -100,10 +100,9 @@ class TaskRunner:
                 if outcome is not None:
                     return outcome
             if st.failures + len(st.rejections) > cls.output_retries:
-                return await self._fail(f"no usable answer after "
-                                        f"{st.failures + len(st.rejections)} tries "
-                                        f"(output_retries={cls.output_retries}); the last "
-                                        f"problem: {st.last_problem}", st.pending, st.journal)
+                return await self._fail(f"no usable answer after {st.failures + len(st.rejections)}"
+                                        f" tries (output_retries={cls.output_retries}); the "
+                                        f"last problem: {st.last_problem}", st.pending, st.journal)
             if st.failures >= FRESH_AFTER:
                 st.start_afresh()
         return await self._fail(f"no final answer after max_turns={cls.max_turns} model calls "
@@ -142,7 +141,7 @@ class TaskRunner:
         if st.restart is None:
             view = await self._view(st.journal, st.task_msgs, st.pinned)
         else:  # the task input and the last problem only, no failed exchange
-            view = View((st.pinned, *st.task_msgs[st.restart:]))
+            view = View(st.afresh_view(st.restart))
         messages: tuple[Message, ...] = (st.system,)
         if view.summary is not None:
             messages += (Message("user", "Summary of your earlier work:\n"
@@ -268,7 +267,9 @@ class TaskRunner:
         await st.journal.commit(uncommitted)
         st.failures += 1
         st.last_problem = brief or one_line(problem)
-        if st.failures < FRESH_AFTER:
+        if record["finish"] == "length":  # a reply run into the limit often loops; shown
+            st.start_afresh(problem)      # it, the model copies the loop: ask anew
+        elif st.failures < FRESH_AFTER:
             st.say(problem)
         return None
 

@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from orchestra._types import Message
@@ -89,6 +90,10 @@ class Turns:
                  "Do the task above again from the start.")
         self.restart = len(self.task_msgs) - 1
 
+    def afresh_view(self, restart: int) -> tuple[Message, ...]:
+        """What the model sees once started afresh at ``restart``: see :func:`afresh`."""
+        return afresh(self.pinned, self.task_msgs[restart:])
+
     def say(self, text: str) -> None:
         """Tell the model something (feedback): seen next turn, stored with the next step."""
         note = Message("user", text, name=FEEDBACK, task_id=self.task_id)
@@ -101,3 +106,13 @@ def serialize_output(value: Any) -> Any:
     if hasattr(value, "model_dump"):
         return value.model_dump(mode="json")
     return value
+
+
+def afresh(pinned: Message, since: Sequence[Message]) -> tuple[Message, ...]:
+    """The view of a task started afresh: its input and the note that restarts it as ONE
+    user message, then what followed. Given two user turns in a row, a small model often
+    answers the second by repeating the first (seen: a 1.5B echoing its task as code)."""
+    if not since or since[0].role != "user":
+        return (pinned, *since)
+    return (replace(pinned, content=f"{pinned.content}\n\n# Note\n\n{since[0].content}"),
+            *since[1:])

@@ -194,8 +194,10 @@ async def test_the_same_answer_sent_back_again_starts_the_task_afresh(tmp_path: 
     assert run.status == "completed", run.error
     # 1st: sent back in full, the exchange in view; 2nd, the same: the task afresh
     assert requests[1].messages[-1].content == "wrong: it must return 'I' * n"
-    assert [m.role for m in requests[2].messages] == ["system", "user", "user"]
+    # the task and the note in ONE user message: two user turns in a row get echoed
+    assert [m.role for m in requests[2].messages] == ["system", "user"]
     last = requests[2].messages[-1].content
+    assert last.index("write it") < last.index("# Note")
     assert "you sent the same answer again (wrong: it must return 'I' * n)" in last
     assert "Do the task above again from the start" in last
 
@@ -232,7 +234,40 @@ async def test_a_check_can_ask_for_a_new_sample_instead_of_a_revision(tmp_path: 
         await store.close()
     assert run.status == "completed", run.error
     # the first answer is out of view: the task, then the check's words, and a new seed
-    assert [m.role for m in requests[1].messages] == ["system", "user", "user"]
-    assert requests[1].messages[-1].content == "Write it again, a new version."
+    assert [m.role for m in requests[1].messages] == ["system", "user"]
+    assert requests[1].messages[-1].content.endswith("# Note\n\nWrite it again, a new version.")
     assert requests[1].settings.seed != requests[0].settings.seed
     assert seen == [(), (True,)]
+
+
+async def test_a_reply_cut_off_at_the_limit_is_asked_anew_out_of_view(tmp_path: Any) -> None:
+    """A reply that ran into max_tokens is often a loop; shown it, a small model copies it
+    (seen: a 1.5B tester's runaway parametrize list, sent back near-identical)."""
+
+    class Writer(Role):
+        """Write the file."""
+
+        answer = ONE
+
+    loop = "kata/roman.py\n```python\nVALUES = [\n" + "    1,\n" * 40
+    replies = [ModelResponse(loop, finish_reason="length"),
+               ModelResponse(f"kata/roman.py\n```python\n{CODE}```")]
+    requests: list[ModelRequest] = []
+
+    def model(request: ModelRequest) -> ModelResponse:
+        requests.append(request)
+        return replies[len(requests) - 1]
+
+    store = await SQLiteBlackboard.open(tmp_path / "o.db")
+    try:
+        pipeline = Pipeline("p", roles=[Writer()], start=lambda inp: [NewTask("writer", inp)])
+        run = await Coordinator(store, pipeline, models={"writer": FunctionModel(model)}).run(
+            {"task": "write it"})
+    finally:
+        await store.close()
+    assert run.status == "completed", run.error
+    retry = requests[1].messages
+    assert [m.role for m in retry] == ["system", "user"]  # the cut-off reply is out of view
+    assert "VALUES" not in retry[-1].content
+    assert "cut off at the token limit in the middle of kata/roman.py" in retry[-1].content
+    assert requests[1].settings.seed != requests[0].settings.seed  # a new sample
