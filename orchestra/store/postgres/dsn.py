@@ -96,9 +96,9 @@ def options(dsn: str) -> Options:
                         "(or a pooler like it), or leave it out for a direct connection")
     listen = ours.get("listen_dsn")
     if listen is not None and not is_postgres(listen):
-        raise UserError(f"listen_dsn={redact(listen)!r} in the PostgreSQL URL is not a "
-                        "postgresql:// URL; give a direct (not pooled) URL of the same "
-                        "database, percent-encoded, or leave it out to poll")
+        raise UserError("listen_dsn in the PostgreSQL URL is not a postgresql:// URL "
+                        "(not shown: it may hold a password); give a direct (not pooled) "
+                        "URL of the same database, percent-encoded, or leave it out to poll")
     plain = urlunsplit((*parts[:3], "&".join(kept), parts.fragment))
     if listen is None and pooler is None:
         listen = plain
