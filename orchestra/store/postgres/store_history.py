@@ -76,11 +76,9 @@ class HistoryMethods:
 
         Woken by ``NOTIFY`` from any process's commit (no polling); ``safety_interval``
         only bounds the wait should a notification be lost with a dropped connection.
-        Behind a transaction pooler with no ``listen_dsn`` there is no LISTEN: followers
-        poll every ``POLL_SECONDS``.
+        Without a LISTEN connection (behind a transaction pooler with no ``listen_dsn``,
+        or while it cannot connect) followers poll every ``POLL_SECONDS``.
         """
-        if self._listen_dsn is None:
-            safety_interval = min(safety_interval, POLL_SECONDS)
         cursor = starting_after
         signal = asyncio.Event()
         self._signals.setdefault(run_id, set()).add(signal)
@@ -93,8 +91,10 @@ class HistoryMethods:
                     cursor = event.seq
                     yield event
                 if len(page) < _FOLLOW_PAGE and not self._closed:
+                    listening = self._listener is not None and not self._listener.is_closed()
                     with contextlib.suppress(TimeoutError):
-                        async with asyncio.timeout(safety_interval):
+                        async with asyncio.timeout(safety_interval if listening
+                                                   else min(safety_interval, POLL_SECONDS)):
                             await signal.wait()
                     if self._listener is None or self._listener.is_closed():
                         await self._listen()
