@@ -10,7 +10,7 @@ import asyncpg
 
 from orchestra._errors import StoreError
 from orchestra.store.copy.tables import HAS_RUN, LIVE_UNTIL, READS, RUN_IDS, RunRows, insert
-from orchestra.store.postgres.dsn import redact, scrub
+from orchestra.store.postgres.dsn import options, redact, scrub
 
 _NOW = "SELECT extract(epoch FROM now())::float8"
 _AGENT_COUNTERS = """
@@ -32,7 +32,9 @@ class PostgresSide:
     @classmethod
     async def connect(cls, dsn: str) -> PostgresSide:
         try:
-            return cls(dsn, await asyncpg.connect(dsn))
+            opts = options(dsn)  # behind a transaction pooler: no named statements
+            return cls(dsn, await asyncpg.connect(
+                opts.dsn, statement_cache_size=opts.statement_cache_size))
         except (asyncpg.PostgresError, OSError, ValueError) as exc:
             raise StoreError(f"{redact(dsn)}: cannot connect to PostgreSQL: "
                              f"{scrub(str(exc), dsn)}") from None

@@ -28,7 +28,7 @@ from orchestra.store.codec import Encoder
 from orchestra.store.postgres import reads as _reads
 from orchestra.store.postgres import runs as _runs
 from orchestra.store.postgres import schema
-from orchestra.store.postgres.dsn import redact, scrub
+from orchestra.store.postgres.dsn import options, redact, scrub
 from orchestra.store.postgres.retry import LOST as _LOST
 from orchestra.store.postgres.retry import RERUN as _RERUN
 from orchestra.store.postgres.store_board import BoardMethods
@@ -63,7 +63,7 @@ class PostgresBlackboard(TaskMethods, HistoryMethods, BoardMethods, RunCopyMetho
     """
 
     def __init__(self, dsn: str, pool: asyncpg.Pool, encoder: Encoder, *,
-                 reconnect_seconds: float) -> None:
+                 reconnect_seconds: float, listen_dsn: str | None = None) -> None:
         """Use :meth:`open`."""
         self.url = redact(dsn)
         """Where the store is, without its password (safe to print)."""
@@ -74,6 +74,7 @@ class PostgresBlackboard(TaskMethods, HistoryMethods, BoardMethods, RunCopyMetho
         self._closed = False
         self._signals: dict[str, set[asyncio.Event]] = {}
         self._listener: asyncpg.Connection | None = None
+        self._listen_dsn = listen_dsn
         self._listening = asyncio.Lock()
 
     @classmethod
@@ -85,16 +86,19 @@ class PostgresBlackboard(TaskMethods, HistoryMethods, BoardMethods, RunCopyMetho
         ``verify_only``: refuse to migrate (``SchemaVersionError`` if migrations are
         pending). ``pool_size``: most connections this handle holds.
         ``reconnect_seconds``: how long a call keeps retrying while the server is
-        unreachable. SQLite-only options (``durability``, ``busy_timeout``...) are
+        unreachable. ``?pooler=transaction`` in ``dsn``: behind PgBouncer's transaction
+        mode (no named prepared statements; followers LISTEN on ``?listen_dsn=`` or poll).
+        SQLite-only options (``durability``, ``busy_timeout``...) are
         accepted and ignored: PostgreSQL commits durably.
         """
         encoder = Encoder(max_payload_bytes)
         if pool_size < 1:
             raise UserError(f"pool_size must be >= 1, got {pool_size}")
-        where = redact(dsn)
+        where, opts = redact(dsn), options(dsn)
         try:
-            pool = await asyncpg.create_pool(dsn, min_size=pool_size, max_size=pool_size,
-                                             statement_cache_size=256, reset=_reset)
+            pool = await asyncpg.create_pool(opts.dsn, min_size=pool_size, max_size=pool_size,
+                                             statement_cache_size=opts.statement_cache_size,
+                                             reset=_reset)
         except (asyncpg.PostgresError, *_LOST, ValueError) as exc:
             raise StoreError(f"{where}: cannot connect to PostgreSQL: "
                              f"{scrub(str(exc), dsn)}") from None
@@ -104,7 +108,8 @@ class PostgresBlackboard(TaskMethods, HistoryMethods, BoardMethods, RunCopyMetho
         except BaseException:
             await pool.close()
             raise
-        return cls(dsn, pool, encoder, reconnect_seconds=reconnect_seconds)
+        return cls(dsn, pool, encoder, reconnect_seconds=reconnect_seconds,
+                   listen_dsn=opts.listen_dsn)
 
     async def migrate_status(self) -> int:
         """The schema version of the database (after ``open`` migrated it)."""

@@ -23,17 +23,21 @@ from orchestra.store.postgres.retry import LOST
 T = TypeVar("T")
 _FOLLOW_PAGE = 500
 _CHANNEL = "orchestra_events"
+POLL_SECONDS = 0.5
+"""How often a follower reads new events where it cannot LISTEN (behind a pooler)."""
 
 
 class HistoryMethods:
     """Mixed into ``PostgresBlackboard``, which provides ``_enc``, ``_submit``, ``_read``,
-    ``dsn``, ``_closed``, and the followers' ``_signals``, ``_listener``, ``_listening``."""
+    ``dsn``, ``_closed``, and the followers' ``_signals``, ``_listener``, ``_listening``,
+    ``_listen_dsn`` (None behind a transaction pooler without a direct URL: poll)."""
 
     _enc: Encoder
     _dsn: str
     _closed: bool
     _signals: dict[str, set[asyncio.Event]]
     _listener: asyncpg.Connection | None
+    _listen_dsn: str | None
     _listening: asyncio.Lock
 
     async def _submit(self, op: Callable[[asyncpg.Connection, float], Awaitable[T]]) -> T:
@@ -72,6 +76,8 @@ class HistoryMethods:
 
         Woken by ``NOTIFY`` from any process's commit (no polling); ``safety_interval``
         only bounds the wait should a notification be lost with a dropped connection.
+        Without a LISTEN connection (behind a transaction pooler with no ``listen_dsn``,
+        or while it cannot connect) followers poll every ``POLL_SECONDS``.
         """
         cursor = starting_after
         signal = asyncio.Event()
@@ -85,8 +91,10 @@ class HistoryMethods:
                     cursor = event.seq
                     yield event
                 if len(page) < _FOLLOW_PAGE and not self._closed:
+                    listening = self._listener is not None and not self._listener.is_closed()
                     with contextlib.suppress(TimeoutError):
-                        async with asyncio.timeout(safety_interval):
+                        async with asyncio.timeout(safety_interval if listening
+                                                   else min(safety_interval, POLL_SECONDS)):
                             await signal.wait()
                     if self._listener is None or self._listener.is_closed():
                         await self._listen()
@@ -102,10 +110,11 @@ class HistoryMethods:
     async def _listen(self) -> None:
         """One ``LISTEN`` connection per handle, shared by its followers."""
         async with self._listening:
-            if self._closed or (self._listener is not None and not self._listener.is_closed()):
+            if self._closed or self._listen_dsn is None or (
+                    self._listener is not None and not self._listener.is_closed()):
                 return
             with contextlib.suppress(*LOST):
-                conn = await asyncpg.connect(self._dsn)
+                conn = await asyncpg.connect(self._listen_dsn, statement_cache_size=0)
                 await conn.add_listener(_CHANNEL, self._notified)
                 self._listener = conn
 
