@@ -124,7 +124,8 @@ class Script:
         self.requests[(role, turn)] = request
         expect, make = SCRIPT[role][turn]
         if expect is not None:
-            last = after[-1].content
+            # started afresh, the note is in the task's own message
+            last = (after or request.messages[start:])[-1].content
             assert expect in last, f"{role} turn {turn}: expected {expect!r} in {last!r}"
             self.seen[(role, turn)] = last
         return make()
