@@ -140,10 +140,15 @@ def prose(text: str, found: Sequence[Block]) -> str:
 
 
 def match(label: str, allowed: Sequence[str]) -> str | None:
-    """The allowed path a label means: the same path, or the only one with its name."""
+    """The allowed path a label means: the same path, its dotted module form, or the only
+    allowed path with its name."""
     norm = normal(label)
     if norm in allowed:
         return norm
+    stem, dot, ext = norm.rpartition(".")
+    if dot and "/" not in norm and "." in stem:  # written as a module: calc.evaluator.py
+        if (dotted := f"{stem.replace('.', '/')}.{ext}") in allowed:
+            return dotted
     named = [p for p in allowed if PurePosixPath(p).name == PurePosixPath(norm).name]
     return named[0] if len(named) == 1 else None
 

@@ -30,6 +30,7 @@ def parse(fmt: Any, text: str, truncated: bool = False) -> Any:
     f"```python\n# kata/roman.py\n{CODE}```",
     f"```\n{CODE}```",  # one unlabelled block is the one file expected
     f"File: roman.py\n```py\n{CODE}```",  # a unique file name is enough
+    f"```python\n# kata.roman.py\n{CODE}```",  # a module's dotted path (seen from a 1.5B)
 ])
 def test_a_file_block_is_found_however_it_is_labelled(text: str) -> None:
     files = parse(ONE, text).files
