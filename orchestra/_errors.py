@@ -128,12 +128,15 @@ class OutputError(ValueError):
     """The reply could not be turned into the role's output; the text is fed back.
 
     ``brief`` is the problem in one short line, without the schema the feedback may
-    carry: what an error message or a fresh restart quotes.
+    carry: what an error message or a fresh restart quotes. ``afresh``: the reply must
+    leave the model's view (an echo or a loop: shown it, a model copies it).
     """
 
-    def __init__(self, message: str, *, brief: str | None = None) -> None:
+    def __init__(self, message: str, *, brief: str | None = None,
+                 afresh: bool = False) -> None:
         super().__init__(message)
         self.brief = one_line(brief or message)
+        self.afresh = afresh
 
 
 def one_line(text: str, limit: int = 240) -> str:

@@ -18,9 +18,12 @@ import pydantic
 from orchestra._errors import OutputError, one_line
 from orchestra.models.base import ToolCall
 
-__all__ = ["OutputError", "one_line", "parse_output", "recover_text_tool_calls"]
+__all__ = ["OutputError", "one_line", "parse_output", "recover_text_tool_calls",
+           "refuse_echo"]
 
 _FENCE = re.compile(r"```(?:json|JSON|python)?\s*\n?(.*?)```", re.DOTALL)
+_OPENING = re.compile(r"\s*```[\w+-]*[ \t]*\n?")
+_ECHO_CHARS = 80
 _TAGGED = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL)
 
 
@@ -160,3 +163,18 @@ def recover_text_tool_calls(text: str, tool_names: Collection[str]) -> list[Tool
                 f"{sorted(tool_names)}. Call tools with the tool-calling interface. When "
                 "you are done, reply with your final answer itself, not as a tool call.")
     return calls
+
+
+def refuse_echo(text: str, task: str) -> None:
+    """Refuse a reply that opens by copying its task's text from its start: no
+    answer, and no syntax error to fix either. Seen from Qwen2.5-Coder-1.5B, five replies
+    in a row, each fed back its "invalid Python" and answered with the same copy."""
+    body, task = _OPENING.sub("", text, count=1).split("```", 1)[0].strip(), task.strip()
+    # from the task's start, nearly all of it: a revision may rightly repeat a file the
+    # task quotes, or begins with, but not the words that ask for it
+    copied = next((i for i, (a, b) in enumerate(zip(body, task, strict=False)) if a != b),
+                  min(len(body), len(task)))
+    if copied >= max(_ECHO_CHARS, 0.9 * len(task)):
+        raise OutputError("Your reply copied the text of your task instead of answering "
+                          "it. Do not repeat the task: write only the answer it asks for.",
+                          brief="the reply copied the task's text", afresh=True)

@@ -1,10 +1,9 @@
 """One agent executing one task: context, model calls, tools, output, journal.
 
-The loop is deterministic given the journal: on resume it re-enters from the
-top, every completed step returns its recorded output, and the in-memory
-message list of the task is rebuilt exactly as it was. Messages reach the store
-only inside step commits (the user input and tool results travel with the next
-model step), so replay never appends twice.
+The loop is deterministic given the journal: on resume it re-enters from the top, every
+completed step returns its recorded output, and the in-memory message list of the task is
+rebuilt exactly as it was. Messages reach the store only inside step commits (the user
+input and tool results travel with the next model step), so replay never appends twice.
 """
 
 from __future__ import annotations
@@ -32,6 +31,7 @@ from orchestra.runtime.replies import (
     one_line,
     parse_output,
     recover_text_tool_calls,
+    refuse_echo,
 )
 from orchestra.runtime.retry_sampling import retry_settings
 from orchestra.runtime.tool_calls import ApprovalWait, ToolRunner
@@ -45,8 +45,7 @@ log = get_logger("orchestra.runtime")
 Route = Callable[[Any, Task, Writes], None]
 """Turns a role's output into board postings (handoffs, plans, notes) at task end."""
 
-FRESH_AFTER = 2
-"""Unusable turns in a row after which the model sees the task afresh (input + last problem)."""
+FRESH_AFTER = 2  # unusable turns in a row after which the model sees its task afresh
 
 
 @dataclass(slots=True)
@@ -233,16 +232,17 @@ class TaskRunner:
 
     async def _answer(self, st: Turns, record: dict[str, Any], problem: str,
                       uncommitted: PendingStep | None) -> TaskOutcome | None:
-        """A reply without tool calls: complete the task with it if it is a usable
-        (and checked) answer; else tell the model what is wrong. An unusable reply counts
-        a failure (a few in a row start the task afresh); a usable answer the check sends
-        back is a rejection: the model sees why in full, the exchange stays in view."""
-        brief = ""
+        """A reply without tool calls: complete the task with it if usable (and checked);
+        else say what is wrong. An unusable reply is a failure (a few in a row, a loop or
+        an echo start the task afresh); a usable answer the check sends back is a
+        rejection: the model sees why in full, the exchange stays in view."""
+        brief, afresh = "", record["finish"] == "length"  # a loop, likely: out of view
         if not problem:
             try:
-                result = self._final(record["text"], record["finish"] == "length")
+                refuse_echo(record["text"], st.pinned.content)
+                result = self._final(record["text"], afresh)
             except OutputError as exc:
-                problem, brief = str(exc), exc.brief
+                problem, brief, afresh = str(exc), exc.brief, afresh or exc.afresh
             else:
                 if not self.checks_output:  # the model step commits with the task
                     return await self._complete(result, st.pending, st.journal, uncommitted)
@@ -267,8 +267,8 @@ class TaskRunner:
         await st.journal.commit(uncommitted)
         st.failures += 1
         st.last_problem = brief or one_line(problem)
-        if record["finish"] == "length":  # a reply run into the limit often loops; shown
-            st.start_afresh(problem)      # it, the model copies the loop: ask anew
+        if afresh:  # shown a loop or an echo, a model copies it: ask anew
+            st.start_afresh(problem)
         elif st.failures < FRESH_AFTER:
             st.say(problem)
         return None
@@ -308,9 +308,9 @@ class TaskRunner:
         if fmt is not None:
             return fmt.parse(text, truncated=truncated, task_input=self.task.input)
         out = type(self.role).output
+        if out is str and not text.strip():
+            raise OutputError("Your reply is empty. Write your answer.")
         if out is str:
-            if not text.strip():
-                raise OutputError("Your reply is empty. Write your answer.")
             return text
         return parse_output(text, out, truncated=truncated)  # type: ignore[arg-type]
 
@@ -384,9 +384,9 @@ class TaskRunner:
         self.agent.cost_used += self.cost
         marker = Message("user", f"(attempt {self.task.attempt} failed: {error})",
                          name=ATTEMPT_FAILED, task_id=self.task.id)
-        return TaskOutcome("failed", error=error, steps_replayed=journal.replayed,
+        return TaskOutcome("failed", error=error, steps_replayed=journal.replayed, retry=True,
                            steps_executed=journal.executed, tokens=self.tokens,
-                           extra={"pending": [*pending, marker]}, retry=True)
+                           extra={"pending": [*pending, marker]})
 
 
 async def run_task(**kwargs: Any) -> TaskOutcome:

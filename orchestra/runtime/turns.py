@@ -87,7 +87,8 @@ class Turns:
         """From the next turn the model sees its task and the last problem only (or
         ``message``): the same failed exchange would likely get the same reply."""
         self.say(message or f"Your previous replies could not be used ({self.last_problem}). "
-                 "Do the task above again from the start.")
+                 "Write a new answer to the task above (the answer only: do not "
+                 "repeat the task's text).")
         self.restart = len(self.task_msgs) - 1
 
     def afresh_view(self, restart: int) -> tuple[Message, ...]:

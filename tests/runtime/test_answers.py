@@ -200,7 +200,7 @@ async def test_the_same_answer_sent_back_again_starts_the_task_afresh(tmp_path: 
     last = requests[2].messages[-1].content
     assert last.index("write it") < last.index("# Note")
     assert "you sent the same answer again (wrong: it must return 'I' * n)" in last
-    assert "Do the task above again from the start" in last
+    assert "Write a new answer to the task above" in last
 
 
 async def test_a_check_can_ask_for_a_new_sample_instead_of_a_revision(tmp_path: Any) -> None:
@@ -272,3 +272,52 @@ async def test_a_reply_cut_off_at_the_limit_is_asked_anew_out_of_view(tmp_path: 
     assert "VALUES" not in retry[-1].content
     assert "cut off at the token limit in the middle of kata/roman.py" in retry[-1].content
     assert requests[1].settings.seed != requests[0].settings.seed  # a new sample
+
+
+async def test_a_reply_that_copies_its_task_is_refused_and_asked_anew(tmp_path: Any) -> None:
+    """Seen from a 1.5B: its task copied into the code fence, five replies in a row, each
+    shown its "invalid Python" and sent back the same copy."""
+
+    class Writer(Role):
+        """Write the file."""
+
+        answer = ONE
+
+        def task_message(self, task_input: Any) -> str:
+            return ("# The spec\n\nBuild kata/roman.py with to_roman(n: int) -> str, which "
+                    "writes n in Roman numerals; 1994 becomes MCMXCIV.\n\n# Your task\n\n"
+                    "Write kata/roman.py.")
+
+    requests: list[ModelRequest] = []
+
+    def model(request: ModelRequest) -> ModelResponse:
+        requests.append(request)
+        task = request.messages[1].content
+        if len(requests) == 1:  # the task, copied into a fenced block
+            return ModelResponse("```python\n" + task + "\n```")
+        return ModelResponse(f"kata/roman.py\n```python\n{CODE}```")
+
+    store = await SQLiteBlackboard.open(tmp_path / "o.db")
+    try:
+        pipeline = Pipeline("p", roles=[Writer()], start=lambda inp: [NewTask("writer", inp)])
+        run = await Coordinator(store, pipeline, models={"writer": FunctionModel(model)}).run(
+            {"task": "roman"})
+    finally:
+        await store.close()
+    assert run.status == "completed", run.error
+    retry = requests[1].messages
+    assert [m.role for m in retry] == ["system", "user"]  # the copy is out of view
+    assert retry[-1].content.count("# The spec") == 1
+    assert "copied the text of your task instead of answering it" in retry[-1].content
+    assert "not valid Python" not in retry[-1].content
+
+
+def test_a_reply_that_repeats_a_file_its_task_quotes_is_no_echo() -> None:
+    from orchestra.runtime.replies import refuse_echo
+
+    task = f"# Your task\n\nFix kata/roman.py.\n\n# The module as it is now\n\n{CODE * 3}"
+    refuse_echo(f"kata/roman.py\n```python\n{CODE * 3}```", task)  # a revision: accepted
+    refuse_echo(f"```python\n{CODE * 3}# more\n```",
+                CODE * 3 + "\nAdd one comment at the end of the code above.")
+    with pytest.raises(OutputError, match="copied the text of your task"):
+        refuse_echo(f"```python\n{task}\n```", task)
