@@ -25,6 +25,7 @@ from agents.checks import (
     spec_section,
     spec_signatures,
 )
+from agents.failures import how_it_failed
 from agents.imports_fix import add_missing_imports
 from agents.roles import CodeAnswer, Review, TestsAnswer, WorkspaceRole
 from agents.speccases import CASE_PREFIX, SpecCase, add_cases, case_strings, spec_cases
@@ -75,7 +76,8 @@ def _score(report: dict[str, Any], trusted: frozenset[str] | set[str] = frozense
     ones written from the spec's own words that passed]."""
     passed = int(report.get("tests_passed") or 0)
     total = passed + int(report.get("tests_failed") or 0) + int(report.get("tests_errors") or 0)
-    failed = failed_tests(str(report.get("output", "")))
+    out = str(report.get("output", ""))
+    failed = failed_tests(out)
     ok = trusted - failed if total else set()
     return [passed, total, len(ok), sum(1 for t in ok if t.startswith(CASE_PREFIX))]
 
@@ -92,9 +94,11 @@ def _rank(candidate: dict[str, Any]) -> tuple[int, ...]:
 def _spec_failures(report: dict[str, Any], task_input: dict[str, Any]) -> str:
     """The spec's own examples a test run failed, said first in the feedback: among many
     failures (some of them a tester's errors) a small model fixes none."""
-    failed = failed_tests(str(report.get("output", "")))
+    out = str(report.get("output", ""))
+    failed = failed_tests(out)
     cases = _cases(task_input)
     lines = [f"- {c.call} should {'raise ' + c.error if c.error else 'be ' + str(c.expected)}"
+             + (f"; got: {got}" if (got := how_it_failed(out, f"{CASE_PREFIX}{n}")) else "")
              for n, c in enumerate(cases, 1) if f"{CASE_PREFIX}{n}" in failed]
     return ("These examples, stated by the spec itself, fail; fix them first:\n"
             + "\n".join(lines) + "\n\n") if lines else ""
