@@ -156,9 +156,12 @@ class Tester(WorkspaceRole):
         module = _module(task_input)
         path, test_path = str(module.get("path")), str(module.get("test_path"))
         text = add_missing_imports(output.files[test_path])
+        # the same tests sent back after a nudge for examples: taken (it will not add them)
+        again = any(isinstance(r.data, dict) and r.data.get("tests") == text
+                    for r in ctx.rejections)
+        rounds = type(self).example_rounds if again else len(ctx.rejections)
         try:
-            self._usable(path, test_path, text, task_input, len(ctx.rejections),
-                         self.out_of_time())
+            self._usable(path, test_path, text, task_input, rounds, self.out_of_time())
         except ModelRetry:
             fallback = _cases_file(task_input, "")
             if not fallback or (len(ctx.rejections) + 1 < type(self).fallback_after
@@ -190,7 +193,7 @@ class Tester(WorkspaceRole):
             shown = ", ".join(repr(m) for m in missing[:8])
             raise ModelRetry(f"Your tests leave out examples the spec states: {shown}. Add "
                              "a test that asserts each example exactly as the spec gives it, "
-                             "and reply with the complete file.")
+                             "and reply with the complete file.", data={"tests": text})
 
 
 class Coder(WorkspaceRole):

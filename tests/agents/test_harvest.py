@@ -88,8 +88,9 @@ async def test_examples_the_pipeline_writes_itself_are_not_asked_of_the_tester(
             '"""shown as "3"."""\n', "")))] * 3,
         "coder": [says(fenced("calc/add.py", GOOD))], "reviewer": [approve]}, spec=spec)
     assert run.status == "completed", run.error
-    # '3' is in no case (show is not the module's): it is asked for, example_rounds times
-    assert len(seen["tester"]) == 3
+    # '3' is in no case (show is not the module's): it is asked for; the same tests sent
+    # back are taken as they are (seen: a 1.5B's good tests lost to a fresh start)
+    assert len(seen["tester"]) == 2
     spec2 = spec.replace('; shown as `"3"` by `show(3)`', "").replace("`3`", '`"3"`')
     (tmp_path / "2").mkdir()
     run, _, seen = await run_pipeline(tmp_path / "2", {
