@@ -259,13 +259,7 @@ async def test_a_reply_cut_off_at_the_limit_is_asked_anew_out_of_view(tmp_path: 
         requests.append(request)
         return replies[len(requests) - 1]
 
-    store = await SQLiteBlackboard.open(tmp_path / "o.db")
-    try:
-        pipeline = Pipeline("p", roles=[Writer()], start=lambda inp: [NewTask("writer", inp)])
-        run = await Coordinator(store, pipeline, models={"writer": FunctionModel(model)}).run(
-            {"task": "write it"})
-    finally:
-        await store.close()
+    run = await _run_writer(tmp_path, Writer(), model)
     assert run.status == "completed", run.error
     retry = requests[1].messages
     assert [m.role for m in retry] == ["system", "user"]  # the cut-off reply is out of view
@@ -297,13 +291,7 @@ async def test_a_reply_that_copies_its_task_is_refused_and_asked_anew(tmp_path: 
             return ModelResponse("```python\n" + task + "\n```")
         return ModelResponse(f"kata/roman.py\n```python\n{CODE}```")
 
-    store = await SQLiteBlackboard.open(tmp_path / "o.db")
-    try:
-        pipeline = Pipeline("p", roles=[Writer()], start=lambda inp: [NewTask("writer", inp)])
-        run = await Coordinator(store, pipeline, models={"writer": FunctionModel(model)}).run(
-            {"task": "roman"})
-    finally:
-        await store.close()
+    run = await _run_writer(tmp_path, Writer(), model)
     assert run.status == "completed", run.error
     retry = requests[1].messages
     assert [m.role for m in retry] == ["system", "user"]  # the copy is out of view
@@ -321,3 +309,14 @@ def test_a_reply_that_repeats_a_file_its_task_quotes_is_no_echo() -> None:
                 CODE * 3 + "\nAdd one comment at the end of the code above.")
     with pytest.raises(OutputError, match="copied the text of your task"):
         refuse_echo(f"```python\n{task}\n```", task)
+
+
+async def _run_writer(tmp_path: Any, role: Role, model: Any) -> Any:
+    """One task of ``role`` (named writer) with ``model``, to its end."""
+    store = await SQLiteBlackboard.open(tmp_path / "o.db")
+    try:
+        pipeline = Pipeline("p", roles=[role], start=lambda inp: [NewTask("writer", inp)])
+        return await Coordinator(store, pipeline, models={"writer": FunctionModel(model)}).run(
+            {"task": "write it"})
+    finally:
+        await store.close()
