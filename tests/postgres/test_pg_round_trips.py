@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from benchmarks.postgres.round_trips import counted, per_step
-from orchestra._errors import LeaseLostError, StoreError
+from orchestra._errors import LeaseLostError, NotFoundError, StoreError, UserError
 from orchestra._types import Message
 from orchestra.store import (
     ClaimSpec,
@@ -81,6 +81,28 @@ async def test_one_statement_keeps_fencing_and_the_journal(store: PostgresBlackb
     await store.complete_step(_step(claimed.id, 1), lease, agent_id=agent)
     with pytest.raises(StoreError, match="already completed"):
         await store.complete_step(_step(claimed.id, 1), lease, agent_id=agent)
+
+
+async def test_a_run_status_change_is_one_statement(store: PostgresBlackboard) -> None:
+    """Any status but ``cancelled`` (which cancels the run's tasks too) is one call of
+    ``orchestra_set_run_status``: the general path's checks, row and event."""
+    run = await store.create_run("p", {})
+    await store.set_run_status(run.id, "running")  # first use: asyncpg prepares it
+    async with counted(store) as sent:
+        moved = await store.set_run_status(run.id, "failed", error="boom",
+                                           only_from=("running",))
+    assert len(sent) == 1, sent
+    assert (moved.status, moved.error, moved.last_seq) == ("failed", "boom", 3)
+    async with store._pool.acquire() as conn:  # the event's bytes, as the general path's
+        data = await conn.fetchval("SELECT data FROM events WHERE run_id = $1 AND seq = 3",
+                                   run.id)
+    assert data == '{"status":"failed","previous":"running","error":"boom"}'
+    with pytest.raises(UserError, match=r"is failed; this change needs it to be one of "
+                                        r"\['running'\]"):
+        await store.set_run_status(run.id, "completed", only_from=("running",))
+    with pytest.raises(NotFoundError, match="does not exist"):
+        await store.set_run_status("nope", "completed")
+    assert (await store.get_run(run.id)).last_seq == 3  # a refused change wrote nothing
 
 
 async def test_s1_round_trips_per_step(dsn: str) -> None:

@@ -9,7 +9,7 @@ import pytest
 from backends import Claimed, Opener
 
 from orchestra._errors import LeaseLostError, NotFoundError, UserError
-from orchestra.store import Blackboard, Lease, NewTask
+from orchestra.store import Blackboard, ClaimSpec, Lease, NewTask
 
 
 async def test_claims_take_the_oldest_ready_task_and_bump_the_attempt(store: Blackboard) -> None:
@@ -122,6 +122,44 @@ async def test_an_expired_lease_is_taken_over_by_the_next_claim(store: Blackboar
     with pytest.raises(LeaseLostError):
         await store.complete_task(dead.id, Lease("dead", 1), "late", agent_id="a")
     assert not await store.heartbeat(dead.id, Lease("dead", 1), 30)
+
+
+async def test_a_hand_in_claims_pending_work_and_leaves_expired_leases_to_a_claim(
+        store: Blackboard) -> None:
+    """Handing in a task claims the run's next pending task without scanning for dead
+    workers' leases: the next ordinary claim takes those over. Events stay in order."""
+    run = await store.create_run("p", {}, tasks=[NewTask("a", 0), NewTask("a", 1)])
+    mine = await store.claim_task("w", run_id=run.id)
+    dead = await store.claim_task("dead", run_id=run.id, lease_seconds=-1)
+    assert dead is not None and mine is not None
+    await store.add_tasks(run.id, [NewTask("a", 2)])
+    nxt = await store.complete_task_and_claim(
+        mine.id, Lease("w", mine.attempt), "ok", agent_id=f"{run.id}/a",
+        claim=ClaimSpec("w", {"a": 2}, 2, run.id, 30.0))
+    assert [t.input for t in nxt] == [2]
+    taken = await store.claim_tasks("w2", capacity={"a": 2}, limit=2, run_id=run.id)
+    assert [(t.id, t.attempt) for t in taken] == [(dead.id, 2)]
+    events = await store.events(run.id)
+    assert [e.seq for e in events] == list(range(1, len(events) + 1))
+    assert [(e.kind, e.data.get("task")) for e in events[-4:]] == [
+        ("task.completed", mine.id), ("task.claimed", nxt[0].id),
+        ("task.requeued", dead.id), ("task.claimed", dead.id)]
+
+
+async def test_a_claim_across_runs_writes_each_runs_events_in_order(store: Blackboard) -> None:
+    """One claim over several runs: each run's takeover is announced before its claims,
+    and each run's event seq stays gap-free."""
+    runs = [await store.create_run("p", {}, tasks=[NewTask("a", 0), NewTask("a", 1)])
+            for _ in range(2)]
+    dead = [await store.claim_task("dead", run_id=r.id, lease_seconds=-1) for r in runs]
+    got = await store.claim_tasks("w", capacity={"a": 9}, limit=9)
+    assert sorted(t.id for t in got if t.attempt == 2) == sorted(t.id for t in dead if t)
+    assert len(got) == 4
+    for run in runs:
+        events = await store.events(run.id)
+        assert [e.seq for e in events] == list(range(1, len(events) + 1))
+        kinds = [e.kind for e in events if e.kind in ("task.claimed", "task.requeued")]
+        assert kinds == ["task.claimed", "task.requeued", "task.claimed", "task.claimed"]
 
 
 async def test_served_until_sees_renewals_and_leases(store: Blackboard) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Collection, Sequence
 
 import asyncpg
@@ -21,6 +22,10 @@ _INSERT = (
 _LOCK = "SELECT status FROM runs WHERE id = $1 FOR UPDATE"
 _GET = f"SELECT {_rows.RUN_COLS} FROM runs WHERE id = $1"
 _SET_STATUS = "UPDATE runs SET status = $1, error = $2, updated_at = $3 WHERE id = $4"
+_SET_AT_ONCE = f"SELECT {_rows.RUN_COLS} FROM orchestra_set_run_status($1, $2, $3, $4, $5, $6)"
+_PREVIOUS = "\x01previous\x01"
+"""Stands for the previous status in the event's data Python encodes (the function,
+which alone knows it, puts it in)."""
 _CANCEL_TASKS = (
     "UPDATE tasks SET status = 'cancelled', lease_owner = NULL, lease_expires_at = NULL, "
     "updated_at = $1 WHERE run_id = $2 AND status IN ('pending', 'running', 'waiting') "
@@ -74,15 +79,12 @@ async def set_run_status(c: asyncpg.Connection, enc: Encoder, run_id: str, statu
                          error: str | None, only_from: Collection[RunStatus] | None,
                          now: float) -> Run:
     """Change a run's status; ``cancelled`` also cancels its live tasks, fencing their workers."""
-    if status not in _STATUSES:
-        raise UserError(f"run status must be one of {sorted(_STATUSES)}, got {status!r}")
+    _check_status(status)
     current = await c.fetchval(_LOCK, run_id)
     if current is None:
         raise NotFoundError(f"run {run_id!r} does not exist")
     if only_from is not None and current not in only_from:
-        raise UserError(
-            f"run {run_id} is {current}; this change needs it to be one of {sorted(only_from)}"
-        )
+        raise _not_from(run_id, current, only_from)
     error_text = enc.optional_text(error, f"error of run {run_id}")
     await c.execute(_SET_STATUS, status, error_text, now, run_id)
     await append_event(c, enc, run_id, f"run.{status}",
@@ -93,6 +95,41 @@ async def set_run_status(c: asyncpg.Connection, enc: Encoder, run_id: str, statu
             await append_event(c, enc, run_id, "task.cancelled", {"task": task_id, "role": role},
                                now)
     return _rows.run(whole(await c.fetchrow(_GET, run_id)))
+
+
+async def set_run_status_at_once(c: asyncpg.Connection, enc: Encoder, run_id: str,
+                                 status: RunStatus, error: str | None,
+                                 only_from: Collection[RunStatus] | None) -> Run:
+    """``set_run_status`` to any status but ``cancelled`` as ONE statement (schema v6's
+    ``orchestra_set_run_status``): the same checks, row, event and errors."""
+    _check_status(status)
+    if status == "cancelled":
+        raise ValueError("cancelling also cancels the run's tasks: use set_run_status")
+    error_text = enc.optional_text(error, f"error of run {run_id}")
+    data = enc.json({"status": status, "previous": _PREVIOUS, "error": short(error)},
+                    f"event 'run.{status}' data")
+    head, tail = data.split(json.dumps(_PREVIOUS), 1)
+    allowed = None if only_from is None else sorted(only_from)
+    try:
+        row = await c.fetchrow(_SET_AT_ONCE, run_id, status, error_text, allowed, head, tail)
+    except asyncpg.PostgresError as exc:
+        code = getattr(exc, "sqlstate", None)
+        if code == "OR002":
+            raise NotFoundError(f"run {run_id!r} does not exist") from None
+        if code == "OR004" and only_from is not None:
+            raise _not_from(run_id, getattr(exc, "detail", "") or "?", only_from) from None
+        raise
+    return _rows.run(whole(row))
+
+
+def _check_status(status: str) -> None:
+    if status not in _STATUSES:
+        raise UserError(f"run status must be one of {sorted(_STATUSES)}, got {status!r}")
+
+
+def _not_from(run_id: str, current: str, only_from: Collection[RunStatus]) -> UserError:
+    return UserError(
+        f"run {run_id} is {current}; this change needs it to be one of {sorted(only_from)}")
 
 
 async def candidates(c: asyncpg.Connection, finished_before: float | None,

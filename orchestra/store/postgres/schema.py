@@ -15,6 +15,7 @@ import asyncpg
 from orchestra._errors import NotAStoreError, SchemaVersionError, StoreError
 from orchestra._types import MESSAGE_ROLES, STEP_KINDS
 from orchestra.store.postgres.step_sql import V5
+from orchestra.store.postgres.step_sql_v6 import V6
 
 MARK = "orchestra"
 """``orchestra_schema.app``: what marks a database's tables as an orchestra store."""
@@ -221,7 +222,8 @@ WHERE attempt > 0;
 """
 
 # v5 (issue 25): a step's writes as server-side functions (``step_sql``): one round trip
-MIGRATIONS: tuple[str, ...] = (V1, V2, V3, V4, V5)
+# v6 (issue 25): fewer statements inside those functions; a run's status in one (``step_sql_v6``)
+MIGRATIONS: tuple[str, ...] = (V1, V2, V3, V4, V5, V6)
 """Script ``i`` (0-based) takes the schema from version ``i`` to ``i + 1``. Append only."""
 
 LATEST_VERSION = len(MIGRATIONS)

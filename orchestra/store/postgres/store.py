@@ -217,6 +217,9 @@ class PostgresBlackboard(TaskMethods, HistoryMethods, BoardMethods, RunCopyMetho
                              only_from: Collection[RunStatus] | None = None) -> Run:
         enc = self._enc
         allowed = None if only_from is None else frozenset(only_from)
+        if status != "cancelled":  # one statement; a cancel also cancels the run's tasks
+            return await self._statement(lambda c: _runs.set_run_status_at_once(
+                c, enc, run_id, status, error, allowed))
         return await self._submit(lambda c, now: _runs.set_run_status(
             c, enc, run_id, status, error, allowed, now))
 

@@ -117,7 +117,7 @@ class TaskMethods:
                                                 writes, step, now)
             nxt = await _tasks.claim_many(c, enc, claim.owner, now, run_id=claim.run_id,
                                           capacity=dict(claim.capacity), limit=claim.limit,
-                                          lease_seconds=claim.lease_seconds)
+                                          lease_seconds=claim.lease_seconds, expired=False)
             return nxt
 
         return await self._submit(op)

@@ -167,8 +167,9 @@ async def insert_tasks(c: asyncpg.Connection, enc: Encoder, run_id: str,
 
 async def claim(c: asyncpg.Connection, enc: Encoder, owner: str, now: float, *,
                 run_id: str | None, roles: Collection[str] | None, lease_seconds: float,
-                limit: int = 1) -> list[Task]:
-    """Lease up to ``limit`` of the oldest claimable pending tasks to ``owner``.
+                limit: int = 1, expired: bool = True) -> list[Task]:
+    """Lease up to ``limit`` of the oldest claimable pending tasks to ``owner`` (after
+    the tasks whose lease expired, unless not ``expired``).
 
     ``SKIP LOCKED`` passes over rows another transaction is claiming right now, so
     claimers on many hosts never wait on each other and never take the same task.
@@ -176,7 +177,8 @@ async def claim(c: asyncpg.Connection, enc: Encoder, owner: str, now: float, *,
     if not owner:
         raise UserError("claim_task needs a non-empty owner")
     role_list = None if roles is None else sorted(roles)
-    taken = await c.fetch(_TAKE_OVER, owner, now + lease_seconds, now, run_id, role_list, limit)
+    taken = await c.fetch(_TAKE_OVER, owner, now + lease_seconds, now, run_id, role_list,
+                          limit) if expired else []
     for r in sorted(taken, key=lambda r: (r[16], r[18])):
         await append_event(c, enc, r[1], "task.requeued",
                            {"task": r[0], "role": r[2], "attempt": r[5] - 1,
@@ -196,14 +198,15 @@ async def claim(c: asyncpg.Connection, enc: Encoder, owner: str, now: float, *,
 
 async def claim_many(c: asyncpg.Connection, enc: Encoder, owner: str, now: float, *,
                      run_id: str | None, capacity: dict[str, int], limit: int,
-                     lease_seconds: float) -> list[Task]:
-    """Claim up to ``limit`` tasks, at most ``capacity[role]`` per role, in one transaction."""
+                     lease_seconds: float, expired: bool = True) -> list[Task]:
+    """Claim up to ``limit`` tasks, at most ``capacity[role]`` per role, in one transaction
+    (``expired=False``: no takeover of expired leases, as a hand-in's claim, see SQLite's)."""
     free = {role: n for role, n in capacity.items() if n > 0}
     claimed: list[Task] = []
     while free and len(claimed) < limit:
         want = min(limit - len(claimed), *free.values())
         tasks = await claim(c, enc, owner, now, run_id=run_id, roles=tuple(free),
-                            lease_seconds=lease_seconds, limit=want)
+                            lease_seconds=lease_seconds, limit=want, expired=expired)
         for task in tasks:
             claimed.append(task)
             free[task.role] -= 1
