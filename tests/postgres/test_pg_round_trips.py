@@ -105,6 +105,34 @@ async def test_a_run_status_change_is_one_statement(store: PostgresBlackboard) -
     assert (await store.get_run(run.id)).last_seq == 3  # a refused change wrote nothing
 
 
+async def test_a_run_is_created_in_one_statement(store: PostgresBlackboard) -> None:
+    """A run with tasks without keys is one call of ``orchestra_create_run``: the run,
+    its tasks in order and their events, seqs from 1; a task with a key (looked up
+    first) takes the general path; a taken id is refused either way."""
+    await store.create_run("p", {})  # first use: asyncpg prepares it
+    async with counted(store) as sent:
+        run = await store.create_run("p", {"x": 1}, run_id="r1", settings={"s": 1},
+                                     tasks=[_new("a"), NewTask("b", {"n": 2}, max_attempts=2)])
+    assert len(sent) == 1, sent
+    assert (run.id, run.status, run.input, run.last_seq) == ("r1", "pending", {"x": 1}, 3)
+    tasks = await store.list_tasks("r1")
+    assert [(t.role, t.input, t.max_attempts, t.cause, t.status) for t in tasks] == [
+        ("a", {"n": 1}, _new("a").max_attempts, "run", "pending"),
+        ("b", {"n": 2}, 2, "run", "pending")]
+    events = await store.events("r1")
+    assert [(e.seq, e.kind, e.data) for e in events] == [
+        (1, "run.created", {"pipeline": "p", "settings": {"s": 1}}),
+        (2, "task.created", {"task": tasks[0].id, "role": "a", "cause": "run"}),
+        (3, "task.created", {"task": tasks[1].id, "role": "b", "cause": "run"})]
+    for keyed in (False, True):
+        with pytest.raises(UserError, match="'r1' already exists"):
+            await store.create_run("p", {}, run_id="r1",
+                                   tasks=[NewTask("a", {}, key="k" if keyed else None)])
+    async with counted(store) as sent:
+        await store.create_run("p", {}, run_id="r2", tasks=[NewTask("a", {}, key="k")])
+    assert len(sent) > 1 and [t.key for t in await store.list_tasks("r2")] == ["k"]
+
+
 async def test_s1_round_trips_per_step(dsn: str) -> None:
     counts = await per_step(dsn, 1)
     assert counts["writes_per_step"] < 1.5  # 17 steps, plus the run's own transactions

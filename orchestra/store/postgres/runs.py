@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection, Sequence
+from typing import Any
 
 import asyncpg
 
@@ -14,6 +15,7 @@ from orchestra.store.codec import Encoder, new_id, short
 from orchestra.store.postgres.events import append_event, whole
 from orchestra.store.postgres.tasks import insert_tasks
 from orchestra.store.protocol import NewTask
+from orchestra.store.rules import check_new_task
 
 _INSERT = (
     "INSERT INTO runs (id, pipeline, input, status, created_at, updated_at) "
@@ -22,6 +24,8 @@ _INSERT = (
 _LOCK = "SELECT status FROM runs WHERE id = $1 FOR UPDATE"
 _GET = f"SELECT {_rows.RUN_COLS} FROM runs WHERE id = $1"
 _SET_STATUS = "UPDATE runs SET status = $1, error = $2, updated_at = $3 WHERE id = $4"
+_CREATE_AT_ONCE = (f"SELECT {_rows.RUN_COLS} FROM orchestra_create_run("
+                   f"{', '.join(f'${i}' for i in range(1, 13))})")
 _SET_AT_ONCE = f"SELECT {_rows.RUN_COLS} FROM orchestra_set_run_status($1, $2, $3, $4, $5, $6)"
 _PREVIOUS = "\x01previous\x01"
 """Stands for the previous status in the event's data Python encodes (the function,
@@ -66,13 +70,51 @@ async def create_run(c: asyncpg.Connection, enc: Encoder, pipeline: str, input: 
         raise UserError("run_id must be a non-empty string")
     text = enc.json(input, f"input of run {run_id}")
     if await c.execute(_INSERT, run_id, pipeline, text, now) != "INSERT 0 1":
-        raise UserError(f"run {run_id!r} already exists; choose another run_id or resume it")
+        raise _exists(run_id)
     created: dict[str, JSON] = {"pipeline": pipeline}
     if settings is not None:
         created["settings"] = settings  # the caller's choices, apart from the input
     await append_event(c, enc, run_id, "run.created", created, now)
     await insert_tasks(c, enc, run_id, tasks, now, cause="run")
     return _rows.run(whole(await c.fetchrow(_GET, run_id)))
+
+
+async def create_run_at_once(c: asyncpg.Connection, enc: Encoder, pipeline: str, input: JSON,
+                             run_id: str | None, tasks: Sequence[NewTask],
+                             settings: JSON = None) -> Run:
+    """``create_run`` as ONE statement (schema v6's ``orchestra_create_run``) when no task
+    has a key (a key is looked up first: the general path); the same rows and events."""
+    if any(t.key is not None for t in tasks):
+        raise ValueError("tasks with keys take the general path: use create_run")
+    run_id = new_id(12) if run_id is None else run_id
+    if not run_id:
+        raise UserError("run_id must be a non-empty string")
+    text = enc.json(input, f"input of run {run_id}")
+    created: dict[str, JSON] = {"pipeline": pipeline}
+    if settings is not None:
+        created["settings"] = settings  # the caller's choices, apart from the input
+    event = enc.json(created, "event 'run.created' data")
+    cols: list[list[Any]] = [[] for _ in range(8)]
+    for new in tasks:
+        check_new_task(new.role, new.max_attempts)
+        task_id, why = new_id(), new.cause if new.cause is not None else "run"
+        values = (task_id, new.role, enc.json(new.input, f"task input for {new.role!r}"),
+                  new.max_attempts, float(new.not_before), new.parent_id, why,
+                  enc.json({"task": task_id, "role": new.role, "cause": why},
+                           "event 'task.created' data"))
+        for column, value in zip(cols, values, strict=True):
+            column.append(value)
+    try:
+        row = await c.fetchrow(_CREATE_AT_ONCE, run_id, pipeline, text, event, *cols)
+    except asyncpg.PostgresError as exc:
+        if getattr(exc, "sqlstate", None) == "OR005":
+            raise _exists(run_id) from None
+        raise
+    return _rows.run(whole(row))
+
+
+def _exists(run_id: str) -> UserError:
+    return UserError(f"run {run_id!r} already exists; choose another run_id or resume it")
 
 
 async def set_run_status(c: asyncpg.Connection, enc: Encoder, run_id: str, status: RunStatus,

@@ -17,7 +17,9 @@ Now:
   finished task's successor (the next ordinary claim takes those over);
 - ``orchestra_set_run_status`` changes a run's status in one statement (the general
   path: begin, clock, lock, update, event, read, commit), except to ``cancelled``,
-  which also cancels the run's tasks and keeps the general path.
+  which also cancels the run's tasks and keeps the general path;
+- ``orchestra_create_run`` creates a run, its ``run.created`` event and its first
+  tasks (without keys) with their ``task.created`` events in one statement.
 """
 
 from __future__ import annotations
@@ -210,7 +212,15 @@ DECLARE
     x_kind text[] := '{{}}';
     x_data text[] := '{{}}';
 BEGIN
-    v := orchestra_lease(p_task, p_owner, p_attempt);
+    SELECT * INTO v FROM tasks WHERE id = p_task FOR UPDATE;  -- orchestra_lease, inline
+    IF NOT FOUND THEN
+        RAISE EXCEPTION USING ERRCODE = 'OR002', MESSAGE = 'no task ' || p_task;
+    END IF;
+    IF v.status <> 'running' OR v.lease_owner IS DISTINCT FROM p_owner
+            OR v.attempt <> p_attempt THEN
+        RAISE EXCEPTION USING ERRCODE = 'OR001', MESSAGE = 'lease lost on ' || p_task,
+            DETAIL = json_build_array(v.role, v.status, v.lease_owner, v.attempt)::text;
+    END IF;
     IF coalesce(cardinality(h_id), 0) > 0 THEN
         INSERT INTO tasks (id, run_id, role, input, status, max_attempts, not_before,
                            parent_id, cause, "key", from_agent, handoff_note, created_at,
@@ -285,8 +295,14 @@ BEGIN
         VALUES (p_agent, v.run_id, p_agent_role, v_now, 0)
         ON CONFLICT (id) DO NOTHING;
     END IF;
-    PERFORM orchestra_run_events(v.run_id, e_kind, e_data, v_now, p_tokens_in, p_tokens_out,
-                                 p_cost, 1);
+    WITH s AS (  -- orchestra_run_events, inline
+        UPDATE runs SET last_seq = last_seq + cardinality(e_kind), updated_at = v_now,
+            tokens_in = tokens_in + p_tokens_in, tokens_out = tokens_out + p_tokens_out,
+            cost = cost + p_cost, steps = steps + 1
+        WHERE id = v.run_id RETURNING last_seq)
+    INSERT INTO events (run_id, seq, kind, data, at)
+    SELECT v.run_id, s.last_seq - cardinality(e_kind) + e.i, e.k, e.d, v_now
+    FROM s, unnest(e_kind, e_data) WITH ORDINALITY AS e(k, d, i);
     IF cardinality(x_run) > 0 THEN
         PERFORM orchestra_events(x_run, x_kind, x_data, v_now);
     END IF;
@@ -318,6 +334,45 @@ BEGIN
     INSERT INTO events (run_id, seq, kind, data, at)
     VALUES (p_run, v.last_seq, 'run.' || p_status,
             p_head || to_json(v_current)::text || p_tail, v_now);
+    RETURN NEXT v;
+END $$;
+
+-- ``runs.create_run`` for tasks without keys: error OR005 if the id is taken; the
+-- run's row out. Python encodes every payload and event and picks the task ids.
+CREATE FUNCTION orchestra_create_run(p_run text, p_pipeline text, p_input text,
+                                     p_event text, t_id text[], t_role text[],
+                                     t_input text[], t_max integer[],
+                                     t_not_before double precision[], t_parent text[],
+                                     t_cause text[], t_event text[])
+RETURNS SETOF runs
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_now double precision := extract(epoch FROM now())::float8;
+    v_n integer := coalesce(cardinality(t_id), 0);
+    v runs;
+BEGIN
+    INSERT INTO runs (id, pipeline, input, status, created_at, updated_at, last_seq)
+    VALUES (p_run, p_pipeline, p_input, 'pending', v_now, v_now, 1 + v_n)
+    ON CONFLICT (id) DO NOTHING
+    RETURNING * INTO v;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION USING ERRCODE = 'OR005', MESSAGE = 'run ' || p_run || ' exists';
+    END IF;
+    INSERT INTO events (run_id, seq, kind, data, at)
+    VALUES (p_run, 1, 'run.created', p_event, v_now);
+    IF v_n > 0 THEN
+        INSERT INTO events (run_id, seq, kind, data, at)
+        SELECT p_run, 1 + e.i, 'task.created', e.d, v_now
+        FROM unnest(t_event) WITH ORDINALITY AS e(d, i);
+        INSERT INTO tasks (id, run_id, role, input, status, max_attempts, not_before,
+                           parent_id, cause, "key", from_agent, handoff_note, created_at,
+                           updated_at)
+        SELECT t.id, p_run, t.r, t.inp, 'pending', t.m, t.nb, t.par, t.ca, NULL, NULL, NULL,
+               v_now, v_now
+        FROM unnest(t_id, t_role, t_input, t_max, t_not_before, t_parent, t_cause)
+            WITH ORDINALITY AS t(id, r, inp, m, nb, par, ca, o)
+        ORDER BY t.o;
+    END IF;
     RETURN NEXT v;
 END $$;
 """

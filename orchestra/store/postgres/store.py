@@ -196,6 +196,9 @@ class PostgresBlackboard(TaskMethods, HistoryMethods, BoardMethods, RunCopyMetho
     async def create_run(self, pipeline: str, input: JSON, *, run_id: str | None = None,
                          tasks: Sequence[NewTask] = (), settings: JSON = None) -> Run:
         enc, tasks = self._enc, tuple(tasks)
+        if all(t.key is None for t in tasks):  # one statement (a key is looked up first)
+            return await self._statement(lambda c: _runs.create_run_at_once(
+                c, enc, pipeline, input, run_id, tasks, settings))
         return await self._submit(lambda c, now: _runs.create_run(c, enc, pipeline, input,
                                                                   run_id, tasks, now, settings))
 
