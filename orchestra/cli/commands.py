@@ -27,6 +27,7 @@ from orchestra.coordinator.coordinator import (
     CoordinatorSettings,
     check_resumable,
 )
+from orchestra.coordinator.finding import WorkFinder
 from orchestra.coordinator.owners import new_owner_id
 from orchestra.coordinator.pipeline import load_pipeline
 from orchestra.coordinator.run_models import (
@@ -39,7 +40,7 @@ from orchestra.coordinator.run_models import (
 )
 from orchestra.coordinator.run_models import models_for_run as _models
 from orchestra.coordinator.run_models import run_cap as _run_cap
-from orchestra.coordinator.serving import ParkedRuns, active_runs, needs_driving, why_not_served
+from orchestra.coordinator.serving import ParkedRuns, needs_driving, why_not_served
 from orchestra.models.prices import Prices, parse_prices
 from orchestra.store import Blackboard
 from orchestra.store import url as store_url
@@ -318,11 +319,14 @@ async def cmd_cancel(args: argparse.Namespace) -> int:
 
 async def cmd_worker(args: argparse.Namespace) -> int:
     """Serve active runs until interrupted (or idle for --idle-exit seconds); a waiting run
-    is continued as soon as a human decides its approval, as `orchestra serve` does."""
+    is continued as soon as a human decides its approval, as `orchestra serve` does.
+
+    Without --run it drives only the runs it has work in (``WorkFinder``), not all."""
     _settings(args, shared=True)  # bad flags fail before anything is opened
     async with open_store(args, must_exist=True) as store:
         serving: dict[str, asyncio.Task[Run]] = {}
         parked = ParkedRuns(store, new_owner_id(), args.lease)
+        finder = WorkFinder(store, parked, sweep_seconds=min(args.lease / 3, 2.0))
         idle_since = asyncio.get_running_loop().time()
         if args.run:
             args.run = await inspect_cmds.resolve_run(store, args.run)
@@ -330,37 +334,48 @@ async def cmd_worker(args: argparse.Namespace) -> int:
             if not await needs_driving(store, run):
                 raise UserError(why_not_served(run, f"--db {store_url.label(args.db)}"))
         last: Run | None = None
+        pause = _LOOK
         while True:
-            runs = [await store.get_run(args.run)] if args.run else await active_runs(store)
-            if not args.run:
-                await parked.hold(r for r in runs if r.id not in serving)
-            for run in runs:
-                if run.id in serving or not await needs_driving(store, run):
-                    continue
-                serving[run.id] = await _serve_run(args, store, run)
+            if args.run:
+                run = await store.get_run(args.run)
+                if run.id not in serving and await needs_driving(store, run):
+                    serving[run.id] = await _serve_run(args, store, run, leave=False)
+            else:
+                found = await finder.runs(serving)
+                for run_id in found:
+                    serving[run_id] = await _serve_run(args, store, await store.get_run(run_id),
+                                                       leave=True)
+                pause = _LOOK if found else min(2 * pause, _LOOK_MAX)
             for run_id, job in list(serving.items()):
                 if job.done():
                     del serving[run_id]
                     last = job.result()
-                    inspect_cmds.emit(args, {"run": run_id, "status": last.status},
-                                      f"run {run_id}: {last.status}")
+                    if last.status not in ("pending", "running"):  # not merely left
+                        inspect_cmds.emit(args, {"run": run_id, "status": last.status},
+                                          f"run {run_id}: {last.status}")
+                        pause = _LOOK
             now = asyncio.get_running_loop().time()
-            if serving:
+            if serving or (finder.live and not args.run):
                 idle_since = now
             elif args.run:
                 return _exit_code(last.status) if last else EXIT_OK
             elif args.idle_exit is not None and now - idle_since >= args.idle_exit:
                 return EXIT_OK
-            await asyncio.sleep(0.2)
+            await asyncio.sleep(pause)
 
 
-async def _serve_run(args: argparse.Namespace, store: Blackboard, run: Run) -> asyncio.Task[Run]:
+_LOOK, _LOOK_MAX = 0.2, 2.0  # s between looks for work; a look finding none doubles it
+
+
+async def _serve_run(args: argparse.Namespace, store: Blackboard, run: Run, *,
+                     leave: bool) -> asyncio.Task[Run]:
     pipeline = load_pipeline(run.pipeline, run.input)
     recorded = await recorded_settings(store, run)
     cap = await _run_cap(store, run, None)
     coord = Coordinator(store, pipeline, models=_models(pipeline, recorded, args.model),
-                        settings=_settings(args, shared=True, cap=cap,
-                                           cost_cap=recorded.get("max_cost")),
+                        settings=dataclasses.replace(
+                            _settings(args, shared=True, cap=cap,
+                                      cost_cap=recorded.get("max_cost")), leave_idle=leave),
                         prices=_prices(args))
     if not args.json:
         print(f"worker {coord.owner}: serving run {run.id}")

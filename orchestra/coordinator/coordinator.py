@@ -235,7 +235,7 @@ class Coordinator:
             idle = self.settings.poll_interval
             while True:
                 ended, idle = await self._next(run_id, executor, idle)
-                if ended == "cancelled":
+                if ended == "cancelled" or ended == "left":
                     break
                 if ended is not None:
                     return ended
@@ -255,10 +255,11 @@ class Coordinator:
         return await self.store.get_run(run_id)
 
     async def _next(self, run_id: str, executor: TaskExecutor,
-                    idle: float) -> tuple[Run | Literal["cancelled"] | None, float]:
+                    idle: float) -> tuple[Run | Literal["cancelled", "left"] | None, float]:
         """One wake-up of the drive's loop: raise the store's failure, pause for a cap,
         claim more work if asked, notice a cancel, finish the run once nothing is left.
-        Returns the run as it ended, ``"cancelled"``, or None (keep driving), and how
+        Returns the run as it ended, ``"cancelled"``, ``"left"`` (nothing to do here, and
+        ``leave_idle``), or None (keep driving), and how
         long to sleep before the next look: ``idle`` doubled after a look that found
         nothing (up to ``idle_poll_max``), ``poll_interval`` after one that found work."""
         if executor.fatal is not None:
@@ -274,7 +275,10 @@ class Coordinator:
         if self.jobs.stopped(run_id):
             return "cancelled", idle
         if not self.jobs.has(run_id):
-            return await self._finish_if_done(run_id), idle
+            done = await self._finish_if_done(run_id)
+            if done is None and self.settings.leave_idle:
+                return "left", idle  # another worker holds its work, or a retry is due later
+            return done, idle
         return None, idle
 
     def _cancelled_elsewhere(self, run_id: str) -> None:

@@ -40,3 +40,7 @@ class CoordinatorSettings:
     shared: bool = False
     """Other processes may serve the same runs (``orchestra worker``): agents then re-read
     their history from the store at every task instead of trusting this process's cache."""
+    leave_idle: bool = False
+    """Stop driving a run (without finishing it) once this coordinator runs none of its
+    tasks and can claim none: ``orchestra worker`` drives only the runs it has work in,
+    and finds the others again when they have claimable work (``claimable_runs``)."""

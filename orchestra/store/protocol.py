@@ -197,6 +197,12 @@ class TaskQueue(Protocol):
 
     async def serve_run(self, run_id: str, owner: str, lease_seconds: float) -> None: ...
     async def served_until(self, run_ids: Sequence[str]) -> dict[str, float | None]: ...
+    async def claimable_runs(self, *, limit: int,
+                             exclude: Sequence[str] = ()) -> list[str]:
+        """Up to ``limit`` live runs (not in ``exclude``) with a task a worker could claim
+        now on the store's clock (pending and due, or running on an expired lease), oldest
+        such task first: one query, so a worker drives only runs it has work in."""
+        ...
 
 
 class StepJournal(Protocol):

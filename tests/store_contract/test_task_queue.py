@@ -190,3 +190,23 @@ async def test_served_until_is_on_the_callers_clock(store: Blackboard,
     await store.serve_run(run.id, "w", 60)
     until = (await store.served_until([run.id]))[run.id]
     assert until is not None and time.time() + 50 <= until <= time.time() + 70
+
+
+async def test_claimable_runs_are_the_live_runs_with_a_task_to_claim_now(
+        store: Blackboard) -> None:
+    """One query tells a worker which runs it could claim in: due pending tasks and
+    expired leases count; future retries, live leases and finished runs do not."""
+    due = await store.create_run("p", {}, tasks=[NewTask("a", 1)])
+    later = await store.create_run("p", {}, tasks=[NewTask("a", 1, not_before=time.time() + 3600)])
+    held = await store.create_run("p", {}, tasks=[NewTask("a", 1)])
+    await store.claim_task("live", run_id=held.id, lease_seconds=60)
+    dead = await store.create_run("p", {}, tasks=[NewTask("a", 1)])
+    await store.claim_task("dead", run_id=dead.id, lease_seconds=-1)
+    gone = await store.create_run("p", {}, tasks=[NewTask("a", 1)])
+    await store.set_run_status(gone.id, "cancelled")
+    parked = await store.create_run("p", {}, tasks=[NewTask("a", 1)])
+    await store.set_run_status(parked.id, "waiting")  # e.g. an approval was just decided
+    assert later.id and held.id  # neither is claimable
+    assert await store.claimable_runs(limit=10) == [due.id, dead.id, parked.id]
+    assert await store.claimable_runs(limit=1) == [due.id]
+    assert await store.claimable_runs(limit=10, exclude=[due.id, parked.id]) == [dead.id]

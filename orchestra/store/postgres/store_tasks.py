@@ -156,6 +156,10 @@ class TaskMethods:
         ids = tuple(run_ids)
         return await self._read(lambda c: _tasks.served_until(c, ids))
 
+    async def claimable_runs(self, *, limit: int, exclude: Sequence[str] = ()) -> list[str]:
+        skip = tuple(exclude)
+        return await self._read(lambda c: _tasks.claimable_runs(c, limit, skip))
+
     async def step_counts(self, run_id: str) -> dict[str, int]:
         return await self._read(lambda c: _reads.step_counts(c, run_id))
 

@@ -272,6 +272,14 @@ SELECT r.id, GREATEST(
               WHERE t.run_id = r.id AND t.status = 'running'), 0)),
     extract(epoch FROM now())::float8
 FROM unnest($1::text[]) AS r(id)"""
+# Live runs with a task claimable now, on the database's clock (see the SQLite store's).
+_CLAIMABLE = """
+SELECT t.run_id FROM tasks t JOIN runs r ON r.id = t.run_id
+WHERE r.status IN ('pending', 'running', 'waiting')
+  AND ((t.status = 'pending' AND t.not_before <= extract(epoch FROM now())::float8)
+       OR (t.status = 'running' AND t.lease_expires_at < extract(epoch FROM now())::float8))
+  AND NOT (t.run_id = ANY($1::text[]))
+GROUP BY t.run_id ORDER BY MIN(t.created_at) LIMIT $2"""
 _SAME_CLOCK = 1.0  # seconds: clocks closer than this are taken as one (leases are longer)
 
 
@@ -311,3 +319,8 @@ async def served_until(c: asyncpg.Connection,
             shift = 0.0  # the round trip's own delay: the times stay exactly the stored ones
         served[run_id] = until + shift if until else None
     return served
+
+
+async def claimable_runs(c: asyncpg.Connection, limit: int, exclude: Sequence[str]) -> list[str]:
+    """Up to ``limit`` live runs outside ``exclude`` with a task claimable now."""
+    return [row[0] for row in await c.fetch(_CLAIMABLE, list(exclude), limit)]

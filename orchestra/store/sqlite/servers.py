@@ -29,6 +29,15 @@ SELECT r.value,
                      WHERE run_id = r.value AND status = 'running'), 0))
 FROM json_each(?) r"""
 
+# Live runs with a task claimable now: pending and due, or running on an expired lease.
+_CLAIMABLE = """
+SELECT t.run_id FROM tasks t JOIN runs r ON r.id = t.run_id
+WHERE r.status IN ('pending', 'running', 'waiting')
+  AND ((t.status = 'pending' AND t.not_before <= ?)
+       OR (t.status = 'running' AND t.lease_expires_at < ?))
+  AND t.run_id NOT IN (SELECT value FROM json_each(?))
+GROUP BY t.run_id ORDER BY MIN(t.created_at) LIMIT ?"""
+
 
 async def renew(tx: Txn, run_id: str, owner: str, lease_seconds: float) -> None:
     """``owner`` serves ``run_id`` for ``lease_seconds`` more (0: it stopped serving)."""
@@ -42,3 +51,11 @@ async def alive_until(conn: Conn, run_ids: Sequence[str]) -> dict[str, float | N
     """Per run, until when a worker was last known to serve it (None: never served)."""
     rows = (await conn.execute(_ALIVE_UNTIL, (json.dumps(list(run_ids)),))).fetchall()
     return {run_id: (until or None) for run_id, until in rows}
+
+
+async def claimable_runs(conn: Conn, now: float, limit: int,
+                         exclude: Sequence[str]) -> list[str]:
+    """Up to ``limit`` live runs outside ``exclude`` with a task claimable at ``now``."""
+    rows = (await conn.execute(_CLAIMABLE, (now, now, json.dumps(list(exclude)),
+                                            limit))).fetchall()
+    return [run_id for (run_id,) in rows]

@@ -7,6 +7,7 @@ through the store's writer or reader.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from typing import TypeVar
 
@@ -142,6 +143,11 @@ class TaskMethods:
         whose time is past has no live worker."""
         ids = tuple(run_ids)
         return await self._read(lambda c: _servers.alive_until(c, ids))
+
+    async def claimable_runs(self, *, limit: int, exclude: Sequence[str] = ()) -> list[str]:
+        """Live runs with a task claimable now (see ``Blackboard.claimable_runs``)."""
+        skip, now = tuple(exclude), time.time()
+        return await self._read(lambda c: _servers.claimable_runs(c, now, limit, skip))
 
     # -- step journal ---------------------------------------------------------
     async def get_steps(self, task_id: str, retry: int) -> list[Step]:
