@@ -34,7 +34,9 @@ async def _runs(db: Path) -> tuple[str, list[str]]:
 async def _wait_done(db: Path, run_id: str) -> None:
     async with await SQLiteBlackboard.open(db) as store:
         async with asyncio.timeout(60):
-            while (await store.get_run(run_id)).status != "completed":
+            while True:  # polls another process's progress: no event to wait on
+                if (await store.get_run(run_id)).status == "completed":
+                    return
                 await asyncio.sleep(0.05)
 
 
