@@ -211,6 +211,9 @@ class Coordinator:
             for role in self.pipeline.roles:  # a run made just now: nobody wrote to it yet
                 self.agent(run_id, role.name).loaded = True
         executor = TaskExecutor(self._services, self.jobs)
+        # the leases of the tasks the first claim starts are renewed from the start: that
+        # claim shares its commit with the writes below, which a busy store may hold up
+        beats = asyncio.create_task(executor.heartbeat_loop(run_id))
         # 1. claim. Sent together, these share one group commit (one round trip to the
         # store's writer): the run's status, the store learning that the run is served
         # (renewed with the leases, so it is not an orphan), and the first claim (which
@@ -222,9 +225,9 @@ class Coordinator:
                 self.store.serve_run(run_id, self.owner, self.settings.lease_seconds),
                 self._fill(run_id, executor))
         except BaseException:
+            beats.cancel()
             await self._stop_all(run_id)
             raise
-        beats = asyncio.create_task(executor.heartbeat_loop(run_id))
         self._watch.watch(run_id)
         try:
             if moved.status in TERMINAL_RUN_STATUSES:

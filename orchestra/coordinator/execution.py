@@ -228,7 +228,15 @@ class TaskExecutor:
             renewals = await asyncio.gather(
                 self.c.store.serve_run(run_id, self.c.owner, seconds),
                 *(self.c.store.heartbeat(task_id, lease, seconds) for task_id, (_, lease)
-                  in held))
+                  in held), return_exceptions=True)
             for (task_id, _), ok in zip(held, renewals[1:], strict=True):
-                if not ok:
+                if ok is False:
                     self.jobs.cancel(run_id, task_id)
+            failed = [r for r in renewals if isinstance(r, BaseException)]
+            if failed:  # a store too busy or cut off this round: the next round tries
+                # again (a lease that lapsed meanwhile is fenced by its attempt); a loop
+                # that died here would let every lease of this drive lapse for good
+                log.warning("lease renewal failed; retrying", run=run_id,
+                             error=str(failed[0]))
+                if not isinstance(failed[0], Exception):
+                    raise failed[0]
