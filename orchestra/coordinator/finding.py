@@ -34,10 +34,12 @@ class WorkFinder:
         claimable work): a worker is idle only once none is left, not while another
         worker holds the last tasks (their leases may yet expire and need taking over)."""
 
-    async def runs(self, serving: Collection[str]) -> list[str]:
+    async def runs(self, serving: Collection[str], *, limit: int | None = None) -> list[str]:
         """The runs, outside ``serving``, this worker should start driving now: at most
-        ``batch`` per look, so workers looking together share new runs between them."""
-        found = await self._store.claimable_runs(limit=self._batch, exclude=tuple(serving))
+        ``batch`` (or ``limit``) per look, so workers looking together share new runs."""
+        want = self._batch if limit is None else min(limit, self._batch)
+        found = await self._store.claimable_runs(limit=want, exclude=tuple(serving)) \
+            if want > 0 else []
         now = time.monotonic()
         if now - self._swept >= self._sweep:
             self._swept = now

@@ -2,9 +2,13 @@
 
 The same coordinator as ``orchestra worker``, in shared mode: several servers and
 workers may serve one store, the store's leases keeping each task attempt in one
-place. A run is driven here whether or not any client is connected; a restarted
-server picks up what a killed one was running (tasks leased by a dead process on
-this host go back to the queue at once instead of waiting for the lease to expire).
+place. A run is driven here whether or not any client is connected. As a worker
+does (``WorkFinder``), the pool drives only runs it can claim work in and a drive
+leaves its run once it has none, so its ``workers`` slots go to runs with work, not
+to the oldest active ones another process holds. Its first scan takes every active
+run, so a restarted server picks up what a killed one was running (tasks leased by a
+dead process on this host go back to the queue at once instead of waiting for the
+lease to expire).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import structlog
 from orchestra._errors import UserError
 from orchestra._types import Run
 from orchestra.coordinator.coordinator import Coordinator, CoordinatorSettings
+from orchestra.coordinator.finding import WorkFinder
 from orchestra.coordinator.owners import dead_local_owners, new_owner_id
 from orchestra.coordinator.pipeline import load_pipeline
 from orchestra.coordinator.run_models import models_for_run, recorded_settings, run_cap
@@ -42,7 +47,7 @@ class RunPool:
         self._store = store
         self._prices = prices
         self.workers = workers
-        self._settings = settings
+        self._settings = replace(settings, leave_idle=True)
         self._models = tuple(models)
         self._scan_interval = scan_interval
         self._jobs: dict[str, tuple[Coordinator, asyncio.Task[None]]] = {}
@@ -51,6 +56,9 @@ class RunPool:
         """Runs this server cannot drive (pipeline or model not loadable here) and why."""
         self._wake = asyncio.Event()
         self._parked = ParkedRuns(store, new_owner_id(), settings.lease_seconds)
+        self._finder = WorkFinder(store, self._parked,
+                                  sweep_seconds=min(settings.lease_seconds / 3, 2.0))
+        self._scanned_all = False
 
     def serving(self, run_id: str) -> bool:
         return run_id in self._jobs
@@ -73,6 +81,19 @@ class RunPool:
                     await self._wake.wait()
 
     async def _scan(self) -> None:
+        if not self._scanned_all:
+            await self._scan_all()
+            self._scanned_all = True
+            return
+        now = time.monotonic()
+        for run_id in await self._finder.runs(self._jobs, limit=self.workers - len(self._jobs)):
+            if len(self._jobs) >= self.workers:
+                return
+            if run_id not in self._jobs and self._not_before.get(run_id, 0.0) <= now:
+                await self._serve(await self._store.get_run(run_id))
+
+    async def _scan_all(self) -> None:
+        """Every active run in turn, oldest first (a drive with nothing to do leaves)."""
         now = time.monotonic()
         runs = await self._store.list_runs(active_only=True, limit=1000)
         await self._parked.hold(r for r in runs if r.id not in self._jobs)
