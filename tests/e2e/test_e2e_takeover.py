@@ -22,7 +22,11 @@ from orchestra import Coordinator, SQLiteBlackboard
 
 pytestmark = pytest.mark.slow
 
-RUNS, TASKS, WORKERS, LEASE = 4, 500, 4, 4.0
+RUNS, TASKS, WORKERS, LEASE = 4, 500, 4, 10.0
+# A live worker renews its leases every third of the lease; on 2 cores shared by four
+# workers and this test, a worker's writes were seen to wait ~5.5 s for SQLite's write
+# lock (its busy handler backs off up to 100 ms a try while the others commit), which
+# a 4 s lease took for a death. The lease must outlast such a stall: that is what it is for.
 
 
 async def create_runs(db: Path, effects: Path) -> list[str]:
