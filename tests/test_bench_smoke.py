@@ -104,3 +104,19 @@ def test_profile_threads_splits_each_threads_cpu(tmp_path: Path) -> None:
                    - figures["writer Python"]) < 0.002, block
         assert abs(figures["GIL floor"] - figures["loop CPU"] - figures["writer Python"]) < 0.002
     assert "the GIL floor alone is" in proc.stdout
+
+
+def test_s2_workers_quick() -> None:
+    """S2 served by worker processes: every run completes with the workload's final state
+    (the module checks it and exits non-zero otherwise), each pass reports its ratio."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks.s2_workers", "--pipelines", "4", "--reps", "1",
+         "--workers", "1,2"],
+        cwd=REPO, capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.splitlines()[-1])
+    assert out["pipelines"] == 4
+    for label in ("in-loop", "1_worker", "2_workers"):
+        assert out[label]["makespan_over_ideal"]["median"] >= 1.0, out
+    assert "extra claims 0" in proc.stdout

@@ -168,14 +168,18 @@ def _next(out: WorkReply | PlanReply, task: Task, writes: Writes) -> None:
     writes.handoffs.append(NewHandoff(nxt["role"], nxt))
 
 
-def pipeline(model: FakeAdapter) -> Pipeline:
+def pipeline(model: FakeAdapter, ref: str | None = None) -> Pipeline:
+    """The workload's pipeline; ``ref`` names a factory that rebuilds it in another
+    process (``orchestra worker``: see ``benchmarks.s2_workers``)."""
     return Pipeline("bench", roles=[Architect(), Coder(), Reviewer()],
                     start=lambda inp: [NewTask("architect", architect_task())],
                     routes={r: _next for r in ("architect", "coder", "reviewer")},
-                    model=model)
+                    model=model, ref=ref)
 
 
-async def _histories(store: SQLiteBlackboard, run_id: str) -> None:
+async def check_run(store: SQLiteBlackboard, run_id: str) -> None:
+    """Raise unless the run's agents hold the workload's final state (2 / 16 / 16
+    messages, every module approved)."""
     histories: dict[str, list[Message]] = {}
     approved: dict[str, bool] = {}
     for role in ("architect", "coder", "reviewer"):
@@ -215,7 +219,7 @@ async def _pipelines(n: int, durability: str, db_path: Path, latency: float,
         else:
             metrics = await measure.sequential(run_one, n)
         for run_id in runs:
-            await _histories(store, run_id)
+            await check_run(store, run_id)
     finally:
         await store.close()
     return metrics | await _pragmas(durability)
@@ -279,7 +283,7 @@ async def _s4_child(args: ChildArgs, model: FakeModel) -> dict[str, str]:
         phase: Literal["run", "resume"] = args.phase
         run = await (coord.run({}, run_id="s4") if phase == "run" else coord.resume("s4"))
         assert run.status == "completed", run.error
-        await _histories(store, "s4")
+        await check_run(store, "s4")
     finally:
         await store.close()
     return await _pragmas(args.durability)
