@@ -29,6 +29,7 @@ import statistics
 import tempfile
 import time
 from collections import Counter
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -93,7 +94,7 @@ def _pid(owner: str) -> int:
 
 def read_pass(db: Path, runs: list[str], spawned: float) -> Pass:
     """The makespan and its explanation, from the store's events."""
-    with sqlite3.connect(db) as conn:
+    with closing(sqlite3.connect(db)) as conn:
         claims = conn.execute("SELECT run_id, at, json_extract(data, '$.owner') FROM events "
                               "WHERE kind = 'task.claimed' ORDER BY at").fetchall()
         ends = conn.execute("SELECT run_id, at FROM events WHERE kind = 'run.completed'"
