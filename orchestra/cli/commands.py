@@ -21,6 +21,7 @@ from orchestra.cli import inspect_cmds
 from orchestra.cli.estimate import dry_run
 from orchestra.cli.exit_codes import EXIT_CANCELLED, EXIT_FAILED, EXIT_OK, EXIT_PAUSED, EXIT_WAITING
 from orchestra.cli.progress import Progress
+from orchestra.coordinator.cancel_watch import CancelWatch
 from orchestra.coordinator.coordinator import (
     CANCELLABLE,
     Coordinator,
@@ -322,9 +323,10 @@ async def cmd_worker(args: argparse.Namespace) -> int:
     is continued as soon as a human decides its approval, as `orchestra serve` does.
 
     Without --run it drives only the runs it has work in (``WorkFinder``), not all."""
-    _settings(args, shared=True)  # bad flags fail before anything is opened
+    settings = _settings(args, shared=True)  # bad flags fail before anything is opened
     async with open_store(args, must_exist=True) as store:
         serving: dict[str, asyncio.Task[Run]] = {}
+        watch = CancelWatch(store, settings.cancel_poll)  # one status read for all runs
         parked = ParkedRuns(store, new_owner_id(), args.lease)
         finder = WorkFinder(store, parked, sweep_seconds=min(args.lease / 3, 2.0))
         idle_since = asyncio.get_running_loop().time()
@@ -339,12 +341,12 @@ async def cmd_worker(args: argparse.Namespace) -> int:
             if args.run:
                 run = await store.get_run(args.run)
                 if run.id not in serving and await needs_driving(store, run):
-                    serving[run.id] = await _serve_run(args, store, run, leave=False)
+                    serving[run.id] = await _serve_run(args, store, run, watch, leave=False)
             else:
                 found = await finder.runs(serving)
                 for run_id in found:
                     serving[run_id] = await _serve_run(args, store, await store.get_run(run_id),
-                                                       leave=True)
+                                                       watch, leave=True)
                 pause = _LOOK if found else min(2 * pause, _LOOK_MAX)
             for run_id, job in list(serving.items()):
                 if job.done():
@@ -367,8 +369,8 @@ async def cmd_worker(args: argparse.Namespace) -> int:
 _LOOK, _LOOK_MAX = 0.2, 2.0  # s between looks for work; a look finding none doubles it
 
 
-async def _serve_run(args: argparse.Namespace, store: Blackboard, run: Run, *,
-                     leave: bool) -> asyncio.Task[Run]:
+async def _serve_run(args: argparse.Namespace, store: Blackboard, run: Run,
+                     watch: CancelWatch, *, leave: bool) -> asyncio.Task[Run]:
     pipeline = load_pipeline(run.pipeline, run.input)
     recorded = await recorded_settings(store, run)
     cap = await _run_cap(store, run, None)
@@ -376,7 +378,7 @@ async def _serve_run(args: argparse.Namespace, store: Blackboard, run: Run, *,
                         settings=dataclasses.replace(
                             _settings(args, shared=True, cap=cap,
                                       cost_cap=recorded.get("max_cost")), leave_idle=leave),
-                        prices=_prices(args))
+                        prices=_prices(args), cancel_watch=watch)
     if not args.json:
         print(f"worker {coord.owner}: serving run {run.id}")
     return asyncio.create_task(coord.drive(run.id))

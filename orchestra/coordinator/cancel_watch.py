@@ -2,14 +2,16 @@
 
 ``orchestra cancel`` from another process marks the run ``cancelled`` in the store; the
 process driving it must stop its in-flight model and tool calls soon after. One
-watcher per coordinator reads the status of every run it drives in one read every
-``poll`` seconds (a server driving 200 runs made 400 reads a second, one per run).
+watcher reads the status of every run it watches in one read every ``poll`` seconds (a
+server driving 200 runs made 400 reads a second, one per run). A serving process
+(``orchestra worker``, ``orchestra serve``'s pool) makes one coordinator per run and
+gives them all one watcher: with a watcher each, a worker made one read per run and
+poll, so N workers on R runs made N x R reads per poll.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections import Counter
 from collections.abc import Callable
 
 from orchestra._errors import StoreError
@@ -19,26 +21,31 @@ from orchestra.store.protocol import Blackboard
 log = get_logger("orchestra.coordinator")
 
 
-class CancelWatch:
-    """Calls ``on_cancel(run_id)`` once for each watched run found cancelled."""
+OnCancel = Callable[[str], None]
 
-    def __init__(self, store: Blackboard, poll: float,
-                 on_cancel: Callable[[str], None]) -> None:
-        self.store, self.poll, self.on_cancel = store, poll, on_cancel
-        self._runs: Counter[str] = Counter()
+
+class CancelWatch:
+    """Calls each watcher's ``on_cancel(run_id)`` for each watched run found cancelled."""
+
+    def __init__(self, store: Blackboard, poll: float) -> None:
+        self.store, self.poll = store, poll
+        self._runs: dict[str, list[OnCancel]] = {}
         self._task: asyncio.Task[None] | None = None
 
-    def watch(self, run_id: str) -> None:
-        """Start watching ``run_id`` (a drive began); the poller runs while any is watched."""
-        self._runs[run_id] += 1
+    def watch(self, run_id: str, on_cancel: OnCancel) -> None:
+        """Start watching ``run_id`` for ``on_cancel`` (a drive began); the poller runs
+        while any run is watched."""
+        self._runs.setdefault(run_id, []).append(on_cancel)
         if self._task is None or self._task.done():
             self._task = asyncio.create_task(self._poll(), name="orchestra cancel watch")
 
-    def unwatch(self, run_id: str) -> None:
+    def unwatch(self, run_id: str, on_cancel: OnCancel) -> None:
         """A drive of ``run_id`` ended."""
-        self._runs[run_id] -= 1
-        if self._runs[run_id] <= 0:
-            del self._runs[run_id]
+        callbacks = self._runs.get(run_id, [])
+        if on_cancel in callbacks:
+            callbacks.remove(on_cancel)
+        if not callbacks:
+            self._runs.pop(run_id, None)
         if not self._runs and self._task is not None:
             self._task.cancel()
             self._task = None
@@ -53,8 +60,10 @@ class CancelWatch:
                 log.warning("cancel watch could not read run statuses", error=str(exc))
                 continue
             for run_id in runs:
-                if statuses.get(run_id) == "cancelled" and run_id in self._runs:
+                if statuses.get(run_id) != "cancelled":
+                    continue
+                for on_cancel in list(self._runs.get(run_id, ())):
                     try:
-                        self.on_cancel(run_id)
+                        on_cancel(run_id)
                     except Exception:  # a bug there must not stop watching the others
                         log.exception("stopping a cancelled run failed", run=run_id)

@@ -91,7 +91,8 @@ class Coordinator:
                  models: Mapping[str, Model] | None = None,
                  settings: CoordinatorSettings = CoordinatorSettings(),
                  owner: str | None = None, tracing: Tracing | None = None,
-                 prices: PriceBook | None = None) -> None:
+                 prices: PriceBook | None = None,
+                 cancel_watch: CancelWatch | None = None) -> None:
         self.store = store
         self.pricer = Pricer(layered(pipeline.prices, prices))
         """Prices every model call when it is made (``prices``' overrides, then the
@@ -106,7 +107,9 @@ class Coordinator:
         self.jobs = Jobs()
         """The bookkeeping: running jobs, wake-ups, refills, cancelled runs, free slots."""
         self._left: set[str] = set()  # runs whose drive told the store it stopped serving
-        self._watch = CancelWatch(store, settings.cancel_poll, self._cancelled_elsewhere)
+        self._watch = cancel_watch or CancelWatch(store, settings.cancel_poll)
+        """Notices cancels made elsewhere; a serving process shares one among the
+        coordinators of all its runs (one status read per poll, not one per run)."""
         self._services = TaskServices(store, pipeline, self.models, settings, self.owner,
                                       self.pricer, tracing, self.agent, self.claim_spec)
         self._role_limits = {r.name: type(r).concurrency for r in pipeline.roles}
@@ -228,7 +231,7 @@ class Coordinator:
             beats.cancel()
             await self._stop_all(run_id)
             raise
-        self._watch.watch(run_id)
+        self._watch.watch(run_id, self._cancelled_elsewhere)
         try:
             if moved.status in TERMINAL_RUN_STATUSES:
                 await self._stop_all(run_id)
@@ -249,7 +252,7 @@ class Coordinator:
             raise
         finally:
             beats.cancel()
-            self._watch.unwatch(run_id)
+            self._watch.unwatch(run_id, self._cancelled_elsewhere)
             if run_id not in self._left:
                 with contextlib.suppress(StoreError):  # a broken store: it just expires
                     await asyncio.shield(self._unserve(run_id))

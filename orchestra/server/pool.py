@@ -23,6 +23,7 @@ import structlog
 
 from orchestra._errors import UserError
 from orchestra._types import Run
+from orchestra.coordinator.cancel_watch import CancelWatch
 from orchestra.coordinator.coordinator import Coordinator, CoordinatorSettings
 from orchestra.coordinator.finding import WorkFinder
 from orchestra.coordinator.owners import dead_local_owners, new_owner_id
@@ -59,6 +60,9 @@ class RunPool:
         self._finder = WorkFinder(store, self._parked,
                                   sweep_seconds=min(settings.lease_seconds / 3, 2.0))
         self._scanned_all = False
+        self._watch = CancelWatch(store, settings.cancel_poll)
+        """Shared by the coordinators of every run this pool drives: one status read per
+        poll for all of them."""
 
     def serving(self, run_id: str) -> bool:
         return run_id in self._jobs
@@ -117,7 +121,8 @@ class RunPool:
                 settings = replace(settings, max_cost_per_run=float(recorded["max_cost"]))
             coord = Coordinator(self._store, pipeline,
                                 models=models_for_run(pipeline, recorded, self._models),
-                                settings=settings, prices=self._prices)
+                                settings=settings, prices=self._prices,
+                                cancel_watch=self._watch)
         except UserError as exc:
             if run.id not in self.unservable:
                 log.warning("cannot serve run", run=run.id, error=str(exc))
