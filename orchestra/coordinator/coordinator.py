@@ -222,7 +222,7 @@ class Coordinator:
         # (renewed with the leases, so it is not an orphan), and the first claim (which
         # takes nothing from a run another process has finished or cancelled meanwhile).
         try:
-            moved, _, _ = await asyncio.gather(
+            moved, _, found = await asyncio.gather(
                 self._transition(run_id, "running", only_from=("pending", "waiting"))
                 if run.status != "running" else _same(run),
                 self.store.serve_run(run_id, self.owner, self.settings.lease_seconds),
@@ -239,14 +239,16 @@ class Coordinator:
             # 2. execute and 3. hand in happen in the jobs _fill started (TaskExecutor);
             # 4. next: this loop wakes when a job ends or asks for more, and decides
             idle = self.settings.poll_interval
+            looked = not found  # the first claim found nothing: do not look again at once
             while True:
-                ended, idle = await self._next(run_id, executor, idle)
+                ended, idle = await self._next(run_id, executor, idle, looked)
+                looked = False
                 if ended == "cancelled" or ended == "left":
                     break
                 if ended is not None:
                     return ended
                 if not await self.jobs.wait(run_id, idle):
-                    self.jobs.wake(run_id)  # timed out: other processes may have made work
+                    self.jobs.ask_refill(run_id)  # timed out: others may have made work
         except BaseException:
             await self._stop_all(run_id)
             raise
@@ -260,21 +262,23 @@ class Coordinator:
         await self._stop_all(run_id)
         return await self.store.get_run(run_id)
 
-    async def _next(self, run_id: str, executor: TaskExecutor,
-                    idle: float) -> tuple[Run | Literal["cancelled", "left"] | None, float]:
+    async def _next(self, run_id: str, executor: TaskExecutor, idle: float, looked: bool = False,
+                    ) -> tuple[Run | Literal["cancelled", "left"] | None, float]:
         """One wake-up of the drive's loop: raise the store's failure, pause for a cap,
         claim more work if asked, notice a cancel, finish the run once nothing is left.
         Returns the run as it ended, ``"cancelled"``, ``"left"`` (nothing to do here, and
         ``leave_idle``), or None (keep driving), and how
         long to sleep before the next look: ``idle`` doubled after a look that found
-        nothing (up to ``idle_poll_max``), ``poll_interval`` after one that found work."""
+        nothing (up to ``idle_poll_max``), ``poll_interval`` after one that found work.
+        ``looked``: the drive just looked and found nothing, so this wake-up does not
+        claim again (it finishes the run, leaves it, or waits a poll)."""
         if executor.fatal is not None:
             await self._stop_all(run_id)
             raise executor.fatal
         if executor.stop_error is not None:  # a cap: paused, resumable
             await self._stop_all(run_id)
             return await self._transition(run_id, "paused", error=executor.stop_error), idle
-        if self.jobs.take_refill(run_id) or not self.jobs.has(run_id):
+        if not looked and (self.jobs.take_refill(run_id) or not self.jobs.has(run_id)):
             found = await self._fill(run_id, executor)
             idle = self.settings.poll_interval if found else \
                 min(2 * idle, max(self.settings.idle_poll_max, idle))

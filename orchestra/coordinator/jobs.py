@@ -86,6 +86,12 @@ class Jobs:
         if event is not None:
             event.set()
 
+    def ask_refill(self, run_id: str) -> None:
+        """The loop's next wake-up should look for new work (without waking it now: a
+        loop whose poll timed out looks at once; setting its event too made it look a
+        second time straight after, doubling an idle run's claims and counts)."""
+        self._refill.add(run_id)
+
     def take_refill(self, run_id: str) -> bool:
         """Whether the loop should claim (and clear the flag)."""
         if run_id in self._refill:
