@@ -6,10 +6,16 @@ for one coordinator) it is loaded once and then kept current from this process's
 own commits, whose message seqs it predicts exactly (the store assigns
 ``max(seq) + 1`` in commit order, and commits resolve in that order). When other
 processes may serve the same run, it re-reads new messages at every task.
+
+Tasks of one agent start concurrently (a claim takes up to ``concurrency`` at once), so
+reads are serialized and shared: concurrent reads from the same ``last_seq`` each
+appended the same messages (a shared agent's history held each message about three
+times, and the model saw them repeated), and every read decoded them again.
 """
 
 from __future__ import annotations
 
+import asyncio
 import bisect
 import itertools
 from collections.abc import Sequence
@@ -70,11 +76,26 @@ class AgentState:
     _visible: tuple[int, list[Message]] = (0, [])
     _hidden: bool = False  # some message of the history is one later tasks do not see
     _scanned: int = 0  # how much of the history was looked at for such messages
+    _reading: asyncio.Lock = field(default_factory=asyncio.Lock)
+    _reads: tuple[int, int] = (0, 0)  # reads begun, and the latest begun of those ended
 
     async def refresh(self, store: Blackboard, *, with_compactions: bool) -> None:
-        """Load the history once (or, when shared, pull what others wrote since)."""
+        """Load the history once (or, when shared, pull what others wrote since).
+
+        One read at a time; a caller that finds a read begun after it asked already
+        ended takes that read's result (it is at least as recent as its own would be)."""
         if self.loaded and self.exclusive:
             return
+        asked = self._reads[0]
+        async with self._reading:
+            if self._reads[1] > asked or (self.loaded and self.exclusive):
+                return
+            began = self._reads[0] + 1
+            self._reads = (began, self._reads[1])
+            await self._read(store, with_compactions)
+            self._reads = (self._reads[0], began)
+
+    async def _read(self, store: Blackboard, with_compactions: bool) -> None:
         if not self.loaded:
             for info in await store.agent_infos(self.run_id):
                 if info.agent_id == self.agent_id:

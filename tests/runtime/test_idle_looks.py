@@ -6,6 +6,7 @@ and N workers on R runs paid 2 x N x R looks per poll)."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 from pathlib import Path
 from typing import Any
 
@@ -40,9 +41,12 @@ async def test_an_idle_drive_waits_a_whole_poll_between_looks(tmp_path: Path) ->
         assert held is not None  # another live worker holds the run's only task
         trace: list[str] = []
         claim, wait = store.claim_tasks, coord.jobs.wait
+        enough = asyncio.Event()
 
         async def claiming(*args: Any, **kwargs: Any) -> Any:
             trace.append("look")
+            if trace.count("look") >= 8:
+                enough.set()
             return await claim(*args, **kwargs)
 
         async def waiting(run_id: str, seconds: float) -> bool:
@@ -53,11 +57,10 @@ async def test_an_idle_drive_waits_a_whole_poll_between_looks(tmp_path: Path) ->
         store.claim_tasks = claiming  # type: ignore[method-assign]
         coord.jobs.wait = waiting  # type: ignore[method-assign]
         drive = asyncio.create_task(coord.drive(run.id))
-        while trace.count("look") < 8:
-            await asyncio.sleep(0.01)
+        await asyncio.wait_for(enough.wait(), timeout=30)
         drive.cancel()
         await asyncio.gather(drive, return_exceptions=True)
     looks = [i for i, what in enumerate(trace) if what == "look"]
     assert trace.count("woken") == 0, trace  # nothing happened here: no wake-up
-    for a, b in zip(looks, looks[1:], strict=False):  # between two looks, a whole wait
+    for a, b in itertools.pairwise(looks):  # between two looks, a whole wait
         assert "waited" in trace[a:b], trace
