@@ -9,6 +9,7 @@ go to stderr with structlog's default formatting.
 
 from __future__ import annotations
 
+import logging
 import sys
 from typing import Any, TextIO, cast
 
@@ -69,3 +70,24 @@ def stderr() -> TextIO:
 
 def get_logger(name: str) -> LibraryLogger:
     return LibraryLogger(name)
+
+
+class _OneLine(logging.Formatter):
+    """A library's log record (asyncpg, uvicorn...) as one line: its exception's type and
+    message, never its traceback (a command's output shows no tracebacks)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = f"[{record.levelname.lower():<8}] {record.getMessage()} logger={record.name}"
+        error = record.exc_info[1] if record.exc_info else None
+        return text if error is None else f"{text} error=\"{type(error).__name__}: {error}\""
+
+
+def library_logs_one_line(level: int) -> None:
+    """Route the standard-library loggers of the libraries underneath (at ``level`` and
+    up) to stderr, one line each, instead of Python's last-resort handler, which prints
+    whole tracebacks (asyncpg's pool does, for one while PostgreSQL restarts)."""
+    handler = logging.StreamHandler(stderr())
+    handler.setFormatter(_OneLine())
+    root = logging.getLogger()
+    root.handlers = [handler]
+    root.setLevel(level)

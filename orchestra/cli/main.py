@@ -311,14 +311,14 @@ def _configure_logging(verbose: bool) -> None:
 
     import structlog
 
-    from orchestra._log import stderr
+    from orchestra._log import library_logs_one_line, stderr
 
-    level = os.environ.get("ORCHESTRA_LOG", "info" if verbose else "warning").upper()
-    structlog.configure(
-        wrapper_class=structlog.make_filtering_bound_logger(
-            getattr(logging, level, logging.WARNING)),
-        # sys.stderr looked up at each write: a caller (a test) may swap it after this
-        logger_factory=structlog.PrintLoggerFactory(stderr()))
+    level = getattr(logging, os.environ.get("ORCHESTRA_LOG", "info" if verbose else
+                                            "warning").upper(), logging.WARNING)
+    # sys.stderr looked up at each write: a caller (a test) may swap it after this
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(level),
+                        logger_factory=structlog.PrintLoggerFactory(stderr()))
+    library_logs_one_line(max(level, logging.WARNING))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
