@@ -328,7 +328,7 @@ async def cmd_worker(args: argparse.Namespace) -> int:
         serving: dict[str, asyncio.Task[Run]] = {}
         watch = CancelWatch(store, settings.cancel_poll)  # one status read for all runs
         parked = ParkedRuns(store, new_owner_id(), args.lease)
-        finder = WorkFinder(store, parked, sweep_seconds=min(args.lease / 3, 2.0))
+        finder = WorkFinder(store, parked, lease_seconds=args.lease)
         idle_since = asyncio.get_running_loop().time()
         if args.run:
             args.run = await inspect_cmds.resolve_run(store, args.run)

@@ -6,8 +6,8 @@ workers lowered throughput. Now a worker drives a run only while it has work in 
 (its drive leaves the run once it runs and can claim none of its tasks, see
 ``CoordinatorSettings.leave_idle``), and finds new work with one query per look
 (``Blackboard.claimable_runs``: pending tasks that are due, or leases that expired, so a
-killed worker's tasks are taken over). A slower sweep of the active runs, every
-``sweep_seconds``, keeps the claim on parked runs (:class:`ParkedRuns`) and drives the
+killed worker's tasks are taken over). A slower sweep of the active runs (every third
+of the lease, at most 2 s), keeps the claim on parked runs (:class:`ParkedRuns`) and drives the
 live runs nobody serves, such as one whose worker died after its last task and before
 finishing it.
 """
@@ -24,11 +24,11 @@ from orchestra.store.protocol import Blackboard
 class WorkFinder:
     """Finds the runs a worker has work in, and whether any run is still live."""
 
-    def __init__(self, store: Blackboard, parked: ParkedRuns, *, sweep_seconds: float,
+    def __init__(self, store: Blackboard, parked: ParkedRuns, *, lease_seconds: float,
                  batch: int = 64) -> None:
         self._store, self._parked = store, parked
-        self._sweep, self._batch = sweep_seconds, batch
-        self._swept = -sweep_seconds
+        self._sweep, self._batch = min(lease_seconds / 3, 2.0), batch
+        self._swept = -self._sweep
         self.live = True
         """Whether the last sweep saw a run that is pending or running (or a look found
         claimable work): a worker is idle only once none is left, not while another

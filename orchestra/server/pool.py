@@ -57,8 +57,7 @@ class RunPool:
         """Runs this server cannot drive (pipeline or model not loadable here) and why."""
         self._wake = asyncio.Event()
         self._parked = ParkedRuns(store, new_owner_id(), settings.lease_seconds)
-        self._finder = WorkFinder(store, self._parked,
-                                  sweep_seconds=min(settings.lease_seconds / 3, 2.0))
+        self._finder = WorkFinder(store, self._parked, lease_seconds=settings.lease_seconds)
         self._scanned_all = False
         self._watch = CancelWatch(store, settings.cancel_poll)
         """Shared by the coordinators of every run this pool drives: one status read per

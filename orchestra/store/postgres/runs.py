@@ -65,15 +65,9 @@ _MESSAGE_RANGE = "DELETE FROM messages WHERE agent_id = $1 AND seq < $2"
 async def create_run(c: asyncpg.Connection, enc: Encoder, pipeline: str, input: JSON,
                      run_id: str | None, tasks: Sequence[NewTask], now: float,
                      settings: JSON = None) -> Run:
-    run_id = new_id(12) if run_id is None else run_id
-    if not run_id:
-        raise UserError("run_id must be a non-empty string")
-    text = enc.json(input, f"input of run {run_id}")
+    run_id, text, created = _new_run(enc, pipeline, input, run_id, settings)
     if await c.execute(_INSERT, run_id, pipeline, text, now) != "INSERT 0 1":
         raise _exists(run_id)
-    created: dict[str, JSON] = {"pipeline": pipeline}
-    if settings is not None:
-        created["settings"] = settings  # the caller's choices, apart from the input
     await append_event(c, enc, run_id, "run.created", created, now)
     await insert_tasks(c, enc, run_id, tasks, now, cause="run")
     return _rows.run(whole(await c.fetchrow(_GET, run_id)))
@@ -86,13 +80,7 @@ async def create_run_at_once(c: asyncpg.Connection, enc: Encoder, pipeline: str,
     has a key (a key is looked up first: the general path); the same rows and events."""
     if any(t.key is not None for t in tasks):
         raise ValueError("tasks with keys take the general path: use create_run")
-    run_id = new_id(12) if run_id is None else run_id
-    if not run_id:
-        raise UserError("run_id must be a non-empty string")
-    text = enc.json(input, f"input of run {run_id}")
-    created: dict[str, JSON] = {"pipeline": pipeline}
-    if settings is not None:
-        created["settings"] = settings  # the caller's choices, apart from the input
+    run_id, text, created = _new_run(enc, pipeline, input, run_id, settings)
     event = enc.json(created, "event 'run.created' data")
     cols: list[list[Any]] = [[] for _ in range(8)]
     for new in tasks:
@@ -111,6 +99,19 @@ async def create_run_at_once(c: asyncpg.Connection, enc: Encoder, pipeline: str,
             raise _exists(run_id) from None
         raise
     return _rows.run(whole(row))
+
+
+def _new_run(enc: Encoder, pipeline: str, input: JSON, run_id: str | None,
+             settings: JSON) -> tuple[str, str, dict[str, JSON]]:
+    """A new run's id, its encoded input and its ``run.created`` event data."""
+    run_id = new_id(12) if run_id is None else run_id
+    if not run_id:
+        raise UserError("run_id must be a non-empty string")
+    text = enc.json(input, f"input of run {run_id}")
+    created: dict[str, JSON] = {"pipeline": pipeline}
+    if settings is not None:
+        created["settings"] = settings  # the caller's choices, apart from the input
+    return run_id, text, created
 
 
 def _exists(run_id: str) -> UserError:
