@@ -187,6 +187,7 @@ class RunPool:
 
     async def close(self) -> None:
         """Stop driving: running tasks stop and hand their leases back (resumable)."""
+        self._finder.close()
         jobs = [job for _, job in self._jobs.values()]
         for job in jobs:
             job.cancel()
