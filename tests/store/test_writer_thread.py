@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import time
 from pathlib import Path
 
+import pytest
+
+from orchestra._errors import StoreError
 from orchestra.store import SQLiteBlackboard
 
 
@@ -61,3 +65,24 @@ async def test_full_durability_writes_from_the_thread(tmp_path: Path) -> None:
         got = await asyncio.gather(*(store.append_event(run.id, "e", {"i": i})
                                      for i in range(20)))
         assert sorted(e.seq for e in got) == list(range(2, 22))
+
+
+async def test_a_write_waits_for_the_lock_until_busy_timeout_then_fails_cleanly(
+        tmp_path: Path) -> None:
+    """The writer tries for the lock in short tries (so it takes the lock soon after it
+    frees) until the store's whole busy_timeout has passed, not only the first try."""
+    db = tmp_path / "locked.db"
+    async with await SQLiteBlackboard.open(db, busy_timeout=0.3) as store:
+        run = await store.create_run("p", {})
+        other = sqlite3.connect(db, isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")
+        try:
+            began = time.monotonic()
+            with pytest.raises(StoreError, match="write lock past busy_timeout"):
+                await store.append_event(run.id, "blocked", {})
+            assert time.monotonic() - began >= 0.3
+        finally:
+            other.execute("ROLLBACK")
+            other.close()
+        assert [e.kind for e in await store.events(run.id)] == ["run.created"]
+        assert (await store.append_event(run.id, "after", {})).seq == 2

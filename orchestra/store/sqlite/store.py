@@ -34,7 +34,7 @@ from orchestra.store.sqlite.store_history import HistoryMethods
 from orchestra.store.sqlite.store_runs import RunCopyMethods
 from orchestra.store.sqlite.store_tasks import TaskMethods
 from orchestra.store.sqlite.txn import Conn, Txn
-from orchestra.store.sqlite.writer import Writer
+from orchestra.store.sqlite.writer import LOCK_TRY, Writer
 
 T = TypeVar("T")
 
@@ -102,9 +102,15 @@ class SQLiteBlackboard(TaskMethods, HistoryMethods, BoardMethods, RunCopyMethods
             return await cls._open_read_only(path, encoder, busy_timeout=busy_timeout)
         await asyncio.to_thread(check_and_migrate, path, durability=durability,
                                 busy_timeout=busy_timeout, verify_only=verify_only)
-        writer = Writer(await open_async(path, path, durability=durability,
-                                         busy_timeout=busy_timeout, writer=True),
-                        max_batch=max_batch)
+        conn = await open_async(path, path, durability=durability,
+                                busy_timeout=busy_timeout, writer=True)
+        try_for = min(busy_timeout, LOCK_TRY)  # SQLite's own wait per try for the lock
+        try:
+            await conn.execute(f"PRAGMA busy_timeout = {round(try_for * 1000)}")
+        except BaseException:
+            await conn.db.close()
+            raise
+        writer = Writer(conn, max_batch=max_batch, lock_wait=busy_timeout)
         try:
             reader = await open_async(path, path, durability=durability,
                                       busy_timeout=busy_timeout, writer=False)

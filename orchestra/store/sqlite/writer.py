@@ -16,6 +16,8 @@ happens to the caller (its result is then discarded).
 from __future__ import annotations
 
 import asyncio
+import sqlite3
+import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
@@ -28,16 +30,45 @@ Op = Callable[[Conn], Awaitable[Any]]
 OpResult = tuple[bool, Any]  # (ok, result or exception)
 
 
-async def run_batch(conn: Conn, ops: list[Op]) -> list[OpResult]:
+LOCK_TRY = 0.002
+"""Seconds SQLite's busy handler waits for the write lock per try (the writer
+connection's ``busy_timeout``); :func:`begin` tries again until the store's own."""
+
+
+async def begin(conn: Conn, wait: float) -> None:
+    """``BEGIN IMMEDIATE``, tried again while another connection holds the write lock,
+    for ``wait`` seconds in all.
+
+    SQLite's busy handler sleeps longer the longer it waits, up to 100 ms between
+    tries, while busy writers in other processes take the lock back within a
+    millisecond of freeing it: a process could wait for seconds, its leases lapsing.
+    Tries of :data:`LOCK_TRY` each take the lock about a millisecond after it frees."""
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            await conn.execute("BEGIN IMMEDIATE")
+            return
+        except sqlite3.OperationalError as exc:
+            if exc.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY:
+                raise
+            if time.monotonic() >= deadline:
+                raise StoreError(
+                    f"another connection held the store's write lock past busy_timeout "
+                    f"({exc}); open the store with a larger busy_timeout if its writers "
+                    "hold it that long") from exc
+
+
+async def run_batch(conn: Conn, ops: list[Op], lock_wait: float = 0.0) -> list[OpResult]:
     """Run ``ops`` in one transaction; an op that raises is rolled back to its savepoint.
 
-    ``BEGIN IMMEDIATE`` takes the write lock up front, so a writer in another process
-    waits in ``busy_timeout`` instead of deadlocking when both try to upgrade a read
+    ``BEGIN IMMEDIATE`` takes the write lock up front (waiting up to ``lock_wait``
+    seconds past the connection's own ``busy_timeout``, see :func:`begin`), so a writer
+    in another process waits instead of deadlocking when both try to upgrade a read
     transaction. A failure of the transaction itself (``COMMIT`` fails, SQLite rolled
     everything back, a ``BaseException``) becomes every op's outcome.
     """
     try:
-        await conn.execute("BEGIN IMMEDIATE")
+        await begin(conn, lock_wait)
     except Exception as exc:
         return [(False, not_committed(exc))] * len(ops)
     outcomes: list[OpResult] = []
@@ -74,14 +105,17 @@ async def run_batch(conn: Conn, ops: list[Op]) -> list[OpResult]:
 class Writer:
     """Group commits on one aiosqlite connection; ``write`` is settled once its batch commits.
 
-    ``on_commit`` runs after each batch that committed a write.
+    ``lock_wait``: seconds to go on trying for the write lock once the connection's own
+    ``busy_timeout`` ran out (see :func:`begin`). ``on_commit`` runs after each batch
+    that committed a write.
     """
 
-    def __init__(self, conn: Conn, *, max_batch: int = 256,
+    def __init__(self, conn: Conn, *, max_batch: int = 256, lock_wait: float = 0.0,
                  on_commit: Callable[[], None] = lambda: None) -> None:
         if max_batch < 1:
             raise ValueError(f"max_batch must be >= 1, got {max_batch}")
         self.conn = conn
+        self._lock_wait = lock_wait
         self.on_commit = on_commit
         """Run after each batch that committed a write."""
         self._max_batch = max_batch
@@ -121,7 +155,7 @@ class Writer:
             taken = [job for job in taken if not job[1].cancelled()]
             if not taken:
                 continue
-            outcomes = await run_batch(self.conn, [op for op, _ in taken])
+            outcomes = await run_batch(self.conn, [op for op, _ in taken], self._lock_wait)
             for (_, future), (ok, value) in zip(taken, outcomes, strict=True):
                 if future.done():  # its caller was cancelled; the write still ran
                     continue
