@@ -11,76 +11,35 @@ of the lease, at most 2 s), keeps the claim on parked runs (:class:`ParkedRuns`)
 live runs nobody serves, such as one whose worker died after its last task and before
 finishing it.
 
-Several workers share a backlog: a worker whose event loop runs late (:class:`LoopLag`:
-its own drives saturate it, or the host's other processes starve it) takes one new run
-per look instead of a batch, leaving the rest to workers that keep up (before, the
-first worker up took every run of a backlog and a second one idled); a look picks its
+Several workers share a backlog: a busy worker (:class:`~orchestra.coordinator.load.Load`:
+its CPU saturated, or its event loop running late) takes one new run per look instead
+of a batch, leaving the rest to workers with room (before, the first worker up took
+every run of a backlog and a second one idled); a look picks its
 runs at random among the oldest twice as many, so workers looking together rarely
 start on the same runs; and the sweep leaves runs with claimable work to the looks.
 """
 
 from __future__ import annotations
 
-import asyncio
 import random
 import time
 from collections.abc import Collection
 
+from orchestra.coordinator.load import Load
 from orchestra.coordinator.serving import ParkedRuns, active_runs
 from orchestra.store.protocol import Blackboard
-
-LATE = 0.02
-"""Mean lateness (s) of the event loop's ticks from which a process counts as busy."""
-
-
-class LoopLag:
-    """How late the event loop runs a callback due every ``tick`` seconds: the mean
-    lateness since the last reading. A process whose loop runs late has no room for
-    more work, whether its own drives or other processes on the host hold the CPU."""
-
-    def __init__(self, tick: float = 0.05) -> None:
-        self._tick = tick
-        self._late, self._beats = 0.0, 0
-        self._due = 0.0
-        self._handle: asyncio.TimerHandle | None = None
-
-    def read(self) -> float:
-        """The mean lateness since the last reading (starts the ticks on first use); a
-        tick overdue now counts too, so a loop too busy to run any still reads late."""
-        now = asyncio.get_running_loop().time()
-        if self._handle is None:
-            self._schedule(now)
-        late, beats = self._late, self._beats
-        if now > self._due:
-            late, beats = late + now - self._due, beats + 1
-        self._late, self._beats = 0.0, 0
-        return late / beats if beats else 0.0
-
-    def close(self) -> None:
-        if self._handle is not None:
-            self._handle.cancel()
-
-    def _schedule(self, now: float) -> None:
-        self._due = now + self._tick
-        self._handle = asyncio.get_running_loop().call_at(self._due, self._beat)
-
-    def _beat(self) -> None:
-        now = asyncio.get_running_loop().time()
-        self._late += max(0.0, now - self._due)
-        self._beats += 1
-        self._schedule(now)
 
 
 class WorkFinder:
     """Finds the runs a worker has work in, and whether any run is still live."""
 
     def __init__(self, store: Blackboard, parked: ParkedRuns, *, lease_seconds: float,
-                 batch: int = 64, lag: LoopLag | None = None,
+                 batch: int = 64, load: Load | None = None,
                  rng: random.Random | None = None) -> None:
         self._store, self._parked = store, parked
         self._sweep, self._batch = min(lease_seconds / 3, 2.0), batch
         self._swept = -self._sweep
-        self.lag = lag or LoopLag()
+        self.load = load or Load()
         self._rng = rng or random.Random()
         self.live = True
         """Whether the last sweep saw a run that is pending or running (or a look found
@@ -89,9 +48,9 @@ class WorkFinder:
 
     async def runs(self, serving: Collection[str], *, limit: int | None = None) -> list[str]:
         """The runs, outside ``serving``, this worker should start driving now: at most
-        ``batch`` (or ``limit``) per look, one while the process runs late."""
+        ``batch`` (or ``limit``) per look, one while this process is busy."""
         want = self._batch if limit is None else min(limit, self._batch)
-        if self.lag.read() >= LATE and serving:
+        if self.load.busy() and serving:  # start-up is not load
             want = min(want, 1)
         found = await self._pick(serving, want) if want > 0 else []
         now = time.monotonic()
@@ -103,8 +62,8 @@ class WorkFinder:
         return found
 
     def close(self) -> None:
-        """Stop measuring the loop's lag."""
-        self.lag.close()
+        """Stop measuring the load."""
+        self.load.close()
 
     async def _pick(self, serving: Collection[str], want: int) -> list[str]:
         """``want`` of the oldest ``2 * want`` claimable runs, at random, oldest first."""

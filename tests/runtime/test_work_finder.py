@@ -18,7 +18,8 @@ from orchestra import (
     SQLiteBlackboard,
     reply,
 )
-from orchestra.coordinator.finding import LATE, LoopLag, WorkFinder
+from orchestra.coordinator.finding import WorkFinder
+from orchestra.coordinator.load import BUSY_CPU, LATE, Load, LoopLag
 from orchestra.coordinator.owners import new_owner_id
 from orchestra.coordinator.serving import ParkedRuns
 from orchestra.store import Lease
@@ -37,15 +38,15 @@ def _pipeline() -> Pipeline:
                     start=lambda inp: [NewTask("echo", inp)])
 
 
-class _Lag(LoopLag):
-    """A loop lag that reads what the test says."""
+class _Load(Load):
+    """A load that reads what the test says."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.late = 0.0
+        self.is_busy = False
 
-    def read(self) -> float:
-        return self.late
+    def busy(self) -> bool:
+        return self.is_busy
 
 
 async def _backlog(store: SQLiteBlackboard, n: int) -> list[str]:
@@ -53,15 +54,15 @@ async def _backlog(store: SQLiteBlackboard, n: int) -> list[str]:
     return [(await coord.start({"i": i})).id for i in range(n)]
 
 
-def _finder(store: SQLiteBlackboard, lag: LoopLag, batch: int) -> WorkFinder:
+def _finder(store: SQLiteBlackboard, load: Load, batch: int) -> WorkFinder:
     return WorkFinder(store, ParkedRuns(store, new_owner_id(), 30.0), lease_seconds=30.0,
-                      batch=batch, lag=lag, rng=random.Random(7))
+                      batch=batch, load=load, rng=random.Random(7))
 
 
 async def test_a_look_takes_a_batch_and_leaves_the_rest_of_the_backlog(tmp_path: Path) -> None:
     async with await SQLiteBlackboard.open(tmp_path / "s.db") as store:
         runs = await _backlog(store, 10)
-        finder = _finder(store, _Lag(), batch=3)
+        finder = _finder(store, _Load(), batch=3)
         first = await finder.runs(())  # the first look also sweeps the active runs
         assert len(first) == 3 and set(first) <= set(runs[:6])  # among the oldest 2 x 3
         assert first == sorted(first, key=runs.index)  # oldest first
@@ -69,16 +70,16 @@ async def test_a_look_takes_a_batch_and_leaves_the_rest_of_the_backlog(tmp_path:
         assert len(second) == 3 and not set(second) & set(first)
 
 
-async def test_a_worker_whose_loop_runs_late_takes_one_run_per_look(tmp_path: Path) -> None:
+async def test_a_busy_worker_takes_one_run_per_look(tmp_path: Path) -> None:
     async with await SQLiteBlackboard.open(tmp_path / "s.db") as store:
         await _backlog(store, 10)
-        lag = _Lag()
-        finder = _finder(store, lag, batch=4)
-        lag.late = 1.0
+        load = _Load()
+        finder = _finder(store, load, batch=4)
+        load.is_busy = True
         first = await finder.runs(())  # serving nothing yet: start-up is not load
         assert len(first) == 4
         assert len(await finder.runs(first)) == 1
-        lag.late = LATE / 2
+        load.is_busy = False
         assert len(await finder.runs(first)) == 4
 
 
@@ -91,7 +92,7 @@ async def test_the_sweep_still_takes_a_run_nobody_serves_that_has_no_claimable_w
         await store.complete_task(task.id, Lease("gone:1:w", task.attempt), "x",
                                   agent_id="echo")
         assert (await store.get_run(stranded)).status in ("pending", "running")  # live
-        finder = _finder(store, _Lag(), batch=1)
+        finder = _finder(store, _Load(), batch=1)
         found = await finder.runs(())
         assert stranded in found and len(found) == 2  # one of the backlog, and the stranded
         assert not set(found) - {stranded} - set(backlog)
@@ -105,3 +106,18 @@ async def test_loop_lag_reads_how_late_a_blocked_loop_runs() -> None:
     time.sleep(0.2)  # the loop is blocked: its tick is overdue
     assert lag.read() >= 0.1
     lag.close()
+
+
+async def test_load_is_busy_on_a_saturated_cpu_or_a_late_loop() -> None:
+    cpu, clock = [0.0], [0.0]
+    load = Load(cpu=lambda: cpu[0], clock=lambda: clock[0], lag=LoopLag(tick=0.2))
+    clock[0], cpu[0] = 1.0, 0.2  # a fifth of a core: room left
+    assert not load.busy()
+    clock[0], cpu[0] = 2.0, 0.2 + BUSY_CPU  # a saturated core since the last reading
+    assert load.busy()
+    clock[0] = 3.0
+    assert not load.busy()
+    time.sleep(0.5)  # the loop is blocked: late, whatever the CPU reads
+    clock[0] = 4.0
+    assert load.busy()
+    load.close()
