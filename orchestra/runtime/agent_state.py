@@ -7,6 +7,10 @@ own commits, whose message seqs it predicts exactly (the store assigns
 ``max(seq) + 1`` in commit order, and commits resolve in that order). When other
 processes may serve the same run, it re-reads new messages at every task.
 
+The agent's token and cost totals so far (``agent_infos``, a read of the whole run's
+journal) are loaded only for a role with a per-agent cap: nothing else reads them, and
+a worker paid that read for every agent of every run it drove.
+
 Tasks of one agent start concurrently (a claim takes up to ``concurrency`` at once), so
 reads are serialized and shared: concurrent reads from the same ``last_seq`` each
 appended the same messages (a shared agent's history held each message about three
@@ -79,9 +83,13 @@ class AgentState:
     _reading: asyncio.Lock = field(default_factory=asyncio.Lock)
     _reads: tuple[int, int] = (0, 0)  # reads begun, and the latest begun of those ended
 
-    async def refresh(self, store: Blackboard, *, with_compactions: bool) -> None:
+    async def refresh(self, store: Blackboard, *, with_compactions: bool,
+                      with_totals: bool = True) -> None:
         """Load the history once (or, when shared, pull what others wrote since).
 
+        ``with_totals``: at the first load, also read what the agent spent so far
+        (``tokens_used``, ``cost_used``); only a per-agent cap needs it, and a role's caps
+        are fixed, so its first task decides for all.
         One read at a time; a caller that finds a read begun after it asked already
         ended takes that read's result (it is at least as recent as its own would be)."""
         if self.loaded and self.exclusive:
@@ -92,11 +100,11 @@ class AgentState:
                 return
             began = self._reads[0] + 1
             self._reads = (began, self._reads[1])
-            await self._read(store, with_compactions)
+            await self._read(store, with_compactions, with_totals)
             self._reads = (self._reads[0], began)
 
-    async def _read(self, store: Blackboard, with_compactions: bool) -> None:
-        if not self.loaded:
+    async def _read(self, store: Blackboard, with_compactions: bool, with_totals: bool) -> None:
+        if not self.loaded and with_totals:
             for info in await store.agent_infos(self.run_id):
                 if info.agent_id == self.agent_id:
                     self.tokens_used = info.tokens_in + info.tokens_out

@@ -111,7 +111,9 @@ class TaskRunner:
     async def _begin(self) -> Turns:
         """Load the agent's history and the task's journal; pin the task input."""
         cls = type(self.role)
-        await self.agent.refresh(self.store, with_compactions=cls.compaction.summarizes)
+        await self.agent.refresh(self.store, with_compactions=cls.compaction.summarizes,
+                                 with_totals=cls.max_tokens_per_agent is not None
+                                 or cls.max_cost_per_agent is not None)
         # a task claimed for the first time has an empty journal: skip the read
         recorded = (await self.store.get_steps(self.task.id, self.task.retries)
                     if self.task.attempt > 1 else [])
