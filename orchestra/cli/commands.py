@@ -34,6 +34,7 @@ from orchestra.coordinator.pipeline import load_pipeline
 from orchestra.coordinator.run_models import (
     SETTINGS_EVENT,
     model_settings,
+    recorded_cap,
     recorded_settings,
     run_cost_cap,
     split_models,
@@ -372,11 +373,10 @@ _LOOK, _LOOK_MAX = 0.2, 2.0  # s between looks for work; a look finding none dou
 async def _serve_run(args: argparse.Namespace, store: Blackboard, run: Run,
                      watch: CancelWatch, *, leave: bool) -> asyncio.Task[Run]:
     pipeline = load_pipeline(run.pipeline, run.input)
-    recorded = await recorded_settings(store, run)
-    cap = await _run_cap(store, run, None)
+    recorded = await recorded_settings(store, run)  # its log read once: the cap is in it
     coord = Coordinator(store, pipeline, models=_models(pipeline, recorded, args.model),
                         settings=dataclasses.replace(
-                            _settings(args, shared=True, cap=cap,
+                            _settings(args, shared=True, cap=recorded_cap(recorded),
                                       cost_cap=recorded.get("max_cost")), leave_idle=leave),
                         prices=_prices(args), cancel_watch=watch)
     if not args.json:

@@ -149,7 +149,12 @@ async def run_cap(store: Blackboard, run: Run, flag: int | None) -> int | None:
     if flag is not None:
         await store.append_event(run.id, BUDGET_EVENT, {"max_tokens": flag})
         return flag
-    cap = (await recorded_settings(store, run)).get("max_tokens")
+    return recorded_cap(await recorded_settings(store, run))
+
+
+def recorded_cap(recorded: Mapping[str, Any]) -> int | None:
+    """The token cap among a run's recorded settings (:func:`recorded_settings`)."""
+    cap = recorded.get("max_tokens")
     return cap if isinstance(cap, int) else None
 
 

@@ -28,7 +28,7 @@ from orchestra.coordinator.coordinator import Coordinator, CoordinatorSettings
 from orchestra.coordinator.finding import WorkFinder
 from orchestra.coordinator.owners import dead_local_owners, new_owner_id
 from orchestra.coordinator.pipeline import load_pipeline
-from orchestra.coordinator.run_models import models_for_run, recorded_settings, run_cap
+from orchestra.coordinator.run_models import models_for_run, recorded_cap, recorded_settings
 from orchestra.coordinator.serving import ParkedRuns, needs_driving
 from orchestra.models.prices import PriceBook
 from orchestra.store.protocol import Blackboard
@@ -110,12 +110,12 @@ class RunPool:
             await self._serve(run)
 
     async def _serve(self, run: Run) -> None:
-        cap = await run_cap(self._store, run, None)
+        recorded = await recorded_settings(self._store, run)  # its log read once
+        cap = recorded_cap(recorded)
         settings = self._settings if cap is None or self._settings.max_tokens_per_run \
             else replace(self._settings, max_tokens_per_run=cap)  # a server-wide cap wins
         try:
             pipeline = load_pipeline(run.pipeline, run.input)
-            recorded = await recorded_settings(self._store, run)
             if recorded.get("max_cost") and settings.max_cost_per_run is None:
                 settings = replace(settings, max_cost_per_run=float(recorded["max_cost"]))
             coord = Coordinator(self._store, pipeline,
