@@ -14,9 +14,9 @@ finishing it.
 Several workers share a backlog: a busy worker (:class:`~orchestra.coordinator.load.Load`:
 its CPU saturated, or its event loop running late) takes one new run per look instead
 of a batch, leaving the rest to workers with room (before, the first worker up took
-every run of a backlog and a second one idled); a look picks its
-runs at random among the oldest twice as many, so workers looking together rarely
-start on the same runs; and the sweep leaves runs with claimable work to the looks.
+every run of a backlog and a second one idled); a look picks its runs at random among
+the oldest twice as many, so workers looking together rarely start on the same runs;
+and the sweep leaves runs with claimable work to the looks.
 """
 
 from __future__ import annotations
