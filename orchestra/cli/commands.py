@@ -339,10 +339,10 @@ async def cmd_worker(args: argparse.Namespace) -> int:
         last: Run | None = None
         pause = _LOOK
         while True:
-            if args.run:
-                run = await store.get_run(args.run)
-                if run.id not in serving and await needs_driving(store, run):
-                    serving[run.id] = await _serve_run(args, store, run, watch, leave=False)
+            if args.run:  # read only while no drive serves it: a drive follows its run
+                todo = None if args.run in serving else await store.get_run(args.run)
+                if todo is not None and await needs_driving(store, todo):
+                    serving[todo.id] = await _serve_run(args, store, todo, watch, leave=False)
             else:
                 found = await finder.runs(serving)
                 for run_id in found:

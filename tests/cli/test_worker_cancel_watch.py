@@ -47,3 +47,27 @@ async def test_a_worker_reads_the_status_of_all_its_runs_at_once(
     assert code == 0
     assert reads and all(read == set(runs) for read in reads if len(read) > 1)
     assert max(len(read) for read in reads) == 3  # one read covered all three runs
+
+
+async def test_a_worker_serving_one_run_does_not_poll_it_while_its_drive_runs(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from benchmarks.fanout import build
+
+    monkeypatch.syspath_prepend(str(REPO))
+    db = tmp_path / "one.db"
+    run_input = {"tasks": 1, "tool_sleep": 1.5}  # the drive is busy for 1.5 s
+    async with await SQLiteBlackboard.open(db) as store:
+        run = await Coordinator(store, build(run_input)).start(run_input)
+    reads: list[str] = []
+    get_run = SQLiteBlackboard.get_run
+
+    async def counting(self: SQLiteBlackboard, run_id: str) -> object:
+        reads.append(run_id)
+        return await get_run(self, run_id)
+
+    monkeypatch.setattr(SQLiteBlackboard, "get_run", counting)
+    code = await asyncio.to_thread(main, ["worker", "--db", str(db), "--run", run.id, "--json"])
+    assert code == 0
+    async with await SQLiteBlackboard.open(db) as store:
+        assert (await store.get_run(run.id)).status == "completed"
+    assert len(reads) < 6  # not one per 0.2 s look (about 8 in 1.5 s) while it drove
