@@ -5,8 +5,9 @@
 Runs the S1 workload (orchestra side, default durability) once to warm up, then
 again while timing every statement the store's writer executes, and reports per
 step: statements by kind with their mean cost, the total time in SQLite, and the
-WAL frames (4 KiB pages) each step appends. This is the profile behind the S1 and
-S2 notes in the README: it is measured, not a test.
+WAL frames (4 KiB pages) each step appends; then the same for the statements of the
+reader connection (every read is a hop to aiosqlite's thread too). This is the
+profile behind the S1 and S2 notes in the README: it is measured, not a test.
 """
 
 from __future__ import annotations
@@ -72,6 +73,7 @@ class _Timed:
 
 async def _profile(pipelines: int, db: Path) -> None:
     stats: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
+    read_stats: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
     original = _writer.run_batch
 
     async def timed_run(conn: Conn, ops: list[Any], *args: Any) -> Any:  # as run_batch
@@ -90,11 +92,13 @@ async def _profile(pipelines: int, db: Path) -> None:
         await store._writer.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         await store._writer.conn.execute("PRAGMA wal_autocheckpoint = 0")
         _writer.run_batch = timed_run
+        reader, store._reader = store._reader, _Timed(store._reader, read_stats)  # type: ignore[assignment]
         frames_before, started = wal.stat().st_size, time.perf_counter()
         for _ in range(pipelines):
             await coord.run({})
         wall = time.perf_counter() - started
         frames = (wal.stat().st_size - frames_before) / _FRAME
+        store._reader = reader
     finally:
         _writer.run_batch = original
         await store.close()
@@ -103,8 +107,14 @@ async def _profile(pipelines: int, db: Path) -> None:
     print(f"{steps} steps: {wall / steps * 1e3:.3f} ms/step wall, "
           f"{in_sql / steps * 1e3:.3f} ms/step in SQLite calls, "
           f"{sum(n for n, _ in stats.values()) / steps:.1f} statements/step"
-          + (f", {frames / steps:.1f} WAL pages/step" if frames > 0 else ""))
-    print(" per step   mean us  us/step  statement")
+          + (f", {frames / steps:.1f} WAL pages/step" if frames > 0 else "")
+          + f"; reads: {sum(n for n, _ in read_stats.values()) / steps:.1f} statements/step")
+    _table("writer", stats, steps)
+    _table("reader", read_stats, steps)
+
+
+def _table(name: str, stats: dict[str, list[float]], steps: int) -> None:
+    print(f" per step   mean us  us/step  {name} statement")
     for sql, (n, t) in sorted(stats.items(), key=lambda kv: -kv[1][1]):
         print(f"{n / steps:9.2f} {t / n * 1e6:9.1f} {t / steps * 1e6:8.1f}  {sql}")
 

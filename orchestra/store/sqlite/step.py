@@ -28,12 +28,21 @@ from orchestra.store import codec as _codec
 from orchestra.store.codec import Encoder, encode_message
 from orchestra.store.protocol import ClaimSpec, Lease, StepResult, Writes
 from orchestra.store.rules import check_new_task
-from orchestra.store.sqlite.board import last_message_seq
 from orchestra.store.sqlite.journal import _dedupe_reply, _is_last_reply
-from orchestra.store.sqlite.tasks import check_lease
+from orchestra.store.sqlite.tasks import lease_info
 from orchestra.store.sqlite.txn import Claimer, Txn
 
-_RUN_HAS_PENDING = "SELECT 1 FROM tasks WHERE run_id = ? AND status = 'pending' LIMIT 1"
+# What the write must know before it decides, in one statement (each one is a hop to
+# aiosqlite's thread): the lease (``tasks._LEASE``'s columns), whether the run has
+# pending work (?2: only for a claim) and the agent's last message seq (?3: only when
+# messages are appended). A subquery in a CASE branch not taken is not run.
+_BEFORE = """
+SELECT run_id, role, status, lease_owner, attempt, retries, max_attempts,
+    CASE WHEN ?2 THEN EXISTS (SELECT 1 FROM tasks p WHERE p.run_id = t.run_id
+                              AND p.status = 'pending') ELSE 0 END,
+    CASE WHEN ?3 IS NULL THEN 0
+         ELSE (SELECT COALESCE(MAX(seq), 0) FROM messages WHERE agent_id = ?3) END
+FROM tasks t WHERE id = ?1"""
 _APPEND = (
     "INSERT INTO step_records (run_id, task_id, agent_id, agent_role, retry, step, kind, "
     "name, input_digest, output, tokens_in, tokens_out, cost, result, result_is_reply, "
@@ -52,18 +61,20 @@ async def complete_and_claim(tx: Txn, task_id: str, lease: Lease, result: JSON, 
     functions would cut it there; the general path binds it whole)."""
     if writes is not None and _has_nul(writes):
         return None
-    info = await check_lease(tx, task_id, lease)
+    messages = writes.messages if writes is not None else []
+    row = (await tx.execute(_BEFORE, (task_id, claim is not None,
+                                      agent_id if messages else None))).fetchone()
+    info = lease_info(task_id, lease, row)
     run_id, enc, now = info.run_id, tx.enc, tx.now
-    if claim is not None and (await tx.execute(_RUN_HAS_PENDING, (run_id,))).fetchone() is not None:
+    if row[7]:  # the run has pending work, which the claim must take first
         return None
     if not agent_id:
         raise UserError("agent_id must be a non-empty string")
     agent_role = AgentId.parse(agent_id).role
-    messages = writes.messages if writes is not None else []
     last_seq = 0
     rows: list[list[JSON]] = []
     if messages:
-        last_seq = await last_message_seq(tx, agent_id)
+        last_seq = row[8]
         for m in messages:
             last_seq += 1
             content, calls = encode_message(enc, m, f"message {last_seq} of {agent_id}")

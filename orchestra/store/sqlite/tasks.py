@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection, Sequence
+from typing import Any
 
 from orchestra._errors import LeaseLostError, NotFoundError, UserError
 from orchestra._types import Task, TaskStatus
@@ -91,10 +92,15 @@ class LeaseInfo:
 
 async def check_lease(tx: Txn, task_id: str, lease: Lease) -> LeaseInfo:
     """Raise ``LeaseLostError`` unless ``lease`` still holds ``task_id``; nothing is written."""
-    row = (await tx.execute(_LEASE, (task_id,))).fetchone()
+    return lease_info(task_id, lease, (await tx.execute(_LEASE, (task_id,))).fetchone())
+
+
+def lease_info(task_id: str, lease: Lease, row: Sequence[Any] | None) -> LeaseInfo:
+    """:func:`check_lease` on the task's row (``_LEASE``'s columns first), read by the
+    caller, possibly in one statement with what else its write needs to know."""
     if row is None:
         raise NotFoundError(f"task {task_id!r} does not exist")
-    run_id, role, status, owner, attempt, retries, max_attempts = row
+    run_id, role, status, owner, attempt, retries, max_attempts = row[:7]
     if status != "running" or owner != lease.owner or attempt != lease.attempt:
         raise LeaseLostError(
             f"task {task_id} ({role}): lease lost: the task is {status}, held by "

@@ -2,11 +2,16 @@
 
 Writes queue here; a task of the writer's drains the queue (up to ``max_batch`` at a
 time) into ONE transaction: ``BEGIN IMMEDIATE``, each write's statements (a step's
-usual end is one ``INSERT`` into ``step_records``), ``COMMIT``. Each write has its own
-savepoint when the batch holds more than one, so a failing write rolls back alone.
-Writes queued while a batch commits form the next batch: under load the commit (and,
-at durability "full", the fsync) is shared by every write in it; a lone write is a
-plain transaction. Every statement runs on aiosqlite's thread, never on the loop.
+usual end is one ``INSERT`` into ``step_records``), ``COMMIT``. Writes queued while a
+batch commits form the next batch: under load the commit (and, at durability "full",
+the fsync) is shared by every write in it; a lone write is a plain transaction. Every
+statement runs on aiosqlite's thread, never on the loop, and each one is a hop there
+and back: so a batch's writes first run without savepoints (nearly every batch
+succeeds whole). Only when one of them fails is the batch rolled back and run again
+with a savepoint around each write, so that the failing write rolls back alone and
+the others commit; their results are those of the second run. (A write is a function
+of the connection: it reads what it needs inside its transaction, so running it again
+is safe.)
 
 Cancellation: a write whose caller was cancelled before its batch began is dropped
 (nothing written); once begun it commits or rolls back with its batch, whatever
@@ -59,7 +64,7 @@ async def begin(conn: Conn, wait: float) -> None:
 
 
 async def run_batch(conn: Conn, ops: list[Op], lock_wait: float = 0.0) -> list[OpResult]:
-    """Run ``ops`` in one transaction; an op that raises is rolled back to its savepoint.
+    """Run ``ops`` in one transaction; an op that raises is rolled back alone.
 
     ``BEGIN IMMEDIATE`` takes the write lock up front (waiting up to ``lock_wait``
     seconds past the connection's own ``busy_timeout``, see :func:`begin`), so a writer
@@ -71,34 +76,42 @@ async def run_batch(conn: Conn, ops: list[Op], lock_wait: float = 0.0) -> list[O
         await begin(conn, lock_wait)
     except Exception as exc:
         return [(False, not_committed(exc))] * len(ops)
-    outcomes: list[OpResult] = []
     try:
-        if len(ops) == 1:  # no savepoint needed: the op's failure is the batch's
-            try:
-                outcomes.append((True, await ops[0](conn)))
-            except Exception as exc:
-                if conn.in_transaction:
-                    await conn.execute("ROLLBACK")
+        try:
+            outcomes: list[OpResult] = [(True, await op(conn)) for op in ops]
+        except Exception as exc:
+            if len(ops) > 1 and not conn.in_transaction:
+                raise  # SQLite rolled back everything itself (disk full, I/O error)
+            if conn.in_transaction:
+                await conn.execute("ROLLBACK")  # with the failing op's partial writes
+            if len(ops) == 1:  # the op's failure is the batch's
                 return [(False, exc)]
-        else:
-            for op in ops:
-                await conn.execute("SAVEPOINT op")
-                try:
-                    result = await op(conn)
-                except Exception as exc:
-                    if not conn.in_transaction:
-                        raise  # SQLite rolled back everything itself (disk full, I/O error)
-                    await conn.execute("ROLLBACK TO op")
-                    await conn.execute("RELEASE op")
-                    outcomes.append((False, exc))
-                else:
-                    await conn.execute("RELEASE op")
-                    outcomes.append((True, result))
+            await begin(conn, lock_wait)  # again, each op in a savepoint
+            outcomes = await _run_each(conn, ops)
         await conn.execute("COMMIT")
     except BaseException as exc:
         if conn.in_transaction:
             await conn.execute("ROLLBACK")
         return [(False, not_committed(exc))] * len(ops)
+    return outcomes
+
+
+async def _run_each(conn: Conn, ops: list[Op]) -> list[OpResult]:
+    """Run each op in a savepoint of its own: a failing op is rolled back alone."""
+    outcomes: list[OpResult] = []
+    for op in ops:
+        await conn.execute("SAVEPOINT op")
+        try:
+            result = await op(conn)
+        except Exception as exc:
+            if not conn.in_transaction:
+                raise  # SQLite rolled back everything itself (disk full, I/O error)
+            await conn.execute("ROLLBACK TO op")
+            await conn.execute("RELEASE op")
+            outcomes.append((False, exc))
+        else:
+            await conn.execute("RELEASE op")
+            outcomes.append((True, result))
     return outcomes
 
 
