@@ -63,6 +63,22 @@ async def batched_events(tx: Txn) -> AsyncIterator[None]:
         await tx.executemany(_INSERT_EVENT, batch.rows)
 
 
+def new_run(tx: Txn, run_id: str) -> RunTally:
+    """Inside :func:`batched_events`: ``run_id`` was just inserted by this write (its
+    ``last_seq`` is 0), so its events count from 1 without reading its row. Returns the
+    run's tally (its ``seq`` is the run's last seq once the write's events are added)."""
+    if tx.events is None:
+        raise RuntimeError("new_run needs an open batched_events block")
+    tally = tx.events.runs[run_id] = RunTally(0)
+    return tally
+
+
+async def insert_event(tx: Txn, run_id: str, seq: int, kind: str, data: JSON) -> Event:
+    """Insert an event whose ``seq`` the caller took from the run's row itself, in the
+    statement that changed the row (``last_seq = last_seq + 1 ... RETURNING``)."""
+    return await _insert(tx, run_id, kind, data, (seq,))
+
+
 async def require_run(tx: Txn, run_id: str) -> None:
     """``NotFoundError`` unless the run exists. Inside a batch the check is the read of
     the run's ``last_seq`` its events will need anyway (one statement, not two)."""

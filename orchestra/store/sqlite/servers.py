@@ -11,10 +11,10 @@ keep them the same way.
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Sequence
 
-from orchestra._errors import UserError
-from orchestra.store.sqlite.events import require_run
+from orchestra._errors import NotFoundError, UserError
 from orchestra.store.sqlite.txn import Conn, Txn
 
 _RENEW = """
@@ -43,8 +43,10 @@ async def renew(tx: Txn, run_id: str, owner: str, lease_seconds: float) -> None:
     """``owner`` serves ``run_id`` for ``lease_seconds`` more (0: it stopped serving)."""
     if not owner:
         raise UserError("serve_run needs a non-empty owner")
-    await require_run(tx, run_id)
-    await tx.execute(_RENEW, (run_id, owner, tx.now, tx.now + max(lease_seconds, 0.0)))
+    try:  # the foreign key refuses an unknown run: no read of the run first
+        await tx.execute(_RENEW, (run_id, owner, tx.now, tx.now + max(lease_seconds, 0.0)))
+    except sqlite3.IntegrityError as exc:
+        raise NotFoundError(f"run {run_id!r} does not exist") from exc
 
 
 async def alive_until(conn: Conn, run_ids: Sequence[str]) -> dict[str, float | None]:
