@@ -76,8 +76,8 @@ async def _profile(pipelines: int, db: Path) -> None:
     read_stats: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
     original = _writer.run_batch
 
-    async def timed_run(conn: Conn, ops: list[Any], *args: Any) -> Any:  # as run_batch
-        return await original(_Timed(conn, stats), ops, *args)  # type: ignore[arg-type]
+    async def timed_run(conn: Conn, ops: list[Any], *args: Any, **options: Any) -> Any:  # as run_batch
+        return await original(_Timed(conn, stats), ops, *args, **options)  # type: ignore[arg-type]
 
     store = await SQLiteBlackboard.open(db)
     coord = Coordinator(store, side.pipeline(side.FakeAdapter(FakeModel(0.0))),

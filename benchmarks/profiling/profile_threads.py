@@ -75,11 +75,11 @@ async def _once(scenario: str, pipelines: int, db: Path) -> dict[str, float]:
     gc_time, gc_start = [0.0], [0.0]
     original = _writer.run_batch
 
-    async def timed_batch(conn: Conn, ops: list[Any], *args: Any) -> Any:  # as run_batch
+    async def timed_batch(conn: Conn, ops: list[Any], *args: Any, **options: Any) -> Any:  # as run_batch
         start = time.thread_time()
         try:
             return await original(_Timed(conn, statements, time.thread_time),  # type: ignore[arg-type]
-                            ops, *args)
+                            ops, *args, **options)
         finally:
             in_batches[0] += time.thread_time() - start
 

@@ -75,10 +75,10 @@ async def _record(pipelines: int, db: Path) -> tuple[list[Txn], int]:
     txns: list[Txn] = []
     original = _writer.run_batch
 
-    async def recording_run(conn: Conn, ops: list[Any], *args: Any) -> Any:  # as run_batch
+    async def recording_run(conn: Conn, ops: list[Any], *args: Any, **options: Any) -> Any:  # as run_batch
         txn: Txn = []
         txns.append(txn)
-        return await original(_Recorder(conn, txn), ops, *args)  # type: ignore[arg-type]
+        return await original(_Recorder(conn, txn), ops, *args, **options)  # type: ignore[arg-type]
 
     store = await SQLiteBlackboard.open(db)
     coord = Coordinator(store, side.pipeline(side.FakeAdapter(FakeModel(0.0))),

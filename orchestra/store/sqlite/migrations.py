@@ -332,6 +332,28 @@ CREATE TRIGGER step_records_insert INSTEAD OF INSERT ON step_records BEGIN
 END;
 """
 
-MIGRATIONS: tuple[str, ...] = (V1, V2, V3, V4, V5, V6)
+# v7: the step record checks what its write assumed (the task's run and lease; no pending
+# work in the run when the write claims; the agent's last message seq): a write that was
+# wrong about one of them writes nothing. So a process that already knows them writes a
+# task's usual end as that one statement, reading nothing first (``step``). The view
+# and trigger are v6's (the frozen text above) with the three columns and the check.
+_V6_RECORDS = V6[V6.index("CREATE VIEW step_records"):]
+V7 = "DROP VIEW step_records;\n" + _V6_RECORDS.replace(
+    "NULL AS events, NULL AS at;",
+    "NULL AS events, NULL AS at, NULL AS lease_owner, NULL AS lease_attempt,\n"
+    "    NULL AS claims;").replace(
+    "INSTEAD OF INSERT ON step_records BEGIN\n", """INSTEAD OF INSERT ON step_records BEGIN
+    SELECT RAISE(ABORT, 'orchestra: step record is stale') WHERE NOT EXISTS (
+            SELECT 1 FROM tasks WHERE id = new.task_id AND run_id = new.run_id
+            AND status = 'running' AND lease_owner = new.lease_owner
+            AND attempt = new.lease_attempt)
+        OR (new.claims AND EXISTS (
+            SELECT 1 FROM tasks WHERE run_id = new.run_id AND status = 'pending'))
+        OR (json_array_length(new.messages) > 0 AND new.reply_seq
+            - json_array_length(new.messages) != (
+            SELECT COALESCE(MAX(seq), 0) FROM messages WHERE agent_id = new.agent_id));
+""")
+
+MIGRATIONS: tuple[str, ...] = (V1, V2, V3, V4, V5, V6, V7)
 """Script ``i`` (0-based) takes the schema from version ``i`` to ``i + 1``. Append only;
 ``schema.sql`` must always equal their result (``tests/store/test_schema.py``)."""

@@ -218,8 +218,18 @@ SELECT NULL AS run_id, NULL AS task_id, NULL AS agent_id, NULL AS agent_role, NU
     NULL AS step, NULL AS kind, NULL AS name, NULL AS input_digest, NULL AS output,
     NULL AS tokens_in, NULL AS tokens_out, NULL AS cost, NULL AS result,
     NULL AS result_is_reply, NULL AS reply_seq, NULL AS messages, NULL AS tasks,
-    NULL AS events, NULL AS at;
+    NULL AS events, NULL AS at, NULL AS lease_owner, NULL AS lease_attempt,
+    NULL AS claims;
 CREATE TRIGGER step_records_insert INSTEAD OF INSERT ON step_records BEGIN
+    SELECT RAISE(ABORT, 'orchestra: step record is stale') WHERE NOT EXISTS (
+            SELECT 1 FROM tasks WHERE id = new.task_id AND run_id = new.run_id
+            AND status = 'running' AND lease_owner = new.lease_owner
+            AND attempt = new.lease_attempt)
+        OR (new.claims AND EXISTS (
+            SELECT 1 FROM tasks WHERE run_id = new.run_id AND status = 'pending'))
+        OR (json_array_length(new.messages) > 0 AND new.reply_seq
+            - json_array_length(new.messages) != (
+            SELECT COALESCE(MAX(seq), 0) FROM messages WHERE agent_id = new.agent_id));
     SELECT RAISE(ABORT, 'orchestra: step already completed') WHERE EXISTS (
         SELECT 1 FROM steps WHERE task_id = new.task_id AND retry = new.retry
         AND step = new.step AND status = 'completed');

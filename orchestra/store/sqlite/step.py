@@ -10,10 +10,14 @@ the handoffs' tasks, the task's end, the event log and the run's totals) in the 
 transaction, inside SQLite, with the GIL released for the whole projection. Nothing
 else is stored: the record is the statement, and the tables are what reads use.
 
-Python still decides everything a write must decide (the lease check, each payload's
-encoding, size limit and redaction, the message seqs, the reply stored once, which
-new tasks the worker takes, each event's data), so the rows are exactly those of
-the general path; ``tests/store/test_step_record.py`` checks both write the same rows.
+Python still decides everything a write must decide (each payload's encoding, size
+limit and redaction, the message seqs, the reply stored once, which new tasks the
+worker takes, each event's data), so the rows are exactly those of the general path;
+``tests/store/test_step_record.py`` checks both write the same rows. What it decides
+from (the lease, the task's run, the run's pending work, the agent's last seq) the
+trigger checks, refusing a stale record whole: so when this process already knows
+them (``known``) the record is the write's only statement, and a lone one needs no
+``BEGIN``/``COMMIT`` either (``writer``): one hop to aiosqlite's thread per step.
 Ends with anything else (plans, notes, compactions, keyed handoffs, a run with older
 pending work to claim first) take the general path: ``rules.fits`` says which.
 """
@@ -21,6 +25,7 @@ pending work to claim first) take the general path: ``rules.fits`` says which.
 from __future__ import annotations
 
 import sqlite3
+from typing import Any
 
 from orchestra._errors import StoreError, UserError
 from orchestra._types import JSON, AgentId, Task
@@ -29,8 +34,9 @@ from orchestra.store.codec import Encoder, encode_message
 from orchestra.store.protocol import ClaimSpec, Lease, StepResult, Writes
 from orchestra.store.rules import check_new_task
 from orchestra.store.sqlite.journal import _dedupe_reply, _is_last_reply
+from orchestra.store.sqlite.known import Before, Known
 from orchestra.store.sqlite.tasks import lease_info
-from orchestra.store.sqlite.txn import Claimer, Txn
+from orchestra.store.sqlite.txn import Claimer, NeedsTransaction, Txn
 
 # What the write must know before it decides, in one statement (each one is a hop to
 # aiosqlite's thread): the lease (``tasks._LEASE``'s columns), whether the run has
@@ -46,35 +52,77 @@ FROM tasks t WHERE id = ?1"""
 _APPEND = (
     "INSERT INTO step_records (run_id, task_id, agent_id, agent_role, retry, step, kind, "
     "name, input_digest, output, tokens_in, tokens_out, cost, result, result_is_reply, "
-    "reply_seq, messages, tasks, events, at) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "reply_seq, messages, tasks, events, at, lease_owner, lease_attempt, claims) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 _ALREADY_COMPLETED = "orchestra: step already completed"
+_STALE = "orchestra: step record is stale"  # what the write assumed no longer holds
 
 
-async def complete_and_claim(tx: Txn, task_id: str, lease: Lease, result: JSON, agent_id: str,
-                       writes: Writes | None, step: StepResult, claim: ClaimSpec | None
-                       ) -> list[Task] | None:
+async def complete_and_claim(tx: Txn, known: Known, task_id: str, lease: Lease, result: JSON,
+                             agent_id: str, writes: Writes | None, step: StepResult,
+                             claim: ClaimSpec | None) -> list[Task] | None:
     """Hand in the task as one record and return the tasks it claimed for ``claim``;
     None (nothing written) when the general path must do it: the run has older pending
     work for the claim to take first, or a text holds a NUL character (SQLite's JSON
-    functions would cut it there; the general path binds it whole)."""
+    functions would cut it there; the general path binds it whole).
+
+    What the record must know first (the task's run and role, the agent's last message
+    seq) comes from ``known`` when this process knows it: the record alone is then the
+    whole write, and its trigger checks what it assumed (and the lease). Otherwise, or
+    when the trigger finds it stale, one read (``_BEFORE``) learns it.
+    """
     if writes is not None and _has_nul(writes):
         return None
-    messages = writes.messages if writes is not None else []
-    row = (await tx.execute(_BEFORE, (task_id, claim is not None,
-                                      agent_id if messages else None))).fetchone()
-    info = lease_info(task_id, lease, row)
-    run_id, enc, now = info.run_id, tx.enc, tx.now
-    if row[7]:  # the run has pending work, which the claim must take first
-        return None
+    appends = writes is not None and bool(writes.messages)
+    before = known.before(task_id, agent_id, appends)
+    for _ in range(2):
+        if before is None:
+            row = (await tx.execute(_BEFORE, (task_id, claim is not None,
+                                              agent_id if appends else None))).fetchone()
+            info = lease_info(task_id, lease, row)
+            if row[7]:  # the run has pending work, which the claim must take first
+                return None
+            before = Before(info.run_id, info.role, row[8])
+            known.learn(task_id, before, agent_id if appends else None)
+        params, claimed, last_seq = _record(tx, task_id, lease, result, agent_id, writes, step,
+                                            claim, before)
+        try:
+            await tx.execute(_APPEND, params)
+        except sqlite3.IntegrityError as exc:
+            if str(exc) == _ALREADY_COMPLETED:
+                raise StoreError(
+                    f"task {task_id} retry {step.retry} step {step.step} ({step.name}) is "
+                    "already completed; its writes were not applied again. Replay its "
+                    "recorded output instead of completing it twice.") from exc
+            if str(exc) != _STALE:
+                raise
+            known.forget(task_id, agent_id)
+            before = None
+            continue
+        known.ended(task_id)
+        known.claimed(claimed)
+        if appends:
+            known.appended(agent_id, last_seq)
+        return claimed
+    # read and record were two transactions (see ``NeedsTransaction``) and the task or
+    # the agent changed in between: in one transaction that cannot happen
+    raise NeedsTransaction(f"task {task_id} changed between its read and its record")
+
+
+def _record(tx: Txn, task_id: str, lease: Lease, result: JSON, agent_id: str,
+            writes: Writes | None, step: StepResult, claim: ClaimSpec | None,
+            before: Before) -> tuple[tuple[Any, ...], list[Task], int]:
+    """The record's parameters, the tasks it claims and the agent's last seq after it."""
     if not agent_id:
         raise UserError("agent_id must be a non-empty string")
+    run_id, enc, now = before.run_id, tx.enc, tx.now
     agent_role = AgentId.parse(agent_id).role
+    messages = writes.messages if writes is not None else []
     last_seq = 0
     rows: list[list[JSON]] = []
     if messages:
-        last_seq = row[8]
+        last_seq = before.last_seq
         for m in messages:
             last_seq += 1
             content, calls = encode_message(enc, m, f"message {last_seq} of {agent_id}")
@@ -89,7 +137,7 @@ async def complete_and_claim(tx: Txn, task_id: str, lease: Lease, result: JSON, 
     _event(enc, events, "step.completed",
            {"task": task_id, "step": step.step, "kind": step.kind, "name": step.name,
             "tokens_in": step.tokens_in, "tokens_out": step.tokens_out})
-    _event(enc, events, "task.completed", {"task": task_id, "role": info.role})
+    _event(enc, events, "task.completed", {"task": task_id, "role": before.role})
     result_text: str | None = enc.json(result, f"result of task {task_id}")
     from_reply = bool(writes) and last_seq > 0 and _is_last_reply(result, writes)  # type: ignore[arg-type]
     if from_reply:
@@ -97,20 +145,12 @@ async def complete_and_claim(tx: Txn, task_id: str, lease: Lease, result: JSON, 
     for task in claimed:
         _event(enc, events, "task.claimed", {"task": task.id, "role": task.role,
                                              "attempt": task.attempt, "owner": task.lease_owner})
-    try:
-        (await tx.execute(_APPEND, (
-            run_id, task_id, agent_id, agent_role, step.retry, step.step, step.kind,
-            step.name, step.input_digest, output, step.tokens_in, step.tokens_out, step.cost,
-            result_text, int(from_reply), last_seq, _codec.compact(rows),
-            _codec.compact(tasks), _codec.compact(events), now)))
-    except sqlite3.IntegrityError as exc:
-        if str(exc) != _ALREADY_COMPLETED:
-            raise
-        raise StoreError(
-            f"task {task_id} retry {step.retry} step {step.step} ({step.name}) is already "
-            "completed; its writes were not applied again. Replay its recorded output "
-            "instead of completing it twice.") from exc
-    return claimed
+    params = (run_id, task_id, agent_id, agent_role, step.retry, step.step, step.kind,
+              step.name, step.input_digest, output, step.tokens_in, step.tokens_out, step.cost,
+              result_text, int(from_reply), last_seq, _codec.compact(rows),
+              _codec.compact(tasks), _codec.compact(events), now, lease.owner, lease.attempt,
+              claim is not None)
+    return params, claimed, last_seq
 
 
 def _handoff_tasks(tx: Txn, run_id: str, agent_id: str, task_id: str, writes: Writes | None,

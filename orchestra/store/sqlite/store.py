@@ -28,6 +28,7 @@ from orchestra.store.protocol import Blackboard, NewTask
 from orchestra.store.sqlite import reads as _reads
 from orchestra.store.sqlite import runs as _runs
 from orchestra.store.sqlite import schema
+from orchestra.store.sqlite.known import Known
 from orchestra.store.sqlite.open import check_and_migrate, open_async, open_read_only
 from orchestra.store.sqlite.store_board import BoardMethods
 from orchestra.store.sqlite.store_history import HistoryMethods
@@ -62,6 +63,7 @@ class SQLiteBlackboard(TaskMethods, HistoryMethods, BoardMethods, RunCopyMethods
         self._read_only = read_only
         self._followers = 0
         self._committed = asyncio.Event()
+        self._known = Known()
         writer.on_commit = self._notify
 
     @classmethod
@@ -150,13 +152,16 @@ class SQLiteBlackboard(TaskMethods, HistoryMethods, BoardMethods, RunCopyMethods
         await self.close()
 
     # -- plumbing -------------------------------------------------------------
-    async def _write(self, op: Callable[[Txn], Awaitable[T]]) -> T:
-        """Run ``op`` as one write: on the writer's connection, stamped when it runs."""
+    async def _write(self, op: Callable[[Txn], Awaitable[T]], *,
+                     one_statement: bool = False) -> T:
+        """Run ``op`` as one write: on the writer's connection, stamped when it runs
+        (``one_statement``: see ``writer.run_batch``)."""
         if self._read_only:
             raise StoreAccessError(f"{self.path} was opened read-only; this change needs a "
                                    "store that can be written")
         enc = self._enc
-        return await self._writer.write(lambda c: op(Txn(c, enc, time.time())))
+        return await self._writer.write(lambda c: op(Txn(c, enc, time.time())),
+                                        one_statement=one_statement)
 
     async def _read(self, op: Callable[[Conn], Awaitable[T]]) -> T:
         if self._closed:

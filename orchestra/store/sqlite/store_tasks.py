@@ -21,7 +21,8 @@ from orchestra.store.sqlite import servers as _servers
 from orchestra.store.sqlite import step as _step
 from orchestra.store.sqlite import tasks as _tasks
 from orchestra.store.sqlite.events import batched_events
-from orchestra.store.sqlite.txn import Claimer, Conn, Txn
+from orchestra.store.sqlite.known import Known
+from orchestra.store.sqlite.txn import Claimer, Conn, NeedsTransaction, Txn
 
 T = TypeVar("T")
 
@@ -29,7 +30,10 @@ T = TypeVar("T")
 class TaskMethods:
     """Mixed into ``SQLiteBlackboard``, which provides ``_write`` and ``_read``."""
 
-    async def _write(self, op: Callable[[Txn], Awaitable[T]]) -> T:
+    _known: Known
+
+    async def _write(self, op: Callable[[Txn], Awaitable[T]], *,
+                     one_statement: bool = False) -> T:
         raise NotImplementedError
 
     async def _read(self, op: Callable[[Conn], Awaitable[T]]) -> T:
@@ -55,8 +59,11 @@ class TaskMethods:
                          roles: Collection[str] | None = None,
                          lease_seconds: float = 30.0) -> Task | None:
         roles = None if roles is None else tuple(roles)
-        return await self._write(lambda tx: _tasks.claim(
+        task = await self._write(lambda tx: _tasks.claim(
             tx, owner, run_id=run_id, roles=roles, lease_seconds=lease_seconds))
+        if task is not None:
+            self._known.claimed((task,))
+        return task
 
     async def claim_tasks(self, owner: str, *, capacity: dict[str, int], limit: int,
                           run_id: str | None = None,
@@ -64,9 +71,11 @@ class TaskMethods:
         """Claim up to ``limit`` ready tasks (at most ``capacity[role]`` of each role) in
         one transaction: a coordinator with free slots fills them in one round trip."""
         capacity = dict(capacity)
-        return await self._write(lambda tx: _tasks.claim_many(
+        tasks = await self._write(lambda tx: _tasks.claim_many(
             tx, owner, run_id=run_id, capacity=capacity, limit=limit,
             lease_seconds=lease_seconds))
+        self._known.claimed(tasks)
+        return tasks
 
     async def retry_failed_tasks(self, run_id: str) -> list[Task]:
         """Put a run's failed tasks back in the queue, each with a fresh journal retry."""
@@ -94,16 +103,23 @@ class TaskMethods:
                                       step: StepResult | None = None) -> list[Task]:
         """``complete_task`` and then ``claim_tasks`` in one transaction: a busy worker
         hands in one result and takes its next work in a single round trip. The usual
-        end (a model step, messages, handoffs) is one appended record (``step``)."""
+        end (a model step, messages, handoffs) is one appended record (``step``): the
+        write's one statement when this process knows the task (it claimed it)."""
         record = rules.fits(writes, step, task_id)
+        known = self._known
+        general = not record  # once the record declined, the general path (always right)
 
         async def op(tx: Txn) -> list[Task]:
-            if record:
+            nonlocal general
+            if not general:
                 assert step is not None
-                claimed = await _step.complete_and_claim(tx, task_id, lease, result,
-                                                          agent_id, writes, step, claim)
+                claimed = await _step.complete_and_claim(tx, known, task_id, lease, result,
+                                                         agent_id, writes, step, claim)
                 if claimed is not None:
                     return claimed
+                general = True
+                if not tx.conn.in_transaction:  # the general path: many statements
+                    raise NeedsTransaction(f"task {task_id}'s end takes the general path")
             async with batched_events(tx):
                 # the run's older pending tasks first; room left over takes the tasks this
                 # one routes as they are inserted (see ``Claimer``)
@@ -121,9 +137,11 @@ class TaskMethods:
                                                step)
                 nxt = older + claimer.claimed
                 await _tasks.announce_claims(tx, nxt, claim.owner)
+            known.ended(task_id)
+            known.claimed(nxt)
             return nxt
 
-        return await self._write(op)
+        return await self._write(op, one_statement=record)
 
     async def fail_task(self, task_id: str, lease: Lease, error: str, *,
                         retry_at: float | None = None, agent_id: str | None = None,

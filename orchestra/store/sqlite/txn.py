@@ -14,8 +14,15 @@ from typing import Any
 
 import aiosqlite
 
+from orchestra._errors import StoreError
 from orchestra._types import Task
 from orchestra.store.codec import Encoder
+
+
+class NeedsTransaction(StoreError):
+    """A write run without a transaction (``Writer.write(one_statement=True)``) found it
+    must do more than one statement's change; it wrote nothing, and the writer runs it
+    again inside a transaction."""
 
 
 class Rows:

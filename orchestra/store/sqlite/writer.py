@@ -28,7 +28,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from orchestra._errors import StoreError
-from orchestra.store.sqlite.txn import Conn
+from orchestra.store.sqlite.txn import Conn, NeedsTransaction
 
 T = TypeVar("T")
 Op = Callable[[Conn], Awaitable[Any]]
@@ -63,7 +63,8 @@ async def begin(conn: Conn, wait: float) -> None:
                     "hold it that long") from exc
 
 
-async def run_batch(conn: Conn, ops: list[Op], lock_wait: float = 0.0) -> list[OpResult]:
+async def run_batch(conn: Conn, ops: list[Op], lock_wait: float = 0.0, *,
+                    one_statement: bool = False) -> list[OpResult]:
     """Run ``ops`` in one transaction; an op that raises is rolled back alone.
 
     ``BEGIN IMMEDIATE`` takes the write lock up front (waiting up to ``lock_wait``
@@ -71,7 +72,32 @@ async def run_batch(conn: Conn, ops: list[Op], lock_wait: float = 0.0) -> list[O
     in another process waits instead of deadlocking when both try to upgrade a read
     transaction. A failure of the transaction itself (``COMMIT`` fails, SQLite rolled
     everything back, a ``BaseException``) becomes every op's outcome.
+
+    ``one_statement``: a lone op that changes the file with at most one statement (which
+    checks whatever the op read before it) runs without ``BEGIN``/``COMMIT``: SQLite
+    makes that statement its own transaction, atomic and durable like any commit, and
+    takes the write lock as the statement starts. An op that finds it must do more
+    raises ``NeedsTransaction`` before writing and runs again in a transaction; so does
+    one whose statement found the lock taken (it waited only the connection's short
+    ``busy_timeout``; :func:`begin` waits the store's).
     """
+    if one_statement and len(ops) == 1:
+        try:
+            return [(True, await ops[0](conn))]
+        except NeedsTransaction:
+            pass  # nothing was written: in a transaction, below
+        except sqlite3.OperationalError as exc:
+            if exc.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY:
+                return [(False, exc)]
+            # another connection holds the write lock (past this connection's short
+            # busy_timeout): nothing was written; below, ``begin`` waits for the lock
+        except Exception as exc:
+            return [(False, exc)]
+        except BaseException as exc:  # the statement may have run to its end all the same
+            error = StoreError(f"the write was interrupted while its statement ran ({exc!r}); "
+                               "it may or may not have been committed")
+            error.__cause__ = exc
+            return [(False, error)]
     try:
         await begin(conn, lock_wait)
     except Exception as exc:
@@ -132,18 +158,20 @@ class Writer:
         self.on_commit = on_commit
         """Run after each batch that committed a write."""
         self._max_batch = max_batch
-        self._jobs: deque[tuple[Op, asyncio.Future[Any]]] = deque()
+        self._jobs: deque[tuple[Op, asyncio.Future[Any], bool]] = deque()
         self._wake = asyncio.Event()
         self._closing = False
         self._task = asyncio.get_running_loop().create_task(self._drain(),
                                                             name="orchestra-store-writer")
 
-    def write(self, op: Callable[[Conn], Awaitable[T]]) -> asyncio.Future[T]:
-        """Run ``op(conn)`` inside the next group commit."""
+    def write(self, op: Callable[[Conn], Awaitable[T]], *,
+              one_statement: bool = False) -> asyncio.Future[T]:
+        """Run ``op(conn)`` inside the next group commit (``one_statement``: see
+        :func:`run_batch`)."""
         if self._closing:
             raise StoreError("the store is closed; open it again")
         future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
-        self._jobs.append((op, future))
+        self._jobs.append((op, future, one_statement))
         self._wake.set()
         return future
 
@@ -168,8 +196,9 @@ class Writer:
             taken = [job for job in taken if not job[1].cancelled()]
             if not taken:
                 continue
-            outcomes = await run_batch(self.conn, [op for op, _ in taken], self._lock_wait)
-            for (_, future), (ok, value) in zip(taken, outcomes, strict=True):
+            outcomes = await run_batch(self.conn, [op for op, _, _ in taken], self._lock_wait,
+                                       one_statement=taken[0][2])
+            for (_, future, _), (ok, value) in zip(taken, outcomes, strict=True):
                 if future.done():  # its caller was cancelled; the write still ran
                     continue
                 if ok:

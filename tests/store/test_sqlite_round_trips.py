@@ -1,0 +1,177 @@
+"""Every statement on aiosqlite is a hop to its thread and back: a step costs as many hops
+as it runs statements. Counted call by call on the store's own connections (issue 25;
+``tests/postgres/test_pg_round_trips.py`` is PostgreSQL's counterpart)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchmarks.sides.orchestra_side import FakeAdapter, pipeline
+from benchmarks.workload import CALLS_PER_PIPELINE, FakeModel
+from orchestra import Coordinator
+from orchestra._errors import LeaseLostError, UserError
+from orchestra._types import Message
+from orchestra.store import (
+    ClaimSpec,
+    Lease,
+    NewHandoff,
+    NewTask,
+    SQLiteBlackboard,
+    StepResult,
+    Writes,
+)
+from orchestra.store.sqlite.txn import Conn, Rows
+
+
+class _Counted(Conn):
+    """The store's connection, recording the first line of each statement it runs."""
+
+    __slots__ = ("sent",)
+
+    def __init__(self, conn: Conn, sent: list[str]) -> None:
+        super().__init__(conn.db)
+        self.sent = sent
+
+    async def execute(self, sql: str, params: Sequence[Any] = ()) -> Rows:
+        self.sent.append(sql.strip().split("\n")[0])
+        return await super().execute(sql, params)
+
+    async def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        self.sent.append(sql.strip().split("\n")[0])
+        await super().executemany(sql, rows)
+
+
+@contextmanager
+def counted(store: SQLiteBlackboard) -> Iterator[tuple[list[str], list[str]]]:
+    """The statements (writer's, reader's) ``store`` runs while inside."""
+    writes: list[str] = []
+    reads: list[str] = []
+    writer, reader = store._writer.conn, store._reader
+    store._writer.conn, store._reader = _Counted(writer, writes), _Counted(reader, reads)
+    try:
+        yield writes, reads
+    finally:
+        store._writer.conn, store._reader = writer, reader
+
+
+def _step(task_id: str, n: int) -> StepResult:
+    return StepResult(task_id, 0, n, "model", "m", "d", {"text": "hi"}, tokens_in=3,
+                      tokens_out=4)
+
+
+async def test_a_task_end_is_one_statement_when_the_process_knows_its_task(
+        store: SQLiteBlackboard, db_path: Path) -> None:
+    run = await store.create_run("p", {}, tasks=[NewTask("coder", {})])
+    task = await store.claim_task("w", run_id=run.id)  # the store learns the task's run
+    assert task is not None
+    lease, agent = Lease("w", task.attempt), f"{run.id}/coder"
+    spec = ClaimSpec("w", {"reviewer": 1}, limit=1, run_id=run.id)
+    writes = Writes(messages=[Message("user", "do it"), Message("assistant", "done")],
+                    handoffs=[NewHandoff("reviewer", {"v": 1}, note="look")])
+    with counted(store) as (sent, _):
+        [nxt] = await store.complete_task_and_claim(task.id, lease, {"ok": True}, agent_id=agent,
+                                                    writes=writes, step=_step(task.id, 1),
+                                                    claim=spec)
+    # the agent's last seq was not known: read with the lease and the run's pending work in
+    # ONE statement, then the record; a lone write, so no BEGIN/COMMIT (one statement each)
+    assert [s.split(" ")[0] for s in sent] == ["SELECT", "INSERT"], sent
+    # the reviewer's task came from the claim: its end (no messages) is the record alone
+    with counted(store) as (sent, _):
+        await store.complete_task_and_claim(
+            nxt.id, Lease("w", nxt.attempt), {"ok": 2}, agent_id=f"{run.id}/reviewer",
+            step=_step(nxt.id, 1), claim=ClaimSpec("w", {"coder": 1}, limit=1, run_id=run.id))
+    assert [s.split(" ")[0] for s in sent] == ["INSERT"], sent
+    # another process appends to the coder's history: what this one knows is stale
+    other = await SQLiteBlackboard.open(db_path)
+    try:
+        await other.add_tasks(run.id, [NewTask("coder", {})])
+        elsewhere = await other.claim_task("w2", run_id=run.id)
+        assert elsewhere is not None
+        await other.complete_step(_step(elsewhere.id, 1), Lease("w2", elsewhere.attempt),
+                                  agent_id=agent, writes=Writes(messages=[Message("user", "x")]))
+    finally:
+        await other.close()
+    await store.add_tasks(run.id, [NewTask("coder", {})])
+    mine = await store.claim_task("w", run_id=run.id)
+    assert mine is not None
+    with counted(store) as (sent, _):
+        await store.complete_task_and_claim(
+            mine.id, Lease("w", mine.attempt), {"ok": 3}, agent_id=agent,
+            writes=Writes(messages=[Message("assistant", "mine")]), step=_step(mine.id, 1),
+            claim=ClaimSpec("w", {"coder": 1}, limit=1, run_id=run.id))
+    # the record refused the stale seq whole; one read, and the record again
+    assert [s.split(" ")[0] for s in sent] == ["INSERT", "SELECT", "INSERT"], sent
+    assert [(m.seq, m.content) for m in await store.get_messages(agent)] == [
+        (1, "do it"), (2, "done"), (3, "x"), (4, "mine")]
+    events = await store.events(run.id)
+    assert [e.seq for e in events] == list(range(1, len(events) + 1))
+    # fencing holds without the read: a lost lease is refused and writes nothing
+    [last] = await store.add_tasks(run.id, [NewTask("coder", {})])
+    claimed = await store.claim_task("w", run_id=run.id)
+    assert claimed is not None and claimed.id == last.id
+    with counted(store) as (sent, _), pytest.raises(LeaseLostError, match="lease lost"):
+        await store.complete_task_and_claim(
+            last.id, Lease("w", 99), {}, agent_id=f"{run.id}/coder", step=_step(last.id, 1),
+            claim=ClaimSpec("w", {"coder": 1}, limit=1))
+    assert [s.split(" ")[0] for s in sent] == ["INSERT", "SELECT"], sent
+    assert len(await store.events(run.id)) == len(events) + 2  # the add and the claim only
+    assert (await store.get_task(last.id)).status == "running"
+
+
+async def test_a_run_is_created_and_moved_in_few_statements(store: SQLiteBlackboard) -> None:
+    with counted(store) as (sent, _):
+        run = await store.create_run("p", {"x": 1}, tasks=[NewTask("a", {}), NewTask("b", {})])
+    # the run (a taken id inserts nothing), its tasks, its last seq, its events
+    assert len(sent) == 2 + 5, sent
+    assert run.last_seq == 3 and run == await store.get_run(run.id)
+    with counted(store) as (sent, _):
+        moved = await store.set_run_status(run.id, "running")
+    assert len(sent) == 2 + 3, sent  # its row, the change with its seq, the event
+    assert moved == await store.get_run(run.id) and moved.last_seq == 4
+    assert [e.kind for e in await store.events(run.id)][-1] == "run.running"
+    with pytest.raises(UserError, match="already exists"):
+        await store.create_run("p", {}, run_id=run.id)
+    assert (await store.get_run(run.id)).input == {"x": 1}
+
+
+async def test_a_batch_takes_no_savepoints_unless_a_write_fails(store: SQLiteBlackboard) -> None:
+    run = await store.create_run("p", {})
+    with counted(store) as (sent, _):
+        await asyncio.gather(*(store.append_event(run.id, "ok", {"i": i}) for i in range(10)))
+    assert not [s for s in sent if "SAVEPOINT" in s or "RELEASE" in s], sent
+    # a write that fails after writing (its first task inserted, its second refused) rolls
+    # back alone: the batch runs again, each write in a savepoint
+    with counted(store) as (sent, _):
+        results = await asyncio.gather(
+            store.append_event(run.id, "before", {}),
+            store.add_tasks(run.id, [NewTask("a", {}), NewTask("", {})]),
+            store.append_event(run.id, "after", {}), return_exceptions=True)
+    assert isinstance(results[1], UserError)
+    assert await store.list_tasks(run.id) == []
+    kinds = [e.kind for e in await store.events(run.id)]
+    assert kinds == ["run.created"] + ["ok"] * 10 + ["before", "after"]
+    # one batch (gathered writes queue before the writer wakes): tried whole, rolled back,
+    # then run again with a savepoint each, the failing one rolled back to its own
+    assert [s for s in sent if s.split(" ")[0] in ("BEGIN", "ROLLBACK", "COMMIT")] == [
+        "BEGIN IMMEDIATE", "ROLLBACK", "BEGIN IMMEDIATE", "ROLLBACK TO op", "COMMIT"], sent
+
+
+async def test_s1_statements_per_step(store: SQLiteBlackboard) -> None:
+    """One pipeline after another: each task's end a lone write of one statement."""
+    coord = Coordinator(store, pipeline(FakeAdapter(FakeModel(latency=0.0))))
+    await coord.run({"i": -1})
+    pipelines = 3
+    with counted(store) as (writes, reads):
+        for i in range(pipelines):
+            assert (await coord.run({"i": i})).status == "completed"
+    steps = pipelines * CALLS_PER_PIPELINE
+    # was 8.8 a step: BEGIN, the lease, the run's pending work, the agent's last message
+    # seq, the record, COMMIT (and savepoints); now the record, and per run a few more
+    assert len(writes) / steps < 3.5, writes
+    assert len(reads) / steps < 0.2, reads
