@@ -5,6 +5,7 @@ as it runs statements. Counted call by call on the store's own connections (issu
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -175,3 +176,30 @@ async def test_s1_statements_per_step(store: SQLiteBlackboard) -> None:
     # seq, the record, COMMIT (and savepoints); now the record, and per run a few more
     assert len(writes) / steps < 3.5, writes
     assert len(reads) / steps < 0.2, reads
+
+
+async def test_a_lone_record_waits_for_a_lock_held_elsewhere(store: SQLiteBlackboard,
+                                                             db_path: Path) -> None:
+    """Its statement finds the lock taken (the writer connection waits only 2 ms per try):
+    it wrote nothing, and runs again in a transaction whose BEGIN waits for the lock."""
+    run = await store.create_run("p", {}, tasks=[NewTask("coder", {})])
+    task = await store.claim_task("w", run_id=run.id)
+    assert task is not None
+    other = sqlite3.connect(db_path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # another process holds the write lock
+    with counted(store) as (sent, _):
+        try:
+            write = asyncio.ensure_future(store.complete_task_and_claim(
+                task.id, Lease("w", task.attempt), {"ok": True}, agent_id=f"{run.id}/coder",
+                step=_step(task.id, 1), claim=ClaimSpec("w", {"coder": 1}, limit=1)))
+            await asyncio.sleep(0.2)
+            assert not write.done()
+        finally:
+            other.execute("COMMIT")
+            other.close()
+        assert await asyncio.wait_for(write, 10.0) == []
+    assert sent[0].startswith("INSERT") and sent[-3:] == [
+        "BEGIN IMMEDIATE", sent[0], "COMMIT"], sent[-4:]
+    assert (await store.get_task(task.id)).status == "completed"
+    assert [e.kind for e in await store.events(run.id)][-2:] == ["step.completed",
+                                                                 "task.completed"]
