@@ -76,7 +76,9 @@ async def _profile(pipelines: int, db: Path) -> None:
     read_stats: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
     original = _writer.run_batch
 
-    async def timed_run(conn: Conn, ops: list[Any], *args: Any, **options: Any) -> Any:  # as run_batch
+    # takes run_batch's arguments, whatever they are: one it refused would kill the
+    # writer's task (and hang the tool)
+    async def timed_run(conn: Conn, ops: list[Any], *args: Any, **options: Any) -> Any:
         return await original(_Timed(conn, stats), ops, *args, **options)  # type: ignore[arg-type]
 
     store = await SQLiteBlackboard.open(db)

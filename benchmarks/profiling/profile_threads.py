@@ -75,7 +75,9 @@ async def _once(scenario: str, pipelines: int, db: Path) -> dict[str, float]:
     gc_time, gc_start = [0.0], [0.0]
     original = _writer.run_batch
 
-    async def timed_batch(conn: Conn, ops: list[Any], *args: Any, **options: Any) -> Any:  # as run_batch
+    # takes run_batch's arguments, whatever they are: one it refused would kill the
+    # writer's task (and hang the tool)
+    async def timed_batch(conn: Conn, ops: list[Any], *args: Any, **options: Any) -> Any:
         start = time.thread_time()
         try:
             return await original(_Timed(conn, statements, time.thread_time),  # type: ignore[arg-type]

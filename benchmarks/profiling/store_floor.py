@@ -75,7 +75,9 @@ async def _record(pipelines: int, db: Path) -> tuple[list[Txn], int]:
     txns: list[Txn] = []
     original = _writer.run_batch
 
-    async def recording_run(conn: Conn, ops: list[Any], *args: Any, **options: Any) -> Any:  # as run_batch
+    # takes run_batch's arguments, whatever they are: one it refused would kill the
+    # writer's task (and hang the tool)
+    async def recording_run(conn: Conn, ops: list[Any], *args: Any, **options: Any) -> Any:
         txn: Txn = []
         txns.append(txn)
         return await original(_Recorder(conn, txn), ops, *args, **options)  # type: ignore[arg-type]
