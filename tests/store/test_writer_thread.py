@@ -86,3 +86,24 @@ async def test_a_write_waits_for_the_lock_until_busy_timeout_then_fails_cleanly(
             other.close()
         assert [e.kind for e in await store.events(run.id)] == ["run.created"]
         assert (await store.append_event(run.id, "after", {})).seq == 2
+
+
+async def test_a_batch_the_writer_cannot_run_fails_its_writes_and_the_next_go_through(
+        store: SQLiteBlackboard, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fault in running a batch (not in a write) fails that batch's writes with an error
+    that says nothing was written; the writer goes on (its task used to die, and every
+    later write waited for ever)."""
+    from orchestra.store.sqlite import writer
+
+    run = await store.create_run("p", {})
+    real = writer.run_batch
+
+    async def broken(*args: object, **kwargs: object) -> object:
+        raise RuntimeError("the batch runner broke")
+
+    monkeypatch.setattr(writer, "run_batch", broken)
+    with pytest.raises(StoreError, match="nothing was written: the batch runner broke"):
+        await asyncio.wait_for(store.append_event(run.id, "lost", {}), 10.0)
+    monkeypatch.setattr(writer, "run_batch", real)
+    event = await asyncio.wait_for(store.append_event(run.id, "kept", {}), 10.0)
+    assert [e.kind for e in await store.events(run.id)] == ["run.created", event.kind]

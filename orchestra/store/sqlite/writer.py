@@ -197,8 +197,11 @@ class Writer:
             taken = [job for job in taken if not job[1].cancelled()]
             if not taken:
                 continue
-            outcomes = await run_batch(self.conn, [op for op, _, _ in taken], self._lock_wait,
-                                       one_statement=taken[0][2])
+            try:
+                outcomes = await run_batch(self.conn, [op for op, _, _ in taken],
+                                           self._lock_wait, one_statement=taken[0][2])
+            except Exception as exc:  # a fault of the writer itself: fail the batch, go on
+                outcomes = [(False, await self._broken(exc))] * len(taken)
             for (_, future, _), (ok, value) in zip(taken, outcomes, strict=True):
                 if future.done():  # its caller was cancelled; the write still ran
                     continue
@@ -208,6 +211,16 @@ class Writer:
                     future.set_exception(value)
             if any(ok for ok, _ in outcomes):
                 self.on_commit()
+
+    async def _broken(self, exc: Exception) -> StoreError:
+        """The error a batch's writes get when running the batch itself failed (before,
+        the writer's task died and every later write waited for ever)."""
+        if self.conn.in_transaction:
+            try:
+                await self.conn.execute("ROLLBACK")
+            except Exception as rollback:  # the connection is gone: say so below
+                exc = rollback
+        return not_committed(exc)
 
 
 def not_committed(exc: BaseException) -> StoreError:
