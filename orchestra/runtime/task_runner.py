@@ -109,19 +109,17 @@ class TaskRunner:
                                 f"the task", st.pending, st.journal)
 
     async def _begin(self) -> Turns:
-        """Load the agent's history and the task's journal; pin the task input."""
+        """Load the agent's history and the task's journal (none at a first claim)."""
         cls = type(self.role)
+        capped = cls.max_tokens_per_agent is not None or cls.max_cost_per_agent is not None
         await self.agent.refresh(self.store, with_compactions=cls.compaction.summarizes,
-                                 with_totals=cls.max_tokens_per_agent is not None
-                                 or cls.max_cost_per_agent is not None)
-        # a task claimed for the first time has an empty journal: skip the read
+                                 with_totals=capped)
         recorded = (await self.store.get_steps(self.task.id, self.task.retries)
                     if self.task.attempt > 1 else [])
         journal = Journal(self.store, self.task, self.lease, self.agent.agent_id, recorded,
                           on_commit=self._on_commit)
-        # name="task" marks the task input, so replay keys can be task-local
         pinned = Message("user", self.role.task_message(self.task.input), name="task",
-                         task_id=self.task.id)
+                         task_id=self.task.id)  # name="task": replay keys can be task-local
         return Turns(journal=journal, task_id=self.task.id,
                      system=system_message(self.role.system_prompt()), pinned=pinned,
                      schemas=tuple([t.schema() for t in self.tools.values()]),
