@@ -30,6 +30,8 @@ SETTINGS_EVENT = "run.settings"
 BUDGET_EVENT = "run.budget"
 """Sets a run's token cap (``{"max_tokens": n}``) or cost cap (``{"max_cost": usd}``) for
 every later resume and worker."""
+_SETTINGS_KINDS = ("run.created", SETTINGS_EVENT, BUDGET_EVENT)
+"""The events :func:`recorded_settings` reads (the store filters the run's log)."""
 
 
 def split_models(specs: Sequence[str]) -> tuple[str | None, dict[str, str]]:
@@ -73,7 +75,8 @@ async def recorded_settings(events: EventLog, run: Run) -> dict[str, Any]:
     out = legacy_settings(run.input)
     after = 0
     while True:
-        batch = await events.events(run.id, starting_after=after, limit=500)
+        batch = await events.events(run.id, starting_after=after, limit=500,
+                                    kinds=_SETTINGS_KINDS)
         for e in batch:
             data = e.data if isinstance(e.data, dict) else {}
             if e.kind == "run.created" and isinstance(data.get("settings"), dict):

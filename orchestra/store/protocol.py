@@ -270,8 +270,12 @@ class EventLog(Protocol):
     reports, and a change rolled back takes its event with it."""
 
     async def append_event(self, run_id: str, kind: str, data: JSON) -> Event: ...
-    async def events(self, run_id: str, *, starting_after: int = 0,
-                     limit: int = 500) -> list[Event]: ...
+    async def events(self, run_id: str, *, starting_after: int = 0, limit: int = 500,
+                     kinds: Sequence[str] | None = None) -> list[Event]:
+        """Up to ``limit`` events after ``starting_after``, in seq order; ``kinds``: only
+        events of those kinds (filtered by the store: a run's few settings events are
+        read without its whole log)."""
+        ...
     def follow(self, run_id: str, *, starting_after: int = 0) -> AsyncIterator[Event]:
         """Every event after ``starting_after``, in seq order, each once, including
         those committed later by any process, until the store is closed."""

@@ -51,6 +51,23 @@ async def test_events_read_from_a_cursor_in_pages(store: Blackboard) -> None:
     assert await store.events(run.id, starting_after=10) == []
 
 
+async def test_events_of_some_kinds_are_read_in_pages_with_their_seqs(
+        store: Blackboard) -> None:
+    run = await store.create_run("p", {})
+    for i in range(7):
+        await store.append_event(run.id, "keep" if i % 3 == 0 else "skip", {"i": i})
+        if i == 5:
+            await store.append_event(run.id, "also", {"i": i})
+    first = await store.events(run.id, kinds=["keep", "also"], limit=2)
+    rest = await store.events(run.id, kinds=["keep", "also"], starting_after=first[-1].seq)
+    assert [(e.seq, e.kind) for e in first + rest] == [
+        (2, "keep"), (5, "keep"), (8, "also"), (9, "keep")]  # seqs as written, gaps kept
+    assert await store.events(run.id, kinds=[]) == []
+    assert await store.events(run.id, kinds=["run.created"]) == (await store.events(run.id))[:1]
+    with pytest.raises(NotFoundError):
+        await store.events("nope", kinds=["keep"])
+
+
 async def test_follow_sees_every_commit_of_any_handle_once_in_order(open_store: Opener) -> None:
     a, b = await open_store(), await open_store()
     run = await a.create_run("p", {})

@@ -65,6 +65,10 @@ WHERE run_id = $1 AND ($2::text IS NULL OR status = $2) ORDER BY created_at, pos
 _EVENTS = (
     f"SELECT {_rows.EVENT_COLS} FROM events WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3"
 )
+_EVENTS_OF_KINDS = (
+    f"SELECT {_rows.EVENT_COLS} FROM events WHERE run_id = $1 AND seq > $2 "
+    "AND kind = ANY($4::text[]) ORDER BY seq LIMIT $3"
+)
 _MESSAGES = (
     f"SELECT {_rows.MESSAGE_COLS} FROM messages WHERE agent_id = $1 AND seq > $2 "
     "ORDER BY seq LIMIT $3"
@@ -199,8 +203,9 @@ async def list_approvals(c: asyncpg.Connection, run_id: str,
 
 
 async def events(c: asyncpg.Connection, run_id: str, starting_after: int,
-                 limit: int) -> list[Event]:
-    rows = _t(await c.fetch(_EVENTS, run_id, starting_after, limit))
+                 limit: int, kinds: Sequence[str] | None) -> list[Event]:
+    rows = _t(await c.fetch(_EVENTS, run_id, starting_after, limit) if kinds is None
+              else await c.fetch(_EVENTS_OF_KINDS, run_id, starting_after, limit, list(kinds)))
     if not rows:
         await require_run(c, run_id)
     return [_rows.event(r) for r in rows]

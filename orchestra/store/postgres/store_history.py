@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import TypeVar
 
 import asyncpg
@@ -66,9 +66,10 @@ class HistoryMethods:
         enc = self._enc
         return await self._submit(lambda c, now: append_event(c, enc, run_id, kind, data, now))
 
-    async def events(self, run_id: str, *, starting_after: int = 0,
-                     limit: int = 500) -> list[Event]:
-        return await self._read(lambda c: _reads.events(c, run_id, starting_after, limit))
+    async def events(self, run_id: str, *, starting_after: int = 0, limit: int = 500,
+                     kinds: Sequence[str] | None = None) -> list[Event]:
+        return await self._read(lambda c: _reads.events(c, run_id, starting_after, limit,
+                                                        kinds))
 
     async def follow(self, run_id: str, *, starting_after: int = 0,
                      safety_interval: float = 10.0) -> AsyncIterator[Event]:

@@ -53,6 +53,10 @@ _APPROVALS = f"""
 SELECT {_rows.APPROVAL_COLS} FROM approvals
 WHERE run_id = ?1 AND (?2 IS NULL OR status = ?2) ORDER BY created_at, rowid"""
 _EVENTS = f"SELECT {_rows.EVENT_COLS} FROM events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?"
+_EVENTS_OF_KINDS = (
+    f"SELECT {_rows.EVENT_COLS} FROM events WHERE run_id = ? AND seq > ? "
+    "AND kind IN (SELECT value FROM json_each(?)) ORDER BY seq LIMIT ?"
+)
 
 
 async def require_run(conn: Conn, run_id: str) -> None:
@@ -164,8 +168,12 @@ async def list_approvals(conn: Conn, run_id: str, status: str | None) -> list[Ap
     return [_rows.approval(r) for r in rows]
 
 
-async def events(conn: Conn, run_id: str, starting_after: int, limit: int) -> list[Event]:
-    rows = (await conn.execute(_EVENTS, (run_id, starting_after, limit))).fetchall()
+async def events(conn: Conn, run_id: str, starting_after: int, limit: int,
+                 kinds: Sequence[str] | None) -> list[Event]:
+    rows = (await conn.execute(_EVENTS, (run_id, starting_after, limit)) if kinds is None
+            else await conn.execute(_EVENTS_OF_KINDS, (run_id, starting_after,
+                                                       json.dumps(list(kinds)), limit))
+            ).fetchall()
     if not rows:
         await require_run(conn, run_id)
     return [_rows.event(r) for r in rows]

@@ -7,7 +7,7 @@ store's commit signal (``_committed``, replaced after each commit that has follo
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import TypeVar
 
 from orchestra._types import JSON, AgentInfo, CompactionRecord, Event, Message
@@ -57,9 +57,10 @@ class HistoryMethods:
     async def append_event(self, run_id: str, kind: str, data: JSON) -> Event:
         return await self._write(lambda tx: append_event(tx, run_id, kind, data))
 
-    async def events(self, run_id: str, *, starting_after: int = 0,
-                     limit: int = 500) -> list[Event]:
-        return await self._read(lambda c: _reads.events(c, run_id, starting_after, limit))
+    async def events(self, run_id: str, *, starting_after: int = 0, limit: int = 500,
+                     kinds: Sequence[str] | None = None) -> list[Event]:
+        return await self._read(lambda c: _reads.events(c, run_id, starting_after, limit,
+                                                        kinds))
 
     async def follow(self, run_id: str, *, starting_after: int = 0,
                      poll_interval: float = 0.2) -> AsyncIterator[Event]:
