@@ -41,6 +41,12 @@ LOCK_TRY = 0.002
 connection's ``busy_timeout``); :func:`begin` tries again until the store's own."""
 
 
+def lock_taken(exc: sqlite3.OperationalError) -> bool:
+    """Whether SQLite refused a statement because another connection holds the lock
+    (``SQLITE_BUSY`` and its extended codes)."""
+    return exc.sqlite_errorcode & 0xFF == sqlite3.SQLITE_BUSY
+
+
 async def begin(conn: Conn, wait: float) -> None:
     """``BEGIN IMMEDIATE``, tried again while another connection holds the write lock,
     for ``wait`` seconds in all.
@@ -55,7 +61,7 @@ async def begin(conn: Conn, wait: float) -> None:
             await conn.execute("BEGIN IMMEDIATE")
             return
         except sqlite3.OperationalError as exc:
-            if exc.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY:
+            if not lock_taken(exc):
                 raise
             if time.monotonic() >= deadline:
                 raise StoreError(
@@ -88,7 +94,7 @@ async def run_batch(conn: Conn, ops: list[Op], lock_wait: float = 0.0, *,
         except NeedsTransaction:
             pass  # nothing was written: in a transaction, below
         except sqlite3.OperationalError as exc:
-            if exc.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY:
+            if not lock_taken(exc):
                 return [(False, exc)]
             # another connection holds the write lock (past this connection's short
             # busy_timeout): nothing was written; below, ``begin`` waits for the lock
