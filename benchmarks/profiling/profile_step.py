@@ -25,7 +25,6 @@ from typing import Any
 from benchmarks.sides import orchestra_side as side
 from benchmarks.workload import FakeModel
 from orchestra import Coordinator, SQLiteBlackboard
-from orchestra.store.sqlite import writer as _writer
 from orchestra.store.sqlite.txn import Conn
 
 STEPS_PER_PIPELINE = 17
@@ -74,13 +73,6 @@ class _Timed:
 async def _profile(pipelines: int, db: Path) -> None:
     stats: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
     read_stats: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
-    original = _writer.run_batch
-
-    # takes run_batch's arguments, whatever they are: one it refused would kill the
-    # writer's task (and hang the tool)
-    async def timed_run(conn: Conn, ops: list[Any], *args: Any, **options: Any) -> Any:
-        return await original(_Timed(conn, stats), ops, *args, **options)  # type: ignore[arg-type]
-
     store = await SQLiteBlackboard.open(db)
     coord = Coordinator(store, side.pipeline(side.FakeAdapter(FakeModel(0.0))),
                         settings=side._settings())
@@ -93,7 +85,8 @@ async def _profile(pipelines: int, db: Path) -> None:
         # later COMMIT fail with "SQL statements in progress")
         await store._writer.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         await store._writer.conn.execute("PRAGMA wal_autocheckpoint = 0")
-        _writer.run_batch = timed_run
+        # every statement the writer runs (batches and rows) goes through its connection
+        conn, store._writer.conn = store._writer.conn, _Timed(store._writer.conn, stats)  # type: ignore[assignment]
         reader, store._reader = store._reader, _Timed(store._reader, read_stats)  # type: ignore[assignment]
         frames_before, started = wal.stat().st_size, time.perf_counter()
         for _ in range(pipelines):
@@ -101,8 +94,8 @@ async def _profile(pipelines: int, db: Path) -> None:
         wall = time.perf_counter() - started
         frames = (wal.stat().st_size - frames_before) / _FRAME
         store._reader = reader
+        store._writer.conn = conn
     finally:
-        _writer.run_batch = original
         await store.close()
     steps = pipelines * STEPS_PER_PIPELINE
     in_sql = sum(t for _, t in stats.values())

@@ -73,15 +73,23 @@ async def _once(scenario: str, pipelines: int, db: Path) -> dict[str, float]:
     statements: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
     in_batches = [0.0]
     gc_time, gc_start = [0.0], [0.0]
-    original = _writer.run_batch
+    original, original_rows = _writer.run_batch, _writer.run_rows
 
-    # takes run_batch's arguments, whatever they are: one it refused would kill the
-    # writer's task (and hang the tool)
+    # take their arguments, whatever they are: one they refused would kill the writer's
+    # task (and hang the tool)
     async def timed_batch(conn: Conn, ops: list[Any], *args: Any, **options: Any) -> Any:
         start = time.thread_time()
         try:
             return await original(_Timed(conn, statements, time.thread_time),  # type: ignore[arg-type]
                             ops, *args, **options)
+        finally:
+            in_batches[0] += time.thread_time() - start
+
+    async def timed_rows(conn: Conn, rows: list[Any], *args: Any, **options: Any) -> Any:
+        start = time.thread_time()
+        try:
+            return await original_rows(_Timed(conn, statements, time.thread_time),  # type: ignore[arg-type]
+                                       rows, *args, **options)
         finally:
             in_batches[0] += time.thread_time() - start
 
@@ -94,14 +102,14 @@ async def _once(scenario: str, pipelines: int, db: Path) -> dict[str, float]:
     try:
         await run_all(WARMUP)
         writer = _thread_cpu(store_threads[0])
-        _writer.run_batch = timed_batch
+        _writer.run_batch, _writer.run_rows = timed_batch, timed_rows
         gc.callbacks.append(on_gc)
         writer0, loop0, wall0 = writer(), time.thread_time(), time.perf_counter()
         await run_all(pipelines)
         wall = time.perf_counter() - wall0
         loop_cpu, writer_cpu = time.thread_time() - loop0, writer() - writer0
     finally:
-        _writer.run_batch = original
+        _writer.run_batch, _writer.run_rows = original, original_rows
         if on_gc in gc.callbacks:
             gc.callbacks.remove(on_gc)
         await store.close()

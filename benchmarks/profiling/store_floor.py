@@ -73,19 +73,24 @@ class _Recorder:
 async def _record(pipelines: int, db: Path) -> tuple[list[Txn], int]:
     """Every transaction of ``WARMUP + pipelines`` S1 pipelines; and where the warm-up ends."""
     txns: list[Txn] = []
-    original = _writer.run_batch
+    original, original_rows = _writer.run_batch, _writer.run_rows
 
-    # takes run_batch's arguments, whatever they are: one it refused would kill the
-    # writer's task (and hang the tool)
+    # take their arguments, whatever they are: one they refused would kill the writer's
+    # task (and hang the tool)
     async def recording_run(conn: Conn, ops: list[Any], *args: Any, **options: Any) -> Any:
         txn: Txn = []
         txns.append(txn)
         return await original(_Recorder(conn, txn), ops, *args, **options)  # type: ignore[arg-type]
 
+    async def recording_rows(conn: Conn, rows: list[Any], *args: Any, **options: Any) -> Any:
+        txn: Txn = []  # each statement is its own transaction (see ``writer.run_rows``)
+        txns.append(txn)
+        return await original_rows(_Recorder(conn, txn), rows, *args, **options)  # type: ignore[arg-type]
+
     store = await SQLiteBlackboard.open(db)
     coord = Coordinator(store, side.pipeline(side.FakeAdapter(FakeModel(0.0))),
                         settings=side._settings())
-    _writer.run_batch = recording_run
+    _writer.run_batch, _writer.run_rows = recording_run, recording_rows
     try:
         for _ in range(WARMUP):
             await coord.run({})
@@ -93,7 +98,7 @@ async def _record(pipelines: int, db: Path) -> tuple[list[Txn], int]:
         for _ in range(pipelines):
             await coord.run({})
     finally:
-        _writer.run_batch = original
+        _writer.run_batch, _writer.run_rows = original, original_rows
         await store.close()
     return [_body(t) for t in txns], warm
 

@@ -74,6 +74,7 @@ async def _both(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scenario: Scena
         fits = rules.fits if record else (lambda *a: False)
         monkeypatch.setattr(rules, "fits", fits)
         monkeypatch.setattr(_step_record, "complete_and_claim", _spy)
+        monkeypatch.setattr(_step_record, "record_row", _spy_row)
         async with await SQLiteBlackboard.open(tmp_path / f"{name}.db") as store:
             results.append(await scenario(store))
         monkeypatch.undo()
@@ -85,10 +86,27 @@ RECORDED: list[bool] = []  # per end through the record path: written as a recor
 _complete_and_claim = _step_record.complete_and_claim
 
 
+_record_row = _step_record.record_row
+
+
 async def _spy(*args: Any) -> Any:
     claimed = await _complete_and_claim(*args)
     RECORDED.append(claimed is not None)
     return claimed
+
+
+def _spy_row(*args: Any) -> Any:
+    """A row inserted with its batch's is a record too (a row declined or refused goes
+    on to ``complete_and_claim``)."""
+    row = _record_row(*args)
+    if row is None:
+        return None
+
+    def done() -> Any:
+        RECORDED.append(True)
+        return row.done()
+
+    return row._replace(done=done)
 
 
 async def _start(store: SQLiteBlackboard, *older: str) -> tuple[str, Lease]:

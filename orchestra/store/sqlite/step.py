@@ -37,6 +37,7 @@ from orchestra.store.sqlite.journal import _dedupe_reply, _is_last_reply
 from orchestra.store.sqlite.known import Before, Known
 from orchestra.store.sqlite.tasks import lease_info
 from orchestra.store.sqlite.txn import Claimer, NeedsTransaction, Txn
+from orchestra.store.sqlite.writer import Row
 
 # What the write must know before it decides, in one statement (each one is a hop to
 # aiosqlite's thread): the lease (``tasks._LEASE``'s columns), whether the run has
@@ -49,12 +50,12 @@ SELECT run_id, role, status, lease_owner, attempt, retries, max_attempts,
     CASE WHEN ?3 IS NULL THEN 0
          ELSE (SELECT COALESCE(MAX(seq), 0) FROM messages WHERE agent_id = ?3) END
 FROM tasks t WHERE id = ?1"""
-_APPEND = (
+_INSERT = (
     "INSERT INTO step_records (run_id, task_id, agent_id, agent_role, retry, step, kind, "
     "name, input_digest, output, tokens_in, tokens_out, cost, result, result_is_reply, "
-    "reply_seq, messages, tasks, events, at, lease_owner, lease_attempt, claims) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "reply_seq, messages, tasks, events, at, lease_owner, lease_attempt, claims) VALUES"
 )
+_APPEND = _INSERT + " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 _ALREADY_COMPLETED = "orchestra: step already completed"
 _STALE = "orchestra: step record is stale"  # what the write assumed no longer holds
 
@@ -85,8 +86,8 @@ async def complete_and_claim(tx: Txn, known: Known, task_id: str, lease: Lease, 
                 return None
             before = Before(info.run_id, info.role, row[8])
             known.learn(task_id, before, agent_id if appends else None)
-        params, claimed, last_seq = _record(tx, task_id, lease, result, agent_id, writes, step,
-                                            claim, before)
+        params, claimed, last_seq = _record(tx.enc, tx.now, task_id, lease, result, agent_id,
+                                            writes, step, claim, before)
         try:
             await tx.execute(_APPEND, params)
         except sqlite3.IntegrityError as exc:
@@ -110,13 +111,42 @@ async def complete_and_claim(tx: Txn, known: Known, task_id: str, lease: Lease, 
     raise NeedsTransaction(f"task {task_id} changed between its read and its record")
 
 
-def _record(tx: Txn, task_id: str, lease: Lease, result: JSON, agent_id: str,
+def record_row(enc: Encoder, now: float, known: Known, task_id: str, lease: Lease,
+               result: JSON, agent_id: str, writes: Writes | None, step: StepResult,
+               claim: ClaimSpec | None) -> Row | None:
+    """The task's end as a row the writer inserts with other writes' rows (one statement
+    for a whole batch), when this process knows what the record assumes; else None (the
+    write runs as :func:`complete_and_claim`). The row's result is the claimed tasks."""
+    if writes is not None and _has_nul(writes):
+        return None
+    appends = writes is not None and bool(writes.messages)
+    before = known.before(task_id, agent_id, appends)
+    if before is None:
+        return None
+    params, claimed, last_seq = _record(enc, now, task_id, lease, result, agent_id, writes,
+                                        step, claim, before)
+
+    def done() -> list[Task]:
+        known.ended(task_id)
+        known.claimed(claimed)
+        if appends:
+            known.appended(agent_id, last_seq)
+        return claimed
+
+    def refused(exc: Exception) -> None:
+        if isinstance(exc, sqlite3.IntegrityError) and str(exc) == _STALE:
+            known.forget(task_id, agent_id)  # the general way reads what it must first
+
+    return Row(_INSERT, params, (task_id, agent_id), done, refused)
+
+
+def _record(enc: Encoder, now: float, task_id: str, lease: Lease, result: JSON, agent_id: str,
             writes: Writes | None, step: StepResult, claim: ClaimSpec | None,
             before: Before) -> tuple[tuple[Any, ...], list[Task], int]:
     """The record's parameters, the tasks it claims and the agent's last seq after it."""
     if not agent_id:
         raise UserError("agent_id must be a non-empty string")
-    run_id, enc, now = before.run_id, tx.enc, tx.now
+    run_id = before.run_id
     agent_role = AgentId.parse(agent_id).role
     messages = writes.messages if writes is not None else []
     last_seq = 0
@@ -128,7 +158,7 @@ def _record(tx: Txn, task_id: str, lease: Lease, result: JSON, agent_id: str,
             content, calls = encode_message(enc, m, f"message {last_seq} of {agent_id}")
             rows.append([content, m.role, calls, m.tool_call_id, m.name])
     events: list[list[str]] = []
-    tasks, claimed = _handoff_tasks(tx, run_id, agent_id, task_id, writes, claim, events)
+    tasks, claimed = _handoff_tasks(enc, now, run_id, agent_id, task_id, writes, claim, events)
     field = f"step {step.step} of task {task_id}"
     stored = step.output
     if writes:
@@ -153,14 +183,13 @@ def _record(tx: Txn, task_id: str, lease: Lease, result: JSON, agent_id: str,
     return params, claimed, last_seq
 
 
-def _handoff_tasks(tx: Txn, run_id: str, agent_id: str, task_id: str, writes: Writes | None,
-                   claim: ClaimSpec | None, events: list[list[str]]
+def _handoff_tasks(enc: Encoder, now: float, run_id: str, agent_id: str, task_id: str,
+                   writes: Writes | None, claim: ClaimSpec | None, events: list[list[str]]
                    ) -> tuple[list[list[JSON]], list[Task]]:
     """The rows of the tasks the handoffs create (claimed while ``claim`` has room, as
     ``tasks.Claimer`` does), their ``handoff.posted`` events, and the claimed tasks."""
     if writes is None or not writes.handoffs:
         return [], []
-    enc, now = tx.enc, tx.now
     claimer = None if claim is None else Claimer(claim.owner, dict(claim.capacity),
                                                  claim.limit, claim.lease_seconds)
     rows: list[list[JSON]] = []

@@ -29,13 +29,14 @@ from orchestra.store.sqlite import reads as _reads
 from orchestra.store.sqlite import runs as _runs
 from orchestra.store.sqlite import schema
 from orchestra.store.sqlite.known import Known
+from orchestra.store.sqlite.message_reads import MessageReads
 from orchestra.store.sqlite.open import check_and_migrate, open_async, open_read_only
 from orchestra.store.sqlite.store_board import BoardMethods
 from orchestra.store.sqlite.store_history import HistoryMethods
 from orchestra.store.sqlite.store_runs import RunCopyMethods
 from orchestra.store.sqlite.store_tasks import TaskMethods
 from orchestra.store.sqlite.txn import Conn, Txn
-from orchestra.store.sqlite.writer import LOCK_TRY, Writer
+from orchestra.store.sqlite.writer import LOCK_TRY, RowOf, Writer, max_variables
 
 T = TypeVar("T")
 
@@ -64,6 +65,7 @@ class SQLiteBlackboard(TaskMethods, HistoryMethods, BoardMethods, RunCopyMethods
         self._followers = 0
         self._committed = asyncio.Event()
         self._known = Known()
+        self._messages = MessageReads(self._read)
         writer.on_commit = self._notify
 
     @classmethod
@@ -102,8 +104,8 @@ class SQLiteBlackboard(TaskMethods, HistoryMethods, BoardMethods, RunCopyMethods
         schema.check_file(path, verify_only=verify_only, read_only=read_only)
         if read_only:
             return await cls._open_read_only(path, encoder, busy_timeout=busy_timeout)
-        await asyncio.to_thread(check_and_migrate, path, durability=durability,
-                                busy_timeout=busy_timeout, verify_only=verify_only)
+        variables = await asyncio.to_thread(_check_and_migrate, path, durability=durability,
+                                            busy_timeout=busy_timeout, verify_only=verify_only)
         conn = await open_async(path, path, durability=durability,
                                 busy_timeout=busy_timeout, writer=True)
         try_for = min(busy_timeout, LOCK_TRY)  # SQLite's own wait per try for the lock
@@ -112,7 +114,7 @@ class SQLiteBlackboard(TaskMethods, HistoryMethods, BoardMethods, RunCopyMethods
         except BaseException:
             await conn.db.close()
             raise
-        writer = Writer(conn, max_batch=max_batch, lock_wait=busy_timeout)
+        writer = Writer(conn, max_batch=max_batch, lock_wait=busy_timeout, variables=variables)
         try:
             reader = await open_async(path, path, durability=durability,
                                       busy_timeout=busy_timeout, writer=False)
@@ -152,16 +154,18 @@ class SQLiteBlackboard(TaskMethods, HistoryMethods, BoardMethods, RunCopyMethods
         await self.close()
 
     # -- plumbing -------------------------------------------------------------
-    async def _write(self, op: Callable[[Txn], Awaitable[T]], *,
-                     one_statement: bool = False) -> T:
+    async def _write(self, op: Callable[[Txn], Awaitable[T]], *, one_statement: bool = False,
+                     row: RowOf | None = None) -> T:
         """Run ``op`` as one write: on the writer's connection, stamped when it runs
-        (``one_statement``: see ``writer.run_batch``)."""
+        (``one_statement``: see ``writer.run_batch``; ``row``: the write as one row, if
+        it can be, see ``writer.run_rows``)."""
         if self._read_only:
             raise StoreAccessError(f"{self.path} was opened read-only; this change needs a "
                                    "store that can be written")
         enc = self._enc
-        return await self._writer.write(lambda c: op(Txn(c, enc, time.time())),
-                                        one_statement=one_statement)
+        return await self._writer.write(
+            lambda c: op(Txn(c, enc, time.time())), one_statement=one_statement,
+            row=None if row is None else lambda: row(enc, time.time()))
 
     async def _read(self, op: Callable[[Conn], Awaitable[T]]) -> T:
         if self._closed:
@@ -205,6 +209,14 @@ class SQLiteBlackboard(TaskMethods, HistoryMethods, BoardMethods, RunCopyMethods
         allowed = None if only_from is None else frozenset(only_from)
         return await self._write(lambda tx: _runs.set_run_status(tx, run_id, status, error,
                                                                       allowed))
+
+
+def _check_and_migrate(path: str, *, durability: Durability, busy_timeout: float,
+                       verify_only: bool) -> int:
+    """``check_and_migrate``, then how many ``?`` a statement may bind (both blocking)."""
+    check_and_migrate(path, durability=durability, busy_timeout=busy_timeout,
+                      verify_only=verify_only)
+    return max_variables()
 
 
 if TYPE_CHECKING:  # mypy proves the implementation satisfies the protocol

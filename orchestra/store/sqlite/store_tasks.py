@@ -13,6 +13,7 @@ from typing import TypeVar
 
 from orchestra._types import JSON, Step, StepKind, Task
 from orchestra.store import rules
+from orchestra.store.codec import Encoder
 from orchestra.store.protocol import ClaimSpec, Lease, NewTask, StepResult, Writes
 from orchestra.store.sqlite import journal as _journal
 from orchestra.store.sqlite import reads as _reads
@@ -23,6 +24,7 @@ from orchestra.store.sqlite import tasks as _tasks
 from orchestra.store.sqlite.events import batched_events
 from orchestra.store.sqlite.known import Known
 from orchestra.store.sqlite.txn import Claimer, Conn, NeedsTransaction, Txn
+from orchestra.store.sqlite.writer import Row, RowOf
 
 T = TypeVar("T")
 
@@ -32,8 +34,8 @@ class TaskMethods:
 
     _known: Known
 
-    async def _write(self, op: Callable[[Txn], Awaitable[T]], *,
-                     one_statement: bool = False) -> T:
+    async def _write(self, op: Callable[[Txn], Awaitable[T]], *, one_statement: bool = False,
+                     row: RowOf | None = None) -> T:
         raise NotImplementedError
 
     async def _read(self, op: Callable[[Conn], Awaitable[T]]) -> T:
@@ -141,7 +143,12 @@ class TaskMethods:
             known.claimed(nxt)
             return nxt
 
-        return await self._write(op, one_statement=record)
+        def row(enc: Encoder, now: float) -> Row | None:
+            assert step is not None
+            return _step.record_row(enc, now, known, task_id, lease, result, agent_id, writes,
+                                    step, claim)
+
+        return await self._write(op, one_statement=record, row=row if record else None)
 
     async def fail_task(self, task_id: str, lease: Lease, error: str, *,
                         retry_at: float | None = None, agent_id: str | None = None,

@@ -14,6 +14,17 @@ failing write rolls back alone and the others commit; their results are those of
 second run. (A write is a function of the connection: it reads what it needs inside
 its transaction, so running it again is safe.)
 
+A write that is one row of a table (a step's usual end: one ``step_records`` row, see
+``step``) says so with a :class:`Row`, decided on the loop before the batch runs:
+the batch's rows then go to SQLite as ONE multi-row ``INSERT``, its own transaction
+(atomic: a row the table's trigger refuses undoes the whole statement). That is one
+hop for all of them, and the write lock is held only while SQLite runs the statement,
+never across the event loop's turns (a busy process takes milliseconds to come back
+to a hop, and another process waits for the lock all that time). When the statement
+fails, its writes run again the general way, where each one's own outcome is found.
+Writes of one batch are concurrent (each caller awaits its write before it writes
+again), so running the rows first is one valid order of them.
+
 Cancellation: a write whose caller was cancelled before its batch began is dropped
 (nothing written); once begun it commits or rolls back with its batch, whatever
 happens to the caller (its result is then discarded).
@@ -25,10 +36,13 @@ import asyncio
 import sqlite3
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable, Sequence
+from contextlib import closing
+from functools import cache
+from typing import Any, NamedTuple, TypeVar
 
 from orchestra._errors import StoreError
+from orchestra.store.codec import Encoder
 from orchestra.store.sqlite.txn import Conn, NeedsTransaction
 
 T = TypeVar("T")
@@ -39,6 +53,28 @@ OpResult = tuple[bool, Any]  # (ok, result or exception)
 LOCK_TRY = 0.002
 """Seconds SQLite's busy handler waits for the write lock per try (the writer
 connection's ``busy_timeout``); :func:`begin` tries again until the store's own."""
+
+
+class Row(NamedTuple):
+    """A write that is one row of ``insert`` (the statement up to ``VALUES``)."""
+
+    insert: str
+    params: Sequence[Any]
+    keys: tuple[str, ...]
+    """What the row's change depends on that another row of the same batch may change
+    (its task, its agent): one row per key and statement, the others run the general way."""
+    done: Callable[[], Any]
+    """Run once the row is committed; returns the write's result."""
+    refused: Callable[[Exception], None] = lambda exc: None
+    """Run when the row's statement failed with this row alone in it: ``exc`` is the row's
+    own error (before the write runs the general way, which need not try it again)."""
+
+
+Prepare = Callable[[], Row | None]
+"""Decides a write's row when its batch runs, or None: the write runs as its op."""
+RowOf = Callable[[Encoder, float], Row | None]
+"""A store's :data:`Prepare`, given the store's encoder and the batch's clock reading."""
+Job = tuple[Op, "asyncio.Future[Any]", bool, Prepare | None]  # op, its future, one_statement, row
 
 
 def lock_taken(exc: sqlite3.OperationalError) -> bool:
@@ -55,10 +91,16 @@ async def begin(conn: Conn, wait: float) -> None:
     tries, while busy writers in other processes take the lock back within a
     millisecond of freeing it: a process could wait for seconds, its leases lapsing.
     Tries of :data:`LOCK_TRY` each take the lock about a millisecond after it frees."""
+    await locked(conn, "BEGIN IMMEDIATE", (), wait)
+
+
+async def locked(conn: Conn, sql: str, params: Sequence[Any], wait: float) -> None:
+    """Execute ``sql``, tried again while another connection holds the write lock, for
+    ``wait`` seconds in all (see :func:`begin`)."""
     deadline = time.monotonic() + wait
     while True:
         try:
-            await conn.execute("BEGIN IMMEDIATE")
+            await conn.execute(sql, params)
             return
         except sqlite3.OperationalError as exc:
             if not lock_taken(exc):
@@ -101,10 +143,7 @@ async def run_batch(conn: Conn, ops: list[Op], lock_wait: float = 0.0, *,
         except Exception as exc:
             return [(False, exc)]
         except BaseException as exc:  # the statement may have run to its end all the same
-            error = StoreError(f"the write was interrupted while its statement ran ({exc!r}); "
-                               "it may or may not have been committed")
-            error.__cause__ = exc
-            return [(False, error)]
+            return [(False, interrupted(exc))]
     try:
         await begin(conn, lock_wait)
     except Exception as exc:
@@ -127,6 +166,63 @@ async def run_batch(conn: Conn, ops: list[Op], lock_wait: float = 0.0, *,
             await conn.execute("ROLLBACK")
         return [(False, not_committed(exc))] * len(ops)
     return outcomes
+
+
+async def run_rows(conn: Conn, rows: Sequence[Row | None], lock_wait: float,
+                   variables: int = 999) -> list[OpResult | None]:
+    """Run the rows as multi-row ``INSERT`` statements, each its own transaction (one per
+    ``insert``, or more past ``variables``, SQLite's limit of bound variables, see
+    :func:`max_variables`); per write, its outcome,
+    or None when it must run the general way: it has no row, one of its keys belongs to
+    an earlier row, or its statement failed (one row of it was refused, and the general
+    way finds which, and why)."""
+    outcomes: list[OpResult | None] = [None] * len(rows)
+    groups: dict[str, list[int]] = {}
+    keys: set[str] = set()
+    for i, row in enumerate(rows):
+        if row is None or not keys.isdisjoint(row.keys):
+            continue
+        keys.update(row.keys)
+        groups.setdefault(row.insert, []).append(i)
+    for insert, members in groups.items():
+        width = len(rows[members[0]].params)  # type: ignore[union-attr]
+        per = max(1, variables // width)
+        for start in range(0, len(members), per):
+            chunk = members[start:start + per]
+            params = [value for i in chunk for value in rows[i].params]  # type: ignore[union-attr]
+            try:
+                await locked(conn, _statement(insert, width, len(chunk)), params, lock_wait)
+            except StoreError as exc:  # the lock stayed taken: as when ``begin`` fails
+                error: Exception = not_committed(exc)
+            except Exception as exc:
+                if conn.in_transaction:  # SQLite ends a failed statement's own; never ours
+                    await conn.execute("ROLLBACK")
+                if len(chunk) == 1:
+                    rows[chunk[0]].refused(exc)  # type: ignore[union-attr]
+                continue
+            except BaseException as exc:  # the statement may have run to its end all the same
+                error = interrupted(exc)
+            else:
+                for i in chunk:
+                    outcomes[i] = (True, rows[i].done())  # type: ignore[union-attr]
+                continue
+            for i in chunk:
+                outcomes[i] = (False, error)
+    return outcomes
+
+
+@cache
+def _statement(insert: str, width: int, count: int) -> str:
+    row = "(" + ", ".join("?" * width) + ")"
+    return f"{insert} {', '.join([row] * count)}"
+
+
+@cache
+def max_variables() -> int:
+    """How many ``?`` one statement may bind in the SQLite this Python links (blocking:
+    call it off the loop once, then it is remembered)."""
+    with closing(sqlite3.connect(":memory:")) as probe:
+        return probe.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
 
 
 async def _run_each(conn: Conn, ops: list[Op]) -> list[OpResult]:
@@ -157,28 +253,30 @@ class Writer:
     """
 
     def __init__(self, conn: Conn, *, max_batch: int = 256, lock_wait: float = 0.0,
-                 on_commit: Callable[[], None] = lambda: None) -> None:
+                 variables: int = 999, on_commit: Callable[[], None] = lambda: None) -> None:
         if max_batch < 1:
             raise ValueError(f"max_batch must be >= 1, got {max_batch}")
         self.conn = conn
         self._lock_wait = lock_wait
+        self._variables = variables
         self.on_commit = on_commit
         """Run after each batch that committed a write."""
         self._max_batch = max_batch
-        self._jobs: deque[tuple[Op, asyncio.Future[Any], bool]] = deque()
+        self._jobs: deque[Job] = deque()
         self._wake = asyncio.Event()
         self._closing = False
         self._task = asyncio.get_running_loop().create_task(self._drain(),
                                                             name="orchestra-store-writer")
 
-    def write(self, op: Callable[[Conn], Awaitable[T]], *,
-              one_statement: bool = False) -> asyncio.Future[T]:
+    def write(self, op: Callable[[Conn], Awaitable[T]], *, one_statement: bool = False,
+              row: Prepare | None = None) -> asyncio.Future[T]:
         """Run ``op(conn)`` inside the next group commit (``one_statement``: see
-        :func:`run_batch`)."""
+        :func:`run_batch`), or, when ``row`` gives one as the batch starts, insert that row
+        with the batch's others (see :func:`run_rows`)."""
         if self._closing:
             raise StoreError("the store is closed; open it again")
         future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
-        self._jobs.append((op, future, one_statement))
+        self._jobs.append((op, future, one_statement, row))
         self._wake.set()
         return future
 
@@ -203,20 +301,50 @@ class Writer:
             taken = [job for job in taken if not job[1].cancelled()]
             if not taken:
                 continue
+            rest = await self._rows(taken)
+            if not rest:
+                continue
             try:
-                outcomes = await run_batch(self.conn, [op for op, _, _ in taken],
-                                           self._lock_wait, one_statement=taken[0][2])
+                outcomes = await run_batch(self.conn, [job[0] for job in rest], self._lock_wait,
+                                           one_statement=rest[0][2])
             except Exception as exc:  # a fault of the writer itself: fail the batch, go on
-                outcomes = [(False, await self._broken(exc))] * len(taken)
-            for (_, future, _), (ok, value) in zip(taken, outcomes, strict=True):
-                if future.done():  # its caller was cancelled; the write still ran
-                    continue
-                if ok:
-                    future.set_result(value)
-                else:
-                    future.set_exception(value)
-            if any(ok for ok, _ in outcomes):
-                self.on_commit()
+                outcomes = [(False, await self._broken(exc))] * len(rest)
+            self._settle(rest, outcomes)
+
+    async def _rows(self, taken: list[Job]) -> list[Job]:
+        """Insert the rows of the batch's writes that have one; the writes left to run."""
+        rows: list[Row | None] = []
+        outcomes: list[OpResult | None] = []
+        for job in taken:
+            try:  # on the loop, before the write lock is taken
+                rows.append(None if job[3] is None else job[3]())
+                outcomes.append(None)
+            except Exception as exc:  # the write's own error, as its op would raise it
+                rows.append(None)
+                outcomes.append((False, exc))
+        if any(row is not None for row in rows):
+            try:
+                inserted = await run_rows(self.conn, rows, self._lock_wait, self._variables)
+            except Exception as exc:  # a fault of the writer itself: fail them, go on
+                error = await self._broken(exc)
+                inserted = [None if row is None else (False, error) for row in rows]
+            outcomes = [mine or theirs for mine, theirs in zip(outcomes, inserted, strict=True)]
+        done = [(job, outcome) for job, outcome in zip(taken, outcomes, strict=True)
+                if outcome is not None]
+        if done:
+            self._settle([job for job, _ in done], [outcome for _, outcome in done])
+        return [job for job, outcome in zip(taken, outcomes, strict=True) if outcome is None]
+
+    def _settle(self, jobs: list[Job], outcomes: list[OpResult]) -> None:
+        for (_, future, _, _), (ok, value) in zip(jobs, outcomes, strict=True):
+            if future.done():  # its caller was cancelled; the write still ran
+                continue
+            if ok:
+                future.set_result(value)
+            else:
+                future.set_exception(value)
+        if any(ok for ok, _ in outcomes):
+            self.on_commit()
 
     async def _broken(self, exc: Exception) -> StoreError:
         """The error a batch's writes get when running the batch itself failed (before,
@@ -227,6 +355,13 @@ class Writer:
             except Exception as rollback:  # the connection is gone: say so below
                 exc = rollback
         return not_committed(exc)
+
+
+def interrupted(exc: BaseException) -> StoreError:
+    error = StoreError(f"the write was interrupted while its statement ran ({exc!r}); "
+                       "it may or may not have been committed")
+    error.__cause__ = exc
+    return error
 
 
 def not_committed(exc: BaseException) -> StoreError:
