@@ -110,9 +110,12 @@ def _spy_row(*args: Any) -> Any:
 
 
 async def _start(store: SQLiteBlackboard, *older: str) -> tuple[str, Lease]:
-    """Run ``r1`` with a coder task claimed by worker-1 (and ``older`` pending tasks)."""
-    await store.create_run("p", {"goal": 1}, run_id="r1",
-                           tasks=[NewTask("coder", {"n": 1}), *(NewTask(r, {}) for r in older)])
+    """Run ``r1`` with a coder task claimed by worker-1 (and ``older`` pending tasks), made
+    by another process (so the store reads the agent's last seq before its first record)."""
+    async with await SQLiteBlackboard.open(store.path) as maker:
+        await maker.create_run("p", {"goal": 1}, run_id="r1",
+                               tasks=[NewTask("coder", {"n": 1}),
+                                      *(NewTask(r, {}) for r in older)])
     [task] = await store.claim_tasks("worker-1", capacity={"coder": 1}, limit=1, run_id="r1")
     return task.id, Lease("worker-1", task.attempt)
 

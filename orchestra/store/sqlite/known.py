@@ -2,7 +2,8 @@
 read it first (on aiosqlite every statement is a hop to its thread and back).
 
 A task's run and role never change, and this process learns them when it claims the
-task; an agent's last message seq it learns when it appends to the agent's history.
+task; an agent's last message seq it learns when it appends to the agent's history or
+reads it whole, and an agent of a run this process created starts with none.
 Nothing here is trusted: the step record's trigger checks each of them (``step``), a
 write that assumed wrongly writes nothing, and a wrong entry costs one read. The
 store owns one ``Known`` and hands it to the writes that use it.
@@ -31,12 +32,13 @@ class Known:
     """Tasks' runs and roles and agents' last message seqs, at most ``limit`` of each
     (the oldest entry goes first)."""
 
-    __slots__ = ("_limit", "_seqs", "_tasks")
+    __slots__ = ("_created", "_limit", "_seqs", "_tasks")
 
     def __init__(self, limit: int = 4096) -> None:
         self._limit = limit
         self._tasks: dict[str, tuple[str, str]] = {}
         self._seqs: dict[str, int] = {}
+        self._created: dict[str, None] = {}  # runs made here: their agents start empty
 
     def before(self, task_id: str, agent_id: str, needs_seq: bool) -> Before | None:
         """What is known for a write by ``agent_id`` on ``task_id``, or None."""
@@ -46,7 +48,18 @@ class Known:
         if not needs_seq:
             return Before(task[0], task[1], 0)
         seq = self._seqs.get(agent_id)
+        if seq is None and task[0] in self._created and agent_id.startswith(task[0] + "/"):
+            seq = 0  # its first append, unless another process appended first
         return None if seq is None else Before(task[0], task[1], seq)
+
+    def created(self, run_id: str) -> None:
+        _put(self._created, run_id, None, self._limit)
+
+    def read(self, agent_id: str, last_seq: int) -> None:
+        """A read of the agent's whole history after some seq ended at ``last_seq``; kept
+        only when nothing is known (an append of this process may have ended after it)."""
+        if agent_id not in self._seqs:
+            _put(self._seqs, agent_id, last_seq, self._limit)
 
     def claimed(self, tasks: Iterable[Task]) -> None:
         for task in tasks:
@@ -65,6 +78,7 @@ class Known:
         """Drop what a write found wrong, or what a finished task no longer needs."""
         self._tasks.pop(task_id, None)
         self._seqs.pop(agent_id, None)
+        self._created.pop(agent_id.partition("/")[0], None)  # its run's agents: no guess
 
     def ended(self, task_id: str) -> None:
         self._tasks.pop(task_id, None)

@@ -184,8 +184,10 @@ class SQLiteBlackboard(TaskMethods, HistoryMethods, BoardMethods, RunCopyMethods
         """``settings``: what the caller chose for the run (e.g. model specs), recorded in
         its ``run.created`` event, apart from ``input`` (the pipeline's own)."""
         tasks = tuple(tasks)
-        return await self._write(lambda tx: _runs.create_run(tx, pipeline, input, run_id,
-                                                                  tasks, settings))
+        run = await self._write(lambda tx: _runs.create_run(tx, pipeline, input, run_id,
+                                                                 tasks, settings))
+        self._known.created(run.id)
+        return run
 
     async def get_run(self, run_id: str) -> Run:
         return await self._read(lambda c: _reads.get_run(c, run_id))

@@ -14,6 +14,7 @@ from orchestra._types import JSON, AgentInfo, CompactionRecord, Event, Message
 from orchestra.store.sqlite import board_reads as _board_reads
 from orchestra.store.sqlite import reads as _reads
 from orchestra.store.sqlite.events import append_event
+from orchestra.store.sqlite.known import Known
 from orchestra.store.sqlite.message_reads import MessageReads
 from orchestra.store.sqlite.txn import Conn, Txn
 
@@ -23,9 +24,10 @@ _FOLLOW_PAGE = 500
 
 class HistoryMethods:
     """Mixed into ``SQLiteBlackboard``, which provides ``_write``, ``_read``, ``_closed``,
-    ``_messages``, ``_followers`` and ``_committed``."""
+    ``_known``, ``_messages``, ``_followers`` and ``_committed``."""
 
     _closed: bool
+    _known: Known
     _messages: MessageReads
     _followers: int
     _committed: asyncio.Event
@@ -40,7 +42,9 @@ class HistoryMethods:
     async def get_messages(self, agent_id: str, *, after_seq: int = 0,
                            limit: int | None = None) -> list[Message]:
         if limit is None:  # read together with the other reads asked meanwhile
-            return await self._messages.get(agent_id, after_seq)
+            messages = await self._messages.get(agent_id, after_seq)
+            self._known.read(agent_id, messages[-1].seq if messages else after_seq)
+            return messages
         return await self._read(lambda c: _board_reads.get_messages(c, agent_id, after_seq,
                                                                       limit))
 
