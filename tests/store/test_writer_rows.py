@@ -71,25 +71,24 @@ async def test_a_batch_of_rows_is_one_statement(conn: _Counted) -> None:
     assert conn.sent == [f"{_INSERT} (?, ?), (?, ?), (?, ?), (?, ?), (?, ?)"]
 
 
-async def test_a_refused_row_sends_its_statement_the_general_way(conn: _Counted) -> None:
+async def test_a_refused_row_is_found_by_halves_and_runs_the_general_way(
+        conn: _Counted) -> None:
     refused: list[str] = []
     writer = Writer(conn)
     try:
-        futures = [_write(writer, k, v, refused=refused) for k, v in (("a", 1), ("b", -1),
-                                                                       ("c", 3))]
-        assert await futures[0] == "op a" and await futures[2] == "op c"
+        futures = [_write(writer, k, v, refused=refused)
+                   for k, v in (("a", 1), ("b", -1), ("c", 3), ("d", 4))]
+        assert [await futures[i] for i in (0, 2, 3)] == ["row a", "row c", "row d"]
         with pytest.raises(sqlite3.IntegrityError, match="CHECK"):
-            await futures[1]
-        assert await _values(conn) == {"a": 1, "c": 3}  # the good rows, each committed once
-        assert refused == []  # nobody knows which row of three was refused
-        # alone in its statement, the refused row is told why
-        with pytest.raises(sqlite3.IntegrityError):
-            await _write(writer, "d", 0, refused=refused)
-        assert refused == ["d"]
+            await futures[1]  # its op, alone, found why
+        assert refused == ["b"]
+        assert await _values(conn) == {"a": 1, "c": 3, "d": 4}  # each committed once
     finally:
         await writer.close()
-    assert conn.sent[0].startswith(_INSERT) and conn.sent[0].count("(?, ?)") == 3
-    assert conn.sent[1] == "BEGIN IMMEDIATE"  # then the three ops, each in a savepoint
+    rows = [s.count("(?, ?)") for s in conn.sent if s.startswith(_INSERT + " (")]
+    # all four (refused); a-b (refused): a, then b alone (refused); c-d; then b's op
+    assert rows == [4, 2, 1, 1, 2, 1], conn.sent
+    assert conn.sent[-4:-1] == ["BEGIN IMMEDIATE", f"{_INSERT} (?, ?)", "ROLLBACK"]  # its op
 
 
 async def test_rows_sharing_a_key_never_share_a_statement(conn: _Counted) -> None:

@@ -21,7 +21,8 @@ the batch's rows then go to SQLite as ONE multi-row ``INSERT``, its own transact
 hop for all of them, and the write lock is held only while SQLite runs the statement,
 never across the event loop's turns (a busy process takes milliseconds to come back
 to a hop, and another process waits for the lock all that time). When the statement
-fails, its writes run again the general way, where each one's own outcome is found.
+fails, its halves are tried, down to the rows refused alone, which run again the
+general way, where each one's own outcome is found.
 Writes of one batch are concurrent (each caller awaits its write before it writes
 again), so running the rows first is one valid order of them.
 
@@ -68,6 +69,8 @@ class Row(NamedTuple):
     refused: Callable[[Exception], None] = lambda exc: None
     """Run when the row's statement failed with this row alone in it: ``exc`` is the row's
     own error (before the write runs the general way, which need not try it again)."""
+    tail: str = ""
+    """What follows the rows in the statement (an upsert's ``ON CONFLICT`` clause)."""
 
 
 Prepare = Callable[[], Row | None]
@@ -171,50 +174,60 @@ async def run_batch(conn: Conn, ops: list[Op], lock_wait: float = 0.0, *,
 async def run_rows(conn: Conn, rows: Sequence[Row | None], lock_wait: float,
                    variables: int = 999) -> list[OpResult | None]:
     """Run the rows as multi-row ``INSERT`` statements, each its own transaction (one per
-    ``insert``, or more past ``variables``, SQLite's limit of bound variables, see
-    :func:`max_variables`); per write, its outcome,
-    or None when it must run the general way: it has no row, one of its keys belongs to
-    an earlier row, or its statement failed (one row of it was refused, and the general
-    way finds which, and why)."""
+    ``insert``, more past ``variables``, SQLite's limit of bound variables: see
+    :func:`max_variables`). Per write, its outcome, or None when it must run the general
+    way: it has no row, one of its keys belongs to an earlier row, or SQLite refused its
+    row. A statement that fails is split in halves, tried again, down to the refused
+    rows alone (told why, ``Row.refused``): a few more statements, and the write lock
+    still held only inside SQLite."""
     outcomes: list[OpResult | None] = [None] * len(rows)
-    groups: dict[str, list[int]] = {}
+    groups: dict[tuple[str, str], list[tuple[int, Row]]] = {}
     keys: set[str] = set()
     for i, row in enumerate(rows):
         if row is None or not keys.isdisjoint(row.keys):
             continue
         keys.update(row.keys)
-        groups.setdefault(row.insert, []).append(i)
-    for insert, members in groups.items():
-        width = len(rows[members[0]].params)  # type: ignore[union-attr]
-        per = max(1, variables // width)
+        groups.setdefault((row.insert, row.tail), []).append((i, row))
+    for members in groups.values():
+        per = max(1, variables // len(members[0][1].params))
         for start in range(0, len(members), per):
-            chunk = members[start:start + per]
-            params = [value for i in chunk for value in rows[i].params]  # type: ignore[union-attr]
-            try:
-                await locked(conn, _statement(insert, width, len(chunk)), params, lock_wait)
-            except StoreError as exc:  # the lock stayed taken: as when ``begin`` fails
-                error: Exception = not_committed(exc)
-            except Exception as exc:
-                if conn.in_transaction:  # SQLite ends a failed statement's own; never ours
-                    await conn.execute("ROLLBACK")
-                if len(chunk) == 1:
-                    rows[chunk[0]].refused(exc)  # type: ignore[union-attr]
-                continue
-            except BaseException as exc:  # the statement may have run to its end all the same
-                error = interrupted(exc)
-            else:
-                for i in chunk:
-                    outcomes[i] = (True, rows[i].done())  # type: ignore[union-attr]
-                continue
-            for i in chunk:
-                outcomes[i] = (False, error)
+            await _insert(conn, members[start:start + per], outcomes, lock_wait)
     return outcomes
 
 
+async def _insert(conn: Conn, chunk: list[tuple[int, Row]], outcomes: list[OpResult | None],
+                  lock_wait: float) -> None:
+    first = chunk[0][1]
+    params = [value for _, row in chunk for value in row.params]
+    sql = _statement(first.insert, len(first.params), len(chunk), first.tail)
+    try:
+        await locked(conn, sql, params, lock_wait)
+    except StoreError as exc:  # the lock stayed taken: as when ``begin`` fails
+        error: Exception = not_committed(exc)
+    except Exception as exc:
+        if conn.in_transaction:  # SQLite ends a failed statement's own; never ours
+            await conn.execute("ROLLBACK")
+        if len(chunk) == 1:
+            chunk[0][1].refused(exc)
+            return
+        half = len(chunk) // 2
+        await _insert(conn, chunk[:half], outcomes, lock_wait)
+        await _insert(conn, chunk[half:], outcomes, lock_wait)
+        return
+    except BaseException as exc:  # the statement may have run to its end all the same
+        error = interrupted(exc)
+    else:
+        for i, row in chunk:
+            outcomes[i] = (True, row.done())
+        return
+    for i, _ in chunk:
+        outcomes[i] = (False, error)
+
+
 @cache
-def _statement(insert: str, width: int, count: int) -> str:
+def _statement(insert: str, width: int, count: int, tail: str) -> str:
     row = "(" + ", ".join("?" * width) + ")"
-    return f"{insert} {', '.join([row] * count)}"
+    return f"{insert} {', '.join([row] * count)}" + (f" {tail}" if tail else "")
 
 
 @cache
