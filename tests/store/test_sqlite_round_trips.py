@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,7 +17,7 @@ import pytest
 from benchmarks.sides.orchestra_side import FakeAdapter, pipeline
 from benchmarks.workload import CALLS_PER_PIPELINE, FakeModel
 from orchestra import Coordinator
-from orchestra._errors import LeaseLostError, UserError
+from orchestra._errors import LeaseLostError, NotFoundError, UserError
 from orchestra._types import Message
 from orchestra.store import (
     ClaimSpec,
@@ -68,7 +69,8 @@ def _step(task_id: str, n: int) -> StepResult:
 
 async def test_a_task_end_is_one_statement_when_the_process_knows_its_task(
         store: SQLiteBlackboard, db_path: Path) -> None:
-    run = await store.create_run("p", {}, tasks=[NewTask("coder", {})])
+    async with await SQLiteBlackboard.open(db_path) as maker:  # another process made the run
+        run = await maker.create_run("p", {}, tasks=[NewTask("coder", {})])
     task = await store.claim_task("w", run_id=run.id)  # the store learns the task's run
     assert task is not None
     lease, agent = Lease("w", task.attempt), f"{run.id}/coder"
@@ -178,6 +180,42 @@ async def test_s1_statements_per_step(store: SQLiteBlackboard) -> None:
     assert len(reads) / steps < 0.2, reads
 
 
+async def test_an_agent_seq_comes_from_a_run_made_here_or_from_a_whole_read(
+        store: SQLiteBlackboard, db_path: Path) -> None:
+    """No read before a first append to an agent of a run this process made (it has no
+    messages yet), nor after this process read the agent's history to its end; a wrong
+    guess (another process appended first) is refused by the record and read again."""
+    async def end(run_id: str, role: str, text: str) -> list[str]:
+        task = await store.claim_task("w", run_id=run_id, roles=[role])
+        assert task is not None
+        with counted(store) as (sent, _):
+            await store.complete_task_and_claim(
+                task.id, Lease("w", task.attempt), {}, agent_id=f"{run_id}/{role}",
+                writes=Writes(messages=[Message("assistant", text)]), step=_step(task.id, 1),
+                claim=ClaimSpec("w", {"x": 1}, limit=1, run_id=run_id))
+        return [s.split(" ")[0] for s in sent]
+
+    mine = await store.create_run("p", {}, tasks=[NewTask("coder", {})])
+    assert await end(mine.id, "coder", "first") == ["INSERT"]
+    async with await SQLiteBlackboard.open(db_path) as other:
+        theirs = await other.create_run("p", {}, tasks=[NewTask("coder", {})])
+        await other.add_tasks(mine.id, [NewTask("b", {})])
+        [t] = await other.claim_tasks("o", capacity={"b": 1}, limit=1, run_id=mine.id)
+        await other.complete_step(_step(t.id, 1), Lease("o", t.attempt), agent_id=f"{mine.id}/b",
+                                  writes=Writes(messages=[Message("user", "theirs")]))
+    # a run made elsewhere: its agent's seq is read first
+    assert await end(theirs.id, "coder", "x") == ["SELECT", "INSERT"]
+    # read whole, the agent's seq is known: the record alone
+    await store.add_tasks(theirs.id, [NewTask("b", {})])
+    assert [m.seq for m in await store.get_messages(f"{theirs.id}/b")] == []
+    assert await end(theirs.id, "b", "y") == ["INSERT"]
+    # the guess was wrong (another process appended to the agent first): refused, read again
+    await store.add_tasks(mine.id, [NewTask("b", {})])
+    assert await end(mine.id, "b", "z") == ["INSERT", "SELECT", "INSERT"]
+    assert [(m.seq, m.content) for m in await store.get_messages(f"{mine.id}/b")] == [
+        (1, "theirs"), (2, "z")]
+
+
 async def test_a_lone_record_waits_for_a_lock_held_elsewhere(store: SQLiteBlackboard,
                                                              db_path: Path) -> None:
     """Its statement finds the lock taken (the writer connection waits only 2 ms per try):
@@ -204,3 +242,36 @@ async def test_a_lone_record_waits_for_a_lock_held_elsewhere(store: SQLiteBlackb
     assert (await store.get_task(task.id)).status == "completed"
     assert [e.kind for e in await store.events(run.id)][-2:] == ["step.completed",
                                                                  "task.completed"]
+
+
+async def test_renewals_of_one_batch_are_one_statement(store: SQLiteBlackboard) -> None:
+    """Serving renewals queued together are one upsert; one of a run that does not exist
+    fails alone, as it would by itself."""
+    runs = [await store.create_run("p", {}) for _ in range(3)]
+    with counted(store) as (sent, _):
+        done = await asyncio.gather(*(store.serve_run(r.id, "w", 30.0) for r in runs),
+                                    store.serve_run("nosuch", "w", 30.0), return_exceptions=True)
+    assert done[:3] == [None, None, None]
+    assert isinstance(done[3], NotFoundError) and "nosuch" in str(done[3])
+    assert sent[0].startswith("INSERT INTO run_servers") and sent[0].count("(?, ?, ?, ?)") == 4
+    until = await store.served_until([r.id for r in runs])
+    assert all(v is not None and v > time.time() + 20 for v in until.values())
+
+
+async def test_a_claim_with_nothing_to_take_takes_no_write_lock(store: SQLiteBlackboard) -> None:
+    """A run-scoped claim that finds nothing is one read (a busy worker asks after every
+    task, and most find nothing); with work to take, it claims as before, expired leases
+    included."""
+    run = await store.create_run("p", {}, tasks=[NewTask("coder", {})])
+    with counted(store) as (writes, reads):
+        [task] = await store.claim_tasks("w", capacity={"coder": 2}, limit=2, run_id=run.id)
+        assert await store.claim_tasks("w", capacity={"coder": 2}, limit=2, run_id=run.id) == []
+    assert len(reads) == 2 and writes and writes[0].startswith("BEGIN")
+    assert len([w for w in writes if w == "BEGIN IMMEDIATE"]) == 1  # the first claim only
+    # its lease lapses (its worker died): the next claim takes it over
+    await store.heartbeat(task.id, Lease("w", task.attempt), lease_seconds=0.0)
+    await asyncio.sleep(0.01)
+    [taken] = await store.claim_tasks("w2", capacity={"coder": 1}, limit=1, run_id=run.id)
+    assert taken.id == task.id and taken.attempt == task.attempt + 1
+    with pytest.raises(UserError, match="owner"):  # bad input still gets the claim's error
+        await store.claim_tasks("", capacity={"coder": 1}, limit=1, run_id=run.id)

@@ -16,11 +16,12 @@ from collections.abc import Sequence
 
 from orchestra._errors import NotFoundError, UserError
 from orchestra.store.sqlite.txn import Conn, Txn
+from orchestra.store.sqlite.writer import Row
 
-_RENEW = """
-INSERT INTO run_servers (run_id, owner, seen_at, expires_at) VALUES (?, ?, ?, ?)
-ON CONFLICT (run_id, owner) DO UPDATE SET seen_at = excluded.seen_at,
-    expires_at = excluded.expires_at"""
+_RENEW_INSERT = "INSERT INTO run_servers (run_id, owner, seen_at, expires_at) VALUES"
+_RENEW_UPSERT = ("ON CONFLICT (run_id, owner) DO UPDATE SET seen_at = excluded.seen_at, "
+                 "expires_at = excluded.expires_at")
+_RENEW = f"{_RENEW_INSERT} (?, ?, ?, ?) {_RENEW_UPSERT}"
 # The latest moment any server or task lease of each run was known to be alive.
 _ALIVE_UNTIL = """
 SELECT r.value,
@@ -41,12 +42,24 @@ GROUP BY t.run_id ORDER BY MIN(t.created_at) LIMIT ?"""
 
 async def renew(tx: Txn, run_id: str, owner: str, lease_seconds: float) -> None:
     """``owner`` serves ``run_id`` for ``lease_seconds`` more (0: it stopped serving)."""
-    if not owner:
-        raise UserError("serve_run needs a non-empty owner")
     try:  # the foreign key refuses an unknown run: no read of the run first
-        await tx.execute(_RENEW, (run_id, owner, tx.now, tx.now + max(lease_seconds, 0.0)))
+        await tx.execute(_RENEW, _renewal(run_id, owner, lease_seconds, tx.now))
     except sqlite3.IntegrityError as exc:
         raise NotFoundError(f"run {run_id!r} does not exist") from exc
+
+
+def renew_row(run_id: str, owner: str, lease_seconds: float, now: float) -> Row:
+    """:func:`renew` as a row the writer upserts with the batch's other renewals (a run
+    with no such row is refused, and :func:`renew` says so)."""
+    return Row(_RENEW_INSERT, _renewal(run_id, owner, lease_seconds, now),
+               (f"run_servers {run_id} {owner}",), lambda: None, tail=_RENEW_UPSERT)
+
+
+def _renewal(run_id: str, owner: str, lease_seconds: float, now: float
+             ) -> tuple[str, str, float, float]:
+    if not owner:
+        raise UserError("serve_run needs a non-empty owner")
+    return (run_id, owner, now, now + max(lease_seconds, 0.0))
 
 
 async def alive_until(conn: Conn, run_ids: Sequence[str]) -> dict[str, float | None]:

@@ -73,6 +73,10 @@ class TaskMethods:
         """Claim up to ``limit`` ready tasks (at most ``capacity[role]`` of each role) in
         one transaction: a coordinator with free slots fills them in one round trip."""
         capacity = dict(capacity)
+        if run_id is not None and owner and limit > 0:  # else the claim itself says why
+            now = time.time()
+            if not await self._read(lambda c: _tasks.claimable_in_run(c, run_id, now)):
+                return []  # nothing to claim: found by a read, no write lock taken
         tasks = await self._write(lambda tx: _tasks.claim_many(
             tx, owner, run_id=run_id, capacity=capacity, limit=limit,
             lease_seconds=lease_seconds))
@@ -160,7 +164,9 @@ class TaskMethods:
     async def serve_run(self, run_id: str, owner: str, lease_seconds: float) -> None:
         """``owner`` serves ``run_id`` for ``lease_seconds`` more (renew it as leases are
         heartbeated); ``lease_seconds=0`` says it stopped serving."""
-        await self._write(lambda tx: _servers.renew(tx, run_id, owner, lease_seconds))
+        await self._write(lambda tx: _servers.renew(tx, run_id, owner, lease_seconds),
+                          row=lambda enc, now: _servers.renew_row(run_id, owner, lease_seconds,
+                                                                  now))
 
     async def served_until(self, run_ids: Sequence[str]) -> dict[str, float | None]:
         """Per run, until when some process was last known to serve it (its renewals and

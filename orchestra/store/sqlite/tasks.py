@@ -18,7 +18,7 @@ from orchestra.store.codec import new_id
 from orchestra.store.protocol import Lease, NewTask
 from orchestra.store.rules import check_new_task
 from orchestra.store.sqlite.events import append_event, require_run
-from orchestra.store.sqlite.txn import Txn
+from orchestra.store.sqlite.txn import Conn, Txn
 
 _BY_KEY = f'SELECT {_rows.TASK_COLS} FROM tasks WHERE run_id = ? AND "key" = ?'
 _INSERT = (
@@ -65,6 +65,12 @@ _HEARTBEAT = (
 )
 _EXISTS = "SELECT 1 FROM tasks WHERE id = ?"
 _RUN_HAS_PENDING = "SELECT 1 FROM tasks WHERE run_id = ? AND status = 'pending' LIMIT 1"
+# whether a claim of the run could take anything now (a superset: roles and the run's
+# status are the claim's to check)
+_RUN_HAS_CLAIMABLE = """
+SELECT 1 FROM tasks WHERE run_id = ?1 AND ((status = 'pending' AND not_before <= ?2)
+                                           OR (status = 'running' AND lease_expires_at < ?2))
+LIMIT 1"""
 _LOST_LEASES = f"""
 SELECT {_rows.TASK_COLS} FROM tasks
 WHERE status = 'running' AND (?1 IS NULL OR run_id = ?1)
@@ -272,6 +278,13 @@ async def claim_many(tx: Txn, owner: str, *,
         if len(tasks) < want:
             break
     return claimed
+
+
+async def claimable_in_run(conn: Conn, run_id: str, now: float) -> bool:
+    """Whether the run has a task a claim could take at ``now``: a claim that cannot is
+    answered by this read, without taking the write lock (it is what the claim would have
+    found had it run at the read's snapshot)."""
+    return (await conn.execute(_RUN_HAS_CLAIMABLE, (run_id, now))).fetchone() is not None
 
 
 _FAILED_TASKS = "SELECT id FROM tasks WHERE run_id = ? AND status = 'failed' ORDER BY created_at"
