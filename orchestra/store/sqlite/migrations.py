@@ -354,6 +354,25 @@ V7 = "DROP VIEW step_records;\n" + _V6_RECORDS.replace(
             SELECT COALESCE(MAX(seq), 0) FROM messages WHERE agent_id = new.agent_id));
 """)
 
-MIGRATIONS: tuple[str, ...] = (V1, V2, V3, V4, V5, V6, V7)
+# v8: a run's usual status change is one statement too (``runs.status_row``): a worker's
+# writes are then rows of one statement per batch, and its write lock is never held
+# across the event loop's turns for them.
+V8 = """CREATE VIEW run_status_changes AS
+SELECT NULL AS run_id, NULL AS status, NULL AS only_from, NULL AS at;
+CREATE TRIGGER run_status_changes_insert INSTEAD OF INSERT ON run_status_changes BEGIN
+    SELECT RAISE(ABORT, 'orchestra: run status change refused') WHERE NOT EXISTS (
+        SELECT 1 FROM runs WHERE id = new.run_id AND (new.only_from IS NULL
+            OR status IN (SELECT value FROM json_each(new.only_from))));
+    INSERT INTO events (run_id, seq, kind, data, at)
+    SELECT id, last_seq + 1, 'run.' || new.status,
+        json_object('status', new.status, 'previous', status, 'error', NULL), new.at
+    FROM runs WHERE id = new.run_id;
+    UPDATE runs SET status = new.status, error = NULL, updated_at = new.at,
+        last_seq = last_seq + 1
+    WHERE id = new.run_id;
+END;
+"""
+
+MIGRATIONS: tuple[str, ...] = (V1, V2, V3, V4, V5, V6, V7, V8)
 """Script ``i`` (0-based) takes the schema from version ``i`` to ``i + 1``. Append only;
 ``schema.sql`` must always equal their result (``tests/store/test_schema.py``)."""

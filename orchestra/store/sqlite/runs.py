@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Collection, Sequence
 from dataclasses import replace
 from typing import Any
@@ -20,6 +21,7 @@ from orchestra.store.sqlite.events import (
 )
 from orchestra.store.sqlite.tasks import insert_tasks
 from orchestra.store.sqlite.txn import Txn
+from orchestra.store.sqlite.writer import Row
 
 # A taken id inserts nothing and returns no row (one statement, not a check and an insert)
 _INSERT = (
@@ -76,6 +78,22 @@ def _returned(row: tuple[Any, ...], **changed: Any) -> Run:
 async def add_tasks(tx: Txn, run_id: str, tasks: Sequence[NewTask]) -> list[Task]:
     await require_run(tx, run_id)
     return await insert_tasks(tx, run_id, tasks)
+
+
+_STATUS_CHANGE = "INSERT INTO run_status_changes (run_id, status, only_from, at) VALUES"
+
+
+def status_row(run_id: str, status: RunStatus, error: str | None,
+               only_from: Collection[RunStatus] | None, now: float) -> Row | None:
+    """The usual change (no error text, not a cancel) as a row the writer inserts with
+    its batch's others (the ``run_status_changes`` trigger, schema v8); None for the
+    rest. A change its guard refuses goes the general way (:func:`set_run_status`), which
+    says why. The row's result is None: the store reads the run after it."""
+    if error is not None or status == "cancelled" or status not in _STATUSES:
+        return None
+    allowed = None if only_from is None else json.dumps(sorted(only_from))
+    return Row(_STATUS_CHANGE, (run_id, status, allowed, now), (f"run {run_id}",),
+               lambda: None)
 
 
 async def set_run_status(tx: Txn, run_id: str, status: RunStatus,

@@ -1,4 +1,4 @@
--- The orchestra store, as it is now (schema version 6). A new store is created from this
+-- The orchestra store, as it is now (schema version 8). A new store is created from this
 -- file; an older one is brought here by the migrations in schema.py, and a test checks
 -- that both give the same tables, columns, indexes, views and triggers.
 --
@@ -276,5 +276,24 @@ CREATE TRIGGER step_records_insert INSTEAD OF INSERT ON step_records BEGIN
     UPDATE runs SET last_seq = last_seq + json_array_length(new.events), updated_at = new.at,
         tokens_in = tokens_in + new.tokens_in, tokens_out = tokens_out + new.tokens_out,
         cost = cost + new.cost, steps = steps + 1
+    WHERE id = new.run_id;
+END;
+
+-- A run's usual status change (no error text, not a cancel) as one statement: the
+-- change, its event (the run's next seq) and the guard on the status it may come from.
+-- A change the guard refuses writes nothing; the store then makes it the general way,
+-- which says why.
+CREATE VIEW run_status_changes AS
+SELECT NULL AS run_id, NULL AS status, NULL AS only_from, NULL AS at;
+CREATE TRIGGER run_status_changes_insert INSTEAD OF INSERT ON run_status_changes BEGIN
+    SELECT RAISE(ABORT, 'orchestra: run status change refused') WHERE NOT EXISTS (
+        SELECT 1 FROM runs WHERE id = new.run_id AND (new.only_from IS NULL
+            OR status IN (SELECT value FROM json_each(new.only_from))));
+    INSERT INTO events (run_id, seq, kind, data, at)
+    SELECT id, last_seq + 1, 'run.' || new.status,
+        json_object('status', new.status, 'previous', status, 'error', NULL), new.at
+    FROM runs WHERE id = new.run_id;
+    UPDATE runs SET status = new.status, error = NULL, updated_at = new.at,
+        last_seq = last_seq + 1
     WHERE id = new.run_id;
 END;

@@ -209,8 +209,11 @@ class SQLiteBlackboard(TaskMethods, HistoryMethods, BoardMethods, RunCopyMethods
     async def set_run_status(self, run_id: str, status: RunStatus, *, error: str | None = None,
                              only_from: Collection[RunStatus] | None = None) -> Run:
         allowed = None if only_from is None else frozenset(only_from)
-        return await self._write(lambda tx: _runs.set_run_status(tx, run_id, status, error,
-                                                                      allowed))
+        changed: Run | None = await self._write(
+            lambda tx: _runs.set_run_status(tx, run_id, status, error, allowed),
+            row=lambda enc, now: _runs.status_row(run_id, status, error, allowed, now))
+        # a change made as a row returns nothing: the run as read right after it
+        return changed if changed is not None else await self.get_run(run_id)
 
 
 def _check_and_migrate(path: str, *, durability: Durability, busy_timeout: float,
