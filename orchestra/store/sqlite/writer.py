@@ -15,7 +15,7 @@ second run. (A write is a function of the connection: it reads what it needs ins
 its transaction, so running it again is safe.)
 
 A write that is one row of a table (a step's usual end: one ``step_records`` row, see
-``step``) says so with a :class:`Row`, decided on the loop before the batch runs:
+``step``) says so with a :class:`Row`, made as the write is queued:
 the batch's rows then go to SQLite as ONE multi-row ``INSERT``, its own transaction
 (atomic: a row the table's trigger refuses undoes the whole statement). That is one
 hop for all of them, and the write lock is held only while SQLite runs the statement,
@@ -74,10 +74,10 @@ class Row(NamedTuple):
 
 
 Prepare = Callable[[], Row | None]
-"""Decides a write's row when its batch runs, or None: the write runs as its op."""
+"""Decides a write's row as it is queued, or None: the write runs as its op."""
 RowOf = Callable[[Encoder, float], Row | None]
-"""A store's :data:`Prepare`, given the store's encoder and the batch's clock reading."""
-Job = tuple[Op, "asyncio.Future[Any]", bool, Prepare | None]  # op, its future, one_statement, row
+"""A store's :data:`Prepare`, given the store's encoder and the write's clock reading."""
+Job = tuple[Op, "asyncio.Future[Any]", bool, Row | None]  # op, its future, one_statement, row
 
 
 def lock_taken(exc: sqlite3.OperationalError) -> bool:
@@ -284,12 +284,20 @@ class Writer:
     def write(self, op: Callable[[Conn], Awaitable[T]], *, one_statement: bool = False,
               row: Prepare | None = None) -> asyncio.Future[T]:
         """Run ``op(conn)`` inside the next group commit (``one_statement``: see
-        :func:`run_batch`), or, when ``row`` gives one as the batch starts, insert that row
-        with the batch's others (see :func:`run_rows`)."""
+        :func:`run_batch`), or, when ``row`` gives one, insert that row with the batch's
+        others (see :func:`run_rows`). The row is made now, on the caller's turn (its error,
+        if any, is the write's at once), not by the writer's task between batches."""
         if self._closing:
             raise StoreError("the store is closed; open it again")
         future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
-        self._jobs.append((op, future, one_statement, row))
+        made: Row | None = None
+        if row is not None:
+            try:
+                made = row()
+            except Exception as exc:  # the write's own error, as its op would raise it
+                future.set_exception(exc)
+                return future
+        self._jobs.append((op, future, one_statement, made))
         self._wake.set()
         return future
 
@@ -326,22 +334,14 @@ class Writer:
 
     async def _rows(self, taken: list[Job]) -> list[Job]:
         """Insert the rows of the batch's writes that have one; the writes left to run."""
-        rows: list[Row | None] = []
-        outcomes: list[OpResult | None] = []
-        for job in taken:
-            try:  # on the loop, before the write lock is taken
-                rows.append(None if job[3] is None else job[3]())
-                outcomes.append(None)
-            except Exception as exc:  # the write's own error, as its op would raise it
-                rows.append(None)
-                outcomes.append((False, exc))
+        rows = [job[3] for job in taken]
+        outcomes: list[OpResult | None] = [None] * len(taken)
         if any(row is not None for row in rows):
             try:
-                inserted = await run_rows(self.conn, rows, self._lock_wait, self._variables)
+                outcomes = await run_rows(self.conn, rows, self._lock_wait, self._variables)
             except Exception as exc:  # a fault of the writer itself: fail them, go on
                 error = await self._broken(exc)
-                inserted = [None if row is None else (False, error) for row in rows]
-            outcomes = [mine or theirs for mine, theirs in zip(outcomes, inserted, strict=True)]
+                outcomes = [None if row is None else (False, error) for row in rows]
         done = [(job, outcome) for job, outcome in zip(taken, outcomes, strict=True)
                 if outcome is not None]
         if done:
