@@ -213,7 +213,8 @@ class SQLiteBlackboard(TaskMethods, HistoryMethods, BoardMethods, RunCopyMethods
             lambda tx: _runs.set_run_status(tx, run_id, status, error, allowed),
             row=lambda enc, now: _runs.status_row(run_id, status, error, allowed, now))
         # a change made as a row returns nothing: the run as read right after it
-        return changed if changed is not None else await self.get_run(run_id)
+        return changed if changed is not None else await self._read(
+            lambda c: _reads.get_run(c, run_id))
 
 
 def _check_and_migrate(path: str, *, durability: Durability, busy_timeout: float,
