@@ -295,3 +295,36 @@ async def test_a_claim_with_nothing_to_take_takes_no_write_lock(store: SQLiteBla
     assert taken.id == task.id and taken.attempt == task.attempt + 1
     with pytest.raises(UserError, match="owner"):  # bad input still gets the claim's error
         await store.claim_tasks("", capacity={"coder": 1}, limit=1, run_id=run.id)
+
+
+async def test_a_stale_record_among_many_is_found_and_the_others_commit(
+        store: SQLiteBlackboard, db_path: Path) -> None:
+    """Task ends queued together are one statement; one whose agent another process wrote
+    to meanwhile is refused (its trigger undoes the whole statement), found by halves,
+    read again and written at the right seqs; every other end is written once."""
+    runs = [await store.create_run("p", {}, tasks=[NewTask("coder", {})]) for _ in range(6)]
+    tasks = [await store.claim_task("w", run_id=r.id) for r in runs]
+    async with await SQLiteBlackboard.open(db_path) as other:  # appends to run 3's coder
+        await other.add_tasks(runs[3].id, [NewTask("x", {})])
+        [t] = await other.claim_tasks("o", capacity={"x": 1}, limit=1, run_id=runs[3].id)
+        await other.complete_step(_step(t.id, 1), Lease("o", t.attempt),
+                                  agent_id=f"{runs[3].id}/coder",
+                                  writes=Writes(messages=[Message("user", "theirs")]))
+    with counted(store) as (sent, _):
+        await asyncio.gather(*(store.complete_task_and_claim(
+            t.id, Lease("w", t.attempt), {"i": i}, agent_id=f"{r.id}/coder",
+            writes=Writes(messages=[Message("assistant", f"mine {i}")]), step=_step(t.id, 1),
+            claim=ClaimSpec("w", {"coder": 1}, limit=1, run_id=r.id))
+            for i, (r, t) in enumerate(zip(runs, tasks, strict=True)) if t is not None))
+    records = [s for s in sent if s.startswith("INSERT INTO step_records")]
+    # all six (refused); 0-2 (written); 3-5 (refused); 3 alone (refused); 4-5 (written);
+    # then 3 the general way: its agent's seq read, and its record again
+    assert [r.count("(?,") for r in records] == [6, 3, 3, 1, 2, 1], sent
+    assert [s.split(" ")[0] for s in sent][-2:] == ["SELECT", "INSERT"]
+    for i, r in enumerate(runs):
+        got = [(m.seq, m.content) for m in await store.get_messages(f"{r.id}/coder")]
+        assert got == ([(1, "theirs"), (2, "mine 3")] if i == 3 else [(1, f"mine {i}")])
+        assert (await store.task_counts(r.id)) == (  # the other's task is still its own
+            {"completed": 1, "running": 1} if i == 3 else {"completed": 1})
+        events = await store.events(r.id)
+        assert [e.seq for e in events] == list(range(1, len(events) + 1))
