@@ -29,7 +29,7 @@ import tempfile
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -75,23 +75,17 @@ async def _once(scenario: str, pipelines: int, db: Path) -> dict[str, float]:
     gc_time, gc_start = [0.0], [0.0]
     original, original_rows = _writer.run_batch, _writer.run_rows
 
-    # take their arguments, whatever they are: one they refused would kill the writer's
-    # task (and hang the tool)
-    async def timed_batch(conn: Conn, ops: list[Any], *args: Any, **options: Any) -> Any:
-        start = time.thread_time()
-        try:
-            return await original(_Timed(conn, statements, time.thread_time),  # type: ignore[arg-type]
-                            ops, *args, **options)
-        finally:
-            in_batches[0] += time.thread_time() - start
-
-    async def timed_rows(conn: Conn, rows: list[Any], *args: Any, **options: Any) -> Any:
-        start = time.thread_time()
-        try:
-            return await original_rows(_Timed(conn, statements, time.thread_time),  # type: ignore[arg-type]
-                                       rows, *args, **options)
-        finally:
-            in_batches[0] += time.thread_time() - start
+    def timed(run: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
+        """``run`` (the writer's ``run_batch`` or ``run_rows``) on a timed connection. It
+        takes their arguments, whatever they are: one it refused would kill the writer's
+        task (and hang the tool)."""
+        async def timed_run(conn: Conn, *args: Any, **options: Any) -> Any:
+            start = time.thread_time()
+            try:
+                return await run(_Timed(conn, statements, time.thread_time), *args, **options)
+            finally:
+                in_batches[0] += time.thread_time() - start
+        return timed_run
 
     def on_gc(phase: str, info: dict[str, Any]) -> None:
         if phase == "start":
@@ -102,7 +96,7 @@ async def _once(scenario: str, pipelines: int, db: Path) -> dict[str, float]:
     try:
         await run_all(WARMUP)
         writer = _thread_cpu(store_threads[0])
-        _writer.run_batch, _writer.run_rows = timed_batch, timed_rows
+        _writer.run_batch, _writer.run_rows = timed(original), timed(original_rows)
         gc.callbacks.append(on_gc)
         writer0, loop0, wall0 = writer(), time.thread_time(), time.perf_counter()
         await run_all(pipelines)
