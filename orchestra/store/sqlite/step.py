@@ -16,8 +16,9 @@ worker takes, each event's data), so the rows are exactly those of the general p
 ``tests/store/test_step_record.py`` checks both write the same rows. What it decides
 from (the lease, the task's run, the run's pending work, the agent's last seq) the
 trigger checks, refusing a stale record whole: so when this process already knows
-them (``known``) the record is the write's only statement, and a lone one needs no
-``BEGIN``/``COMMIT`` either (``writer``): one hop to aiosqlite's thread per step.
+them (``known``) the record is a row (:func:`record_row`), and the writer inserts a
+batch's rows with one statement, no ``BEGIN``/``COMMIT`` around it (``writer``): one
+hop to aiosqlite's thread per batch of steps.
 Ends with anything else (plans, notes, compactions, keyed handoffs, a run with older
 pending work to claim first) take the general path: ``rules.fits`` says which.
 """
