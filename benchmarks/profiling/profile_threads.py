@@ -7,14 +7,17 @@ Runs the orchestra side of the workload (default durability) after a warm-up and
 reads each thread's own CPU clock (``pthread_getcpuclockid``), so a thread waiting
 for the GIL, a lock or a wake-up costs nothing in its figure. Per step it reports:
 
-* the event loop's CPU (runtime, coordinator, asyncio, the fake model);
-* the store writer's CPU, split into time inside SQLite statements (its thread's CPU
-  clock around each ``execute``: SQLite runs with the GIL released) and the rest
-  (Python: building the record, encoding, the lease check, the batch loop);
+* the event loop's CPU (runtime, coordinator, asyncio, the fake model, and building
+  and encoding each record: a write is made into its row when it is queued);
+* the store writer's thread (aiosqlite's, which runs every write statement): its CPU
+  inside the writer's batches' statements (its own CPU clock read before and after
+  each one: SQLite, with the GIL released, the ``sqlite3`` module binding parameters,
+  aiosqlite's queue) and outside the batches (opening, closing);
+* the reader threads' CPU (history, runs and claims read off the writer);
 * the cyclic garbage collector's time (``gc.callbacks``);
-* the GIL bound: Python of both threads runs one at a time, so
-  ``(loop CPU + writer Python) x steps`` is a floor under S2's makespan that no
-  scheduling can beat, and ``makespan / ideal`` cannot fall below it / 0.85 s.
+* the GIL floor: the event loop's Python runs on one core whatever the other threads
+  do, so ``loop CPU x steps`` is a floor under S2's makespan that no scheduling can
+  beat, and ``makespan / ideal`` cannot fall below it / 0.85 s.
 
 It is measured, not a test; medians over ``--reps`` runs, each on a fresh file.
 """
@@ -74,17 +77,20 @@ async def _once(scenario: str, pipelines: int, db: Path) -> dict[str, float]:
     in_batches = [0.0]
     gc_time, gc_start = [0.0], [0.0]
     original, original_rows = _writer.run_batch, _writer.run_rows
+    writer = _thread_cpu(store_threads[0])
+    readers = [_thread_cpu(t) for t in store_threads[1:]]
 
     def timed(run: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
-        """``run`` (the writer's ``run_batch`` or ``run_rows``) on a timed connection. It
-        takes their arguments, whatever they are: one it refused would kill the writer's
-        task (and hang the tool)."""
+        """``run`` (the writer's ``run_batch`` or ``run_rows``) on a connection whose
+        statements are timed on the writer thread's CPU clock. It takes their arguments,
+        whatever they are: one it refused would kill the writer's task (and hang the
+        tool)."""
         async def timed_run(conn: Conn, *args: Any, **options: Any) -> Any:
-            start = time.thread_time()
+            start = writer()
             try:
-                return await run(_Timed(conn, statements, time.thread_time), *args, **options)
+                return await run(_Timed(conn, statements, writer), *args, **options)
             finally:
-                in_batches[0] += time.thread_time() - start
+                in_batches[0] += writer() - start
         return timed_run
 
     def on_gc(phase: str, info: dict[str, Any]) -> None:
@@ -95,13 +101,14 @@ async def _once(scenario: str, pipelines: int, db: Path) -> dict[str, float]:
 
     try:
         await run_all(WARMUP)
-        writer = _thread_cpu(store_threads[0])
         _writer.run_batch, _writer.run_rows = timed(original), timed(original_rows)
         gc.callbacks.append(on_gc)
         writer0, loop0, wall0 = writer(), time.thread_time(), time.perf_counter()
+        readers0 = sum(r() for r in readers)
         await run_all(pipelines)
         wall = time.perf_counter() - wall0
         loop_cpu, writer_cpu = time.thread_time() - loop0, writer() - writer0
+        readers_cpu = sum(r() for r in readers) - readers0
     finally:
         _writer.run_batch, _writer.run_rows = original, original_rows
         if on_gc in gc.callbacks:
@@ -109,12 +116,11 @@ async def _once(scenario: str, pipelines: int, db: Path) -> dict[str, float]:
         await store.close()
     steps = pipelines * STEPS_PER_PIPELINE
     in_sql = sum(spent for _, spent in statements.values())
-    writer_python = writer_cpu - in_sql
     ms = 1e3 / steps
     return {"wall ms/step": wall * ms, "loop CPU": loop_cpu * ms, "writer CPU": writer_cpu * ms,
-            "writer SQLite": in_sql * ms, "writer Python": writer_python * ms,
-            "writer outside batches": (writer_cpu - in_batches[0]) * ms, "GC": gc_time[0] * ms,
-            "GIL floor": (loop_cpu + writer_python) * ms}
+            "writer in statements": in_sql * ms,
+            "writer outside batches": (writer_cpu - in_batches[0]) * ms,
+            "readers CPU": readers_cpu * ms, "GC": gc_time[0] * ms, "GIL floor": loop_cpu * ms}
 
 
 def main() -> None:
