@@ -1,4 +1,5 @@
-"""The commands that drive runs: demo, run, resume, cancel, worker."""
+"""The commands that drive runs: run, resume, fork, prune, migrate, cancel, serve (the
+worker has its own module, ``worker_cmd``)."""
 
 from __future__ import annotations
 
@@ -21,20 +22,16 @@ from orchestra.cli import inspect_cmds
 from orchestra.cli.estimate import dry_run
 from orchestra.cli.exit_codes import EXIT_CANCELLED, EXIT_FAILED, EXIT_OK, EXIT_PAUSED, EXIT_WAITING
 from orchestra.cli.progress import Progress
-from orchestra.coordinator.cancel_watch import CancelWatch
 from orchestra.coordinator.coordinator import (
     CANCELLABLE,
     Coordinator,
     CoordinatorSettings,
     check_resumable,
 )
-from orchestra.coordinator.finding import WorkFinder
-from orchestra.coordinator.owners import new_owner_id
 from orchestra.coordinator.pipeline import load_pipeline
 from orchestra.coordinator.run_models import (
     SETTINGS_EVENT,
     model_settings,
-    recorded_cap,
     recorded_settings,
     run_cost_cap,
     split_models,
@@ -42,7 +39,6 @@ from orchestra.coordinator.run_models import (
 )
 from orchestra.coordinator.run_models import models_for_run as _models
 from orchestra.coordinator.run_models import run_cap as _run_cap
-from orchestra.coordinator.serving import ParkedRuns, needs_driving, why_not_served
 from orchestra.models.prices import Prices, parse_prices
 from orchestra.store import Blackboard
 from orchestra.store import url as store_url
@@ -317,71 +313,6 @@ async def cmd_cancel(args: argparse.Namespace) -> int:
         inspect_cmds.emit(args, {"run": run.id, "status": run.status},
                           f"run {run.id} cancelled")
         return EXIT_OK
-
-
-async def cmd_worker(args: argparse.Namespace) -> int:
-    """Serve active runs until interrupted (or idle for --idle-exit seconds); a waiting run
-    is continued as soon as a human decides its approval, as `orchestra serve` does.
-
-    Without --run it drives only the runs it has work in (``WorkFinder``), not all."""
-    settings = _settings(args, shared=True)  # bad flags fail before anything is opened
-    async with open_store(args, must_exist=True) as store:
-        serving: dict[str, asyncio.Task[Run]] = {}
-        watch = CancelWatch(store, settings.cancel_poll)  # one status read for all runs
-        parked = ParkedRuns(store, new_owner_id(), args.lease)
-        finder = WorkFinder(store, parked, lease_seconds=args.lease)
-        idle_since = asyncio.get_running_loop().time()
-        if args.run:
-            args.run = await inspect_cmds.resolve_run(store, args.run)
-            run = await store.get_run(args.run)
-            if not await needs_driving(store, run):
-                raise UserError(why_not_served(run, f"--db {store_url.label(args.db)}"))
-        last: Run | None = None
-        pause = _LOOK
-        while True:
-            if args.run:  # read only while no drive serves it: a drive follows its run
-                todo = None if args.run in serving else await store.get_run(args.run)
-                if todo is not None and await needs_driving(store, todo):
-                    serving[todo.id] = await _serve_run(args, store, todo, watch, leave=False)
-            else:
-                found = await finder.runs(serving)
-                for run_id in found:
-                    serving[run_id] = await _serve_run(args, store, await store.get_run(run_id),
-                                                       watch, leave=True)
-                pause = _LOOK if found else min(2 * pause, _LOOK_MAX)
-            for run_id, job in list(serving.items()):
-                if job.done():
-                    del serving[run_id]
-                    last = job.result()
-                    if last.status not in ("pending", "running"):  # not merely left
-                        inspect_cmds.emit(args, {"run": run_id, "status": last.status},
-                                          f"run {run_id}: {last.status}")
-                        pause = _LOOK
-            now = asyncio.get_running_loop().time()
-            if serving or (finder.live and not args.run):
-                idle_since = now
-            elif args.run:
-                return _exit_code(last.status) if last else EXIT_OK
-            elif args.idle_exit is not None and now - idle_since >= args.idle_exit:
-                return EXIT_OK
-            await asyncio.sleep(pause)
-
-
-_LOOK, _LOOK_MAX = 0.2, 2.0  # s between looks for work; a look finding none doubles it
-
-
-async def _serve_run(args: argparse.Namespace, store: Blackboard, run: Run,
-                     watch: CancelWatch, *, leave: bool) -> asyncio.Task[Run]:
-    pipeline = load_pipeline(run.pipeline, run.input)
-    recorded = await recorded_settings(store, run)  # its log read once: the cap is in it
-    coord = Coordinator(store, pipeline, models=_models(pipeline, recorded, args.model),
-                        settings=dataclasses.replace(
-                            _settings(args, shared=True, cap=recorded_cap(recorded),
-                                      cost_cap=recorded.get("max_cost")), leave_idle=leave),
-                        prices=_prices(args), cancel_watch=watch)
-    if not args.json:
-        print(f"worker {coord.owner}: serving run {run.id}")
-    return asyncio.create_task(coord.drive(run.id))
 
 
 async def cmd_serve(args: argparse.Namespace) -> int:

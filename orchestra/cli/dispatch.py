@@ -15,10 +15,10 @@ from orchestra.cli.commands import (
     cmd_resume,
     cmd_run,
     cmd_serve,
-    cmd_worker,
     open_store,
 )
 from orchestra.cli.demo_cmd import cmd_demo
+from orchestra.cli.worker_cmd import cmd_worker
 
 
 async def dispatch(args: argparse.Namespace) -> int:

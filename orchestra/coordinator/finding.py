@@ -46,17 +46,21 @@ class WorkFinder:
         claimable work): a worker is idle only once none is left, not while another
         worker holds the last tasks (their leases may yet expire and need taking over)."""
 
-    async def runs(self, serving: Collection[str], *, limit: int | None = None) -> list[str]:
-        """The runs, outside ``serving``, this worker should start driving now: at most
-        ``batch`` (or ``limit``) per look, one while this process is busy."""
+    async def runs(self, serving: Collection[str], *, limit: int | None = None,
+                   skip: Collection[str] = ()) -> list[str]:
+        """The runs, outside ``serving`` and ``skip``, this worker should start driving
+        now: at most ``batch`` (or ``limit``) per look, one while this process is busy.
+        ``skip``: runs this process cannot serve (left to other workers), which do not
+        keep it :attr:`live` either."""
         want = self._batch if limit is None else min(limit, self._batch)
         if self.load.busy() and serving:  # start-up is not load
             want = min(want, 1)
-        found = await self._pick(serving, want) if want > 0 else []
+        mine = {*serving, *skip}
+        found = await self._pick(mine, want) if want > 0 else []
         now = time.monotonic()
         if now - self._swept >= self._sweep:
             self._swept = now
-            found += await self._unserved(serving, set(found))
+            found += await self._unserved(mine, set(found), set(skip))
         elif found:
             self.live = True
         return found
@@ -72,10 +76,11 @@ class WorkFinder:
             return found
         return [found[i] for i in sorted(self._rng.sample(range(len(found)), want))]
 
-    async def _unserved(self, serving: Collection[str], found: set[str]) -> list[str]:
+    async def _unserved(self, serving: Collection[str], found: set[str], skip: set[str]
+                        ) -> list[str]:
         runs = await active_runs(self._store)
         await self._parked.hold(r for r in runs if r.id not in serving)
-        live = [r.id for r in runs if r.status in ("pending", "running")]
+        live = [r.id for r in runs if r.status in ("pending", "running") and r.id not in skip]
         self.live = bool(live or found)
         others = [r for r in live if r not in serving and r not in found]
         if not others:

@@ -98,6 +98,19 @@ async def test_the_sweep_still_takes_a_run_nobody_serves_that_has_no_claimable_w
         assert not set(found) - {stranded} - set(backlog)
 
 
+async def test_runs_skipped_here_are_neither_taken_nor_kept_live(tmp_path: Path) -> None:
+    """A worker's runs it cannot serve (``skip``): no look or sweep hands them back, and
+    a store holding only those lets the worker go idle."""
+    async with await SQLiteBlackboard.open(tmp_path / "s.db") as store:
+        runs = await _backlog(store, 3)
+        finder = _finder(store, _Load(), batch=10)
+        assert await finder.runs((), skip=runs[:2]) == runs[2:]
+        assert finder.live
+        finder = _finder(store, _Load(), batch=10)  # a new finder: its first look sweeps
+        assert await finder.runs((), skip=runs) == []
+        assert not finder.live  # nothing left it could serve
+
+
 async def test_loop_lag_reads_how_late_a_blocked_loop_runs() -> None:
     lag = LoopLag(tick=0.01)
     assert lag.read() == 0.0
