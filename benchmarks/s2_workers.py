@@ -15,7 +15,10 @@ The reference is the one-process S2 as ``benchmarks.run`` measures it (one event
 interleaved per repetition (odd reps in order, even reps reversed); medians of
 ``--reps`` with min-max. Beside the ratio, each pass reports what explains it: the
 workers' start-up (spawn to their first claim), their CPU seconds, how the runs were
-split between them, and runs whose tasks moved between workers. One JSON line last.
+split between them, runs whose tasks moved between workers, how long after the first
+run the last one started, and the peak rate (steps completed per 0.1 s, per second)
+with the makespan all steps would take at it: the bound once both cores are saturated,
+which no start-up order beats. One JSON line last.
 """
 
 from __future__ import annotations
@@ -99,6 +102,8 @@ def read_pass(db: Path, runs: list[str], spawned: float) -> Pass:
                               "WHERE kind = 'task.claimed' ORDER BY at").fetchall()
         ends = conn.execute("SELECT run_id, at FROM events WHERE kind = 'run.completed'"
                             ).fetchall()
+        steps = [at for (at,) in conn.execute(
+            "SELECT at FROM events WHERE kind = 'step.completed'")]
     done = {run_id for run_id, _ in ends}
     if done != set(runs) or len(ends) != len(runs):
         raise SystemExit(f"{len(set(runs) - done)} of {len(runs)} runs did not complete "
@@ -106,16 +111,28 @@ def read_pass(db: Path, runs: list[str], spawned: float) -> Pass:
     first_claim, last_end = claims[0][1], max(at for _, at in ends)
     owners_of: dict[str, set[int]] = {}
     first_by_pid: dict[int, float] = {}
+    started: dict[str, float] = {}  # each run's first claim
     for run_id, at, owner in claims:
+        started.setdefault(run_id, at)
         owners_of.setdefault(run_id, set()).add(_pid(owner))
         first_by_pid.setdefault(_pid(owner), at)
     split = Counter(min(o) for o in owners_of.values() if len(o) == 1)
     makespan = last_end - first_claim
+    peak = _peak_rate(steps, first_claim)
     return {"makespan_s": makespan, "makespan_over_ideal": makespan / IDEAL,
+            "starts_spread_s": max(started.values()) - first_claim,
+            "peak_steps_per_s": peak, "floor_over_ideal": len(steps) / peak / IDEAL,
             "claims": len(claims), "extra_claims": len(claims) - CALLS_PER_PIPELINE * len(runs),
             "runs_by_worker": sorted(split.values(), reverse=True),
             "runs_moved": sum(len(o) > 1 for o in owners_of.values()),
             "first_claim_after_spawn_s": sorted(at - spawned for at in first_by_pid.values())}
+
+
+def _peak_rate(times: list[float], start: float, window: float = 0.1) -> float:
+    """The most steps completed in any ``window`` seconds (bins from ``start``), per
+    second: the pass's throughput once every worker is saturated."""
+    bins = Counter(int((at - start) / window) for at in times)
+    return max(bins.values()) / window
 
 
 async def _check(db: Path, runs: list[str]) -> None:
@@ -183,7 +200,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 starts = [round(s, 2) for s in r.get("first_claim_after_spawn_s", ())]
                 extra = "" if workers == 0 else (
                     f", runs by worker {r['runs_by_worker']}, moved {r['runs_moved']}, "
-                    f"first claim after spawn {starts} s, extra claims {r['extra_claims']}")
+                    f"first claim after spawn {starts} s, extra claims {r['extra_claims']}; "
+                    f"last run started {r['starts_spread_s']:.2f} s after the first, peak "
+                    f"{r['peak_steps_per_s']:.0f} steps/s (all steps at that rate: "
+                    f"{r['floor_over_ideal']:.2f}x ideal)")
                 print(f"rep {rep + 1} {_label(workers)}: makespan {r['makespan_s']:.2f} s = "
                       f"{r['makespan_over_ideal']:.2f}x ideal, CPU {r['cpu_s']} s{extra}",
                       flush=True)

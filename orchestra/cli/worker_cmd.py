@@ -39,6 +39,12 @@ from orchestra.store import Blackboard
 from orchestra.store import url as store_url
 
 _LOOK, _LOOK_MAX = 0.2, 2.0  # s between looks for work; a look finding none doubles it
+_LOOK_AGAIN, _AGAIN_LOOKS = 0.05, 3
+"""After a look that took a whole batch, the next ``_AGAIN_LOOKS`` looks come every
+``_LOOK_AGAIN`` seconds while they find runs: a backlog is taken as fast as this
+process's load allows (a busy one still takes one run per look), not a batch per
+:data:`_LOOK`. A process busy for longer keeps to :data:`_LOOK`, so a worker started
+later still finds its share."""
 RETRY_UNSERVABLE = 30.0
 """Seconds before a worker looks again at a run it could not serve (or whose drive
 failed here)."""
@@ -79,14 +85,15 @@ async def _serve_all(args: argparse.Namespace, store: Blackboard, watch: CancelW
     finder = WorkFinder(store, ParkedRuns(store, new_owner_id(), args.lease),
                         lease_seconds=args.lease)
     loop = asyncio.get_running_loop()
-    idle_since, pause = loop.time(), _LOOK
+    idle_since, pause, again = loop.time(), _LOOK, 0
     try:
         while True:
             now = time.monotonic()
             skipped = {r: until for r, until in skipped.items() if until > now}
             found = await finder.runs(serving, skip=skipped)
             await _start(args, store, watch, found, serving, skipped)
-            pause = _LOOK if found else min(2 * pause, _LOOK_MAX)
+            again = _AGAIN_LOOKS if finder.full else max(0, again - 1)
+            pause = (_LOOK_AGAIN if again else _LOOK) if found else min(2 * pause, _LOOK_MAX)
             for run_id, job in list(serving.items()):
                 if job.done():
                     del serving[run_id]

@@ -41,6 +41,9 @@ class WorkFinder:
         self._swept = -self._sweep
         self.load = load or Load()
         self._rng = rng or random.Random()
+        self.full = False
+        """Whether the last look took a whole batch while this process had room: a
+        backlog is waiting, and its caller may look again sooner."""
         self.live = True
         """Whether the last sweep saw a run that is pending or running (or a look found
         claimable work): a worker is idle only once none is left, not while another
@@ -53,10 +56,12 @@ class WorkFinder:
         ``skip``: runs this process cannot serve (left to other workers), which do not
         keep it :attr:`live` either."""
         want = self._batch if limit is None else min(limit, self._batch)
-        if self.load.busy() and serving:  # start-up is not load
+        busy = self.load.busy() and bool(serving)  # start-up is not load
+        if busy:
             want = min(want, 1)
         mine = {*serving, *skip}
         found = await self._pick(mine, want) if want > 0 else []
+        self.full = not busy and want > 1 and len(found) == want
         now = time.monotonic()
         if now - self._swept >= self._sweep:
             self._swept = now

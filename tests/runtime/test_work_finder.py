@@ -65,9 +65,13 @@ async def test_a_look_takes_a_batch_and_leaves_the_rest_of_the_backlog(tmp_path:
         finder = _finder(store, _Load(), batch=3)
         first = await finder.runs(())  # the first look also sweeps the active runs
         assert len(first) == 3 and set(first) <= set(runs[:6])  # among the oldest 2 x 3
+        assert finder.full
         assert first == sorted(first, key=runs.index)  # oldest first
         second = await finder.runs(first)
         assert len(second) == 3 and not set(second) & set(first)
+        third = await finder.runs(first + second)
+        assert len(third) == 3 and finder.full  # 4 were left: all it asked for
+        assert len(await finder.runs(first + second + third)) == 1 and not finder.full
 
 
 async def test_a_busy_worker_takes_one_run_per_look(tmp_path: Path) -> None:
@@ -79,8 +83,10 @@ async def test_a_busy_worker_takes_one_run_per_look(tmp_path: Path) -> None:
         first = await finder.runs(())  # serving nothing yet: start-up is not load
         assert len(first) == 4
         assert len(await finder.runs(first)) == 1
+        assert not finder.full  # one run, as a busy worker takes: no hurry to look again
         load.is_busy = False
         assert len(await finder.runs(first)) == 4
+        assert finder.full  # a whole batch with room to spare: a backlog is waiting
 
 
 async def test_the_sweep_still_takes_a_run_nobody_serves_that_has_no_claimable_work(
