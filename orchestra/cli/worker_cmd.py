@@ -138,7 +138,8 @@ def _ended(args: argparse.Namespace, run_id: str, job: asyncio.Task[Run],
         return False
     error = job.exception()
     if error is not None:
-        _skip(args, run_id, f"driving run {run_id} failed: {error}", skipped)
+        why = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+        _skip(args, run_id, f"driving run {run_id} failed ({why})", skipped)
         return True
     last = job.result()
     if last.status in ("pending", "running"):

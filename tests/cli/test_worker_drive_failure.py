@@ -31,7 +31,7 @@ async def test_a_failed_drive_is_reported_and_its_run_skipped(
     assert worker_cmd._ended(args, "r1", job, skipped)
     assert skipped["r1"] == pytest.approx(time.monotonic() + worker_cmd.RETRY_UNSERVABLE, abs=1)
     out = capsys.readouterr().out
-    assert "driving run r1 failed: the store went away" in out
+    assert "driving run r1 failed (RuntimeError: the store went away)" in out
     assert ('"retry_in_s": 30.0' in out) == json_mode
 
 
