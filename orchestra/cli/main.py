@@ -367,12 +367,9 @@ def _main(argv: Sequence[str] | None) -> int:
     except KeyboardInterrupt:
         if args.command not in DRIVING_COMMANDS:  # a viewer speaks for no run: just leave
             return EXIT_INTERRUPTED
-        run_id = getattr(args, "_run_id", None) or getattr(args, "run", None)
-        from orchestra.store.url import label as store_label
+        from orchestra.cli.interrupts import interrupted
 
-        hint = (f" Resume with: orchestra resume {run_id} --db {store_label(args.db)}"
-                if run_id else "")
-        print(f"\ninterrupted; the run stopped cleanly.{hint}", file=sys.stderr)
+        print(interrupted(args), file=sys.stderr)
         return EXIT_INTERRUPTED
     except (NotAStoreError, SchemaVersionError, StoreAccessError) as exc:
         return _fail(args, EXIT_STORE, exc)

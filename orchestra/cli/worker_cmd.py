@@ -13,6 +13,9 @@ things keep one run from holding up the rest:
 
 The runs a look finds are started together: each start reads the run and its recorded
 settings, so one at a time a look of 64 runs took ~0.1 s before its last run's first claim.
+
+Ctrl-C stops every drive while the store is still open, so each hands its tasks' leases
+back and another worker goes on at once (``interrupts`` says how many runs stopped).
 """
 
 from __future__ import annotations
@@ -81,6 +84,7 @@ async def _serve_one(args: argparse.Namespace, store: Blackboard, watch: CancelW
 
 async def _serve_all(args: argparse.Namespace, store: Blackboard, watch: CancelWatch) -> int:
     serving: dict[str, asyncio.Task[Run]] = {}
+    args._serving = serving  # what Ctrl-C stopped (``interrupts.interrupted``)
     skipped: dict[str, float] = {}  # run -> monotonic time it may be looked at again
     finder = WorkFinder(store, ParkedRuns(store, new_owner_id(), args.lease),
                         lease_seconds=args.lease)
@@ -106,6 +110,19 @@ async def _serve_all(args: argparse.Namespace, store: Blackboard, watch: CancelW
             await asyncio.sleep(pause)
     finally:
         finder.close()
+        await _stop(serving)
+
+
+async def _stop(serving: dict[str, asyncio.Task[Run]]) -> None:
+    """Stop the drives still running (Ctrl-C, or an error ending the worker) while the
+    store is open: each hands its tasks' leases back, so another worker goes on at once.
+    Left to ``asyncio.run``'s own cleanup they stopped after the store had closed, and
+    their tasks stayed leased until the lease ran out."""
+    jobs = [job for job in serving.values() if not job.done()]
+    for job in jobs:
+        job.cancel()
+    if jobs:
+        await asyncio.shield(asyncio.gather(*jobs, return_exceptions=True))
 
 
 async def _start(args: argparse.Namespace, store: Blackboard, watch: CancelWatch,

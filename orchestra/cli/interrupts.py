@@ -1,0 +1,32 @@
+"""What Ctrl-C says once a command that drives runs has stopped them.
+
+Each drive hands its tasks' leases back as it stops (the tasks are pending again and the
+run ``running``), so the message says who continues them: ``orchestra resume`` for the
+one run of ``run``/``resume``/``worker --run``, any worker or server on the same store
+for the runs a ``worker`` or ``serve`` process was serving.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from orchestra.store.url import label as store_label
+
+SERVING_COMMANDS = frozenset({"worker", "serve"})
+
+
+def interrupted(args: argparse.Namespace) -> str:
+    """The line to print on stderr after Ctrl-C stopped ``args.command``."""
+    db = store_label(args.db)
+    run_id = getattr(args, "_run_id", None) or getattr(args, "run", None)
+    if args.command in SERVING_COMMANDS and not run_id:
+        serving = getattr(args, "_serving", None)
+        if args.command == "worker" and serving is not None and not serving:
+            return "\ninterrupted; the worker was serving no run."
+        what = f"{len(serving)} run{'s' * (len(serving) != 1)}" if serving else "its runs"
+        who = "worker" if args.command == "worker" else "server"
+        return (f"\ninterrupted; the {who} stopped {what} cleanly: another "
+                f"`orchestra worker --db {db}` (or `orchestra serve`) on this store continues "
+                "them.")
+    hint = f" Resume with: orchestra resume {run_id} --db {db}" if run_id else ""
+    return f"\ninterrupted; the run stopped cleanly.{hint}"
