@@ -27,6 +27,6 @@ def interrupted(args: argparse.Namespace) -> str:
         who = "worker" if args.command == "worker" else "server"
         return (f"\ninterrupted; the {who} stopped {what} cleanly: another "
                 f"`orchestra worker --db {db}` (or `orchestra serve`) on this store continues "
-                "them.")
+                f"{'it' if serving is not None and len(serving) == 1 else 'them'}.")
     hint = f" Resume with: orchestra resume {run_id} --db {db}" if run_id else ""
     return f"\ninterrupted; the run stopped cleanly.{hint}"

@@ -22,7 +22,9 @@ def test_a_worker_counts_its_runs_and_names_who_continues_them() -> None:
     two = interrupted(_args("worker", run=None, _serving={"a": 1, "b": 2}))
     assert two.startswith("\ninterrupted; the worker stopped 2 runs cleanly: another "
                           "`orchestra worker --db o.db`")
-    assert "stopped 1 run cleanly" in interrupted(_args("worker", run=None, _serving={"a": 1}))
+    one = interrupted(_args("worker", run=None, _serving={"a": 1}))
+    assert "stopped 1 run cleanly" in one and one.endswith("continues it.")
+    assert two.endswith("continues them.")
     assert interrupted(_args("worker", run=None, _serving={})) == (
         "\ninterrupted; the worker was serving no run.")
     assert "the server stopped its runs cleanly" in interrupted(_args("serve"))
