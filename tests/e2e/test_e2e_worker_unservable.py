@@ -16,6 +16,8 @@ from e2e_helpers import cli, query
 from orchestra import Coordinator, SQLiteBlackboard
 from orchestra.coordinator.pipeline import load_pipeline
 
+pytestmark = pytest.mark.slow
+
 PIPELINE = '''
 from orchestra import FunctionModel, NewTask, Pipeline, Role, reply
 
