@@ -20,13 +20,14 @@ def interrupted(args: argparse.Namespace) -> str:
     db = store_label(args.db)
     run_id = getattr(args, "_run_id", None) or getattr(args, "run", None)
     if args.command in SERVING_COMMANDS and not run_id:
-        serving = getattr(args, "_serving", None)
-        if args.command == "worker" and serving is not None and not serving:
-            return "\ninterrupted; the worker was serving no run."
-        what = f"{len(serving)} run{'s' * (len(serving) != 1)}" if serving else "its runs"
+        serving = getattr(args, "_serving", None)  # the worker's runs (not known for serve)
+        n = None if serving is None else len(serving)
+        if n == 0:
+            return f"\ninterrupted; the {args.command} was serving no run."
+        what = f"{n} run{'s' * (n != 1)}" if n else "its runs"
         who = "worker" if args.command == "worker" else "server"
         return (f"\ninterrupted; the {who} stopped {what} cleanly: another "
                 f"`orchestra worker --db {db}` (or `orchestra serve`) on this store continues "
-                f"{'it' if serving is not None and len(serving) == 1 else 'them'}.")
+                f"{'it' if n == 1 else 'them'}.")
     hint = f" Resume with: orchestra resume {run_id} --db {db}" if run_id else ""
     return f"\ninterrupted; the run stopped cleanly.{hint}"

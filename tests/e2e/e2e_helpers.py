@@ -92,6 +92,17 @@ def kill_group(proc: subprocess.Popen[bytes]) -> None:
     proc.wait(timeout=30)
 
 
+def interrupt(proc: subprocess.Popen[bytes], timeout: float = 30) -> int:
+    """Ctrl-C the child (SIGINT) and return its exit code once it stopped; a child still
+    running after ``timeout`` is killed with its whole group."""
+    try:
+        proc.send_signal(signal.SIGINT)
+        return proc.wait(timeout=timeout)
+    finally:
+        if proc.poll() is None:
+            kill_group(proc)
+
+
 # -- reading the store from outside ---------------------------------------------------
 def connect_ro(db: Path) -> sqlite3.Connection:
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=10)

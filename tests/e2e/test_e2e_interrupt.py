@@ -4,7 +4,6 @@ pipeline (tests/e2e/slow_pipeline.py) run through the real CLI."""
 from __future__ import annotations
 
 import json
-import signal
 import subprocess
 from collections import Counter
 from pathlib import Path
@@ -15,6 +14,7 @@ from e2e_helpers import (
     cli,
     event_seqs_gap_free,
     events,
+    interrupt,
     kill_group,
     logs,
     only_run_id,
@@ -49,13 +49,7 @@ def test_ctrl_c_stops_cleanly_and_resume_finishes(tmp_path: Path) -> None:
     effects = tmp_path / "effects.log"
     turns = 4
     proc, db, log = start_slow_run(tmp_path, turns=turns, delay=0.3, effects=str(effects))
-    try:
-        proc.send_signal(signal.SIGINT)
-        code = proc.wait(timeout=30)
-    finally:
-        if proc.poll() is None:
-            kill_group(proc)
-    assert code == 130, logs(log)
+    assert interrupt(proc) == 130, logs(log)
     run_id = only_run_id(db)
     stderr = log.with_suffix(".err").read_text()
     assert f"Resume with: orchestra resume {run_id} --db {db}" in stderr, stderr

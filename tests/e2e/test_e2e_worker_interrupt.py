@@ -5,11 +5,10 @@ used to say "the run stopped cleanly", naming none)."""
 from __future__ import annotations
 
 import asyncio
-import signal
 from pathlib import Path
 
 import pytest
-from e2e_helpers import StoreWatch, cli, kill_group, logs, query, spawn
+from e2e_helpers import StoreWatch, cli, interrupt, kill_group, logs, query, spawn
 
 from orchestra import Coordinator, SQLiteBlackboard
 from orchestra.coordinator.pipeline import load_pipeline
@@ -36,12 +35,10 @@ def test_ctrl_c_stops_every_run_a_worker_serves_and_says_so(tmp_path: Path) -> N
             watch.wait("SELECT 1 FROM steps WHERE status = 'completed' GROUP BY task_id "
                        f"HAVING COUNT(*) > 0 LIMIT 1 OFFSET {RUNS - 1}",
                        what="a completed step in every run", proc=proc)
-        proc.send_signal(signal.SIGINT)
-        code = proc.wait(timeout=30)
-    finally:
-        if proc.poll() is None:
-            kill_group(proc)
-    assert code == 130, logs(log)
+    except BaseException:
+        kill_group(proc)
+        raise
+    assert interrupt(proc) == 130, logs(log)
     err = log.with_suffix(".err").read_text()
     assert (f"interrupted; the worker stopped {RUNS} runs cleanly: another "
             f"`orchestra worker --db {db}`") in err, err
