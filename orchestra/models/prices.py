@@ -128,12 +128,18 @@ def layered(overrides: Mapping[str, Price], book: PriceBook | None) -> PriceBook
     return Prices(overrides, book)
 
 
+_SAID_UNPRICED: set[str] = set()
+"""Models this process has said it has no price for: a worker makes a pricer per run it
+serves, and said so once per run (200 warnings for a backlog of 200 runs)."""
+
+
 class Pricer:
-    """Prices calls for one process; says once per model that it has no price."""
+    """Prices calls; says once per process and model that it has no price."""
 
     def __init__(self, book: PriceBook | None = None) -> None:
         self.book: PriceBook = book if book is not None else Prices()
         self.unpriced: set[str] = set()
+        """The models this pricer found no price for."""
 
     def priced(self, model: str, usage: Usage) -> Usage:
         """``usage`` with its cost from the book; with no price, the cost the model itself
@@ -142,7 +148,9 @@ class Pricer:
         if cost is None:
             if model not in self.unpriced:
                 self.unpriced.add(model)
-                _log.warning(f"no price for {model}; costs are not counted", model=model)
+                if model not in _SAID_UNPRICED:
+                    _SAID_UNPRICED.add(model)
+                    _log.warning(f"no price for {model}; costs are not counted", model=model)
             return usage
         return replace(usage, cost=cost)
 

@@ -9,6 +9,7 @@ that is fed back to the model.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Collection
 from typing import Any
@@ -171,10 +172,10 @@ def refuse_echo(text: str, task: str) -> None:
     in a row, each fed back its "invalid Python" and answered with the same copy."""
     body, task = _OPENING.sub("", text, count=1).split("```", 1)[0].strip(), task.strip()
     # from the task's start, nearly all of it: a revision may rightly repeat a file the
-    # task quotes, or begins with, but not the words that ask for it
-    copied = next((i for i, (a, b) in enumerate(zip(body, task, strict=False)) if a != b),
-                  min(len(body), len(task)))
-    if copied >= max(_ECHO_CHARS, 0.9 * len(task)):
+    # task quotes, or begins with, but not the words that ask for it (compared as one
+    # slice: a step's reply used to be walked character by character)
+    needed = math.ceil(max(_ECHO_CHARS, 0.9 * len(task)))
+    if len(body) >= needed and len(task) >= needed and body[:needed] == task[:needed]:
         raise OutputError("Your reply copied the text of your task instead of answering "
                           "it. Do not repeat the task: write only the answer it asks for.",
                           brief="the reply copied the task's text", afresh=True)

@@ -85,6 +85,18 @@ def test_unpriced_model_costs_zero_and_says_so_once() -> None:
     assert pricer.unpriced == {"gguf:/m/q.gguf"}
 
 
+def test_a_process_says_once_per_model_however_many_pricers_it_makes() -> None:
+    """A worker makes a pricer per run it serves: it said "no price" once per run."""
+    with capture_logs() as logs:
+        for _ in range(3):
+            Pricer(Prices(fallback=None)).priced("scripted:once-per-process", Usage(1, 1))
+        other = Pricer(Prices(fallback=None))
+        other.priced("scripted:another-model", Usage(1, 1))
+    said = [e["model"] for e in logs if e["event"].startswith("no price for")]
+    assert said == ["scripted:once-per-process", "scripted:another-model"]
+    assert other.unpriced == {"scripted:another-model"}
+
+
 def test_overrides_win_by_full_name_or_bare_model_id() -> None:
     book = Prices({"gpt-4.1-mini": Price(1.0, 2.0, 0.5),
                    "openai-compatible:http://h/v1#qwen": Price(0.1, 0.2)})
