@@ -13,9 +13,11 @@ A model with no known price (a local server, an unknown name) costs 0, never a g
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Protocol
+from functools import cache
+from typing import Any, Protocol
 
 from orchestra._errors import UserError
 from orchestra._log import get_logger
@@ -62,22 +64,32 @@ def price_ref(model: str) -> tuple[str, str] | None:
     return (provider, rest) if sep and provider in HOSTED and rest else None
 
 
+@cache
+def _genai_prices_installed() -> bool:
+    return importlib.util.find_spec("genai_prices") is not None
+
+
 class GenaiPrices:
-    """``genai-prices``' table (bundled data; never updated over the network here)."""
+    """``genai-prices``' table (bundled data; never updated over the network here).
+
+    Imported at the first hosted model it prices: with its HTTP client it is ~65 ms of
+    every process's start-up (a quarter of a worker's imports), and local models, test
+    doubles and every CLI command that prices nothing never need it."""
 
     def __init__(self) -> None:
-        try:
-            import genai_prices
-        except ImportError:
+        if not _genai_prices_installed():
             raise UserError("pricing hosted models needs genai-prices: pip install -e "
-                            "'.[prices]' (it comes with the openai and anthropic extras)"
-                            ) from None
-        self._lib = genai_prices
+                            "'.[prices]' (it comes with the openai and anthropic extras)")
+        self._lib: Any = None
 
     def cost(self, model: str, usage: Usage) -> float | None:
         ref = price_ref(model)
         if ref is None:
             return None
+        if self._lib is None:
+            import genai_prices
+
+            self._lib = genai_prices
         lib = self._lib
         counts = lib.Usage(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
                            cache_read_tokens=usage.cached_input_tokens,
