@@ -26,6 +26,8 @@ from orchestra.models.base import OutputSchema
 class Edit(pydantic.BaseModel):
     """Replace ``search`` (an exact excerpt of the file) by ``replace`` in ``path``."""
 
+    model_config = pydantic.ConfigDict(defer_build=True)  # built at first use
+
     path: str
     search: str
     replace: str
@@ -33,6 +35,8 @@ class Edit(pydantic.BaseModel):
 
 class Edits(pydantic.BaseModel):
     """Search/replace edits and whole files, and the prose around them."""
+
+    model_config = pydantic.ConfigDict(defer_build=True)  # built at first use
 
     edits: list[Edit] = pydantic.Field(default_factory=list)
     files: dict[str, str] = pydantic.Field(default_factory=dict)

@@ -24,6 +24,8 @@ from orchestra.models.base import OutputSchema
 class Files(pydantic.BaseModel):
     """Whole files, by workspace-relative path, and the prose around them."""
 
+    model_config = pydantic.ConfigDict(defer_build=True)  # built at first use
+
     files: dict[str, str]
     text: str = ""
 
