@@ -123,3 +123,16 @@ def test_s2_workers_quick() -> None:
     for label in ("in-loop", "1_worker", "2_workers"):
         assert out[label]["makespan_over_ideal"]["median"] >= 1.0, out
     assert "extra claims 0" in proc.stdout
+
+
+def test_looks_quick() -> None:
+    """A look's cost per store shape: both queries timed on SQLite (PostgreSQL's in
+    tests/postgres), every shape reported."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks.looks", "--stores", "sqlite", "--reps", "2",
+         "--scale", "0.01"],
+        cwd=REPO, capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.splitlines()[-1])
+    assert len(out) == 4 and all(f["now_ms"] > 0 and f["grouped_ms"] > 0 for f in out.values())

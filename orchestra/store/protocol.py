@@ -201,7 +201,8 @@ class TaskQueue(Protocol):
                              exclude: Sequence[str] = ()) -> list[str]:
         """Up to ``limit`` live runs (not in ``exclude``) with a task a worker could claim
         now on the store's clock (pending and due, or running on an expired lease), oldest
-        such task first: one query, so a worker drives only runs it has work in."""
+        run first: one query, so a worker drives only runs it has work in. Its cost
+        follows the live runs it walks, not the tasks the store holds."""
         ...
 
 

@@ -53,3 +53,12 @@ def test_unknown_sides_are_refused() -> None:
 def test_s5_latency_bound_mode_runs(server: LocalPostgres) -> None:
     """Each task waits on its model (``benchmarks.fanout``'s ``model_latency``)."""
     assert pg_workers.one_pass(server, workers=1, runs=1, tasks=4, mode="latency").all_up > 0
+
+
+def test_a_look_is_timed_on_every_shape(server: LocalPostgres) -> None:
+    """benchmarks.looks on PostgreSQL at a hundredth of its sizes: both queries answer."""
+    from benchmarks import looks
+
+    out = asyncio.run(looks.main_async(["postgres"], 2, 0.01))
+    assert len(out) == len(looks.SHAPES)
+    assert all(f["now_ms"] > 0 and f["grouped_ms"] > 0 for f in out.values())

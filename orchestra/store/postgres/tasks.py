@@ -272,14 +272,20 @@ SELECT r.id, GREATEST(
               WHERE t.run_id = r.id AND t.status = 'running'), 0)),
     extract(epoch FROM now())::float8
 FROM unnest($1::text[]) AS r(id)"""
-# Live runs with a task claimable now, on the database's clock (see the SQLite store's).
+# Live runs with a task claimable now, on the database's clock, oldest first: the live
+# runs in order (``runs_live``), each probed for one such task. The probe is a LATERAL
+# ``LIMIT 1`` ordered as ``tasks_run`` is, so the planner takes that index: as EXISTS it
+# hashed every pending task, and unordered it scanned the table for the first match.
 _CLAIMABLE = """
-SELECT t.run_id FROM tasks t JOIN runs r ON r.id = t.run_id
-WHERE r.status IN ('pending', 'running', 'waiting')
-  AND ((t.status = 'pending' AND t.not_before <= extract(epoch FROM now())::float8)
-       OR (t.status = 'running' AND t.lease_expires_at < extract(epoch FROM now())::float8))
-  AND NOT (t.run_id = ANY($1::text[]))
-GROUP BY t.run_id ORDER BY MIN(t.created_at) LIMIT $2"""
+SELECT r.id FROM runs r
+CROSS JOIN LATERAL (
+    SELECT 1 FROM tasks t
+    WHERE t.run_id = r.id AND t.status IN ('pending', 'running')
+      AND CASE t.status WHEN 'pending' THEN t.not_before <= extract(epoch FROM now())::float8
+               ELSE t.lease_expires_at < extract(epoch FROM now())::float8 END
+    ORDER BY t.status LIMIT 1) claimable
+WHERE r.status IN ('pending', 'running', 'waiting') AND NOT (r.id = ANY($1::text[]))
+ORDER BY r.created_at, r.id LIMIT $2"""
 _SAME_CLOCK = 1.0  # seconds: clocks closer than this are taken as one (leases are longer)
 
 

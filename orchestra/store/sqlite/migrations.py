@@ -373,6 +373,13 @@ CREATE TRIGGER run_status_changes_insert INSTEAD OF INSERT ON run_status_changes
 END;
 """
 
-MIGRATIONS: tuple[str, ...] = (V1, V2, V3, V4, V5, V6, V7, V8)
+# v9: the live runs in creation order, for a worker's look (``servers.claimable_runs``):
+# it walked every task of the file (and so slowed as the file grew); now it walks the
+# live runs and asks each for one claimable task
+V9 = """CREATE INDEX runs_live ON runs (created_at)
+WHERE status IN ('pending', 'running', 'waiting');
+"""
+
+MIGRATIONS: tuple[str, ...] = (V1, V2, V3, V4, V5, V6, V7, V8, V9)
 """Script ``i`` (0-based) takes the schema from version ``i`` to ``i + 1``. Append only;
 ``schema.sql`` must always equal their result (``tests/store/test_schema.py``)."""

@@ -39,6 +39,8 @@ CREATE TABLE runs (
     last_seq INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX runs_created ON runs (created_at);
+CREATE INDEX runs_live ON runs (created_at)
+WHERE status IN ('pending', 'running', 'waiting');
 
 CREATE TABLE tasks (
     -- the queue
