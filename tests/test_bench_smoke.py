@@ -14,6 +14,14 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 
 
+def _run_module(module: str, *args: str) -> tuple[subprocess.CompletedProcess[str], Any]:
+    """Run a benchmark module to its end; its process and its last line (JSON)."""
+    proc = subprocess.run([sys.executable, "-m", module, *args], cwd=REPO,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc, json.loads(proc.stdout.splitlines()[-1])
+
+
 def _run_harness(out: Path, *args: str) -> list[dict[str, Any]]:
     cmd = [sys.executable, "-m", "benchmarks.run", "--quick", "--reps", "1", "--out", str(out)]
     proc = subprocess.run(
@@ -112,13 +120,8 @@ def test_profile_threads_splits_each_threads_cpu(tmp_path: Path) -> None:
 def test_s2_workers_quick() -> None:
     """S2 served by worker processes: every run completes with the workload's final state
     (the module checks it and exits non-zero otherwise), each pass reports its ratio."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks.s2_workers", "--pipelines", "4", "--reps", "1",
-         "--workers", "1,2"],
-        cwd=REPO, capture_output=True, text=True, timeout=120,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    out = json.loads(proc.stdout.splitlines()[-1])
+    proc, out = _run_module("benchmarks.s2_workers", "--pipelines", "4", "--reps", "1",
+                            "--workers", "1,2")
     assert out["pipelines"] == 4
     for label in ("in-loop", "1_worker", "2_workers"):
         assert out[label]["makespan_over_ideal"]["median"] >= 1.0, out
@@ -128,11 +131,6 @@ def test_s2_workers_quick() -> None:
 def test_looks_quick() -> None:
     """A look's cost per store shape: both queries timed on SQLite (PostgreSQL's in
     tests/postgres), every shape reported."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks.looks", "--stores", "sqlite", "--reps", "2",
-         "--scale", "0.01"],
-        cwd=REPO, capture_output=True, text=True, timeout=120,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    out = json.loads(proc.stdout.splitlines()[-1])
+    _, out = _run_module("benchmarks.looks", "--stores", "sqlite", "--reps", "2",
+                         "--scale", "0.01")
     assert len(out) == 4 and all(f["now_ms"] > 0 and f["grouped_ms"] > 0 for f in out.values())
