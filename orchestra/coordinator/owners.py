@@ -18,13 +18,25 @@ def new_owner_id() -> str:
 
 
 def _pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` still runs. A zombie (killed, not yet reaped: its parent,
+    a shell or a supervisor, has not waited for it) holds its pid but serves nothing;
+    ``os.kill`` alone took it for alive, and ``resume`` refused its run as served."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    return not _zombie(pid)
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return False  # no /proc here (macOS): os.kill's answer stands
+    return stat[stat.rindex(b")") + 2:][:1] == b"Z"
 
 
 def dead_local_owners(owners: Iterable[str | None], *, me: str) -> list[str]:
