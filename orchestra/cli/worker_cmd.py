@@ -57,6 +57,9 @@ async def cmd_worker(args: argparse.Namespace) -> int:
     """Serve active runs until interrupted (or idle for --idle-exit seconds); a waiting run
     is continued as soon as a human decides its approval, as `orchestra serve` does."""
     settings = _settings(args, shared=True)  # bad flags fail before anything is opened
+    if args.idle_exit is not None and not args.idle_exit >= 0:  # NaN too
+        raise UserError(f"--idle-exit must be >= 0 seconds, got {args.idle_exit:g} (0: exit "
+                        "as soon as no run is active)")
     async with open_store(args, must_exist=True) as store:
         watch = CancelWatch(store, settings.cancel_poll)  # one status read for all runs
         if args.run:

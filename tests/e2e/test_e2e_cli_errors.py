@@ -123,6 +123,8 @@ CASES: list[tuple[str, list[str], int, str]] = [
     ("junk-resume", ["resume", "x", "--db", JUNK], EXIT_STORE, "is not an SQLite database"),
     ("junk-cancel", ["cancel", "x", "--db", JUNK], EXIT_STORE, "is not an SQLite database"),
     ("junk-worker", ["worker", "--db", JUNK], EXIT_STORE, "is not an SQLite database"),
+    ("worker-negative-idle-exit", ["worker", "--idle-exit", "-1", "--db", DB], EXIT_USAGE,
+     "--idle-exit must be >= 0 seconds, got -1"),
     ("junk-demo", ["demo", "--workspace", "{root}/ws", "--db", JUNK], EXIT_STORE,
      "is not an SQLite database"),
     ("junk-run", ["run", "--spec", "{root}/spec.md", "--workspace", "{root}/full",
