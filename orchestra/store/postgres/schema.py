@@ -223,7 +223,7 @@ WHERE attempt > 0;
 
 # v5 (issue 25): a step's writes as server-side functions (``step_sql``): one round trip
 # v6 (issue 25): fewer statements inside those functions; a run's status in one (``step_sql_v6``)
-# v7: the live runs in creation order, for a worker's look (``tasks.claimable_runs``),
+# v7: the live runs in creation order, for a worker's look (``servers.claimable_runs``),
 # which grouped every claimable task by run (25 ms a look with 40,000 tasks pending)
 V7 = """
 CREATE INDEX runs_live ON runs (created_at, id)

@@ -1,7 +1,8 @@
 """The board half of ``PostgresBlackboard``: plans, handoffs, notes and approvals.
 
 Split from ``store.py`` to keep each module to one job; the methods only build the
-ops (in ``board`` / ``reads``) and send them through the store's transactions.
+ops (in ``board`` / ``approvals`` / ``board_reads`` / ``reads``) and send them
+through the store's transactions.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ import asyncpg
 
 from orchestra._types import JSON, Approval, Handoff, Note, Plan
 from orchestra.store.codec import Encoder
+from orchestra.store.postgres import approvals as _approvals
 from orchestra.store.postgres import board as _board
+from orchestra.store.postgres import board_reads as _board_reads
 from orchestra.store.postgres import reads as _reads
 from orchestra.store.protocol import Lease, NewHandoff, NewNote
 
@@ -47,27 +50,27 @@ class BoardMethods:
                                                                   now))
 
     async def get_plans(self, run_id: str) -> list[Plan]:
-        return await self._read(lambda c: _reads.get_plans(c, run_id))
+        return await self._read(lambda c: _board_reads.get_plans(c, run_id))
 
     async def latest_plan(self, run_id: str) -> Plan | None:
-        return await self._read(lambda c: _reads.latest_plan(c, run_id))
+        return await self._read(lambda c: _board_reads.latest_plan(c, run_id))
 
     async def get_handoffs(self, run_id: str, *, to_role: str | None = None,
                            from_agent: str | None = None) -> list[Handoff]:
-        return await self._read(lambda c: _reads.get_handoffs(c, run_id, to_role, from_agent))
+        return await self._read(lambda c: _board_reads.get_handoffs(c, run_id, to_role, from_agent))
 
     async def search_notes(self, run_id: str | None = None, *, text: str | None = None,
                            author: str | None = None, tag: str | None = None,
                            limit: int = 50) -> list[Note]:
         """Notes holding every word of ``text`` (most relevant first, ``rank`` set: higher is
         better); without ``text``, newest first. The filters combine."""
-        return await self._read(lambda c: _reads.search_notes(c, run_id, text, author, tag,
+        return await self._read(lambda c: _board_reads.search_notes(c, run_id, text, author, tag,
                                                               limit))
 
     async def request_approval(self, task_id: str, lease: Lease, *, retry: int, step: int,
                                tool: str, arguments: JSON) -> Approval:
         enc = self._enc
-        return await self._submit(lambda c, now: _board.request_approval(
+        return await self._submit(lambda c, now: _approvals.request_approval(
             c, enc, task_id, lease, retry=retry, step=step, tool=tool, arguments=arguments,
             now=now))
 
@@ -83,5 +86,5 @@ class BoardMethods:
     async def decide_approval(self, approval_id: str, *, approved: bool, by: str,
                               reason: str | None = None) -> Approval:
         enc = self._enc
-        return await self._submit(lambda c, now: _board.decide_approval(
+        return await self._submit(lambda c, now: _approvals.decide_approval(
             c, enc, approval_id, approved=approved, by=by, reason=reason, now=now))

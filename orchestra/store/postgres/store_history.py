@@ -16,6 +16,7 @@ import asyncpg
 from orchestra._errors import StoreError
 from orchestra._types import JSON, AgentInfo, CompactionRecord, Event, Message
 from orchestra.store.codec import Encoder
+from orchestra.store.postgres import board_reads as _board_reads
 from orchestra.store.postgres import reads as _reads
 from orchestra.store.postgres.events import append_event
 from orchestra.store.postgres.retry import LOST
@@ -49,17 +50,17 @@ class HistoryMethods:
     # -- agents' messages -----------------------------------------------------
     async def get_messages(self, agent_id: str, *, after_seq: int = 0,
                            limit: int | None = None) -> list[Message]:
-        return await self._read(lambda c: _reads.get_messages(c, agent_id, after_seq, limit))
+        return await self._read(lambda c: _board_reads.get_messages(c, agent_id, after_seq, limit))
 
     async def search_messages(self, agent_id: str, text: str, *,
                               limit: int = 10) -> list[Message]:
-        return await self._read(lambda c: _reads.search_messages(c, agent_id, text, limit))
+        return await self._read(lambda c: _board_reads.search_messages(c, agent_id, text, limit))
 
     async def get_compactions(self, agent_id: str) -> list[CompactionRecord]:
-        return await self._read(lambda c: _reads.get_compactions(c, agent_id))
+        return await self._read(lambda c: _board_reads.get_compactions(c, agent_id))
 
     async def agent_infos(self, run_id: str) -> list[AgentInfo]:
-        return await self._read(lambda c: _reads.agent_infos(c, run_id))
+        return await self._read(lambda c: _board_reads.agent_infos(c, run_id))
 
     # -- events ---------------------------------------------------------------
     async def append_event(self, run_id: str, kind: str, data: JSON) -> Event:

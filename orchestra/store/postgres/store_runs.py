@@ -1,7 +1,7 @@
 """The run-copying and retention half of ``PostgresBlackboard``: fork, delete, prune.
 
 Split from ``store.py`` to keep each module to one job; the methods build the ops
-(in ``fork`` / ``runs``) and send them through the store's transactions.
+(in ``fork`` / ``retention``) and send them through the store's transactions.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import asyncpg
 from orchestra._types import JSON, Run
 from orchestra.store.codec import Encoder
 from orchestra.store.postgres import fork as _fork
-from orchestra.store.postgres import runs as _runs
+from orchestra.store.postgres import retention as _retention
 from orchestra.store.protocol import Pruned
 from orchestra.store.rules import batches
 
@@ -42,7 +42,7 @@ class RunCopyMethods:
 
     async def delete_run(self, run_id: str) -> None:
         """Delete a finished run and everything it owns; a live run must be cancelled first."""
-        await self._submit(lambda c, now: _runs.delete_runs(c, [run_id]))
+        await self._submit(lambda c, now: _retention.delete_runs(c, [run_id]))
 
     async def prune_runs(self, *, finished_before: float | None = None,
                          keep: int | None = None, vacuum: bool = False,
@@ -51,7 +51,7 @@ class RunCopyMethods:
         most; ``vacuum`` then runs ``VACUUM`` (space is reused; the size change is reported)."""
         if batch_rows < 1:
             raise ValueError(f"batch_rows must be >= 1, got {batch_rows}")
-        runs = await self._read(lambda c: _runs.candidates(c, finished_before, keep))
+        runs = await self._read(lambda c: _retention.candidates(c, finished_before, keep))
         rows = 0
         for group in batches(runs, batch_rows):
             if len(group) == 1:  # possibly larger than a batch: trim it in bounded writes
@@ -64,11 +64,11 @@ class RunCopyMethods:
 
 
 async def _drop_some(c: asyncpg.Connection, now: float, *, run_id: str, batch_rows: int) -> bool:
-    return await _runs.delete_some(c, run_id, batch_rows)
+    return await _retention.delete_some(c, run_id, batch_rows)
 
 
 async def _drop(c: asyncpg.Connection, now: float, *, run_ids: list[str]) -> int:
-    return await _runs.delete_runs(c, run_ids)
+    return await _retention.delete_runs(c, run_ids)
 
 
 async def _vacuum(c: asyncpg.Connection) -> int:

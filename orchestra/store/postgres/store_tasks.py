@@ -17,6 +17,7 @@ from orchestra.store import rules
 from orchestra.store.codec import Encoder
 from orchestra.store.postgres import journal as _journal
 from orchestra.store.postgres import reads as _reads
+from orchestra.store.postgres import servers as _servers
 from orchestra.store.postgres import step as _step
 from orchestra.store.postgres import tasks as _tasks
 from orchestra.store.protocol import ClaimSpec, Lease, NewTask, StepResult, Writes
@@ -150,15 +151,15 @@ class TaskMethods:
                                                                  agent_id, writes, now))
 
     async def serve_run(self, run_id: str, owner: str, lease_seconds: float) -> None:
-        await self._statement(lambda c: _tasks.serve_run(c, run_id, owner, lease_seconds))
+        await self._statement(lambda c: _servers.renew(c, run_id, owner, lease_seconds))
 
     async def served_until(self, run_ids: Sequence[str]) -> dict[str, float | None]:
         ids = tuple(run_ids)
-        return await self._read(lambda c: _tasks.served_until(c, ids))
+        return await self._read(lambda c: _servers.alive_until(c, ids))
 
     async def claimable_runs(self, *, limit: int, exclude: Sequence[str] = ()) -> list[str]:
         skip = tuple(exclude)
-        return await self._read(lambda c: _tasks.claimable_runs(c, limit, skip))
+        return await self._read(lambda c: _servers.claimable_runs(c, limit, skip))
 
     async def step_counts(self, run_id: str) -> dict[str, int]:
         return await self._read(lambda c: _reads.step_counts(c, run_id))
