@@ -89,7 +89,7 @@ async def _postgres(shape: tuple[int, int, int], reps: int) -> dict[str, float]:
 
     from orchestra.store.postgres import PostgresBlackboard
     from orchestra.store.postgres.local import shared_server
-    from orchestra.store.postgres.tasks import _CLAIMABLE as CLAIMABLE_POSTGRES
+    from orchestra.store.postgres.servers import _CLAIMABLE as CLAIMABLE_POSTGRES
 
     dsn = shared_server().create_database("looks" + os.urandom(4).hex())
     async with await PostgresBlackboard.open(dsn) as store:
