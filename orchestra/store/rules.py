@@ -1,6 +1,6 @@
 """What both backends decide the same way, without SQL: which tasks may be created,
-which ends of a task are one record, how search words are quoted, which task status
-an event leaves behind (fork), how a prune groups its runs.
+which ends of a task are one record, how search words are quoted, how a prune groups
+its runs (a lease's check is ``leases``; a fork's replay of the log, ``fork_replay``).
 
 Kept apart from either backend so that ``sqlite/`` and ``postgres/`` import only
 downwards, never each other."""
@@ -14,14 +14,6 @@ from orchestra._types import STEP_KINDS
 from orchestra.store.protocol import StepResult, Writes
 
 _KINDS = frozenset(STEP_KINDS)
-
-# The status a task has right after each event that changes it (fork's replay).
-TASK_STATUS_AFTER = {"task.created": "pending", "handoff.posted": "pending",
-                     "task.claimed": "running", "task.completed": "completed",
-                     "task.failed": "failed", "task.retrying": "pending",
-                     "task.requeued": "pending", "task.cancelled": "cancelled",
-                     "task.waiting": "waiting"}
-
 
 def check_new_task(role: str, max_attempts: int) -> None:
     """``UserError`` unless a task of ``role`` with ``max_attempts`` can be created."""

@@ -1,4 +1,5 @@
-"""Fork a run at an event, on PostgreSQL: the same rules as SQLite's ``sqlite/fork.py``.
+"""Fork a run at an event, on PostgreSQL: the same rules as SQLite's ``sqlite/fork.py``
+(``fork_replay``: the fork point, each task's state then).
 
 "Right after event N" is every row written at or before event N's time (a write's
 rows and events share its transaction's ``now()``), widened to the end of that
@@ -8,16 +9,22 @@ write; a task's state then is read off the event log. The id map travels as arra
 
 from __future__ import annotations
 
-from typing import Any
-
 import asyncpg
 
-from orchestra._errors import NotFoundError, UserError
-from orchestra._types import JSON, TERMINAL_RUN_STATUSES, Run
+from orchestra._errors import NotFoundError
+from orchestra._types import JSON, Run
 from orchestra.store import rows as _rows
-from orchestra.store.codec import Encoder, new_id
+from orchestra.store.codec import Encoder
+from orchestra.store.fork_replay import (
+    REPLAYED_KINDS_SQL,
+    IdRow,
+    end_of_write,
+    fork_exists,
+    fork_id_for,
+    fork_status,
+    state_at,
+)
 from orchestra.store.postgres.events import whole
-from orchestra.store.rules import TASK_STATUS_AFTER
 
 _RUN = "SELECT pipeline, input, last_seq FROM runs WHERE id = $1"
 _AT = "SELECT at FROM events WHERE run_id = $1 AND seq = $2"
@@ -25,9 +32,7 @@ _SAME_WRITE = "SELECT seq, at FROM events WHERE run_id = $1 AND seq > $2 ORDER B
 _TASK_EVENTS = f"""
 SELECT kind, data::jsonb ->> 'task', data::jsonb -> 'retries', data::jsonb ->> 'approval'
 FROM events WHERE run_id = $1 AND seq <= $2
-  AND kind IN ({", ".join(f"'{k}'" for k in TASK_STATUS_AFTER)}, 'approval.requested',
-               'approval.decided', 'run.completed', 'run.failed', 'run.cancelled',
-               'run.running', 'run.pending', 'run.waiting')
+  AND kind IN ({REPLAYED_KINDS_SQL})
 ORDER BY seq"""
 
 
@@ -131,37 +136,22 @@ WHERE id = $1"""
 
 
 async def _end_of_write(c: asyncpg.Connection, run_id: str, seq: int, at: float) -> int:
-    for next_seq, next_at in await c.fetch(_SAME_WRITE, run_id, seq):
-        if next_at != at or next_seq != seq + 1:
-            break
-        seq = next_seq
-    return int(seq)
+    """The last seq committed by the same write as ``seq`` (events of one write share ``at``)."""
+    following = [(r[0], r[1]) for r in await c.fetch(_SAME_WRITE, run_id, seq)]
+    return int(end_of_write(seq, at, following))
 
 
 async def _state_at(c: asyncpg.Connection, run_id: str, end: int
-                    ) -> tuple[list[tuple[str, str, str | None, int, int]], str | None]:
-    """The id map rows (old, new, status, claims, retries) for the tasks and approvals the
-    log shows by ``end`` (approvals have no status), and the run's terminal status then."""
-    tasks: dict[str, tuple[str, int, int]] = {}
-    approvals: list[str] = []
-    run_status: str | None = None
-    for kind, task_id, retries_json, approval in await c.fetch(_TASK_EVENTS, run_id, end):
-        retries: Any = None if retries_json is None else int(retries_json) \
-            if retries_json.isdigit() else None
-        if kind.startswith("run."):
-            run_status = kind[4:] if kind[4:] in TERMINAL_RUN_STATUSES else None
-        elif kind == "approval.requested" and approval is not None:
-            approvals.append(approval)
-        elif kind in TASK_STATUS_AFTER and task_id is not None:
-            _, claims, before = tasks.get(task_id, ("pending", 0, 0))
-            tasks[task_id] = (TASK_STATUS_AFTER[kind], claims + (kind == "task.claimed"),
-                              retries if isinstance(retries, int) else before)
-    rows: list[tuple[str, str, str | None, int, int]] = [
-        (old, new_id(), status if status in TERMINAL_RUN_STATUSES or status == "waiting"
-         else "pending", claims, retries)
-        for old, (status, claims, retries) in tasks.items()]
-    rows += [(old, new_id(), None, 0, 0) for old in approvals]
-    return rows, run_status
+                    ) -> tuple[list[IdRow], str | None]:
+    """The id map's rows and the run's terminal status at ``end`` (``fork_replay.state_at``;
+    ``retries`` arrives as JSON text here)."""
+    return state_at((kind, task_id, _int(retries), approval)
+                    for kind, task_id, retries, approval in await c.fetch(_TASK_EVENTS, run_id,
+                                                                          end))
+
+
+def _int(text: str | None) -> int | None:
+    return None if text is None or not text.isdigit() else int(text)
 
 
 async def fork_run(c: asyncpg.Connection, enc: Encoder, run_id: str, at_seq: int,
@@ -171,21 +161,13 @@ async def fork_run(c: asyncpg.Connection, enc: Encoder, run_id: str, at_seq: int
     if row is None:
         raise NotFoundError(f"run {run_id!r} does not exist")
     pipeline, input_text, last_seq = row
-    if isinstance(at_seq, bool) or not isinstance(at_seq, int) or not 1 <= at_seq <= last_seq:
-        raise UserError(f"run {run_id} has events 1..{last_seq}; {at_seq!r} is not one of "
-                        "them (see `orchestra events RUN`)")
-    fork_id = new_id(12) if fork_id is None else fork_id
-    if not fork_id or "/" in fork_id:
-        raise UserError(f"a fork's run id must be a non-empty string without '/', got "
-                        f"{fork_id!r}")
+    fork_id = fork_id_for(run_id, at_seq, last_seq, fork_id)
     if await c.fetchval("SELECT 1 FROM runs WHERE id = $1", fork_id):
-        raise UserError(f"run {fork_id!r} already exists; choose another id for the fork")
+        raise fork_exists(fork_id)
     at = await c.fetchval(_AT, run_id, at_seq)
     end = await _end_of_write(c, run_id, at_seq, at)
     ids, run_status = await _state_at(c, run_id, end)
-    live = any(status not in TERMINAL_RUN_STATUSES for _, _, status, _, _ in ids
-               if status is not None)
-    status = run_status if run_status is not None and not live else "pending"
+    status = fork_status(ids, run_status)
     run_input = input_text if input is None else enc.json(input, f"input of run {fork_id}")
     await c.execute("INSERT INTO runs (id, pipeline, input, status, created_at, updated_at, "
                     "last_seq) VALUES ($1, $2, $3, $4, $5, $5, $6)",

@@ -13,9 +13,10 @@ from orchestra._errors import StoreError, UserError
 from orchestra._types import JSON, STEP_KINDS, StepKind, Task
 from orchestra.store import rows as _rows
 from orchestra.store.codec import Encoder, short
+from orchestra.store.leases import LeaseInfo
 from orchestra.store.postgres.board import append_messages, apply_writes
 from orchestra.store.postgres.events import append_event, append_step_event, whole
-from orchestra.store.postgres.tasks import TASK_COLS, LeaseInfo, check_lease
+from orchestra.store.postgres.tasks import TASK_COLS, check_lease
 from orchestra.store.protocol import Lease, StepResult, Writes
 
 # A new row's attempts: each claim of a retry after the one that began it reissued the

@@ -13,10 +13,11 @@ from collections.abc import Collection, Sequence
 
 import asyncpg
 
-from orchestra._errors import LeaseLostError, NotFoundError, UserError
+from orchestra._errors import NotFoundError, UserError
 from orchestra._types import Task
 from orchestra.store import rows as _rows
 from orchestra.store.codec import Encoder, new_id
+from orchestra.store.leases import LEASE_COLUMNS, LeaseInfo, lease_info
 from orchestra.store.postgres.events import append_event, require_run, whole
 from orchestra.store.protocol import Lease, NewTask
 
@@ -32,10 +33,7 @@ _INSERT = (
     '  cause, "key", from_agent, handoff_note, created_at, updated_at) '
     "VALUES ($1, $2, $3, $4, 'pending', $5, $6, $7, $8, $9, $10, $11, $12, $12)"
 )
-_LEASE = (
-    "SELECT run_id, role, status, lease_owner, attempt, retries, max_attempts "
-    "FROM tasks WHERE id = $1 FOR UPDATE"
-)
+_LEASE = f"SELECT {LEASE_COLUMNS} FROM tasks WHERE id = $1 FOR UPDATE"
 _CLAIM = f"""
 WITH picked AS (
     SELECT t.id FROM tasks t JOIN runs r ON r.id = t.run_id
@@ -91,39 +89,10 @@ UPDATE tasks SET status = 'pending', retries = retries + 1, error = NULL, not_be
 WHERE id = $2 RETURNING {TASK_COLS}"""
 
 
-class LeaseInfo:
-    """What a fenced write needs to know about its task."""
-
-    __slots__ = ("max_attempts", "retries", "role", "run_id", "task_id")
-
-    def __init__(self, task_id: str, run_id: str, role: str, retries: int,
-                 max_attempts: int) -> None:
-        self.task_id = task_id
-        self.run_id = run_id
-        self.role = role
-        self.retries = retries
-        self.max_attempts = max_attempts
-
-
 async def check_lease(c: asyncpg.Connection, task_id: str, lease: Lease) -> LeaseInfo:
     """Lock the task's row; raise ``LeaseLostError`` unless ``lease`` still holds it."""
     row = await c.fetchrow(_LEASE, task_id)
-    if row is None:
-        raise NotFoundError(f"task {task_id!r} does not exist")
-    run_id, role, status, owner, attempt, retries, max_attempts = row
-    if status != "running" or owner != lease.owner or attempt != lease.attempt:
-        raise lease_lost(task_id, role, status, owner, attempt, lease)
-    return LeaseInfo(task_id, run_id, role, retries, max_attempts)
-
-
-def lease_lost(task_id: str, role: str, status: str, owner: str | None, attempt: int,
-               lease: Lease) -> LeaseLostError:
-    """The error for a write under ``lease`` to a task that is no longer its holder's."""
-    return LeaseLostError(
-        f"task {task_id} ({role}): lease lost: the task is {status}, held by "
-        f"{owner!r} at attempt {attempt}, but this write came from {lease.owner!r} at "
-        f"attempt {lease.attempt}. Stop working on it; another worker owns it now."
-    )
+    return lease_info(task_id, lease, None if row is None else tuple(row))
 
 
 async def insert_task(c: asyncpg.Connection, enc: Encoder, run_id: str, new: NewTask,

@@ -5,7 +5,8 @@ order, so "right after event N" is "every row written at or before event N's tim
 tasks, finished steps, messages, compactions, notes, plans and approvals of the run
 up to then are copied under new ids (agents become ``fork/role``), and everything
 later is left out. What the rows no longer show, a task's state at that point, is
-read off the event log (its last ``task.*`` event). Resuming the fork replays the
+read off the event log (its last ``task.*`` event: ``fork_replay``, the rules both
+backends share). Resuming the fork replays the
 copied steps from its journal and runs the rest anew.
 
 The fork point is widened to the end of its write (a task's end reports its step,
@@ -16,11 +17,18 @@ the rows copied, not Python per row. The source run is only read.
 
 from __future__ import annotations
 
-from orchestra._errors import NotFoundError, UserError
-from orchestra._types import JSON, TERMINAL_RUN_STATUSES, Run
+from orchestra._errors import NotFoundError
+from orchestra._types import JSON, Run
 from orchestra.store import rows as _rows
-from orchestra.store.codec import new_id
-from orchestra.store.rules import TASK_STATUS_AFTER
+from orchestra.store.fork_replay import (
+    REPLAYED_KINDS_SQL,
+    IdRow,
+    end_of_write,
+    fork_exists,
+    fork_id_for,
+    fork_status,
+    state_at,
+)
 from orchestra.store.sqlite.txn import Conn, Txn
 
 _RUN = "SELECT pipeline, input, last_seq FROM runs WHERE id = ?"
@@ -30,9 +38,7 @@ _TASK_EVENTS = f"""
 SELECT kind, json_extract(data, '$.task'), json_extract(data, '$.retries'),
        json_extract(data, '$.approval')
 FROM events WHERE run_id = ?1 AND seq <= ?2
-  AND kind IN ({", ".join(f"'{k}'" for k in TASK_STATUS_AFTER)}, 'approval.requested',
-               'approval.decided', 'run.completed', 'run.failed', 'run.cancelled',
-               'run.running', 'run.pending', 'run.waiting')
+  AND kind IN ({REPLAYED_KINDS_SQL})
 ORDER BY seq"""
 _MAP = """
 CREATE TEMP TABLE IF NOT EXISTS fork_ids (
@@ -138,35 +144,12 @@ WHERE id = ?1"""
 
 async def _end_of_write(conn: Conn, run_id: str, seq: int, at: float) -> int:
     """The last seq committed by the same write as ``seq`` (events of one write share ``at``)."""
-    for next_seq, next_at in (await conn.execute(_SAME_WRITE, (run_id, seq))).fetchall():
-        if next_at != at or next_seq != seq + 1:
-            break
-        seq = next_seq
-    return seq
+    return end_of_write(seq, at, (await conn.execute(_SAME_WRITE, (run_id, seq))).fetchall())
 
 
-async def _state_at(conn: Conn, run_id: str, end: int
-              ) -> tuple[list[tuple[str, str, str | None, int, int]], str | None]:
-    """Rows of the id map (old, new, status, claims, retries) for every task and approval
-    the log shows by ``end`` (approvals have no status), and the run's terminal status then."""
-    tasks: dict[str, tuple[str, int, int]] = {}
-    approvals: list[str] = []
-    run_status: str | None = None
-    for kind, task_id, retries, approval in (await conn.execute(_TASK_EVENTS, (run_id, end))):
-        if kind.startswith("run."):
-            run_status = kind[4:] if kind[4:] in TERMINAL_RUN_STATUSES else None
-        elif kind == "approval.requested" and approval is not None:
-            approvals.append(approval)
-        elif kind in TASK_STATUS_AFTER and task_id is not None:
-            _, claims, before = tasks.get(task_id, ("pending", 0, 0))
-            tasks[task_id] = (TASK_STATUS_AFTER[kind], claims + (kind == "task.claimed"),
-                              retries if isinstance(retries, int) else before)
-    rows: list[tuple[str, str, str | None, int, int]] = [
-        (old, new_id(), status if status in TERMINAL_RUN_STATUSES or status == "waiting"
-         else "pending", claims, retries)  # a task at work then is to do again
-        for old, (status, claims, retries) in tasks.items()]
-    rows += [(old, new_id(), None, 0, 0) for old in approvals]
-    return rows, run_status
+async def _state_at(conn: Conn, run_id: str, end: int) -> tuple[list[IdRow], str | None]:
+    """The id map's rows and the run's terminal status at ``end`` (``fork_replay.state_at``)."""
+    return state_at(await conn.execute(_TASK_EVENTS, (run_id, end)))
 
 
 async def fork_run(tx: Txn, run_id: str, at_seq: int, fork_id: str | None, input: JSON) -> Run:
@@ -177,21 +160,13 @@ async def fork_run(tx: Txn, run_id: str, at_seq: int, fork_id: str | None, input
     if row is None:
         raise NotFoundError(f"run {run_id!r} does not exist")
     pipeline, input_text, last_seq = row
-    if isinstance(at_seq, bool) or not isinstance(at_seq, int) or not 1 <= at_seq <= last_seq:
-        raise UserError(f"run {run_id} has events 1..{last_seq}; {at_seq!r} is not one of "
-                        "them (see `orchestra events RUN`)")
-    fork_id = new_id(12) if fork_id is None else fork_id
-    if not fork_id or "/" in fork_id:
-        raise UserError(f"a fork's run id must be a non-empty string without '/', got "
-                        f"{fork_id!r}")
+    fork_id = fork_id_for(run_id, at_seq, last_seq, fork_id)
     if (await tx.execute("SELECT 1 FROM runs WHERE id = ?", (fork_id,))).fetchone():
-        raise UserError(f"run {fork_id!r} already exists; choose another id for the fork")
+        raise fork_exists(fork_id)
     at = (await tx.execute(_AT, (run_id, at_seq))).fetchone()[0]
     end = await _end_of_write(tx.conn, run_id, at_seq, at)
     ids, run_status = await _state_at(tx.conn, run_id, end)
-    live = any(status not in TERMINAL_RUN_STATUSES for _, _, status, _, _ in ids
-               if status is not None)
-    status = run_status if run_status is not None and not live else "pending"
+    status = fork_status(ids, run_status)
     run_input = input_text if input is None else tx.enc.json(input, f"input of run {fork_id}")
     (await tx.execute("INSERT INTO runs (id, pipeline, input, status, created_at, updated_at, "
                  "last_seq) VALUES (?, ?, ?, ?, ?, ?, ?)",

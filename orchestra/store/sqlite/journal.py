@@ -13,10 +13,11 @@ from orchestra._errors import StoreError, UserError
 from orchestra._types import JSON, STEP_KINDS, StepKind, Task
 from orchestra.store import rows as _rows
 from orchestra.store.codec import short
+from orchestra.store.leases import LeaseInfo
 from orchestra.store.protocol import Lease, StepResult, Writes
 from orchestra.store.sqlite.board import apply_writes, register_agent
 from orchestra.store.sqlite.events import append_event, append_step_event, batched_events
-from orchestra.store.sqlite.tasks import LeaseInfo, check_lease
+from orchestra.store.sqlite.tasks import check_lease
 from orchestra.store.sqlite.txn import Txn
 
 # A new row's attempts: a retry's first step was in flight in every claim of the retry

@@ -32,16 +32,16 @@ from orchestra._errors import StoreError, UserError
 from orchestra._types import JSON, AgentId, Task
 from orchestra.store import codec as _codec
 from orchestra.store.codec import Encoder, encode_message
+from orchestra.store.leases import lease_info
 from orchestra.store.protocol import ClaimSpec, Lease, StepResult, Writes
 from orchestra.store.rules import check_new_task
 from orchestra.store.sqlite.journal import _dedupe_reply, _is_last_reply
 from orchestra.store.sqlite.known import Before, Known
-from orchestra.store.sqlite.tasks import lease_info
 from orchestra.store.sqlite.txn import Claimer, NeedsTransaction, Txn
 from orchestra.store.sqlite.writer import Row
 
 # What the write must know before it decides, in one statement (each one is a hop to
-# aiosqlite's thread): the lease (``tasks._LEASE``'s columns), whether the run has
+# aiosqlite's thread): the lease (``leases.LEASE_COLUMNS``), whether the run has
 # pending work (?2: only for a claim) and the agent's last message seq (?3: only when
 # messages are appended). A subquery in a CASE branch not taken is not run.
 _BEFORE = """

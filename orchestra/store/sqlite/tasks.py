@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection, Sequence
-from typing import Any
 
-from orchestra._errors import LeaseLostError, NotFoundError, UserError
+from orchestra._errors import NotFoundError, UserError
 from orchestra._types import Task, TaskStatus
 from orchestra.store import rows as _rows
 from orchestra.store.codec import new_id
+from orchestra.store.leases import LEASE_COLUMNS, LeaseInfo, lease_info
 from orchestra.store.protocol import Lease, NewTask
 from orchestra.store.rules import check_new_task
 from orchestra.store.sqlite.events import append_event, require_run
@@ -27,10 +27,7 @@ _INSERT = (
     "  updated_at) "
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
-_LEASE = (
-    "SELECT run_id, role, status, lease_owner, attempt, retries, max_attempts "
-    "FROM tasks WHERE id = ?"
-)
+_LEASE = f"SELECT {LEASE_COLUMNS} FROM tasks WHERE id = ?"
 _CLAIM = f"""
 UPDATE tasks SET status = 'running', attempt = attempt + 1, lease_owner = ?1,
     lease_expires_at = ?2, updated_at = ?3
@@ -82,38 +79,9 @@ _REQUEUE = (
 )
 
 
-class LeaseInfo:
-    """What a fenced write needs to know about its task."""
-
-    __slots__ = ("max_attempts", "retries", "role", "run_id", "task_id")
-
-    def __init__(self, task_id: str, run_id: str, role: str, retries: int,
-                 max_attempts: int) -> None:
-        self.task_id = task_id
-        self.run_id = run_id
-        self.role = role
-        self.retries = retries
-        self.max_attempts = max_attempts
-
-
 async def check_lease(tx: Txn, task_id: str, lease: Lease) -> LeaseInfo:
     """Raise ``LeaseLostError`` unless ``lease`` still holds ``task_id``; nothing is written."""
     return lease_info(task_id, lease, (await tx.execute(_LEASE, (task_id,))).fetchone())
-
-
-def lease_info(task_id: str, lease: Lease, row: Sequence[Any] | None) -> LeaseInfo:
-    """:func:`check_lease` on the task's row (``_LEASE``'s columns first), read by the
-    caller, possibly in one statement with what else its write needs to know."""
-    if row is None:
-        raise NotFoundError(f"task {task_id!r} does not exist")
-    run_id, role, status, owner, attempt, retries, max_attempts = row[:7]
-    if status != "running" or owner != lease.owner or attempt != lease.attempt:
-        raise LeaseLostError(
-            f"task {task_id} ({role}): lease lost: the task is {status}, held by "
-            f"{owner!r} at attempt {attempt}, but this write came from {lease.owner!r} at "
-            f"attempt {lease.attempt}. Stop working on it; another worker owns it now."
-        )
-    return LeaseInfo(task_id, run_id, role, retries, max_attempts)
 
 
 async def insert_task(tx: Txn, run_id: str, new: NewTask, *, parent_id: str | None = None,
