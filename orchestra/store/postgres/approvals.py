@@ -8,14 +8,13 @@ replays up to the step and finds the decision.
 
 from __future__ import annotations
 
-import asyncpg
-
 from orchestra._errors import NotFoundError, UserError
 from orchestra._types import JSON, Approval
 from orchestra.store import rows as _rows
-from orchestra.store.codec import Encoder, new_id
+from orchestra.store.codec import new_id
 from orchestra.store.postgres.events import append_event, whole
 from orchestra.store.postgres.tasks import check_lease
+from orchestra.store.postgres.txn import Txn
 from orchestra.store.protocol import Lease
 
 _APPROVAL_BY_STEP = (
@@ -39,35 +38,34 @@ _UNPARK_TASK = (
 )
 
 
-async def request_approval(c: asyncpg.Connection, enc: Encoder, task_id: str, lease: Lease, *,
-                           retry: int, step: int, tool: str, arguments: JSON,
-                           now: float) -> Approval:
+async def request_approval(tx: Txn, task_id: str, lease: Lease, *, retry: int, step: int,
+                           tool: str, arguments: JSON) -> Approval:
     """Create (or find) the approval for this step and park the task while it is pending."""
-    info = await check_lease(c, task_id, lease)
-    row = await c.fetchrow(_APPROVAL_BY_STEP, task_id, retry, step)
+    info = await check_lease(tx, task_id, lease)
+    row = await tx.fetchrow(_APPROVAL_BY_STEP, task_id, retry, step)
     if row is None:
-        args = enc.json(arguments, f"arguments of tool {tool!r} awaiting approval")
+        args = tx.enc.json(arguments, f"arguments of tool {tool!r} awaiting approval")
         approval_id = new_id()
-        await c.execute(_INSERT_APPROVAL, approval_id, info.run_id, task_id, retry, step, tool,
-                        args, now)
-        await append_event(c, enc, info.run_id, "approval.requested",
+        await tx.execute(_INSERT_APPROVAL, approval_id, info.run_id, task_id, retry, step, tool,
+                         args, tx.now)
+        await append_event(tx, info.run_id, "approval.requested",
                            {"approval": approval_id, "task": task_id, "step": step,
-                            "tool": tool}, now)
+                            "tool": tool})
         approval = Approval(approval_id, info.run_id, task_id, step, tool, arguments, "pending",
-                            created_at=now)
+                            created_at=tx.now)
     else:
         approval = _rows.approval(tuple(row))
         if approval.status != "pending":
             return approval  # already decided: the caller proceeds, the task stays running
-    await c.execute(_PARK_TASK, now, task_id)
-    await append_event(c, enc, info.run_id, "task.waiting",
-                       {"task": task_id, "role": info.role, "approval": approval.id}, now)
+    await tx.execute(_PARK_TASK, tx.now, task_id)
+    await append_event(tx, info.run_id, "task.waiting",
+                       {"task": task_id, "role": info.role, "approval": approval.id})
     return approval
 
 
-async def decide_approval(c: asyncpg.Connection, enc: Encoder, approval_id: str, *,
-                          approved: bool, by: str, reason: str | None, now: float) -> Approval:
-    row = await c.fetchrow(_APPROVAL_BY_ID, approval_id)
+async def decide_approval(tx: Txn, approval_id: str, *, approved: bool, by: str,
+                          reason: str | None) -> Approval:
+    row = await tx.fetchrow(_APPROVAL_BY_ID, approval_id)
     if row is None:
         raise NotFoundError(f"approval {approval_id!r} does not exist")
     current = _rows.approval(tuple(row))
@@ -77,14 +75,14 @@ async def decide_approval(c: asyncpg.Connection, enc: Encoder, approval_id: str,
             "a decision cannot be changed"
         )
     status = "approved" if approved else "denied"
-    reason_text = enc.optional_text(reason, f"reason for approval {approval_id}")
-    approval = _rows.approval(whole(await c.fetchrow(_DECIDE, status, by, reason_text, now,
-                                                     approval_id)))
-    await append_event(c, enc, approval.run_id, "approval.decided",
+    reason_text = tx.enc.optional_text(reason, f"reason for approval {approval_id}")
+    approval = _rows.approval(whole(await tx.fetchrow(_DECIDE, status, by, reason_text, tx.now,
+                                                      approval_id)))
+    await append_event(tx, approval.run_id, "approval.decided",
                        {"approval": approval_id, "task": approval.task_id, "approved": approved,
-                        "by": by}, now)
-    role = await c.fetchval(_UNPARK_TASK, now, approval.task_id)
+                        "by": by})
+    role = await tx.fetchval(_UNPARK_TASK, tx.now, approval.task_id)
     if role is not None:
-        await append_event(c, enc, approval.run_id, "task.requeued",
-                           {"task": approval.task_id, "role": role, "reason": "approval"}, now)
+        await append_event(tx, approval.run_id, "task.requeued",
+                           {"task": approval.task_id, "role": role, "reason": "approval"})
     return approval

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import asyncpg
-
 from orchestra._errors import NotFoundError, UserError
 from orchestra._types import (
     JSON,
@@ -23,9 +21,10 @@ from orchestra._types import (
     Plan,
 )
 from orchestra.store import rows as _rows
-from orchestra.store.codec import Encoder, new_id
+from orchestra.store.codec import new_id
 from orchestra.store.postgres.events import append_event, require_run
 from orchestra.store.postgres.tasks import insert_task
+from orchestra.store.postgres.txn import Txn
 from orchestra.store.protocol import NewHandoff, NewNote, NewTask, Writes
 
 _TAKE_SEQS = """
@@ -52,8 +51,8 @@ _INSERT_NOTE = (
 )
 
 
-async def append_messages(c: asyncpg.Connection, enc: Encoder, run_id: str, agent_id: str,
-                          task_id: str | None, messages: Sequence[Message], now: float) -> int:
+async def append_messages(tx: Txn, run_id: str, agent_id: str, task_id: str | None,
+                          messages: Sequence[Message]) -> int:
     """Register the agent (on its first write) and append to its history in one counter
     update; returns the seq of the last message appended (0 when there were none)."""
     if not agent_id:
@@ -66,94 +65,90 @@ async def append_messages(c: asyncpg.Connection, enc: Encoder, run_id: str, agen
         field = f"message of {agent_id}"
         calls = None
         if m.tool_calls:
-            calls = enc.json([{"id": c.id, "name": c.name, "arguments": c.arguments}
-                              for c in m.tool_calls], field + " tool_calls")
-        rows.append([task_id, m.role, enc.text(m.content, field + " content"), calls,
-                     m.tool_call_id, m.name, now])
+            calls = tx.enc.json([{"id": call.id, "name": call.name, "arguments": call.arguments}
+                                 for call in m.tool_calls], field + " tool_calls")
+        rows.append([task_id, m.role, tx.enc.text(m.content, field + " content"), calls,
+                     m.tool_call_id, m.name, tx.now])
     role = AgentId.parse(agent_id).role
-    last: int = await c.fetchval(_TAKE_SEQS, agent_id, run_id, role, now, len(rows))
+    last: int = await tx.fetchval(_TAKE_SEQS, agent_id, run_id, role, tx.now, len(rows))
     if not rows:
         return 0
     first = last - len(rows) + 1
-    await c.executemany(_INSERT_MESSAGE, [(agent_id, first + i, *row)
-                                          for i, row in enumerate(rows)])
+    await tx.executemany(_INSERT_MESSAGE, [(agent_id, first + i, *row)
+                                           for i, row in enumerate(rows)])
     return last
 
 
-async def post_plan(c: asyncpg.Connection, enc: Encoder, run_id: str, author: str, body: JSON,
-                    now: float) -> Plan:
-    text = enc.json(body, f"plan body from {author!r}")
-    if await c.fetchval(_LOCK_RUN, run_id) is None:  # the run's lock orders plan versions
+async def post_plan(tx: Txn, run_id: str, author: str, body: JSON) -> Plan:
+    text = tx.enc.json(body, f"plan body from {author!r}")
+    if await tx.fetchval(_LOCK_RUN, run_id) is None:  # the run's lock orders plan versions
         raise NotFoundError(f"run {run_id!r} does not exist")
-    version = await c.fetchval(_NEXT_PLAN_VERSION, run_id)
-    await append_event(c, enc, run_id, "plan.posted", {"version": version, "author": author},
-                       now)
-    await c.execute(_INSERT_PLAN, run_id, version, author, text, now)
-    return Plan(run_id, version, author, body, now)
+    version = await tx.fetchval(_NEXT_PLAN_VERSION, run_id)
+    await append_event(tx, run_id, "plan.posted", {"version": version, "author": author})
+    await tx.execute(_INSERT_PLAN, run_id, version, author, text, tx.now)
+    return Plan(run_id, version, author, body, tx.now)
 
 
-async def post_handoff(c: asyncpg.Connection, enc: Encoder, run_id: str, from_agent: str,
-                       handoff: NewHandoff, now: float, *,
+async def post_handoff(tx: Txn, run_id: str, from_agent: str, handoff: NewHandoff, *,
                        parent_id: str | None = None) -> Handoff:
     """Create the receiving task (its row is the handoff's record) and announce both."""
     handoff_id = new_id()
-    note = enc.text(handoff.note, f"handoff note to {handoff.to_role!r}")
-    task = await insert_task(c, enc, run_id, NewTask(
+    note = tx.enc.text(handoff.note, f"handoff note to {handoff.to_role!r}")
+    task = await insert_task(tx, run_id, NewTask(
         role=handoff.to_role, input=handoff.payload, max_attempts=handoff.max_attempts,
-        key=handoff.key, cause=f"handoff:{handoff_id}"), now, parent_id=parent_id,
+        key=handoff.key, cause=f"handoff:{handoff_id}"), parent_id=parent_id,
         announce=False, handoff=(from_agent, note))
     if task.cause != f"handoff:{handoff_id}":  # the key matched an existing task
-        row = await c.fetchrow(_HANDOFF_OF_TASK, task.id)
+        row = await tx.fetchrow(_HANDOFF_OF_TASK, task.id)
         if row is None:
             raise UserError(f"handoff key {handoff.key!r} names task {task.id}, which was not "
                             "created by a handoff; use a different key")
         return _rows.handoff(tuple(row))
-    await append_event(c, enc, run_id, "handoff.posted",
+    await append_event(tx, run_id, "handoff.posted",
                        {"handoff": handoff_id, "from": from_agent, "to_role": handoff.to_role,
-                        "task": task.id}, now)
+                        "task": task.id})
     return Handoff(handoff_id, run_id, from_agent, handoff.to_role, handoff.payload,
-                   handoff.note, task.id, now)
+                   handoff.note, task.id, tx.now)
 
 
-async def post_note(c: asyncpg.Connection, enc: Encoder, run_id: str, author: str,
-                    note: NewNote, now: float) -> Note:
-    await require_run(c, run_id)
+async def post_note(tx: Txn, run_id: str, author: str, note: NewNote) -> Note:
+    await require_run(tx, run_id)
     tags = tuple(note.tags)
     if not all(isinstance(t, str) for t in tags):
         raise UserError(f"note tags must be strings, got {tags!r}")
-    body = enc.text(note.body, f"note body from {author!r}")
-    tags_text = enc.json(list(tags), f"note tags from {author!r}")
-    note_id = int(await c.fetchval(_INSERT_NOTE, run_id, author, tags_text, body, now))
-    await append_event(c, enc, run_id, "note.posted",
-                       {"note": note_id, "author": author, "tags": list(tags)}, now)
-    return Note(note_id, run_id, author, body, tags, now)
+    body = tx.enc.text(note.body, f"note body from {author!r}")
+    tags_text = tx.enc.json(list(tags), f"note tags from {author!r}")
+    note_id = int(await tx.fetchval(_INSERT_NOTE, run_id, author, tags_text, body, tx.now))
+    await append_event(tx, run_id, "note.posted",
+                       {"note": note_id, "author": author, "tags": list(tags)})
+    return Note(note_id, run_id, author, body, tags, tx.now)
 
 
-async def apply_writes(c: asyncpg.Connection, enc: Encoder, run_id: str, agent_id: str | None,
-                       task_id: str | None, writes: Writes | None, now: float) -> int:
+async def apply_writes(tx: Txn, run_id: str, agent_id: str | None, task_id: str | None,
+                       writes: Writes | None) -> int:
     """Apply a ``Writes`` bundle authored by ``agent_id`` while working on ``task_id``."""
     if not writes:
         return 0
     if agent_id is None:
         raise UserError("writes need the agent_id that authored them")
-    last_seq = await append_messages(c, enc, run_id, agent_id, task_id, writes.messages, now)
+    last_seq = await append_messages(tx, run_id, agent_id, task_id, writes.messages)
     for record in writes.compactions:
         if record.first_seq > record.last_seq:
             raise UserError(f"compaction of {agent_id}: first_seq {record.first_seq} > "
                             f"last_seq {record.last_seq}")
-        summary = enc.text(record.summary, f"compaction summary of {agent_id}")
-        await c.execute(_INSERT_COMPACTION, agent_id, record.first_seq, record.last_seq, summary,
-                        record.task_id if record.task_id is not None else task_id, record.step,
-                        now)
+        summary = tx.enc.text(record.summary, f"compaction summary of {agent_id}")
+        await tx.execute(_INSERT_COMPACTION, agent_id, record.first_seq, record.last_seq, summary,
+                         record.task_id if record.task_id is not None else task_id, record.step,
+                         tx.now)
     for body in writes.plans:
-        await post_plan(c, enc, run_id, agent_id, body, now)
+        await post_plan(tx, run_id, agent_id, body)
     for handoff in writes.handoffs:
-        await post_handoff(c, enc, run_id, agent_id, handoff, now, parent_id=task_id)
+        await post_handoff(tx, run_id, agent_id, handoff, parent_id=task_id)
     for new_note in writes.notes:
-        await post_note(c, enc, run_id, agent_id, new_note, now)
+        await post_note(tx, run_id, agent_id, new_note)
     cause = None if task_id is None else f"task:{task_id}"
     for new_task in writes.tasks:
-        await insert_task(c, enc, run_id, new_task, now, parent_id=task_id, cause=cause)
+        await insert_task(tx, run_id, new_task, parent_id=task_id, cause=cause)
     for kind, data in writes.events:
-        await append_event(c, enc, run_id, kind, data, now)
+        await append_event(tx, run_id, kind, data)
     return last_seq

@@ -15,7 +15,7 @@ import asyncpg
 
 from orchestra._errors import NotFoundError, StoreError
 from orchestra._types import JSON, Event
-from orchestra.store.codec import Encoder
+from orchestra.store.postgres.txn import Txn
 
 # the seq taken and the event inserted in one statement (one round trip, not two): the
 # UPDATE locks the run's row for the rest of the transaction, as before
@@ -38,27 +38,25 @@ def whole(row: asyncpg.Record | None) -> tuple[Any, ...]:
     return tuple(row)
 
 
-async def require_run(c: asyncpg.Connection, run_id: str) -> None:
-    if await c.fetchval(_RUN_EXISTS, run_id) is None:
+async def require_run(tx: Txn, run_id: str) -> None:
+    if await tx.fetchval(_RUN_EXISTS, run_id) is None:
         raise NotFoundError(f"run {run_id!r} does not exist")
 
 
-async def append_event(c: asyncpg.Connection, enc: Encoder, run_id: str, kind: str, data: JSON,
-                       now: float) -> Event:
+async def append_event(tx: Txn, run_id: str, kind: str, data: JSON) -> Event:
     """Append one event to ``run_id``'s log; ``NotFoundError`` if the run does not exist."""
-    text = enc.json(data, f"event {kind!r} data")  # before the seq: a bad payload takes none
-    seq = await c.fetchval(_NEXT_SEQ, now, run_id, kind, text)
-    return _event(run_id, seq, kind, data, now)
+    text = tx.enc.json(data, f"event {kind!r} data")  # before the seq: a bad payload takes none
+    seq = await tx.fetchval(_NEXT_SEQ, tx.now, run_id, kind, text)
+    return _event(run_id, seq, kind, data, tx.now)
 
 
-async def append_step_event(c: asyncpg.Connection, enc: Encoder, run_id: str, kind: str,
-                            data: JSON, now: float, *, tokens_in: int, tokens_out: int,
-                            cost: float) -> Event:
+async def append_step_event(tx: Txn, run_id: str, kind: str, data: JSON, *, tokens_in: int,
+                            tokens_out: int, cost: float) -> Event:
     """Append a step's event and add the step to the run's totals in one statement."""
-    text = enc.json(data, f"event {kind!r} data")
-    seq = await c.fetchval(_NEXT_SEQ_WITH_TOTALS, now, run_id, kind, text, tokens_in,
-                           tokens_out, float(cost))
-    return _event(run_id, seq, kind, data, now)
+    text = tx.enc.json(data, f"event {kind!r} data")
+    seq = await tx.fetchval(_NEXT_SEQ_WITH_TOTALS, tx.now, run_id, kind, text, tokens_in,
+                            tokens_out, float(cost))
+    return _event(run_id, seq, kind, data, tx.now)
 
 
 def _event(run_id: str, seq: int | None, kind: str, data: JSON, now: float) -> Event:

@@ -14,7 +14,6 @@ import asyncpg
 from orchestra._errors import NotFoundError
 from orchestra._types import JSON, Run
 from orchestra.store import rows as _rows
-from orchestra.store.codec import Encoder
 from orchestra.store.fork_replay import (
     REPLAYED_KINDS_SQL,
     IdRow,
@@ -25,6 +24,7 @@ from orchestra.store.fork_replay import (
     state_at,
 )
 from orchestra.store.postgres.events import whole
+from orchestra.store.postgres.txn import Txn
 
 _RUN = "SELECT pipeline, input, last_seq FROM runs WHERE id = $1"
 _AT = "SELECT at FROM events WHERE run_id = $1 AND seq = $2"
@@ -154,36 +154,35 @@ def _int(text: str | None) -> int | None:
     return None if text is None or not text.isdigit() else int(text)
 
 
-async def fork_run(c: asyncpg.Connection, enc: Encoder, run_id: str, at_seq: int,
-                   fork_id: str | None, input: JSON, now: float) -> Run:
+async def fork_run(tx: Txn, run_id: str, at_seq: int, fork_id: str | None, input: JSON) -> Run:
     """Create the fork of ``run_id`` right after event ``at_seq`` (widened to its write's end)."""
-    row = await c.fetchrow(_RUN, run_id)
+    row = await tx.fetchrow(_RUN, run_id)
     if row is None:
         raise NotFoundError(f"run {run_id!r} does not exist")
     pipeline, input_text, last_seq = row
     fork_id = fork_id_for(run_id, at_seq, last_seq, fork_id)
-    if await c.fetchval("SELECT 1 FROM runs WHERE id = $1", fork_id):
+    if await tx.fetchval("SELECT 1 FROM runs WHERE id = $1", fork_id):
         raise fork_exists(fork_id)
-    at = await c.fetchval(_AT, run_id, at_seq)
-    end = await _end_of_write(c, run_id, at_seq, at)
-    ids, run_status = await _state_at(c, run_id, end)
+    at = await tx.fetchval(_AT, run_id, at_seq)
+    end = await _end_of_write(tx.conn, run_id, at_seq, at)
+    ids, run_status = await _state_at(tx.conn, run_id, end)
     status = fork_status(ids, run_status)
-    run_input = input_text if input is None else enc.json(input, f"input of run {fork_id}")
-    await c.execute("INSERT INTO runs (id, pipeline, input, status, created_at, updated_at, "
-                    "last_seq) VALUES ($1, $2, $3, $4, $5, $5, $6)",
-                    fork_id, pipeline, run_input, status, now, end + 1)
+    run_input = input_text if input is None else tx.enc.json(input, f"input of run {fork_id}")
+    await tx.execute("INSERT INTO runs (id, pipeline, input, status, created_at, updated_at, "
+                     "last_seq) VALUES ($1, $2, $3, $4, $5, $5, $6)",
+                     fork_id, pipeline, run_input, status, tx.now, end + 1)
     arrays = [list(column) for column in zip(*ids, strict=True)] if ids else [[]] * 5
-    await c.execute(_COPY_TASKS, run_id, fork_id, now, *arrays)
-    await c.execute(_COPY_STEPS, run_id, fork_id, at, *arrays)
-    await c.execute(_COPY_AGENTS, run_id, fork_id, at)
+    await tx.execute(_COPY_TASKS, run_id, fork_id, tx.now, *arrays)
+    await tx.execute(_COPY_STEPS, run_id, fork_id, at, *arrays)
+    await tx.execute(_COPY_AGENTS, run_id, fork_id, at)
     for statement in (_COPY_MESSAGES, _COPY_COMPACTIONS, _COPY_APPROVALS):
-        await c.execute(statement, run_id, fork_id, at, *arrays)
-    await c.execute(_COPY_NOTES, run_id, fork_id, at)
-    await c.execute(_COPY_PLANS, run_id, fork_id, at)
-    await c.execute(_COPY_EVENTS, run_id, fork_id, end, *arrays)
-    await c.execute("INSERT INTO events (run_id, seq, kind, data, at) VALUES ($1, $2, $3, $4, $5)",
-                    fork_id, end + 1, "run.forked",
-                    enc.json({"from": run_id, "at": end}, "event data"), now)
-    await c.execute(_TOTALS, fork_id)
-    return _rows.run(whole(await c.fetchrow(f"SELECT {_rows.RUN_COLS} FROM runs WHERE id = $1",
-                                            fork_id)))
+        await tx.execute(statement, run_id, fork_id, at, *arrays)
+    await tx.execute(_COPY_NOTES, run_id, fork_id, at)
+    await tx.execute(_COPY_PLANS, run_id, fork_id, at)
+    await tx.execute(_COPY_EVENTS, run_id, fork_id, end, *arrays)
+    await tx.execute("INSERT INTO events (run_id, seq, kind, data, at) VALUES ($1, $2, $3, $4, $5)",
+                     fork_id, end + 1, "run.forked",
+                     tx.enc.json({"from": run_id, "at": end}, "event data"), tx.now)
+    await tx.execute(_TOTALS, fork_id)
+    return _rows.run(whole(await tx.fetchrow(f"SELECT {_rows.RUN_COLS} FROM runs WHERE id = $1",
+                                             fork_id)))

@@ -7,16 +7,15 @@ the whole of it, so a requeue cannot slip in between the check and the write.
 
 from __future__ import annotations
 
-import asyncpg
-
 from orchestra._errors import StoreError, UserError
 from orchestra._types import JSON, STEP_KINDS, StepKind, Task
 from orchestra.store import rows as _rows
-from orchestra.store.codec import Encoder, short
+from orchestra.store.codec import short
 from orchestra.store.leases import LeaseInfo
 from orchestra.store.postgres.board import append_messages, apply_writes
 from orchestra.store.postgres.events import append_event, append_step_event, whole
 from orchestra.store.postgres.tasks import TASK_COLS, check_lease
+from orchestra.store.postgres.txn import Txn
 from orchestra.store.protocol import Lease, StepResult, Writes
 
 # A new row's attempts: each claim of a retry after the one that began it reissued the
@@ -59,44 +58,43 @@ def check_kind(kind: str) -> None:
         raise UserError(f"step kind must be one of {sorted(_KINDS)}, got {kind!r}")
 
 
-async def start_step(c: asyncpg.Connection, enc: Encoder, task_id: str, retry: int, step: int,
-                     kind: StepKind, name: str, input_digest: str, lease: Lease,
-                     now: float) -> None:
+async def start_step(tx: Txn, task_id: str, retry: int, step: int, kind: StepKind, name: str,
+                     input_digest: str, lease: Lease) -> None:
     """Journal that a step is about to run; a restarted step counts one more attempt."""
     check_kind(kind)
-    info = await check_lease(c, task_id, lease)
-    attempts = await c.fetchval(_START_STEP, task_id, retry, step, kind, name, input_digest, now)
+    info = await check_lease(tx, task_id, lease)
+    attempts = await tx.fetchval(_START_STEP, task_id, retry, step, kind, name, input_digest,
+                                 tx.now)
     if attempts is not None and kind != "model":  # model starts are frequent and effect-free
-        await append_event(c, enc, info.run_id, "step.started",
+        await append_event(tx, info.run_id, "step.started",
                            {"task": task_id, "step": step, "kind": kind, "name": name,
-                            "attempt": attempts}, now)
+                            "attempt": attempts})
 
 
-async def complete_step(c: asyncpg.Connection, enc: Encoder, result: StepResult, lease: Lease,
-                        agent_id: str, writes: Writes | None, now: float,
-                        info: LeaseInfo | None = None) -> None:
+async def complete_step(tx: Txn, result: StepResult, lease: Lease, agent_id: str,
+                        writes: Writes | None, info: LeaseInfo | None = None) -> None:
     """Record a step's output (or error), apply its writes and add it to the run's totals."""
     check_kind(result.kind)
     if info is None:
-        info = await check_lease(c, result.task_id, lease)
+        info = await check_lease(tx, result.task_id, lease)
     status = "completed" if result.error is None else "failed"
     field = f"step {result.step} of task {result.task_id}"
     if writes:
-        await apply_writes(c, enc, info.run_id, agent_id, result.task_id, writes, now)
+        await apply_writes(tx, info.run_id, agent_id, result.task_id, writes)
     else:  # its journal counts in agent_infos
-        await append_messages(c, enc, info.run_id, agent_id, result.task_id, (), now)
-    output = None if result.output is None else enc.json(result.output, field + " output")
-    error = enc.optional_text(result.error, field + " error")
-    attempts = await c.fetchval(
+        await append_messages(tx, info.run_id, agent_id, result.task_id, ())
+    output = None if result.output is None else tx.enc.json(result.output, field + " output")
+    error = tx.enc.optional_text(result.error, field + " error")
+    attempts = await tx.fetchval(
         _COMPLETE_STEP, result.task_id, result.retry, result.step, result.kind, result.name,
         result.input_digest, status, output, error, result.tokens_in, result.tokens_out,
-        float(result.cost), now)
+        float(result.cost), tx.now)
     if attempts is None:
         raise already_completed(result.task_id, result.retry, result.step, result.name)
-    await append_step_event(c, enc, info.run_id, f"step.{status}",
+    await append_step_event(tx, info.run_id, f"step.{status}",
                             {"task": result.task_id, "step": result.step, "kind": result.kind,
                              "name": result.name, "tokens_in": result.tokens_in,
-                             "tokens_out": result.tokens_out}, now,
+                             "tokens_out": result.tokens_out},
                             tokens_in=result.tokens_in, tokens_out=result.tokens_out,
                             cost=result.cost)
 
@@ -110,41 +108,39 @@ def already_completed(task_id: str, retry: int, step: int, name: str) -> StoreEr
     )
 
 
-async def complete_task(c: asyncpg.Connection, enc: Encoder, task_id: str, lease: Lease,
-                        result: JSON, agent_id: str, writes: Writes | None,
-                        step: StepResult | None, now: float) -> Task:
+async def complete_task(tx: Txn, task_id: str, lease: Lease, result: JSON, agent_id: str,
+                        writes: Writes | None, step: StepResult | None) -> Task:
     """End a task successfully: its last step, its writes, its result and its event."""
-    info = await check_lease(c, task_id, lease)
+    info = await check_lease(tx, task_id, lease)
     if step is not None:
         if step.task_id != task_id:
             raise UserError(f"complete_task({task_id!r}) got a step of task {step.task_id!r}")
-        await complete_step(c, enc, step, lease, agent_id, writes, now, info)
+        await complete_step(tx, step, lease, agent_id, writes, info)
     else:
-        await apply_writes(c, enc, info.run_id, agent_id, task_id, writes, now)
-    result_text = enc.json(result, f"result of task {task_id}")
-    task = _rows.task(whole(await c.fetchrow(_FINISH_TASK, "completed", result_text, None, now,
-                                             task_id)))
-    await append_event(c, enc, info.run_id, "task.completed",
-                       {"task": task_id, "role": info.role}, now)
+        await apply_writes(tx, info.run_id, agent_id, task_id, writes)
+    result_text = tx.enc.json(result, f"result of task {task_id}")
+    task = _rows.task(whole(await tx.fetchrow(_FINISH_TASK, "completed", result_text, None, tx.now,
+                                              task_id)))
+    await append_event(tx, info.run_id, "task.completed",
+                       {"task": task_id, "role": info.role})
     return task
 
 
-async def fail_task(c: asyncpg.Connection, enc: Encoder, task_id: str, lease: Lease,
-                    error: str, retry_at: float | None, agent_id: str | None,
-                    writes: Writes | None, now: float) -> Task:
+async def fail_task(tx: Txn, task_id: str, lease: Lease, error: str, retry_at: float | None,
+                    agent_id: str | None, writes: Writes | None) -> Task:
     """Requeue the task for a later retry if its budget allows, else fail it for good."""
-    info = await check_lease(c, task_id, lease)
-    await apply_writes(c, enc, info.run_id, agent_id, task_id, writes, now)
-    error_text = enc.text(error, f"error of task {task_id}")
+    info = await check_lease(tx, task_id, lease)
+    await apply_writes(tx, info.run_id, agent_id, task_id, writes)
+    error_text = tx.enc.text(error, f"error of task {task_id}")
     if retry_at is not None and info.retries + 1 < info.max_attempts:
-        task = _rows.task(whole(await c.fetchrow(_RETRY_TASK, float(retry_at), error_text, now,
-                                                 task_id)))
-        await append_event(c, enc, info.run_id, "task.retrying",
+        task = _rows.task(whole(await tx.fetchrow(_RETRY_TASK, float(retry_at), error_text, tx.now,
+                                                  task_id)))
+        await append_event(tx, info.run_id, "task.retrying",
                            {"task": task_id, "role": info.role, "retries": task.retries,
-                            "not_before": retry_at, "error": short(error)}, now)
+                            "not_before": retry_at, "error": short(error)})
         return task
-    task = _rows.task(whole(await c.fetchrow(_FINISH_TASK, "failed", None, error_text, now,
-                                             task_id)))
-    await append_event(c, enc, info.run_id, "task.failed",
-                       {"task": task_id, "role": info.role, "error": short(error)}, now)
+    task = _rows.task(whole(await tx.fetchrow(_FINISH_TASK, "failed", None, error_text, tx.now,
+                                              task_id)))
+    await append_event(tx, info.run_id, "task.failed",
+                       {"task": task_id, "role": info.role, "error": short(error)})
     return task

@@ -16,6 +16,7 @@ import asyncpg
 
 from orchestra._errors import NotFoundError, UserError
 from orchestra._types import TERMINAL_RUN_STATUSES
+from orchestra.store.postgres.txn import Txn
 
 _LOCK = "SELECT status FROM runs WHERE id = $1 FOR UPDATE"
 _IDS = "(SELECT unnest($1::text[]))"
@@ -54,29 +55,29 @@ async def candidates(c: asyncpg.Connection, finished_before: float | None,
     return [(r[0], r[1]) for r in await c.fetch(_CANDIDATES, finished_before, keep or 0)]
 
 
-async def delete_runs(c: asyncpg.Connection, run_ids: Sequence[str]) -> int:
+async def delete_runs(tx: Txn, run_ids: Sequence[str]) -> int:
     """Delete finished runs and every row they own; returns the rows deleted."""
     for run_id in run_ids:
-        status = await c.fetchval(_LOCK, run_id)
+        status = await tx.fetchval(_LOCK, run_id)
         if status is None:
             raise NotFoundError(f"run {run_id!r} does not exist")
         if status not in TERMINAL_RUN_STATUSES:
             raise UserError(f"run {run_id} is {status}; cancel it first, then delete it")
     rows = 0
     for statement in _DELETE:
-        rows += int((await c.execute(statement, list(run_ids))).rsplit(" ", 1)[-1])
+        rows += int((await tx.execute(statement, list(run_ids))).rsplit(" ", 1)[-1])
     return rows
 
 
-async def delete_some(c: asyncpg.Connection, run_id: str, batch_rows: int) -> bool:
+async def delete_some(tx: Txn, run_id: str, batch_rows: int) -> bool:
     """Delete up to ``batch_rows`` of a large finished run's oldest events, else of one of
     its agents' oldest messages; False once it has neither."""
-    first = await c.fetchval(_FIRST_EVENT, run_id)
+    first = await tx.fetchval(_FIRST_EVENT, run_id)
     if first is not None:
-        await c.execute(_EVENT_RANGE, run_id, first + batch_rows)
+        await tx.execute(_EVENT_RANGE, run_id, first + batch_rows)
         return True
-    row = await c.fetchrow(_FIRST_MESSAGE, run_id)
+    row = await tx.fetchrow(_FIRST_MESSAGE, run_id)
     if row is None:
         return False
-    await c.execute(_MESSAGE_RANGE, row[0], row[1] + batch_rows)
+    await tx.execute(_MESSAGE_RANGE, row[0], row[1] + batch_rows)
     return True

@@ -9,11 +9,12 @@ from typing import Any
 import asyncpg
 
 from orchestra._errors import NotFoundError, UserError
-from orchestra._types import JSON, RUN_STATUSES, Run, RunStatus
+from orchestra._types import JSON, RUN_STATUSES, Run, RunStatus, Task
 from orchestra.store import rows as _rows
 from orchestra.store.codec import Encoder, new_id, short
-from orchestra.store.postgres.events import append_event, whole
+from orchestra.store.postgres.events import append_event, require_run, whole
 from orchestra.store.postgres.tasks import insert_tasks
+from orchestra.store.postgres.txn import Txn
 from orchestra.store.protocol import NewTask
 from orchestra.store.rules import check_new_task
 
@@ -38,15 +39,14 @@ _CANCEL_TASKS = (
 _STATUSES = frozenset(RUN_STATUSES)
 
 
-async def create_run(c: asyncpg.Connection, enc: Encoder, pipeline: str, input: JSON,
-                     run_id: str | None, tasks: Sequence[NewTask], now: float,
-                     settings: JSON = None) -> Run:
-    run_id, text, created = _new_run(enc, pipeline, input, run_id, settings)
-    if await c.execute(_INSERT, run_id, pipeline, text, now) != "INSERT 0 1":
+async def create_run(tx: Txn, pipeline: str, input: JSON, run_id: str | None,
+                     tasks: Sequence[NewTask], settings: JSON = None) -> Run:
+    run_id, text, created = _new_run(tx.enc, pipeline, input, run_id, settings)
+    if await tx.execute(_INSERT, run_id, pipeline, text, tx.now) != "INSERT 0 1":
         raise _exists(run_id)
-    await append_event(c, enc, run_id, "run.created", created, now)
-    await insert_tasks(c, enc, run_id, tasks, now, cause="run")
-    return _rows.run(whole(await c.fetchrow(_GET, run_id)))
+    await append_event(tx, run_id, "run.created", created)
+    await insert_tasks(tx, run_id, tasks, cause="run")
+    return _rows.run(whole(await tx.fetchrow(_GET, run_id)))
 
 
 async def create_run_at_once(c: asyncpg.Connection, enc: Encoder, pipeline: str, input: JSON,
@@ -94,26 +94,29 @@ def _exists(run_id: str) -> UserError:
     return UserError(f"run {run_id!r} already exists; choose another run_id or resume it")
 
 
-async def set_run_status(c: asyncpg.Connection, enc: Encoder, run_id: str, status: RunStatus,
-                         error: str | None, only_from: Collection[RunStatus] | None,
-                         now: float) -> Run:
+async def add_tasks(tx: Txn, run_id: str, tasks: Sequence[NewTask]) -> list[Task]:
+    await require_run(tx, run_id)
+    return await insert_tasks(tx, run_id, tasks)
+
+
+async def set_run_status(tx: Txn, run_id: str, status: RunStatus, error: str | None,
+                         only_from: Collection[RunStatus] | None) -> Run:
     """Change a run's status; ``cancelled`` also cancels its live tasks, fencing their workers."""
     _check_status(status)
-    current = await c.fetchval(_LOCK, run_id)
+    current = await tx.fetchval(_LOCK, run_id)
     if current is None:
         raise NotFoundError(f"run {run_id!r} does not exist")
     if only_from is not None and current not in only_from:
         raise _not_from(run_id, current, only_from)
-    error_text = enc.optional_text(error, f"error of run {run_id}")
-    await c.execute(_SET_STATUS, status, error_text, now, run_id)
-    await append_event(c, enc, run_id, f"run.{status}",
-                       {"status": status, "previous": current, "error": short(error)}, now)
+    error_text = tx.enc.optional_text(error, f"error of run {run_id}")
+    await tx.execute(_SET_STATUS, status, error_text, tx.now, run_id)
+    await append_event(tx, run_id, f"run.{status}",
+                       {"status": status, "previous": current, "error": short(error)})
     if status == "cancelled":
-        rows = sorted(await c.fetch(_CANCEL_TASKS, now, run_id), key=lambda r: r[2])
+        rows = sorted(await tx.fetch(_CANCEL_TASKS, tx.now, run_id), key=lambda r: r[2])
         for task_id, role, _ in rows:
-            await append_event(c, enc, run_id, "task.cancelled", {"task": task_id, "role": role},
-                               now)
-    return _rows.run(whole(await c.fetchrow(_GET, run_id)))
+            await append_event(tx, run_id, "task.cancelled", {"task": task_id, "role": role})
+    return _rows.run(whole(await tx.fetchrow(_GET, run_id)))
 
 
 async def set_run_status_at_once(c: asyncpg.Connection, enc: Encoder, run_id: str,

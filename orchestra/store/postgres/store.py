@@ -35,10 +35,11 @@ from orchestra.store.postgres.store_board import BoardMethods
 from orchestra.store.postgres.store_history import HistoryMethods
 from orchestra.store.postgres.store_runs import RunCopyMethods
 from orchestra.store.postgres.store_tasks import TaskMethods
+from orchestra.store.postgres.txn import Txn
 from orchestra.store.protocol import Blackboard, NewTask
 
 T = TypeVar("T")
-Write = Callable[[asyncpg.Connection, float], Awaitable[T]]
+Write = Callable[[Txn], Awaitable[T]]
 _NOW = "SELECT extract(epoch FROM now())::float8"
 _log = get_logger("orchestra.store")
 
@@ -137,7 +138,7 @@ class PostgresBlackboard(TaskMethods, HistoryMethods, BoardMethods, RunCopyMetho
 
     # -- plumbing -------------------------------------------------------------
     async def _submit(self, op: Write[T]) -> T:
-        """Run ``op(conn, now)`` in one transaction, again from the start if it was aborted
+        """Run ``op(tx)`` in one transaction, again from the start if it was aborted
         by a deadlock or conflict, or its connection was lost before it committed."""
         return await self._call(partial(self._transaction, op), write=True)
 
@@ -149,8 +150,7 @@ class PostgresBlackboard(TaskMethods, HistoryMethods, BoardMethods, RunCopyMetho
 
     async def _transaction(self, op: Write[T], conn: asyncpg.Connection) -> T:
         async with conn.transaction():
-            now = await conn.fetchval(_NOW)
-            return await op(conn, now)
+            return await op(Txn(conn, self._enc, await conn.fetchval(_NOW)))
 
     async def _read(self, op: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:
         return await self._call(op, write=False)
@@ -199,8 +199,8 @@ class PostgresBlackboard(TaskMethods, HistoryMethods, BoardMethods, RunCopyMetho
         if all(t.key is None for t in tasks):  # one statement (a key is looked up first)
             return await self._statement(lambda c: _runs.create_run_at_once(
                 c, enc, pipeline, input, run_id, tasks, settings))
-        return await self._submit(lambda c, now: _runs.create_run(c, enc, pipeline, input,
-                                                                  run_id, tasks, now, settings))
+        return await self._submit(lambda tx: _runs.create_run(tx, pipeline, input, run_id,
+                                                              tasks, settings))
 
     async def get_run(self, run_id: str) -> Run:
         return await self._read(lambda c: _reads.get_run(c, run_id))
@@ -223,8 +223,8 @@ class PostgresBlackboard(TaskMethods, HistoryMethods, BoardMethods, RunCopyMetho
         if status != "cancelled":  # one statement; a cancel also cancels the run's tasks
             return await self._statement(lambda c: _runs.set_run_status_at_once(
                 c, enc, run_id, status, error, allowed))
-        return await self._submit(lambda c, now: _runs.set_run_status(
-            c, enc, run_id, status, error, allowed, now))
+        return await self._submit(lambda tx: _runs.set_run_status(tx, run_id, status, error,
+                                                                  allowed))
 
 
 def _raw(conn: Any) -> asyncpg.Connection:

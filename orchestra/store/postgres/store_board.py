@@ -18,6 +18,7 @@ from orchestra.store.postgres import approvals as _approvals
 from orchestra.store.postgres import board as _board
 from orchestra.store.postgres import board_reads as _board_reads
 from orchestra.store.postgres import reads as _reads
+from orchestra.store.postgres.txn import Txn
 from orchestra.store.protocol import Lease, NewHandoff, NewNote
 
 T = TypeVar("T")
@@ -28,26 +29,21 @@ class BoardMethods:
 
     _enc: Encoder
 
-    async def _submit(self, op: Callable[[asyncpg.Connection, float], Awaitable[T]]) -> T:
+    async def _submit(self, op: Callable[[Txn], Awaitable[T]]) -> T:
         raise NotImplementedError
 
     async def _read(self, op: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:
         raise NotImplementedError
 
     async def post_plan(self, run_id: str, author: str, body: JSON) -> Plan:
-        enc = self._enc
-        return await self._submit(lambda c, now: _board.post_plan(c, enc, run_id, author, body,
-                                                                  now))
+        return await self._submit(lambda tx: _board.post_plan(tx, run_id, author, body))
 
     async def post_handoff(self, run_id: str, from_agent: str, handoff: NewHandoff) -> Handoff:
-        enc = self._enc
-        return await self._submit(lambda c, now: _board.post_handoff(c, enc, run_id, from_agent,
-                                                                     handoff, now))
+        return await self._submit(lambda tx: _board.post_handoff(tx, run_id, from_agent,
+                                                                 handoff))
 
     async def post_note(self, run_id: str, author: str, note: NewNote) -> Note:
-        enc = self._enc
-        return await self._submit(lambda c, now: _board.post_note(c, enc, run_id, author, note,
-                                                                  now))
+        return await self._submit(lambda tx: _board.post_note(tx, run_id, author, note))
 
     async def get_plans(self, run_id: str) -> list[Plan]:
         return await self._read(lambda c: _board_reads.get_plans(c, run_id))
@@ -65,14 +61,12 @@ class BoardMethods:
         """Notes holding every word of ``text`` (most relevant first, ``rank`` set: higher is
         better); without ``text``, newest first. The filters combine."""
         return await self._read(lambda c: _board_reads.search_notes(c, run_id, text, author, tag,
-                                                              limit))
+                                                                    limit))
 
     async def request_approval(self, task_id: str, lease: Lease, *, retry: int, step: int,
                                tool: str, arguments: JSON) -> Approval:
-        enc = self._enc
-        return await self._submit(lambda c, now: _approvals.request_approval(
-            c, enc, task_id, lease, retry=retry, step=step, tool=tool, arguments=arguments,
-            now=now))
+        return await self._submit(lambda tx: _approvals.request_approval(
+            tx, task_id, lease, retry=retry, step=step, tool=tool, arguments=arguments))
 
     async def find_approval(self, task_id: str, retry: int, step: int) -> Approval | None:
         return await self._read(lambda c: _reads.find_approval(c, task_id, retry, step))
@@ -85,6 +79,5 @@ class BoardMethods:
 
     async def decide_approval(self, approval_id: str, *, approved: bool, by: str,
                               reason: str | None = None) -> Approval:
-        enc = self._enc
-        return await self._submit(lambda c, now: _approvals.decide_approval(
-            c, enc, approval_id, approved=approved, by=by, reason=reason, now=now))
+        return await self._submit(lambda tx: _approvals.decide_approval(
+            tx, approval_id, approved=approved, by=by, reason=reason))

@@ -20,6 +20,7 @@ from orchestra.store.postgres import board_reads as _board_reads
 from orchestra.store.postgres import reads as _reads
 from orchestra.store.postgres.events import append_event
 from orchestra.store.postgres.retry import LOST
+from orchestra.store.postgres.txn import Txn
 
 T = TypeVar("T")
 _FOLLOW_PAGE = 500
@@ -41,7 +42,7 @@ class HistoryMethods:
     _listen_dsn: str | None
     _listening: asyncio.Lock
 
-    async def _submit(self, op: Callable[[asyncpg.Connection, float], Awaitable[T]]) -> T:
+    async def _submit(self, op: Callable[[Txn], Awaitable[T]]) -> T:
         raise NotImplementedError
 
     async def _read(self, op: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:
@@ -64,8 +65,7 @@ class HistoryMethods:
 
     # -- events ---------------------------------------------------------------
     async def append_event(self, run_id: str, kind: str, data: JSON) -> Event:
-        enc = self._enc
-        return await self._submit(lambda c, now: append_event(c, enc, run_id, kind, data, now))
+        return await self._submit(lambda tx: append_event(tx, run_id, kind, data))
 
     async def events(self, run_id: str, *, starting_after: int = 0, limit: int = 500,
                      kinds: Sequence[str] | None = None) -> list[Event]:

@@ -16,6 +16,7 @@ from orchestra._types import JSON, Run
 from orchestra.store.codec import Encoder
 from orchestra.store.postgres import fork as _fork
 from orchestra.store.postgres import retention as _retention
+from orchestra.store.postgres.txn import Txn
 from orchestra.store.protocol import Pruned
 from orchestra.store.rules import batches
 
@@ -27,7 +28,7 @@ class RunCopyMethods:
 
     _enc: Encoder
 
-    async def _submit(self, op: Callable[[asyncpg.Connection, float], Awaitable[T]]) -> T:
+    async def _submit(self, op: Callable[[Txn], Awaitable[T]]) -> T:
         raise NotImplementedError
 
     async def _read(self, op: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:
@@ -36,13 +37,11 @@ class RunCopyMethods:
     async def fork_run(self, run_id: str, at_seq: int, *, fork_id: str | None = None,
                        input: JSON = None) -> Run:
         """A new run holding ``run_id``'s state right after event ``at_seq`` (see SQLite's)."""
-        enc = self._enc
-        return await self._submit(lambda c, now: _fork.fork_run(c, enc, run_id, at_seq, fork_id,
-                                                                input, now))
+        return await self._submit(lambda tx: _fork.fork_run(tx, run_id, at_seq, fork_id, input))
 
     async def delete_run(self, run_id: str) -> None:
         """Delete a finished run and everything it owns; a live run must be cancelled first."""
-        await self._submit(lambda c, now: _retention.delete_runs(c, [run_id]))
+        await self._submit(lambda tx: _retention.delete_runs(tx, [run_id]))
 
     async def prune_runs(self, *, finished_before: float | None = None,
                          keep: int | None = None, vacuum: bool = False,
@@ -55,20 +54,12 @@ class RunCopyMethods:
         rows = 0
         for group in batches(runs, batch_rows):
             if len(group) == 1:  # possibly larger than a batch: trim it in bounded writes
-                while await self._submit(partial(_drop_some, run_id=group[0],
+                while await self._submit(partial(_retention.delete_some, run_id=group[0],
                                                  batch_rows=batch_rows)):
                     pass
-            rows += await self._submit(partial(_drop, run_ids=group))
+            rows += await self._submit(partial(_retention.delete_runs, run_ids=group))
         freed = await self._read(_vacuum) if vacuum else 0
         return Pruned(runs=[run_id for run_id, _ in runs], rows=rows, freed_bytes=freed)
-
-
-async def _drop_some(c: asyncpg.Connection, now: float, *, run_id: str, batch_rows: int) -> bool:
-    return await _retention.delete_some(c, run_id, batch_rows)
-
-
-async def _drop(c: asyncpg.Connection, now: float, *, run_ids: list[str]) -> int:
-    return await _retention.delete_runs(c, run_ids)
 
 
 async def _vacuum(c: asyncpg.Connection) -> int:

@@ -17,9 +17,11 @@ from orchestra.store import rules
 from orchestra.store.codec import Encoder
 from orchestra.store.postgres import journal as _journal
 from orchestra.store.postgres import reads as _reads
+from orchestra.store.postgres import runs as _runs
 from orchestra.store.postgres import servers as _servers
 from orchestra.store.postgres import step as _step
 from orchestra.store.postgres import tasks as _tasks
+from orchestra.store.postgres.txn import Txn
 from orchestra.store.protocol import ClaimSpec, Lease, NewTask, StepResult, Writes
 
 T = TypeVar("T")
@@ -30,7 +32,7 @@ class TaskMethods:
 
     _enc: Encoder
 
-    async def _submit(self, op: Callable[[asyncpg.Connection, float], Awaitable[T]]) -> T:
+    async def _submit(self, op: Callable[[Txn], Awaitable[T]]) -> T:
         raise NotImplementedError
 
     async def _read(self, op: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:
@@ -42,13 +44,8 @@ class TaskMethods:
 
     # -- tasks and leases -----------------------------------------------------
     async def add_tasks(self, run_id: str, tasks: Sequence[NewTask]) -> list[Task]:
-        enc, tasks = self._enc, tuple(tasks)
-
-        async def op(c: asyncpg.Connection, now: float) -> list[Task]:
-            await _reads.require_run(c, run_id)
-            return await _tasks.insert_tasks(c, enc, run_id, tasks, now)
-
-        return await self._submit(op)
+        tasks = tuple(tasks)
+        return await self._submit(lambda tx: _runs.add_tasks(tx, run_id, tasks))
 
     async def get_task(self, task_id: str) -> Task:
         return await self._read(lambda c: _reads.get_task(c, task_id))
@@ -63,9 +60,9 @@ class TaskMethods:
     async def claim_task(self, owner: str, *, run_id: str | None = None,
                          roles: Collection[str] | None = None,
                          lease_seconds: float = 30.0) -> Task | None:
-        enc, roles = self._enc, None if roles is None else tuple(roles)
-        tasks = await self._submit(lambda c, now: _tasks.claim(
-            c, enc, owner, now, run_id=run_id, roles=roles, lease_seconds=lease_seconds))
+        roles = None if roles is None else tuple(roles)
+        tasks = await self._submit(lambda tx: _tasks.claim(
+            tx, owner, run_id=run_id, roles=roles, lease_seconds=lease_seconds))
         return tasks[0] if tasks else None
 
     async def claim_tasks(self, owner: str, *, capacity: dict[str, int], limit: int,
@@ -77,18 +74,17 @@ class TaskMethods:
             lease_seconds=lease_seconds))
 
     async def retry_failed_tasks(self, run_id: str) -> list[Task]:
-        enc = self._enc
-        return await self._submit(lambda c, now: _tasks.retry_failed(c, enc, run_id, now))
+        return await self._submit(lambda tx: _tasks.retry_failed(tx, run_id))
 
     async def heartbeat(self, task_id: str, lease: Lease, lease_seconds: float) -> bool:
-        return await self._submit(lambda c, now: _tasks.heartbeat(c, task_id, lease, now,
-                                                                  lease_seconds))
+        return await self._submit(lambda tx: _tasks.heartbeat(tx, task_id, lease,
+                                                              lease_seconds))
 
     async def release_leases(self, run_id: str | None = None, *,
                              owners: Collection[str] = ()) -> list[Task]:
-        enc, owners = self._enc, tuple(owners)
-        return await self._submit(lambda c, now: _tasks.release_leases(
-            c, enc, now, run_id=run_id, owners=owners))
+        owners = tuple(owners)
+        return await self._submit(lambda tx: _tasks.release_leases(
+            tx, run_id=run_id, owners=owners))
 
     async def complete_task(self, task_id: str, lease: Lease, result: JSON, *,
                             agent_id: str, writes: Writes | None = None,
@@ -97,8 +93,8 @@ class TaskMethods:
         if step is not None and rules.fits(writes, step, task_id):
             return (await self._statement(lambda c: _step.end_step(
                 c, enc, step, lease, agent_id, writes, finish=result, done=True)))[0]
-        return await self._submit(lambda c, now: _journal.complete_task(
-            c, enc, task_id, lease, result, agent_id, writes, step, now))
+        return await self._submit(lambda tx: _journal.complete_task(
+            tx, task_id, lease, result, agent_id, writes, step))
 
     async def complete_task_and_claim(self, task_id: str, lease: Lease, result: JSON, *,
                                       agent_id: str, claim: ClaimSpec,
@@ -113,10 +109,9 @@ class TaskMethods:
                 c, enc, step, lease, agent_id, writes, finish=result, claim=claim, done=True))
             return rows[1:]
 
-        async def op(c: asyncpg.Connection, now: float) -> list[Task]:
-            await _journal.complete_task(c, enc, task_id, lease, result, agent_id,
-                                                writes, step, now)
-            nxt = await _tasks.claim_many(c, enc, claim.owner, now, run_id=claim.run_id,
+        async def op(tx: Txn) -> list[Task]:
+            await _journal.complete_task(tx, task_id, lease, result, agent_id, writes, step)
+            nxt = await _tasks.claim_many(tx, claim.owner, run_id=claim.run_id,
                                           capacity=dict(claim.capacity), limit=claim.limit,
                                           lease_seconds=claim.lease_seconds, expired=False)
             return nxt
@@ -126,9 +121,8 @@ class TaskMethods:
     async def fail_task(self, task_id: str, lease: Lease, error: str, *,
                         retry_at: float | None = None, agent_id: str | None = None,
                         writes: Writes | None = None) -> Task:
-        enc = self._enc
-        return await self._submit(lambda c, now: _journal.fail_task(
-            c, enc, task_id, lease, error, retry_at, agent_id, writes, now))
+        return await self._submit(lambda tx: _journal.fail_task(
+            tx, task_id, lease, error, retry_at, agent_id, writes))
 
     # -- step journal ---------------------------------------------------------
     async def get_steps(self, task_id: str, retry: int) -> list[Step]:
@@ -147,8 +141,8 @@ class TaskMethods:
             await self._statement(lambda c: _step.end_step(c, enc, result, lease, agent_id,
                                                            writes))
             return
-        await self._submit(lambda c, now: _journal.complete_step(c, enc, result, lease,
-                                                                 agent_id, writes, now))
+        await self._submit(lambda tx: _journal.complete_step(tx, result, lease, agent_id,
+                                                             writes))
 
     async def serve_run(self, run_id: str, owner: str, lease_seconds: float) -> None:
         await self._statement(lambda c: _servers.renew(c, run_id, owner, lease_seconds))

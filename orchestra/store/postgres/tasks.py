@@ -16,9 +16,10 @@ import asyncpg
 from orchestra._errors import NotFoundError, UserError
 from orchestra._types import Task
 from orchestra.store import rows as _rows
-from orchestra.store.codec import Encoder, new_id
+from orchestra.store.codec import new_id
 from orchestra.store.leases import LEASE_COLUMNS, LeaseInfo, lease_info
 from orchestra.store.postgres.events import append_event, require_run, whole
+from orchestra.store.postgres.txn import Txn
 from orchestra.store.protocol import Lease, NewTask
 
 TASK_COLS = ", ".join("tasks." + c.strip() for c in (
@@ -89,15 +90,15 @@ UPDATE tasks SET status = 'pending', retries = retries + 1, error = NULL, not_be
 WHERE id = $2 RETURNING {TASK_COLS}"""
 
 
-async def check_lease(c: asyncpg.Connection, task_id: str, lease: Lease) -> LeaseInfo:
+async def check_lease(tx: Txn, task_id: str, lease: Lease) -> LeaseInfo:
     """Lock the task's row; raise ``LeaseLostError`` unless ``lease`` still holds it."""
-    row = await c.fetchrow(_LEASE, task_id)
+    row = await tx.fetchrow(_LEASE, task_id)
     return lease_info(task_id, lease, None if row is None else tuple(row))
 
 
-async def insert_task(c: asyncpg.Connection, enc: Encoder, run_id: str, new: NewTask,
-                      now: float, *, parent_id: str | None = None, cause: str | None = None,
-                      announce: bool = True, handoff: tuple[str, str] | None = None) -> Task:
+async def insert_task(tx: Txn, run_id: str, new: NewTask, *, parent_id: str | None = None,
+                      cause: str | None = None, announce: bool = True,
+                      handoff: tuple[str, str] | None = None) -> Task:
     """Create a pending task and (``announce``) its ``task.created`` event; a ``key``
     already in the run returns the existing task and writes nothing."""
     if not new.role:
@@ -105,37 +106,35 @@ async def insert_task(c: asyncpg.Connection, enc: Encoder, run_id: str, new: New
     if new.max_attempts < 1:
         raise UserError(f"task for {new.role!r}: max_attempts must be >= 1, got {new.max_attempts}")
     if new.key is not None:
-        row = await c.fetchrow(_BY_KEY, run_id, new.key)
+        row = await tx.fetchrow(_BY_KEY, run_id, new.key)
         if row is not None:
             return _rows.task(tuple(row))
     task_id = new_id()
     parent = new.parent_id if new.parent_id is not None else parent_id
     why = new.cause if new.cause is not None else cause
-    input_text = enc.json(new.input, f"handoff payload to {new.role!r}" if handoff is not None
-                          else f"task input for {new.role!r}")
+    input_text = tx.enc.json(new.input, f"handoff payload to {new.role!r}" if handoff is not None
+                             else f"task input for {new.role!r}")
     if announce:
-        await append_event(c, enc, run_id, "task.created",
-                           {"task": task_id, "role": new.role, "cause": why}, now)
+        await append_event(tx, run_id, "task.created",
+                           {"task": task_id, "role": new.role, "cause": why})
     else:
-        await require_run(c, run_id)
+        await require_run(tx, run_id)
     from_agent, note = handoff if handoff is not None else (None, None)
-    await c.execute(_INSERT, task_id, run_id, new.role, input_text, new.max_attempts,
-                    float(new.not_before), parent, why, new.key, from_agent, note, now)
+    await tx.execute(_INSERT, task_id, run_id, new.role, input_text, new.max_attempts,
+                     float(new.not_before), parent, why, new.key, from_agent, note, tx.now)
     return Task(task_id, run_id, new.role, new.input, "pending", max_attempts=new.max_attempts,
                 not_before=float(new.not_before), parent_id=parent, cause=why, key=new.key,
-                created_at=now, updated_at=now)
+                created_at=tx.now, updated_at=tx.now)
 
 
-async def insert_tasks(c: asyncpg.Connection, enc: Encoder, run_id: str,
-                       tasks: Sequence[NewTask], now: float, *, parent_id: str | None = None,
-                       cause: str | None = None) -> list[Task]:
-    return [await insert_task(c, enc, run_id, t, now, parent_id=parent_id, cause=cause)
+async def insert_tasks(tx: Txn, run_id: str, tasks: Sequence[NewTask], *,
+                       parent_id: str | None = None, cause: str | None = None) -> list[Task]:
+    return [await insert_task(tx, run_id, t, parent_id=parent_id, cause=cause)
             for t in tasks]
 
 
-async def claim(c: asyncpg.Connection, enc: Encoder, owner: str, now: float, *,
-                run_id: str | None, roles: Collection[str] | None, lease_seconds: float,
-                limit: int = 1, expired: bool = True) -> list[Task]:
+async def claim(tx: Txn, owner: str, *, run_id: str | None, roles: Collection[str] | None,
+                lease_seconds: float, limit: int = 1, expired: bool = True) -> list[Task]:
     """Lease up to ``limit`` of the oldest claimable pending tasks to ``owner`` (after
     the tasks whose lease expired, unless not ``expired``).
 
@@ -145,35 +144,34 @@ async def claim(c: asyncpg.Connection, enc: Encoder, owner: str, now: float, *,
     if not owner:
         raise UserError("claim_task needs a non-empty owner")
     role_list = None if roles is None else sorted(roles)
-    taken = await c.fetch(_TAKE_OVER, owner, now + lease_seconds, now, run_id, role_list,
-                          limit) if expired else []
+    taken = await tx.fetch(_TAKE_OVER, owner, tx.now + lease_seconds, tx.now, run_id, role_list,
+                           limit) if expired else []
     for r in sorted(taken, key=lambda r: (r[16], r[18])):
-        await append_event(c, enc, r[1], "task.requeued",
+        await append_event(tx, r[1], "task.requeued",
                            {"task": r[0], "role": r[2], "attempt": r[5] - 1,
-                            "owner": r[19], "cause": "lease expired"}, now)
+                            "owner": r[19], "cause": "lease expired"})
     rows = [tuple(r)[:19] for r in taken]
     if len(rows) < limit:
-        rows += [tuple(r) for r in await c.fetch(_CLAIM, owner, now + lease_seconds, now,
-                                                 run_id, role_list, limit - len(rows))]
+        rows += [tuple(r) for r in await tx.fetch(_CLAIM, owner, tx.now + lease_seconds, tx.now,
+                                                  run_id, role_list, limit - len(rows))]
     rows = sorted(rows, key=lambda r: (r[16], r[18]))  # RETURNING has no order: oldest first
     tasks = [_rows.task(tuple(r)[:18]) for r in rows]
     for task in tasks:
-        await append_event(c, enc, task.run_id, "task.claimed",
+        await append_event(tx, task.run_id, "task.claimed",
                            {"task": task.id, "role": task.role, "attempt": task.attempt,
-                            "owner": owner}, now)
+                            "owner": owner})
     return tasks
 
 
-async def claim_many(c: asyncpg.Connection, enc: Encoder, owner: str, now: float, *,
-                     run_id: str | None, capacity: dict[str, int], limit: int,
-                     lease_seconds: float, expired: bool = True) -> list[Task]:
+async def claim_many(tx: Txn, owner: str, *, run_id: str | None, capacity: dict[str, int],
+                     limit: int, lease_seconds: float, expired: bool = True) -> list[Task]:
     """Claim up to ``limit`` tasks, at most ``capacity[role]`` per role, in one transaction
     (``expired=False``: no takeover of expired leases, as a hand-in's claim, see SQLite's)."""
     free = {role: n for role, n in capacity.items() if n > 0}
     claimed: list[Task] = []
     while free and len(claimed) < limit:
         want = min(limit - len(claimed), *free.values())
-        tasks = await claim(c, enc, owner, now, run_id=run_id, roles=tuple(free),
+        tasks = await claim(tx, owner, run_id=run_id, roles=tuple(free),
                             lease_seconds=lease_seconds, limit=want, expired=expired)
         for task in tasks:
             claimed.append(task)
@@ -185,42 +183,39 @@ async def claim_many(c: asyncpg.Connection, enc: Encoder, owner: str, now: float
     return claimed
 
 
-async def heartbeat(c: asyncpg.Connection, task_id: str, lease: Lease, now: float,
-                    lease_seconds: float) -> bool:
+async def heartbeat(tx: Txn, task_id: str, lease: Lease, lease_seconds: float) -> bool:
     """Extend a held lease on the database's clock (no event)."""
-    status = await c.execute(_HEARTBEAT, now + lease_seconds, now, task_id, lease.owner,
-                             lease.attempt)
+    status = await tx.execute(_HEARTBEAT, tx.now + lease_seconds, tx.now, task_id, lease.owner,
+                              lease.attempt)
     if status == "UPDATE 1":
         return True
-    if await c.fetchval(_EXISTS, task_id) is None:
+    if await tx.fetchval(_EXISTS, task_id) is None:
         raise NotFoundError(f"task {task_id!r} does not exist")
     return False
 
 
-async def release_leases(c: asyncpg.Connection, enc: Encoder, now: float, *,
-                         run_id: str | None, owners: Collection[str]) -> list[Task]:
+async def release_leases(tx: Txn, *, run_id: str | None, owners: Collection[str]) -> list[Task]:
     """Requeue running tasks whose lease expired (by the database's clock) or whose
     owner is in ``owners``."""
-    lost = await c.fetch(_LOST_LEASES, run_id, now, list(owners))
+    lost = await tx.fetch(_LOST_LEASES, run_id, tx.now, list(owners))
     released = []
     for old in lost:
-        task = _rows.task(whole(await c.fetchrow(_REQUEUE, now, old[0])))
-        await append_event(c, enc, task.run_id, "task.requeued",
+        task = _rows.task(whole(await tx.fetchrow(_REQUEUE, tx.now, old[0])))
+        await append_event(tx, task.run_id, "task.requeued",
                            {"task": task.id, "role": task.role, "attempt": task.attempt,
-                            "owner": old[8]}, now)
+                            "owner": old[8]})
         released.append(task)
     return released
 
 
-async def retry_failed(c: asyncpg.Connection, enc: Encoder, run_id: str,
-                       now: float) -> list[Task]:
+async def retry_failed(tx: Txn, run_id: str) -> list[Task]:
     """Give every failed task of a run another attempt (a fresh journal: ``retries + 1``)."""
     out = []
-    for (task_id,) in await c.fetch(_FAILED_TASKS, run_id):
-        task = _rows.task(whole(await c.fetchrow(_RETRY_FAILED, now, task_id)))
-        await append_event(c, enc, run_id, "task.requeued",
+    for (task_id,) in await tx.fetch(_FAILED_TASKS, run_id):
+        task = _rows.task(whole(await tx.fetchrow(_RETRY_FAILED, tx.now, task_id)))
+        await append_event(tx, run_id, "task.requeued",
                            {"task": task.id, "role": task.role, "retries": task.retries,
-                            "cause": "resume"}, now)
+                            "cause": "resume"})
         out.append(task)
     return out
 
