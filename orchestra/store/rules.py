@@ -1,6 +1,7 @@
-"""What both backends decide the same way, without SQL: which tasks may be created,
-which ends of a task are one record, how search words are quoted, how a prune groups
-its runs (a lease's check is ``leases``; a fork's replay of the log, ``fork_replay``).
+"""What both backends decide the same way, without SQL: which tasks and steps may be
+created, what completing a step twice says, which ends of a task are one record, how
+search words are quoted, how a prune groups its runs (a lease's check is ``leases``; a
+fork's replay of the log, ``fork_replay``).
 
 Kept apart from either backend so that ``sqlite/`` and ``postgres/`` import only
 downwards, never each other."""
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from orchestra._errors import UserError
+from orchestra._errors import StoreError, UserError
 from orchestra._types import STEP_KINDS
 from orchestra.store.protocol import StepResult, Writes
 
@@ -21,6 +22,21 @@ def check_new_task(role: str, max_attempts: int) -> None:
         raise UserError("a task needs a role, got an empty string")
     if max_attempts < 1:
         raise UserError(f"task for {role!r}: max_attempts must be >= 1, got {max_attempts}")
+
+
+def check_kind(kind: str) -> None:
+    """``UserError`` unless ``kind`` is a step kind."""
+    if kind not in _KINDS:
+        raise UserError(f"step kind must be one of {sorted(_KINDS)}, got {kind!r}")
+
+
+def already_completed(task_id: str, retry: int, step: int, name: str) -> StoreError:
+    """The error for completing a step the journal already holds as completed."""
+    return StoreError(
+        f"task {task_id} retry {retry} step {step} ({name}) is already completed; its "
+        "writes were not applied again. Replay its recorded output instead of completing "
+        "it twice."
+    )
 
 
 def fits(writes: Writes | None, step: StepResult | None, task_id: str) -> bool:

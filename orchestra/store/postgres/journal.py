@@ -7,8 +7,8 @@ the whole of it, so a requeue cannot slip in between the check and the write.
 
 from __future__ import annotations
 
-from orchestra._errors import StoreError, UserError
-from orchestra._types import JSON, STEP_KINDS, StepKind, Task
+from orchestra._errors import UserError
+from orchestra._types import JSON, StepKind, Task
 from orchestra.store import rows as _rows
 from orchestra.store.codec import short
 from orchestra.store.leases import LeaseInfo
@@ -17,6 +17,7 @@ from orchestra.store.postgres.events import append_event, append_step_event, who
 from orchestra.store.postgres.tasks import TASK_COLS, check_lease
 from orchestra.store.postgres.txn import Txn
 from orchestra.store.protocol import Lease, StepResult, Writes
+from orchestra.store.rules import already_completed, check_kind
 
 # A new row's attempts: each claim of a retry after the one that began it reissued the
 # retry's first step (a claim journals it: no row is written when it starts).
@@ -50,12 +51,6 @@ _RETRY_TASK = f"""
 UPDATE tasks SET status = 'pending', retries = retries + 1, not_before = $1, error = $2,
     lease_owner = NULL, lease_expires_at = NULL, updated_at = $3, retry_attempt = attempt + 1
 WHERE id = $4 RETURNING {TASK_COLS}"""
-_KINDS = frozenset(STEP_KINDS)
-
-
-def check_kind(kind: str) -> None:
-    if kind not in _KINDS:
-        raise UserError(f"step kind must be one of {sorted(_KINDS)}, got {kind!r}")
 
 
 async def start_step(tx: Txn, task_id: str, retry: int, step: int, kind: StepKind, name: str,
@@ -97,15 +92,6 @@ async def complete_step(tx: Txn, result: StepResult, lease: Lease, agent_id: str
                              "tokens_out": result.tokens_out},
                             tokens_in=result.tokens_in, tokens_out=result.tokens_out,
                             cost=result.cost)
-
-
-def already_completed(task_id: str, retry: int, step: int, name: str) -> StoreError:
-    """The error for completing a step the journal already holds as completed."""
-    return StoreError(
-        f"task {task_id} retry {retry} step {step} ({name}) is already completed; its "
-        "writes were not applied again. Replay its recorded output instead of completing "
-        "it twice."
-    )
 
 
 async def complete_task(tx: Txn, task_id: str, lease: Lease, result: JSON, agent_id: str,

@@ -20,10 +20,9 @@ from orchestra._types import JSON, AgentId, StepKind, Task
 from orchestra.store import rows as _rows
 from orchestra.store.codec import Encoder, encode_message, new_id
 from orchestra.store.leases import lease_lost
-from orchestra.store.postgres.journal import already_completed
 from orchestra.store.postgres.tasks import TASK_NAMES
 from orchestra.store.protocol import ClaimSpec, Lease, StepResult, Writes
-from orchestra.store.rules import check_new_task
+from orchestra.store.rules import already_completed, check_new_task
 
 __all__ = ["end_step", "start_step"]
 

@@ -130,7 +130,7 @@ class TaskMethods:
 
     async def start_step(self, task_id: str, retry: int, step: int, kind: StepKind,
                          name: str, input_digest: str, lease: Lease) -> None:
-        _journal.check_kind(kind)
+        rules.check_kind(kind)
         await self._statement(lambda c: _step.start_step(c, task_id, retry, step, kind, name,
                                                          input_digest, lease))
 

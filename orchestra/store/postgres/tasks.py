@@ -21,6 +21,7 @@ from orchestra.store.leases import LEASE_COLUMNS, LeaseInfo, lease_info
 from orchestra.store.postgres.events import append_event, require_run, whole
 from orchestra.store.postgres.txn import Txn
 from orchestra.store.protocol import Lease, NewTask
+from orchestra.store.rules import check_new_task
 
 TASK_COLS = ", ".join("tasks." + c.strip() for c in (
     'id, run_id, role, input, status, attempt, retries, max_attempts, lease_owner, '
@@ -101,10 +102,7 @@ async def insert_task(tx: Txn, run_id: str, new: NewTask, *, parent_id: str | No
                       handoff: tuple[str, str] | None = None) -> Task:
     """Create a pending task and (``announce``) its ``task.created`` event; a ``key``
     already in the run returns the existing task and writes nothing."""
-    if not new.role:
-        raise UserError("a task needs a role, got an empty string")
-    if new.max_attempts < 1:
-        raise UserError(f"task for {new.role!r}: max_attempts must be >= 1, got {new.max_attempts}")
+    check_new_task(new.role, new.max_attempts)
     if new.key is not None:
         row = await tx.fetchrow(_BY_KEY, run_id, new.key)
         if row is not None:

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import json
 
-from orchestra._errors import StoreError, UserError
-from orchestra._types import JSON, STEP_KINDS, StepKind, Task
+from orchestra._errors import UserError
+from orchestra._types import JSON, StepKind, Task
 from orchestra.store import rows as _rows
 from orchestra.store.codec import short
 from orchestra.store.leases import LeaseInfo
 from orchestra.store.protocol import Lease, StepResult, Writes
+from orchestra.store.rules import already_completed, check_kind
 from orchestra.store.sqlite.board import apply_writes, register_agent
 from orchestra.store.sqlite.events import append_event, append_step_event, batched_events
 from orchestra.store.sqlite.tasks import check_lease
@@ -56,14 +57,6 @@ UPDATE tasks SET status = 'pending', retries = retries + 1, not_before = ?, erro
 WHERE id = ? RETURNING {_rows.TASK_COLS}"""
 
 
-_KINDS = frozenset(STEP_KINDS)
-
-
-def _check_kind(kind: str) -> None:
-    if kind not in _KINDS:
-        raise UserError(f"step kind must be one of {sorted(_KINDS)}, got {kind!r}")
-
-
 async def start_step(tx: Txn, task_id: str, retry: int, step: int,
                kind: StepKind, name: str, input_digest: str, lease: Lease) -> None:
     """Journal that a step is about to run; a restarted step counts one more attempt.
@@ -74,7 +67,7 @@ async def start_step(tx: Txn, task_id: str, retry: int, step: int,
     it, and a start arriving after the step's own outcome (a model call's start is
     committed alongside the call) changes nothing.
     """
-    _check_kind(kind)
+    check_kind(kind)
     info = await check_lease(tx, task_id, lease)
     row = (await tx.execute(_START_STEP, (task_id, retry, step, kind, name, input_digest,
                                      tx.now))).fetchone()
@@ -157,7 +150,7 @@ async def complete_step(tx: Txn, result: StepResult, lease: Lease,
 async def _complete_step(tx: Txn, result: StepResult, lease: Lease,
                    agent_id: str, writes: Writes | None,
                    info: LeaseInfo | None) -> int:
-    _check_kind(result.kind)
+    check_kind(result.kind)
     if info is None:
         info = await check_lease(tx, result.task_id, lease)
     status = "completed" if result.error is None else "failed"
@@ -176,11 +169,7 @@ async def _complete_step(tx: Txn, result: StepResult, lease: Lease,
         status, output, error, result.tokens_in, result.tokens_out, result.cost, tx.now))
     row = done.fetchone()
     if row is None:
-        raise StoreError(
-            f"task {result.task_id} retry {result.retry} step {result.step} "
-            f"({result.name}) is already completed; its writes were not applied again. "
-            "Replay its recorded output instead of completing it twice."
-        )
+        raise already_completed(result.task_id, result.retry, result.step, result.name)
     await append_step_event(tx, info.run_id, f"step.{status}",
                       {"task": result.task_id, "step": result.step, "kind": result.kind,
                        "name": result.name, "tokens_in": result.tokens_in,

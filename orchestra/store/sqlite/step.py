@@ -28,13 +28,13 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from orchestra._errors import StoreError, UserError
+from orchestra._errors import UserError
 from orchestra._types import JSON, AgentId, Task
 from orchestra.store import codec as _codec
 from orchestra.store.codec import Encoder, encode_message
 from orchestra.store.leases import lease_info
 from orchestra.store.protocol import ClaimSpec, Lease, StepResult, Writes
-from orchestra.store.rules import check_new_task
+from orchestra.store.rules import already_completed, check_new_task
 from orchestra.store.sqlite.journal import _dedupe_reply, _is_last_reply
 from orchestra.store.sqlite.known import Before, Known
 from orchestra.store.sqlite.txn import Claimer, NeedsTransaction, Txn
@@ -93,10 +93,7 @@ async def complete_and_claim(tx: Txn, known: Known, task_id: str, lease: Lease, 
             await tx.execute(_APPEND, params)
         except sqlite3.IntegrityError as exc:
             if str(exc) == _ALREADY_COMPLETED:
-                raise StoreError(
-                    f"task {task_id} retry {step.retry} step {step.step} ({step.name}) is "
-                    "already completed; its writes were not applied again. Replay its "
-                    "recorded output instead of completing it twice.") from exc
+                raise already_completed(task_id, step.retry, step.step, step.name) from exc
             if str(exc) != _STALE:
                 raise
             known.forget(task_id, agent_id)
