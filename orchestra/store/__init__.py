@@ -3,9 +3,11 @@
 ``SQLiteBlackboard`` and ``NewTask``/``NewHandoff``/``NewNote``, importable from ``orchestra``.
 
 Layout: the protocols and the records both backends share sit here (``protocol``,
-``rows``, ``codec``, ``url``); each backend has a folder (``sqlite/``, ``postgres/``)
-with the same file name for the same concern (``tasks``, ``journal``, ``board``, ...);
-``copy/`` moves runs between any two stores.
+``rows``, ``codec``, ``url``), and so do the rules both decide the same way without
+SQL (``rules``, ``leases``, ``fork_replay``); each backend has a folder (``sqlite/``,
+``postgres/``) with the same file name for the same concern (``tasks``, ``journal``,
+``board``, ``approvals``, ``retention``, ``servers``, ``txn``, ...), so one diffs against
+the other; ``copy/`` moves runs between any two stores.
 """
 
 from orchestra.store.protocol import (
