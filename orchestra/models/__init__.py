@@ -2,18 +2,22 @@
 
 from orchestra.models._guard import check_allowed
 from orchestra.models.base import (
+    DeltaSink,
     Model,
     ModelRequest,
     ModelResponse,
     ModelSettings,
     OutputSchema,
+    StreamingModel,
     ToolCall,
     ToolSchema,
     Usage,
 )
-from orchestra.models.testing import FunctionModel, ScriptedModel, reply, tool_call
+from orchestra.models.testing import Chunks, FunctionModel, ScriptedModel, reply, tool_call
 
 __all__ = [
+    "Chunks",
+    "DeltaSink",
     "FunctionModel",
     "Model",
     "ModelRequest",
@@ -21,6 +25,7 @@ __all__ = [
     "ModelSettings",
     "OutputSchema",
     "ScriptedModel",
+    "StreamingModel",
     "ToolCall",
     "ToolSchema",
     "Usage",

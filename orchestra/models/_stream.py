@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["StreamError", "fold_chunks", "sse_chunks"]
+if TYPE_CHECKING:
+    from orchestra.models.base import DeltaSink
+
+__all__ = ["StreamError", "fold_chunks", "report_chunk", "sse_chunks"]
 
 
 class StreamError(ValueError):
@@ -44,6 +47,26 @@ async def sse_chunks(lines: AsyncIterator[str]) -> AsyncIterator[dict[str, Any]]
             message = error.get("message") if isinstance(error, dict) else error
             raise StreamError(f"the server reported an error mid-stream: {message}")
         yield chunk
+
+
+def report_chunk(chunk: dict[str, Any], sink: DeltaSink) -> None:
+    """Tell ``sink`` the text and tool-call argument pieces of one chunk (choice 0, as
+    :func:`fold_chunks` reads them: concatenated, they are its message)."""
+    for choice in chunk.get("choices") or ():
+        if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+            continue
+        delta = choice.get("delta") or {}
+        if isinstance(delta.get("content"), str) and delta["content"]:
+            sink.text(delta["content"])
+        for i, call in enumerate(delta.get("tool_calls") or ()):
+            if not isinstance(call, dict):
+                continue
+            function = call.get("function") or {}
+            arguments = function.get("arguments")
+            arguments = arguments if isinstance(arguments, str) else ""
+            name = function.get("name")
+            if arguments or name:  # the name comes first, alone
+                sink.arguments(int(call.get("index", i)), str(name or ""), arguments)
 
 
 def fold_chunks(chunks: list[dict[str, Any]]) -> dict[str, Any]:

@@ -16,7 +16,7 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from orchestra._errors import UserError
+from orchestra._errors import ModelAPIError, UserError
 from orchestra._secrets import mask_url
 from orchestra._types import Message
 from orchestra.models._chat_format import schema_name
@@ -30,6 +30,7 @@ from orchestra.models._http import (
     load_key,
 )
 from orchestra.models.base import (
+    DeltaSink,
     FinishReason,
     ModelRequest,
     ModelResponse,
@@ -158,6 +159,24 @@ class AnthropicModel:
             lambda exc: self._classify(exc, request),
             max_retries=self.max_retries, backoff=self.backoff, model=self.name)
 
+    async def request_stream(self, request: ModelRequest, sink: DeltaSink) -> ModelResponse:
+        """``request``, streamed: text and tool-input JSON told to ``sink`` as they arrive
+        (the answer through the output tool as text, since that is what it becomes).
+        The reply is the SDK's final message, read as ``request`` reads it."""
+        check_allowed(self.name)
+        body, output_tool = self._body(request)
+        tries = [0]
+
+        async def attempt() -> ModelResponse:
+            if tries[0]:
+                sink.retry()
+            tries[0] += 1
+            return await self._streamed(body, output_tool, request, sink)
+
+        return await call_with_retries(
+            attempt, lambda exc: self._classify(exc, request),
+            max_retries=self.max_retries, backoff=self.backoff, model=self.name)
+
     async def aclose(self) -> None:
         """Close the HTTP connections (the model stays usable; a new client is made)."""
         if self._client is not None:
@@ -212,6 +231,27 @@ class AnthropicModel:
             raise self._endpoint.bad_shape("the body has no 'content' list")
         return self._response(data, output_tool)
 
+    async def _streamed(self, body: dict[str, Any], output_tool: str | None,
+                        request: ModelRequest, sink: DeltaSink) -> ModelResponse:
+        client = await self._sdk_client()
+        tools: dict[int, tuple[int, str]] = {}  # content block -> (tool call, its name)
+        try:
+            async with client.messages.stream(**body, timeout=self._timeout(request)) as stream:
+                async for event in stream:
+                    _report(event, sink, tools, output_tool)
+                reply = await stream.get_final_message()
+        except Exception as exc:  # the SDK maps errors of the send, not of the body
+            names = {k.__name__ for k in type(exc).__mro__}
+            if "TimeoutException" in names:
+                raise self._endpoint.timed_out(self._timeout(request)).error from None
+            if "TransportError" in names:  # the server closed mid-answer
+                raise self._endpoint.malformed(exc).error from None
+            raise
+        data = reply.model_dump() if hasattr(reply, "model_dump") else reply
+        if not isinstance(data, Mapping) or not isinstance(data.get("content"), list):
+            raise self._endpoint.bad_shape("the body has no 'content' list")
+        return self._response(data, output_tool)
+
     def _response(self, data: Mapping[str, Any], output_tool: str | None) -> ModelResponse:
         texts: list[str] = []
         calls: list[ToolCall] = []
@@ -245,4 +285,27 @@ class AnthropicModel:
         return request.settings.timeout or self.timeout
 
     def _classify(self, exc: Exception, request: ModelRequest) -> Failure | None:
+        if isinstance(exc, ModelAPIError):  # already worded (a stream cut off mid-answer)
+            return Failure(exc)
         return classify_sdk_error(self._sdk, self._endpoint, exc, self._timeout(request))
+
+
+def _report(event: Any, sink: DeltaSink, tools: dict[int, tuple[int, str]],
+            output_tool: str | None) -> None:
+    """Tell ``sink`` what one raw stream event adds: a text delta, or a piece of a tool's
+    input JSON (of the output tool: answer text)."""
+    kind = getattr(event, "type", None)
+    if kind == "content_block_start":
+        block = event.content_block
+        if getattr(block, "type", None) == "tool_use":
+            tools[event.index] = (len(tools), str(block.name))
+    elif kind == "content_block_delta":
+        delta = event.delta
+        if delta.type == "text_delta" and delta.text:
+            sink.text(delta.text)
+        elif delta.type == "input_json_delta" and delta.partial_json:
+            call, name = tools.get(event.index, (0, ""))
+            if name == output_tool:
+                sink.text(delta.partial_json)
+            else:
+                sink.arguments(call, name, delta.partial_json)

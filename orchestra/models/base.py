@@ -110,3 +110,37 @@ class Model(Protocol):
     async def request(self, request: ModelRequest) -> ModelResponse:
         """Send one request and return the reply; raise ``ModelAPIError`` on failure."""
         ...
+
+
+class DeltaSink(Protocol):
+    """Where a streaming model reports its answer while it is written.
+
+    Called on the event loop's thread (an adapter that reads in a worker thread hops
+    back first) and never blocks: the sink only buffers. What it is told is for
+    people watching; the response the call returns is still the whole answer, the
+    same bytes as without streaming, and only that is journaled.
+    """
+
+    def text(self, delta: str) -> None:
+        """More of the answer's text."""
+        ...
+
+    def arguments(self, index: int, name: str, delta: str) -> None:
+        """More of tool call ``index``'s argument text (``name``: the tool, once known)."""
+        ...
+
+    def retry(self) -> None:
+        """The answer so far is abandoned (the adapter tries the call again)."""
+        ...
+
+
+@runtime_checkable
+class StreamingModel(Model, Protocol):
+    """A model that can also report its answer as it is written (see :class:`DeltaSink`).
+
+    ``request_stream`` returns what ``request`` would: streaming changes who sees the
+    answer early, never the answer."""
+
+    async def request_stream(self, request: ModelRequest, sink: DeltaSink) -> ModelResponse:
+        """Like ``request``, telling ``sink`` each piece of the answer as it arrives."""
+        ...

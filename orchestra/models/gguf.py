@@ -20,7 +20,8 @@ from typing import Any
 from orchestra._errors import ModelAPIError, UserError
 from orchestra.models._chat_format import ResponseFormatMode, ShapeError, chat_body, chat_response
 from orchestra.models._guard import check_allowed
-from orchestra.models.base import ModelRequest, ModelResponse
+from orchestra.models._stream import fold_chunks, report_chunk
+from orchestra.models.base import DeltaSink, ModelRequest, ModelResponse
 
 __all__ = ["GGUFModel"]
 
@@ -84,11 +85,27 @@ class GGUFModel:
 
     async def request(self, request: ModelRequest) -> ModelResponse:
         """Run one chat completion in a worker thread."""
+        return await self._request(request, None)
+
+    async def request_stream(self, request: ModelRequest, sink: DeltaSink) -> ModelResponse:
+        """``request``, streamed: llama.cpp hands each chunk to a callback in the worker
+        thread, which passes its pieces to ``sink`` on the event loop's thread. The
+        chunks fold into the body a plain call returns."""
+        return await self._request(request, sink)
+
+    async def _request(self, request: ModelRequest, sink: DeltaSink | None) -> ModelResponse:
         check_allowed(self.name)
         body = chat_body(request, mode=self._format_mode(request))
         if request.settings.max_tokens is None and self.max_tokens is not None:
             body["max_tokens"] = self.max_tokens
-        data = await asyncio.to_thread(self._complete, body)
+        if sink is None:
+            data = await asyncio.to_thread(self._complete, body)
+        else:
+            body |= {"stream": True, "stream_options": {"include_usage": True}}
+            loop = asyncio.get_running_loop()
+            data = await asyncio.to_thread(self._complete_streamed, body,
+                                           lambda chunk: loop.call_soon_threadsafe(
+                                               report_chunk, chunk, sink))
         try:
             return chat_response(data, model=self.name)
         except ShapeError as exc:
@@ -149,6 +166,33 @@ class GGUFModel:
             detail = error.get("message", error) if isinstance(error, Mapping) else error
             raise self._error(f"llama.cpp returned an error: {detail}")
         return data
+
+    def _complete_streamed(self, body: dict[str, Any],
+                           report: Callable[[dict[str, Any]], object]) -> Any:
+        """One streamed completion (in the worker thread), folded into a response body."""
+        chunks: list[dict[str, Any]] = []
+
+        def on_chunk(chunk: Any) -> bool:
+            if isinstance(chunk, Mapping) and "choices" in chunk:
+                chunks.append(dict(chunk))
+                report(dict(chunk))
+            elif isinstance(chunk, Mapping):
+                chunks.append({"error": dict(chunk)})
+            return False  # go on
+
+        server = self._load()
+        try:
+            server.handle_chat_completions(body, on_chunk)
+        except ValueError as exc:
+            raise self._error(f"the request was rejected: {exc}", status=400) from None
+        except RuntimeError as exc:
+            raise self._error(f"llama.cpp failed: {exc}") from None
+        errors = [c["error"] for c in chunks if "error" in c]
+        if errors:
+            error = errors[0].get("error", errors[0])
+            detail = error.get("message", error) if isinstance(error, Mapping) else error
+            raise self._error(f"llama.cpp returned an error: {detail}")
+        return fold_chunks(chunks)
 
     def _error(self, problem: str, status: int | None = None) -> ModelAPIError:
         return ModelAPIError(f"GGUF model '{self.path}': {problem}", model=self.name,

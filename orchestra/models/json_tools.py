@@ -26,10 +26,12 @@ from typing import Any
 from orchestra._types import Message
 from orchestra.models._schema import SchemaError, inline_refs
 from orchestra.models.base import (
+    DeltaSink,
     Model,
     ModelRequest,
     ModelResponse,
     OutputSchema,
+    StreamingModel,
     ToolCall,
     ToolSchema,
 )
@@ -161,6 +163,16 @@ class JSONToolModel:
         if not request.tools:
             return await self.inner.request(request)
         response = await self.inner.request(protocol_request(request))
+        return protocol_response(request, response)
+
+    async def request_stream(self, request: ModelRequest, sink: DeltaSink) -> ModelResponse:
+        """``request``, the inner model's answer streamed as it writes it (a tool turn's
+        pieces are the JSON object it writes, before it becomes a tool call)."""
+        if not isinstance(self.inner, StreamingModel):
+            return await self.request(request)
+        if not request.tools:
+            return await self.inner.request_stream(request, sink)
+        response = await self.inner.request_stream(protocol_request(request), sink)
         return protocol_response(request, response)
 
     async def aclose(self) -> None:

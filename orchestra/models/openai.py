@@ -28,8 +28,8 @@ from orchestra.models._http import (
     classify_sdk_error,
     load_key,
 )
-from orchestra.models._stream import StreamError, fold_chunks, sse_chunks
-from orchestra.models.base import ModelRequest, ModelResponse
+from orchestra.models._stream import StreamError, fold_chunks, report_chunk, sse_chunks
+from orchestra.models.base import DeltaSink, ModelRequest, ModelResponse
 
 if TYPE_CHECKING:
     import openai as openai_sdk
@@ -126,6 +126,7 @@ class OpenAIModel:
         self.max_retries = max_retries
         self.timeout = timeout
         self.stream = (not self.official) if stream is None else stream
+        self._may_stream = stream is not False  # request_stream streams unless told not to
         if concurrency is not None and concurrency < 1:
             raise UserError(f"concurrency={concurrency!r}: give a number of requests >= 1")
         self.concurrency = concurrency if concurrency is not None else (
@@ -150,8 +151,17 @@ class OpenAIModel:
 
     async def request(self, request: ModelRequest) -> ModelResponse:
         """Send one chat-completions call, retrying transient failures."""
+        return await self._request(request, None)
+
+    async def request_stream(self, request: ModelRequest, sink: DeltaSink) -> ModelResponse:
+        """``request``, streamed (unless made with ``stream=False``), each piece of the
+        answer told to ``sink`` as it arrives; a retry tells it ``retry()`` first."""
+        return await self._request(request, sink if self._may_stream else None)
+
+    async def _request(self, request: ModelRequest, sink: DeltaSink | None) -> ModelResponse:
         check_allowed(self.name)
         timeouts = [0]  # this call's timed-out attempts: each retry asks for less
+        tries = [0]
 
         def classify(exc: Exception) -> Failure | None:
             failure = self._classify(exc, request)
@@ -163,7 +173,8 @@ class OpenAIModel:
             mode = self._format_mode(request)
             try:
                 return await call_with_retries(
-                    functools.partial(self._shrunk_attempt, request, mode, timeouts), classify,
+                    functools.partial(self._shrunk_attempt, request, mode, timeouts, sink,
+                                      tries), classify,
                     max_retries=self.max_retries, backoff=self.backoff, model=self.name)
             except _FormatRejected:
                 self._degraded = _DEGRADE[mode]
@@ -198,12 +209,13 @@ class OpenAIModel:
         self._client, self._client_loop = client, loop
         return client
 
-    async def _attempt(self, request: ModelRequest, mode: ResponseFormatMode) -> ModelResponse:
+    async def _attempt(self, request: ModelRequest, mode: ResponseFormatMode,
+                       sink: DeltaSink | None) -> ModelResponse:
         body = chat_body(request, mode=mode, max_tokens_field=(
             "max_completion_tokens" if self.official else "max_tokens"), strict=self.official)
         try:
-            if self.stream:
-                data = await self._streamed(body, self._timeout(request))
+            if self.stream or sink is not None:
+                data = await self._streamed(body, self._timeout(request), sink)
             else:
                 completion = await (await self._sdk_client()).chat.completions.create(
                     model=self.model, timeout=self._timeout(request), **body)
@@ -219,11 +231,15 @@ class OpenAIModel:
             raise self._endpoint.bad_shape(str(exc)) from None
 
     async def _shrunk_attempt(self, request: ModelRequest, mode: ResponseFormatMode,
-                              timeouts: list[int]) -> ModelResponse:
+                              timeouts: list[int], sink: DeltaSink | None,
+                              tries: list[int]) -> ModelResponse:
+        if sink is not None and tries[0]:
+            sink.retry()
+        tries[0] += 1
         if self.concurrency is None:
-            return await self._attempt(_shrunk(request, timeouts[0]), mode)
+            return await self._attempt(_shrunk(request, timeouts[0]), mode, sink)
         async with self._slot():  # held per attempt: a backoff sleep frees it
-            return await self._attempt(_shrunk(request, timeouts[0]), mode)
+            return await self._attempt(_shrunk(request, timeouts[0]), mode, sink)
 
     def _slot(self) -> asyncio.Semaphore:
         """This event loop's gate of ``concurrency`` requests (a new loop gets its own)."""
@@ -232,9 +248,10 @@ class OpenAIModel:
             self._gate = (loop, asyncio.Semaphore(self.concurrency or 1))
         return self._gate[1]
 
-    async def _streamed(self, body: dict[str, Any], seconds: float) -> Any:
+    async def _streamed(self, body: dict[str, Any], seconds: float,
+                        sink: DeltaSink | None) -> Any:
         """One streamed call folded into a response body (a server that answers with
-        plain JSON despite ``stream`` is read as such)."""
+        plain JSON despite ``stream`` is read as such); ``sink`` hears each chunk."""
         client = await self._sdk_client()
         async with client.chat.completions.with_streaming_response.create(
                 model=self.model, timeout=seconds, stream=True,
@@ -242,7 +259,12 @@ class OpenAIModel:
             try:
                 if "text/event-stream" not in response.headers.get("content-type", ""):
                     return json.loads(await response.read())
-                return fold_chunks([c async for c in sse_chunks(response.iter_lines())])
+                chunks = []
+                async for chunk in sse_chunks(response.iter_lines()):
+                    chunks.append(chunk)
+                    if sink is not None:
+                        report_chunk(chunk, sink)
+                return fold_chunks(chunks)
             except Exception as exc:  # the SDK maps errors of the send, not of the body
                 names = {k.__name__ for k in type(exc).__mro__}
                 if "TimeoutException" in names:

@@ -34,7 +34,16 @@ from orchestra.models._replay_diff import (
     _shared_messages,
     _show,
 )
-from orchestra.models.base import FinishReason, Model, ModelRequest, ModelResponse, ToolCall, Usage
+from orchestra.models.base import (
+    DeltaSink,
+    FinishReason,
+    Model,
+    ModelRequest,
+    ModelResponse,
+    StreamingModel,
+    ToolCall,
+    Usage,
+)
 
 log = get_logger("orchestra.models")
 
@@ -213,7 +222,16 @@ class RecordingModel:
         return f"RecordingModel({self.inner!r}, '{self.path}')"
 
     async def request(self, request: ModelRequest) -> ModelResponse:
-        response = await self.inner.request(request)
+        return await self._record(request, await self.inner.request(request))
+
+    async def request_stream(self, request: ModelRequest, sink: DeltaSink) -> ModelResponse:
+        """``request``, streamed when the inner model streams (the same response is
+        recorded either way)."""
+        if not isinstance(self.inner, StreamingModel):
+            return await self.request(request)
+        return await self._record(request, await self.inner.request_stream(request, sink))
+
+    async def _record(self, request: ModelRequest, response: ModelResponse) -> ModelResponse:
         canonical = canonical_request(request)
         await asyncio.to_thread(_append_call, self.path, canonical, response)
         return response

@@ -1,18 +1,23 @@
 """Test doubles that ship with orchestra: scripted replies, no network.
 
 ``FunctionModel`` answers with a plain function of the request; ``ScriptedModel``
-pops replies from a queue, records every call and checks all were used.
+pops replies from a queue, records every call and checks all were used. Given
+``stream=Chunks(...)``, either one also streams its answer (to a sink passed to
+``request_stream``) a few characters at a time, as a provider would; without it,
+it tells the sink nothing.
 """
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import json
 from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from orchestra._errors import UserError
-from orchestra.models.base import ModelRequest, ModelResponse, ToolCall, Usage
+from orchestra.models.base import DeltaSink, ModelRequest, ModelResponse, ToolCall, Usage
 from orchestra.tokens import estimate_tokens
 
 Reply = ModelResponse | str
@@ -45,12 +50,59 @@ def _with_usage(request: ModelRequest, response: Reply, name: str) -> ModelRespo
                          model=response.model or name)
 
 
-class FunctionModel:
+@dataclass(frozen=True, slots=True)
+class Chunks:
+    """How a test double streams: ``size`` characters a piece, ``every`` seconds apart."""
+
+    size: int = 8
+    every: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.size < 1 or not self.every >= 0:
+            raise UserError(f"Chunks(size={self.size}, every={self.every}): give size >= 1 "
+                            "character and every >= 0 seconds")
+
+
+async def stream_reply(response: ModelResponse, sink: DeltaSink, chunks: Chunks) -> None:
+    """Tell ``sink`` ``response``'s text, then each tool call's arguments, in pieces."""
+    pieces: list[tuple[int | None, str, str]] = [
+        (None, "", response.text[i:i + chunks.size])
+        for i in range(0, len(response.text), chunks.size)]
+    for number, call in enumerate(response.tool_calls):
+        pieces += [(number, call.name, call.arguments[i:i + chunks.size])
+                   for i in range(0, len(call.arguments), chunks.size)]
+    for index, name, piece in pieces:
+        if chunks.every:
+            await asyncio.sleep(chunks.every)
+        if index is None:
+            sink.text(piece)
+        else:
+            sink.arguments(index, name, piece)
+
+
+class _Streams:
+    """``request_stream`` for a double whose ``request`` makes the whole reply."""
+
+    stream: Chunks | None
+
+    async def request(self, request: ModelRequest) -> ModelResponse:
+        raise NotImplementedError
+
+    async def request_stream(self, request: ModelRequest, sink: DeltaSink) -> ModelResponse:
+        response = await self.request(request)
+        if self.stream is not None:
+            await stream_reply(response, sink, self.stream)
+        return response
+
+
+class FunctionModel(_Streams):
     """A model whose replies come from ``fn(request)`` (sync or async)."""
 
-    def __init__(self, fn: ReplyFn, *, name: str = "function") -> None:
+    def __init__(self, fn: ReplyFn, *, name: str = "function",
+                 stream: Chunks | None = None) -> None:
         self.fn = fn
         self.name = name
+        self.stream = stream
         self.calls: list[ModelRequest] = []
 
     async def request(self, request: ModelRequest) -> ModelResponse:
@@ -61,12 +113,14 @@ class FunctionModel:
         return _with_usage(request, result, self.name)
 
 
-class ScriptedModel:
+class ScriptedModel(_Streams):
     """Pops one scripted reply per call; a reply may also be a function of the request."""
 
-    def __init__(self, replies: Iterable[Reply | ReplyFn], *, name: str = "scripted") -> None:
+    def __init__(self, replies: Iterable[Reply | ReplyFn], *, name: str = "scripted",
+                 stream: Chunks | None = None) -> None:
         self.replies: list[Reply | ReplyFn] = list(replies)
         self.name = name
+        self.stream = stream
         self.calls: list[ModelRequest] = []
 
     @property

@@ -17,7 +17,8 @@ from typing import Any
 
 from orchestra._errors import DeterminismError, OrchestraError
 from orchestra._types import Step, StepKind, Task
-from orchestra.models.base import Usage
+from orchestra.models.base import Model, ModelRequest, ModelResponse, Usage
+from orchestra.runtime.deltas import STREAMED, DeltaPace, ask, delta_writer
 from orchestra.store.protocol import Blackboard, Lease, StepResult, Writes
 
 
@@ -56,13 +57,15 @@ class Journal:
 
     def __init__(self, store: Blackboard, task: Task, lease: Lease, agent_id: str,
                  recorded: list[Step],
-                 on_commit: Callable[[Writes | None], None] | None = None) -> None:
+                 on_commit: Callable[[Writes | None], None] | None = None, *,
+                 streams: bool = False, pace: DeltaPace = STREAMED) -> None:
         self.store = store
         self.task = task
         self.lease = lease
         self.agent_id = agent_id
         self.recorded = {s.step: s for s in recorded}
         self.on_commit = on_commit
+        self.streams, self.pace = streams, pace
         self._next = 1
         self.replayed = 0
         self.executed = 0
@@ -93,6 +96,13 @@ class Journal:
             raise RecordedStepError(f"task {self.task.id} step {n} ({kind} {name}) failed "
                                     f"before: {rec.error}")
         return None  # started but never finished: it was in flight, run it again
+
+    async def ask(self, model: Model, request: ModelRequest, n: int) -> ModelResponse:
+        """Model step ``n``'s reply; with ``streams`` (the model is a ``StreamingModel``)
+        the answer reaches the run's event log while it is written (``runtime.deltas``)."""
+        return await ask(model, request, delta_writer(
+            self.store, self.task, self.agent_id, n, self.recorded.get(n), self.pace)
+            if self.streams else None)
 
     async def _start(self, n: int, kind: StepKind, name: str, digest: str, *,
                      wait: bool) -> None:

@@ -16,7 +16,7 @@ from orchestra._errors import ModelBehaviorError, ModelRetry, UsageLimitExceeded
 from orchestra._log import get_logger
 from orchestra._types import Message, Task, ToolCallRecord
 from orchestra.compaction import SummaryRequest, View
-from orchestra.models.base import Model, ModelRequest, ModelSettings, ToolCall
+from orchestra.models.base import Model, ModelRequest, ModelSettings, StreamingModel, ToolCall
 from orchestra.models.prices import Pricer
 from orchestra.roles import Role
 from orchestra.runtime import keys
@@ -117,7 +117,7 @@ class TaskRunner:
         recorded = (await self.store.get_steps(self.task.id, self.task.retries)
                     if self.task.attempt > 1 else [])
         journal = Journal(self.store, self.task, self.lease, self.agent.agent_id, recorded,
-                          on_commit=self._on_commit)
+                          on_commit=self._on_commit, streams=isinstance(self.model, StreamingModel))
         pinned = Message("user", self.role.task_message(self.task.input), name="task",
                          task_id=self.task.id)  # name="task": replay keys can be task-local
         return Turns(journal=journal, task_id=self.task.id,
@@ -169,7 +169,7 @@ class TaskRunner:
                 agent=self.agent.agent_id, agent_cost_cap=type(self.role).max_cost_per_agent)
 
         async def call() -> Outcome:
-            resp = await model.request(request)
+            resp = await st.journal.ask(model, request, n)  # streamed: deltas on the log
             usage = resp.usage if pricer is None else pricer.priced(model.name, resp.usage)
             return reply_outcome(resp, flushed, usage)
 
@@ -391,9 +391,8 @@ class TaskRunner:
 
 async def run_task(**kwargs: Any) -> TaskOutcome:
     """Run one task; ``ApprovalWait`` becomes a ``waiting`` outcome."""
-    runner = TaskRunner(**kwargs)
     try:
-        return await runner.run()
+        return await TaskRunner(**kwargs).run()
     except ApprovalWait as wait:
         return TaskOutcome("waiting", extra={"approval": wait.approval_id, "tool": wait.tool})
     except UsageLimitExceeded as exc:

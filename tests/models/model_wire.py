@@ -30,6 +30,9 @@ class Reply:
     events: list[tuple[float, Any]] | None = None
     """A streamed reply instead: (seconds to wait, chunk) pairs sent as server-sent
     events (``data: <json>``), then ``data: [DONE]``."""
+    named: bool = False
+    """Stream as Anthropic does: each event named by its chunk's ``type``
+    (``event: <type>``), and no ``[DONE]``."""
 
 
 @dataclass
@@ -96,10 +99,12 @@ class WireServer:
                     self.send_header("content-type", "text/event-stream")
                     self.send_header("connection", "close")
                     self.end_headers()
-                    for wait, chunk in [*(reply.events or []), (0.0, "[DONE]")]:
+                    done = [] if reply.named else [(0.0, "[DONE]")]
+                    for wait, chunk in [*(reply.events or []), *done]:
                         time.sleep(wait)
                         text = chunk if isinstance(chunk, str) else json.dumps(chunk)
-                        self.wfile.write(f"data: {text}\n\n".encode())
+                        name = f"event: {chunk['type']}\n" if reply.named else ""
+                        self.wfile.write(f"{name}data: {text}\n\n".encode())
                         self.wfile.flush()
                 except (BrokenPipeError, ConnectionResetError):
                     pass
