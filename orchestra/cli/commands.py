@@ -114,7 +114,8 @@ async def _drive(args: argparse.Namespace, store: Blackboard, coord: Coordinator
                  run: Run, *, resume: bool) -> int:
     args._run_id = run.id
     progress = Progress(store, run.id, json_mode=args.json, tty=sys.stdout.isatty(),
-                        after=run.last_seq if resume else 0, db=store_url.label(args.db))
+                        after=run.last_seq if resume else 0, db=store_url.label(args.db),
+                        live=not args.quiet, tokens=not args.no_tokens)
     watcher = asyncio.create_task(progress.watch())
     try:
         final = await (coord.resume(run.id) if resume else coord.drive(run.id))

@@ -18,9 +18,11 @@ from orchestra._ids import resolve_prefix
 from orchestra._types import DEFAULT_CONCURRENCY, AgentId, Event, Run
 from orchestra.cli.board_text import _handoff_text, _plan_text, shorten
 from orchestra.cli.cost_text import resume_hint, usage_line, usd
+from orchestra.cli.live_text import delta_piece
 from orchestra.coordinator.coordinator import INTERRUPTED_EVENT
 from orchestra.coordinator.serving import served_now
 from orchestra.coordinator.usage_report import run_usage
+from orchestra.runtime.deltas import DELTA_EVENT
 from orchestra.store import Blackboard
 from orchestra.store.url import label
 
@@ -76,7 +78,12 @@ def run_dict(run: Run) -> dict[str, Any]:
 
 def event_line(e: Event) -> str:
     data = e.data if isinstance(e.data, dict) else {"data": e.data}
-    detail = " ".join(f"{k}={v}" for k, v in data.items() if v not in (None, "", [], {}))
+    if e.kind == DELTA_EVENT:  # the text itself, quoted (newlines shown as \n)
+        piece = delta_piece(data, None)[0]
+        detail = (f"{data.get('role')} step={data.get('step')} attempt={data.get('attempt')}"
+                  f"{' reissue' if data.get('reissue') else ''} {piece!r}")
+    else:
+        detail = " ".join(f"{k}={v}" for k, v in data.items() if v not in (None, "", [], {}))
     return f"{e.seq:>6}  {time.strftime('%H:%M:%S', time.localtime(e.at))}  {e.kind:<18} " \
            f"{detail[:160]}"
 
@@ -250,7 +257,8 @@ async def _events(args: argparse.Namespace, store: Blackboard) -> None:
         watch = asyncio.create_task(_say_when_orphaned(store, args.run, args.db))
         try:
             async for e in store.follow(args.run, starting_after=args.after):
-                emit(args, dataclasses.asdict(e), event_line(e))
+                if e.kind != DELTA_EVENT or not args.no_tokens:
+                    emit(args, dataclasses.asdict(e), event_line(e))
                 if e.kind in ("run.completed", "run.failed", "run.cancelled"):
                     return
         finally:
@@ -260,7 +268,8 @@ async def _events(args: argparse.Namespace, store: Blackboard) -> None:
     while True:
         batch = await store.events(args.run, starting_after=after, limit=500)
         for e in batch:
-            emit(args, dataclasses.asdict(e), event_line(e))
+            if e.kind != DELTA_EVENT or not args.no_tokens:
+                emit(args, dataclasses.asdict(e), event_line(e))
         if len(batch) < 500:
             return
         after = batch[-1].seq

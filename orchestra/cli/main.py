@@ -19,7 +19,7 @@ from orchestra._errors import (
     UserError,
 )
 from orchestra._install import DISTRIBUTION
-from orchestra._types import DEFAULT_CONCURRENCY, DEFAULT_ROLE_CONCURRENCY, RUN_STATUSES
+from orchestra._types import RUN_STATUSES
 from orchestra.cli.exit_codes import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
@@ -28,6 +28,7 @@ from orchestra.cli.exit_codes import (
     EXIT_STORE,
     EXIT_USAGE,
 )
+from orchestra.cli.flags import model_flags as _model_flags
 
 EPILOG = """\
 exit codes:
@@ -116,28 +117,6 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
 
-def _model_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", action="append", default=[], metavar="SPEC|ROLE=SPEC",
-                   help="model for all roles (openai:gpt-4.1-mini, anthropic:..., ollama:..., "
-                        "openai-compatible:URL#MODEL, gguf:PATH) or for one role (coder=...); "
-                        "repeatable. Default: $ORCHESTRA_MODEL")
-    p.add_argument("--concurrency", type=int, default=DEFAULT_CONCURRENCY,
-                   help=f"tasks run at once (default {DEFAULT_CONCURRENCY}; each role also "
-                        f"has its own limit, default {DEFAULT_ROLE_CONCURRENCY})")
-    p.add_argument("--max-tokens", type=int, default=None,
-                   help="stop the run (resumably) after this many tokens")
-    p.add_argument("--max-cost", type=float, default=None, metavar="USD",
-                   help="pause the run (resumably) before a model call that could take its "
-                        "cost past this many US dollars")
-    p.add_argument("--price", action="append", default=[], metavar="MODEL=IN/OUT[/CACHED]",
-                   help="a model's price in USD per million tokens (input/output[/cached "
-                        "input[/cache write]]), over the genai-prices table; repeatable. "
-                        "Also $ORCHESTRA_PRICES, entries separated by ';'")
-    p.add_argument("--lease", type=float, default=30.0, metavar="SECONDS",
-                   help="task lease (default 30): a dead worker's tasks are taken over by "
-                        "another serving process within this plus a third of it")
-
-
 def _version() -> str:
     """Read from the installed metadata: importing the package would slow down `--help`."""
     from importlib.metadata import PackageNotFoundError, version
@@ -172,13 +151,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("demo", help="run the stock pipeline offline on a bundled spec")
     _common(p)
-    _model_flags(p)
+    _model_flags(p, live=True)
     p.add_argument("--workspace", default="orchestra-demo",
                    help="directory the agents write to (default ./orchestra-demo; must be empty)")
 
     p = sub.add_parser("run", help="start a run of a pipeline")
     _common(p)
-    _model_flags(p)
+    _model_flags(p, live=True)
     p.add_argument("--spec", help="spec file for the stock software pipeline")
     p.add_argument("--workspace", help="directory the stock pipeline writes to")
     p.add_argument("--max-rounds", type=int, default=2, help="review rounds per module")
@@ -196,12 +175,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("resume", help="continue a run after a crash, Ctrl-C, or approval")
     _common(p)
-    _model_flags(p)
+    _model_flags(p, live=True)
     p.add_argument("run", help="run id")
 
     p = sub.add_parser("fork", help="a new run as RUN was right after event SEQ, then run it")
     _common(p)
-    _model_flags(p)
+    _model_flags(p, live=True)
     p.add_argument("run", help="run id")
     p.add_argument("--at", type=int, required=True, metavar="SEQ",
                    help="event seq to fork after (see `orchestra events RUN`)")
@@ -237,6 +216,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run")
     p.add_argument("--after", type=int, default=0, metavar="SEQ", help="events after this seq")
     p.add_argument("--follow", action="store_true", help="keep printing new events")
+    p.add_argument("--no-tokens", action="store_true", help="without the models' text deltas")
 
     p = sub.add_parser("board", help="a run's plans, handoffs and notes")
     _common(p)

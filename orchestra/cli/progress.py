@@ -1,7 +1,8 @@
 """Live progress of a run, read from its event log (so it works for any process).
 
 On a terminal: a small redrawn panel (each agent: what it is doing, steps,
-tokens; the latest events). Otherwise: one plain line per event.
+tokens; what each active one is writing, one line each; the latest events).
+Otherwise: one plain line per event, and what the agents write as ``role | line``.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import shutil
 import sys
 import time
 from collections.abc import Callable, Collection
@@ -17,6 +19,8 @@ from dataclasses import dataclass
 from orchestra._types import Event, Run
 from orchestra.cli.cost_text import resume_hint, unpriced_line, usage_line
 from orchestra.cli.inspect_cmds import _role_limits, concurrency_waits, event_line, show_data
+from orchestra.cli.live_text import LiveText
+from orchestra.runtime.deltas import DELTA_EVENT
 from orchestra.store import Blackboard
 
 QUIET_KINDS = frozenset({"step.started", "task.claimed"})
@@ -41,7 +45,8 @@ def step_done(kind: object, name: object) -> str:
 class Progress:
     def __init__(self, store: Blackboard, run_id: str, *, json_mode: bool,
                  tty: bool, after: int = 0, db: str = "orchestra.db",
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, live: bool = True,
+                 tokens: bool = True) -> None:
         self.after = after
         self.db = db  # every printed hint names the store, so pasting it works
         self.store, self.run_id = store, run_id
@@ -57,19 +62,29 @@ class Progress:
         self._clock = clock
         self._seen: list[str] = []  # the latest waits, and since when they are the same
         self._seen_since = 0.0
+        self.live = live  # False (-q): nothing while the run goes, the summary at its end
+        self.text = LiveText() if tokens else None  # what each agent is writing
 
     async def watch(self) -> None:
         last = 0
+        if self.json_mode or not self.live:
+            return
         with contextlib.suppress(asyncio.CancelledError):
             async for event in self.store.follow(self.run_id, starting_after=self.after):
                 last = event.seq
-                self._apply(event)
-                if self.json_mode:
-                    continue
-                await self._check_waits()
+                written = self.text.apply(event) if self.text is not None else []
+                if event.kind == DELTA_EVENT:
+                    if self.text is None:
+                        continue
+                else:
+                    self._apply(event)
+                    await self._check_waits()
                 if self.tty:
                     self._redraw()
-                elif event.kind not in QUIET_KINDS:
+                    continue
+                for line in written:
+                    print(line, flush=True)
+                if event.kind not in QUIET_KINDS and event.kind != DELTA_EVENT:
                     print(event_line(event), flush=True)
         del last
 
@@ -122,6 +137,9 @@ class Progress:
         lines = [f"run {self.run_id}  {time.monotonic() - self.started:6.1f}s"]
         for role, a in sorted(self.agents.items()):
             lines.append(f"  {role:<12} {a.doing:<32} steps={a.steps:<4} tokens={a.tokens}")
+        width = shutil.get_terminal_size((120, 24)).columns - 18
+        for role, text in (self.text.active() if self.text is not None else {}).items():
+            lines.append(f"  {role:<12} | {text[-max(width, 20):]}")
         lines += [f"  waiting on a concurrency limit: {w}"[:150] for w in self.waits]
         lines.append("  latest events:")
         lines += ["   " + r[:110] for r in reversed(self.recent)]

@@ -1,0 +1,90 @@
+"""What each agent is writing, read from the run's ``model.delta`` events.
+
+``LiveText`` follows each role's current model call: its text (and its tool calls'
+arguments, shown as ``tool(arguments``), the last of it kept for a redrawn terminal
+line, and its finished lines handed out for a plain log (``role | line``). A call's
+text ends when its step completes, or when a new call of the same task and step
+begins instead (a process died mid-answer, or the adapter tried again): that text
+is marked interrupted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from orchestra._types import Event
+from orchestra.runtime.deltas import DELTA_EVENT
+
+_TAIL = 4000  # characters of a call kept for its terminal line
+
+
+@dataclass
+class _Call:
+    key: tuple[object, ...]
+    """task, retry, step, attempt, try"""
+    tail: str = ""
+    line: str = ""
+    """The current line, not printed yet (plain mode)."""
+    tool: int | None = None
+    """The tool call whose arguments came last."""
+    done: bool = False
+
+
+def delta_piece(data: dict[str, object], tool: int | None) -> tuple[str, int | None]:
+    """The text one delta event adds, with ``name(`` before a new tool call's arguments;
+    and the tool call it ends in."""
+    parts = [str(data.get("text") or "")]
+    for call in data.get("calls") or ():  # type: ignore[attr-defined]
+        index, name, arguments = call
+        if index != tool:
+            parts.append(f"\n{name}(")
+            tool = index
+        parts.append(str(arguments))
+    return "".join(parts), tool
+
+
+class LiveText:
+    """The live text of each role (one current model call per role)."""
+
+    def __init__(self) -> None:
+        self.calls: dict[str, _Call] = {}
+
+    def apply(self, e: Event) -> list[str]:
+        """Take one event; returns the finished lines to print in a plain log."""
+        data = e.data if isinstance(e.data, dict) else {}
+        if e.kind == "step.completed":
+            return self._complete(data)
+        if e.kind != DELTA_EVENT:
+            return []
+        role = str(data.get("role", "?"))
+        key = (data.get("task"), data.get("retry"), data.get("step"), data.get("attempt"),
+               data.get("try", 1))
+        out: list[str] = []
+        call = self.calls.get(role)
+        if call is None or call.key != key:
+            if call is not None and not call.done:
+                if call.line:
+                    out.append(f"{role} | {call.line}")
+                if call.key[:3] == key[:3]:  # the same step again: this one never finished
+                    out.append(f"{role} | [attempt {call.key[3]} interrupted: the call "
+                               f"was made again]")
+            call = self.calls[role] = _Call(key)
+        piece, call.tool = delta_piece(data, call.tool)
+        call.tail = (call.tail + piece)[-_TAIL:]
+        *finished, call.line = (call.line + piece).split("\n")
+        out += [f"{role} | {line}" for line in finished]
+        return out
+
+    def _complete(self, data: dict[str, object]) -> list[str]:
+        for role, call in self.calls.items():
+            if not call.done and call.key[0] == data.get("task") and \
+                    call.key[2] == data.get("step"):
+                call.done = True
+                line, call.line = call.line, ""
+                return [f"{role} | {line}"] if line else []
+        return []
+
+    def active(self) -> dict[str, str]:
+        """Each role still writing, and the end of what it wrote, on one line."""
+        return {role: call.tail.replace("\n", " ⏎ ") for role, call in sorted(self.calls.items())
+                if not call.done}

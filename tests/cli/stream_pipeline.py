@@ -1,0 +1,43 @@
+"""A two-role pipeline whose models stream slowly: ``tests.cli.stream_pipeline:build``.
+
+``writer`` and ``critic`` each answer with a few lines of text, streamed ``size``
+characters every ``every`` seconds (run input), both at once (two start tasks)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from orchestra import FunctionModel, ModelRequest, NewTask, Pipeline, Role
+from orchestra.models import Chunks
+
+
+class Writer(Role):
+    """[writer] You write a short poem."""
+
+    name = "writer"
+
+
+class Critic(Role):
+    """[critic] You write a short review."""
+
+    name = "critic"
+
+
+def answer(role: str, lines: int) -> str:
+    return "\n".join(f"{role} line {i}: " + "words " * 6 for i in range(1, lines + 1))
+
+
+def build(run_input: Any) -> Pipeline:
+    inp = run_input if isinstance(run_input, dict) else {}
+    lines = int(inp.get("lines", 4))
+
+    def script(request: ModelRequest) -> str:
+        return answer("writer" if "[writer]" in request.messages[0].content else "critic",
+                      lines)
+
+    return Pipeline("stream-demo", roles=[Writer(), Critic()],
+                    start=lambda i: [NewTask("writer", i, max_attempts=1),
+                                     NewTask("critic", i, max_attempts=1)],
+                    model=FunctionModel(script, name="stream-demo", stream=Chunks(
+                        size=int(inp.get("size", 6)), every=float(inp.get("every", 0.02)))),
+                    ref="tests.cli.stream_pipeline:build")
