@@ -63,13 +63,15 @@ class AsyncRuns(RunsApi[Awaitable[Any]]):
     async def stream(self, run_id: str, *, starting_after: int = 0,
                      include_pings: bool = False, reconnect: bool = True,
                      max_retry_wait: float = 5.0,
-                     give_up_after: float | None = 300.0) -> AsyncIterator[StreamEvent]:
+                     give_up_after: float | None = 300.0,
+                     tokens: bool = True) -> AsyncIterator[StreamEvent]:
         """The run's events after ``starting_after`` until its terminal event, across
-        dropped connections and server restarts (see ``Client.runs.stream``)."""
+        dropped connections and server restarts (see ``Client.runs.stream``, and
+        ``tokens`` there)."""
         state = Reconnect(run_id, starting_after, max_retry_wait, give_up_after)
         while True:
             try:
-                async for event in self._connect(run_id, state.cursor, include_pings):
+                async for event in self._connect(run_id, state.cursor, include_pings, tokens):
                     state.delivered(event)
                     yield event
                 if state.finished:
@@ -79,11 +81,11 @@ class AsyncRuns(RunsApi[Awaitable[Any]]):
                 wait = state.after_error(exc, reconnect)
             await asyncio.sleep(wait)
 
-    async def _connect(self, run_id: str, cursor: int,
-                       include_pings: bool) -> AsyncIterator[StreamEvent]:
+    async def _connect(self, run_id: str, cursor: int, include_pings: bool,
+                       tokens: bool) -> AsyncIterator[StreamEvent]:
         async with aconnect_sse(self._c.http, "GET", f"/v1/runs/{run_id}/stream",
                                 timeout=self._c.stream_timeout,
-                                **stream_request(cursor, include_pings)) as source:
+                                **stream_request(cursor, include_pings, tokens)) as source:
             if not source.response.is_success:
                 await source.response.aread()
                 raise_for(source.response)

@@ -75,19 +75,21 @@ class Runs(RunsApi[Any]):
 
     def stream(self, run_id: str, *, starting_after: int = 0, include_pings: bool = False,
                reconnect: bool = True, max_retry_wait: float = 5.0,
-               give_up_after: float | None = 300.0) -> Iterator[StreamEvent]:
+               give_up_after: float | None = 300.0, tokens: bool = True
+               ) -> Iterator[StreamEvent]:
         """The run's events after ``starting_after`` until its terminal event.
 
         A dropped connection or a server restart is retried (backoff up to
         ``max_retry_wait`` seconds, for at most ``give_up_after`` seconds without
         progress) with ``Last-Event-ID`` set to the last event delivered, so nothing
         is skipped or repeated. Errors the server answers (404, 401, ...) raise
-        ``ApiError`` at once.
+        ``ApiError`` at once. ``tokens=False``: without the models' text deltas
+        (``model.delta`` events).
         """
         state = Reconnect(run_id, starting_after, max_retry_wait, give_up_after)
         while True:
             try:
-                for event in self._connect(run_id, state.cursor, include_pings):
+                for event in self._connect(run_id, state.cursor, include_pings, tokens):
                     state.delivered(event)
                     yield event
                 if state.finished:
@@ -98,10 +100,11 @@ class Runs(RunsApi[Any]):
                 wait = state.after_error(exc, reconnect)
             time.sleep(wait)
 
-    def _connect(self, run_id: str, cursor: int, include_pings: bool) -> Iterator[StreamEvent]:
+    def _connect(self, run_id: str, cursor: int, include_pings: bool,
+                 tokens: bool) -> Iterator[StreamEvent]:
         with connect_sse(self._c.http, "GET", f"/v1/runs/{run_id}/stream",
                          timeout=self._c.stream_timeout,
-                         **stream_request(cursor, include_pings)) as source:
+                         **stream_request(cursor, include_pings, tokens)) as source:
             if not source.response.is_success:
                 source.response.read()
                 raise_for(source.response)

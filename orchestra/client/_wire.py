@@ -117,10 +117,11 @@ class ApprovalsApi(Generic[Answer]):
         return self._send("POST", f"/v1/approvals/{approval_id}", {"json": body})
 
 
-def stream_request(cursor: int, include_pings: bool) -> dict[str, Any]:
+def stream_request(cursor: int, include_pings: bool, tokens: bool = True) -> dict[str, Any]:
     """The keyword arguments of one (re)connection from ``cursor``."""
-    return {"headers": {"Last-Event-ID": str(cursor)},
-            "params": {"include_pings": "true"} if include_pings else {}}
+    params = ({"include_pings": "true"} if include_pings else {}) | (
+        {} if tokens else {"tokens": "0"})
+    return {"headers": {"Last-Event-ID": str(cursor)}, "params": params}
 
 
 def to_event(run_id: str, sse: ServerSentEvent) -> StreamEvent | None:

@@ -135,10 +135,11 @@ async def get_run(run_id: str, svc: Svc) -> JSONResponse:
                      "content": {"text/event-stream": {}}}})
 async def stream(run_id: str, svc: Svc,
                  starting_after: Annotated[int, Query(ge=0)] = 0,
-                 include_pings: bool = False,
+                 include_pings: bool = False, tokens: bool = True,
                  last_event_id: Annotated[str | None, Header()] = None) -> StreamingResponse:
     """The run's events after a cursor: stored ones first, then live ones as they
-    commit, until the run's terminal event. Reconnect with ``Last-Event-ID``."""
+    commit, until the run's terminal event. Reconnect with ``Last-Event-ID``.
+    ``tokens=0``: without the models' text deltas (``model.delta``)."""
     cursor = starting_after
     if last_event_id is not None:  # a reconnect: the browser keeps the first URL's query
         if not last_event_id.strip().isdigit():
@@ -147,7 +148,7 @@ async def stream(run_id: str, svc: Svc,
         cursor = int(last_event_id)
     await svc.store.get_run(run_id)  # 404 before the stream starts
     options = StreamOptions(svc.settings.ping_interval, include_pings,
-                            svc.settings.liveness_interval)
+                            svc.settings.liveness_interval, tokens)
     events = EventStream(svc.store, svc.feeds, svc.pool.unserved, run_id, cursor, options)
     return StreamingResponse(events.frames(), media_type="text/event-stream",
                              headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})

@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 
 from orchestra._types import TERMINAL_RUN_STATUSES, run_finished_after
+from orchestra.runtime.deltas import DELTA_EVENT
 from orchestra.server.feeds import Feeds, Frame, Subscriber, backlog
 from orchestra.store.protocol import Blackboard
 
@@ -32,6 +33,9 @@ class StreamOptions:
     """Keepalives as ``event: ping`` (visible to EventSource) instead of ``: ping`` comments."""
     liveness_interval: float = 5.0
     """How often a quiet stream checks that someone still serves its run."""
+    tokens: bool = True
+    """The models' text deltas (``model.delta``) too; else they are skipped (the cursor
+    still moves past them)."""
 
 
 class EventStream:
@@ -48,6 +52,8 @@ class EventStream:
         if frame.seq <= self.cursor:
             return None
         self.cursor = frame.seq
+        if frame.kind == DELTA_EVENT and not self._opt.tokens:
+            return None
         self._done = run_finished_after(frame.kind, self._done)
         return frame.text
 
