@@ -9,7 +9,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.board.board_api import detail, messages, start, wait_status
+import httpx
+
+from tests.board.board_api import AUTH, detail, messages, start, wait_status
 from tests.board.board_browser import Watched, browser, open_page  # noqa: F401 (fixture)
 from tests.board.conftest import TOKEN
 from tests.server.server_helpers import Server, effects, wait_for
@@ -169,4 +171,28 @@ def test_a_1000_turn_run_renders_in_under_a_second(browser: Any, server: Server,
     assert w.page.locator("#events li").count() == 200  # a page, not the whole log
     w.page.click("#older")
     wait_for(lambda: w.page.locator("#events li").count() == 400, what="earlier events")
+    assert w.errors == []
+
+
+def test_an_agent_lane_shows_its_text_before_the_step_completes(
+        browser: Any, server: Server) -> None:  # noqa: F811
+    r = httpx.post(f"{server.url}/v1/runs", headers=AUTH, json={
+        "pipeline": "tests.cli.stream_pipeline:build",
+        "input": {"lines": 6, "size": 4, "every": 0.04}})
+    run_id = r.json()["run_id"]
+    w = _page(browser, server)
+    w.page.goto(f"/runs/{run_id}")
+    lane = "pre.writing[data-role='writer']"
+    w.page.wait_for_function(
+        f"() => (document.querySelector(\"{lane}\")?.textContent || '').includes('line 2')",
+        timeout=60_000)
+    # in the page's own view: text in the lane, and its step not completed yet
+    seen = w.page.evaluate(f"""() => [document.querySelector("{lane}").textContent,
+        document.querySelectorAll("#events li[data-kind='step.completed']").length]""")
+    assert seen[0].startswith("writer line 1: words") and seen[1] == 0, seen
+    w.page.wait_for_selector(FINISHED, timeout=60_000)
+    answer = [m for m in messages(server.url, run_id, "writer") if m["role"] == "assistant"]
+    w.page.wait_for_selector(f"{lane}.done")
+    assert w.page.inner_text(lane) == answer[-1]["content"]
+    assert w.page.locator("#events li[data-kind='model.delta']").count() == 0  # not listed
     assert w.errors == []

@@ -2,7 +2,8 @@
 // The run page reads the run's SSE stream (GET /v1/runs/{id}/stream) with fetch, so
 // every event kind arrives and a reconnect resumes after the last seq shown
 // (Last-Event-ID): no gap, no duplicate line. Other parts are re-rendered by the
-// server (GET /runs/{id}/live) shortly after events arrive.
+// server (GET /runs/{id}/live) shortly after events arrive. What a model writes
+// (model.delta events) goes to its agent's lane as it arrives, not to the list.
 
 const $ = (sel, el = document) => el.querySelector(sel);
 const TERMINAL = new Set(["run.completed", "run.failed", "run.cancelled", "run.paused"]);
@@ -43,6 +44,56 @@ function eventLine(ev) {
     li.append(span);
   }
   return li;
+}
+
+// What each role is writing: its current model call's text, from model.delta events.
+// A call ends when its step completes, or is cut off when the same step is asked again
+// (the process died mid-answer, or the adapter tried again).
+const DELTA = "model.delta";
+
+function writingOf(writing, ev) {
+  const d = ev.data || {};
+  if (ev.kind === "step.completed") {
+    let ended = false;
+    for (const w of Object.values(writing)) {
+      if (!w.done && w.task === d.task && w.step === d.step) w.done = ended = true;
+    }
+    return ended;
+  }
+  if (ev.kind !== DELTA) return false;
+  const key = [d.task, d.retry, d.step, d.attempt, d.try || 1].join("/");
+  let w = writing[d.role];
+  if (!w || w.key !== key) {
+    const cut = w && !w.done && w.task === d.task && w.step === d.step ?
+      `attempt ${w.attempt} was interrupted; asked again:\n` : "";
+    w = writing[d.role] = { key, task: d.task, step: d.step, attempt: d.attempt, text: "",
+      cut, tool: null, done: false };
+  }
+  w.text += d.text || "";
+  for (const [index, name, args] of d.calls || []) {
+    if (index !== w.tool) { w.text += `\n${name}(`; w.tool = index; }
+    w.text += args;
+  }
+  if (w.text.length > 4000) w.text = w.text.slice(-4000);
+  return true;
+}
+
+function paintWriting(writing) {
+  for (const pre of document.querySelectorAll("pre.writing[data-role]")) {
+    const w = writing[pre.dataset.role];
+    if (!w) continue;
+    pre.hidden = false;
+    pre.classList.toggle("done", w.done);
+    const inner = document.createElement("span");
+    if (w.cut) {
+      const cut = document.createElement("span");
+      cut.className = "cut";
+      cut.textContent = w.cut;
+      inner.append(cut);
+    }
+    inner.append(document.createTextNode(w.text));
+    pre.replaceChildren(inner);
+  }
 }
 
 function setState(text, cls) {
@@ -113,6 +164,7 @@ function runPage() {
       const part = document.getElementById("part-" + name);
       if (part && !busy(part) && part.innerHTML !== parts[name]) part.innerHTML = parts[name];
     }
+    paintWriting(writing); // the lanes were drawn anew: their text again
   }
 
   function scheduleRefresh(now) {
@@ -121,16 +173,21 @@ function runPage() {
   }
 
   let pending = document.createDocumentFragment();
+  const writing = {}; // role -> its current model call's text
+  let written = false;
 
   function add(ev) {
     if (ev.seq_id <= last) return; // already shown (a resumed stream never repeats, but be sure)
     last = ev.seq_id;
+    written = writingOf(writing, ev) || written;
+    if (ev.kind === DELTA) return; // in the lane, not the list
     pending.append(eventLine(ev));
     if (TERMINAL.has(ev.kind)) finished = true;
   }
 
   function flush() {
     // one layout per network chunk, not one per event: a long backlog renders at once
+    if (written) { written = false; paintWriting(writing); }
     if (!pending.childNodes.length) return;
     const stick = box.scrollHeight - box.scrollTop - box.clientHeight < 40;
     list.append(pending);
@@ -179,7 +236,7 @@ function runPage() {
       if (!resp.ok) return;
       const events = await resp.json();
       const frag = document.createDocumentFragment();
-      for (const ev of events) frag.append(eventLine(ev));
+      for (const ev of events) if (ev.kind !== DELTA) frag.append(eventLine(ev));
       list.prepend(frag);
       older.dataset.before = String(after + 1);
       if (after === 0) older.remove();

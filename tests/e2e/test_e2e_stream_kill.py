@@ -1,0 +1,74 @@
+"""kill -9 a run while its agents are writing, resume it in a new process: the text
+written before the kill stays in the log, its attempt is marked interrupted (the next
+attempt's first delta says ``reissue``; readers show the cut), the re-issued call
+streams as a new attempt and completes, and tokens are counted once."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from e2e_helpers import StoreWatch, cli, event_seqs_gap_free, events, kill_group, logs, spawn
+
+from orchestra._types import Event
+from orchestra.cli.live_text import LiveText
+
+pytestmark = pytest.mark.slow
+PIPELINE = "tests.cli.stream_pipeline:build"
+SLOW = {"lines": 5, "size": 4, "every": 0.04}  # ~65 pieces a call: ~2.6 s
+
+
+def test_kill_mid_stream_then_resume(tmp_path: Path) -> None:
+    db, log = tmp_path / "o.db", tmp_path / "run"
+    proc = spawn("run", "--pipeline", PIPELINE, "--input", json.dumps(SLOW), "--db", db,
+                 log=log)
+    try:
+        with StoreWatch(db) as watch:
+            (run_id,) = watch.wait(
+                "SELECT run_id FROM events WHERE kind = 'model.delta' AND "
+                "json_extract(data, '$.role') = 'writer' GROUP BY run_id HAVING count(*) >= 3",
+                what="the writer's third delta", proc=proc)[0]
+            kill_group(proc)
+    finally:
+        if proc.poll() is None:
+            kill_group(proc)
+    assert proc.returncode == -9, logs(log)
+    before = events(db, run_id)
+    assert not any(k == "step.completed" for _, k, _ in before)  # killed mid-answer
+
+    resumed = cli("resume", run_id, "--db", db)
+    assert resumed.code == 0, resumed
+    event_seqs_gap_free(db, run_id)
+    after = events(db, run_id)
+    assert after[:len(before)] == before  # what was written before the kill stays
+
+    shown = json.loads(cli("show", run_id, "--db", db, "--json").stdout)
+    for role in ("writer", "critic"):
+        deltas = [d for _, k, d in after if k == "model.delta" and d["role"] == role]
+        attempts = sorted({d["attempt"] for d in deltas})
+        final = [d for d in deltas if d["attempt"] == attempts[-1]]
+        answer = "".join(d.get("text", "") for d in final)
+        assert answer.startswith(f"{role} line 1") and answer.endswith("words ")
+        if len(attempts) == 1:
+            continue  # this one had not begun to write at the kill
+        assert attempts == [1, 2]
+        cut = "".join(d.get("text", "") for d in deltas if d["attempt"] == 1)
+        assert cut and answer.startswith(cut) and len(cut) < len(answer)  # partial, kept
+        assert final[0].get("first") and final[0].get("reissue")  # marked on the new one
+        assert not any(d.get("reissue") for d in deltas if d["attempt"] == 1)
+    # a reader sees the cut: the interrupted attempt is marked where it stopped
+    text = LiveText()
+    lines = [line for seq, kind, data in after
+             for line in text.apply(Event(run_id, seq, kind, data, 0.0))]
+    assert "writer | [attempt 1 interrupted: the call was made again]" in lines
+    # tokens counted once: from the journal's completed steps, not from the deltas
+    run = shown["run"]
+    assert shown["steps"]["completed"] == 2 and shown["steps"]["reissued"] >= 1
+    steps = [json.loads(r) for r in cli("events", run_id, "--db", db, "--json",
+                                        "--no-tokens").stdout.splitlines()]
+    completed = [e["data"] for e in steps if e["kind"] == "step.completed"]
+    assert len(completed) == 2
+    assert run["tokens_out"] == sum(c["tokens_out"] for c in completed)
+    assert run["tokens_in"] == sum(c["tokens_in"] for c in completed)
+    assert not any(e["kind"] == "model.delta" for e in steps)
