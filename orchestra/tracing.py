@@ -27,7 +27,7 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from orchestra._types import Run, Task
-from orchestra.models.base import Model, ModelRequest, ModelResponse
+from orchestra.models.base import DeltaSink, Model, ModelRequest, ModelResponse, StreamingModel
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span, TracerProvider
@@ -145,6 +145,13 @@ class TracedModel:
         return getattr(self.inner, attr)
 
     async def request(self, request: ModelRequest) -> ModelResponse:
+        return await self._call(request, None)
+
+    async def request_stream(self, request: ModelRequest, sink: DeltaSink) -> ModelResponse:
+        """A streamed call in its span (a model that does not stream: a plain one)."""
+        return await self._call(request, sink)
+
+    async def _call(self, request: ModelRequest, sink: DeltaSink | None) -> ModelResponse:
         settings = request.settings
         attributes: dict[str, Any] = {"gen_ai.operation.name": "chat",
                                       "gen_ai.request.model": self.name}
@@ -156,7 +163,8 @@ class TracedModel:
         with self._tracing.tracer.start_as_current_span(
                 f"chat {self.name}", kind=trace.SpanKind.CLIENT, attributes=attributes,
                 record_exception=True) as span:
-            response = await self.inner.request(request)
+            response = await (self.inner.request(request) if sink is None or not isinstance(
+                self.inner, StreamingModel) else self.inner.request_stream(request, sink))
             span.set_attribute("gen_ai.response.model", response.model or self.name)
             span.set_attribute("gen_ai.usage.input_tokens", response.usage.input_tokens)
             span.set_attribute("gen_ai.usage.output_tokens", response.usage.output_tokens)

@@ -146,3 +146,32 @@ class SleepRecorder:
 
     async def __call__(self, delay: float) -> None:
         self.delays.append(delay)
+
+
+def anthropic_streamed(message: dict[str, Any]) -> Reply:
+    """``message`` (a whole Messages API reply) streamed as the API streams it: named
+    events, text in pieces, a tool's input JSON in pieces, output tokens at the end."""
+    usage = dict(message["usage"])
+    start = {**message, "content": [], "stop_reason": None, "usage": {**usage,
+                                                                      "output_tokens": 1}}
+    events: list[dict[str, Any]] = [{"type": "message_start", "message": start}]
+    for index, block in enumerate(message["content"]):
+        if block["type"] == "text":
+            events.append({"type": "content_block_start", "index": index,
+                           "content_block": {"type": "text", "text": ""}})
+            events += [{"type": "content_block_delta", "index": index,
+                        "delta": {"type": "text_delta", "text": block["text"][i:i + 5]}}
+                       for i in range(0, len(block["text"]), 5)]
+        else:
+            raw = json.dumps(block["input"])
+            events.append({"type": "content_block_start", "index": index,
+                           "content_block": {**block, "input": {}}})
+            events += [{"type": "content_block_delta", "index": index,
+                        "delta": {"type": "input_json_delta", "partial_json": raw[i:i + 5]}}
+                       for i in range(0, len(raw), 5)]
+        events.append({"type": "content_block_stop", "index": index})
+    events += [{"type": "message_delta", "delta": {"stop_reason": message["stop_reason"],
+                                                   "stop_sequence": None},
+                "usage": {"output_tokens": usage["output_tokens"]}},
+               {"type": "message_stop"}]
+    return Reply(events=[(0.0, e) for e in events], named=True)

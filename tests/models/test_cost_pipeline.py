@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from model_wire import SECRET, Reply, WireServer
+from model_wire import SECRET, Reply, WireServer, anthropic_streamed
 from pydantic import BaseModel
 from test_prices import by_hand, table
 from test_usage_shapes import ANTHROPIC_USAGE
@@ -79,9 +79,10 @@ def script(wire: WireServer) -> None:
               "function": {"name": "lookup", "arguments": '{"topic": "tides"}'}}
     wire.add(Reply(body=chat(None, CALLS[0][2], [lookup])),
              Reply(body=chat('{"text": "Tides follow the moon."}', CALLS[1][2])),
-             # the checker's first answer is not JSON: fed back, it answers again
-             Reply(body=anthropic_message("Looks fine.", CALLS[2][2])),
-             Reply(body=anthropic_message('{"ok": true}', CALLS[3][2])))
+             # the checker's first answer is not JSON: fed back, it answers again; a run
+             # streams from Anthropic (its text reaches the event log as it is written)
+             anthropic_streamed(anthropic_message("Looks fine.", CALLS[2][2])),
+             anthropic_streamed(anthropic_message('{"ok": true}', CALLS[3][2])))
 
 
 async def test_hosted_run_costs_what_the_table_gives_by_hand(wire: WireServer,
