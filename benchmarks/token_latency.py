@@ -4,10 +4,13 @@ adapter receives it) to the call's first ``model.delta`` event as an SSE client 
 adds per second.
 
     python -m benchmarks.token_latency --base-url http://127.0.0.1:PORT/v1 [--calls 6]
+    python -m benchmarks.token_latency --fake [--tokens-per-s 15]
 
 Needs an OpenAI-compatible server (``/work/shared/tools/llama-server.sh PORT`` serves a
-local model). The run is made by a real ``orchestra serve`` (its SSE clients are woken by
-its own commits); the ``--follow`` reader is another process on the same store (it sees
+local model), or ``--fake``: a loopback server streaming a fixed answer at a local
+model's pace (orchestra's part of the latency, without a model taking the CPU).
+The run is made by a real ``orchestra serve`` (its SSE clients are woken by its own
+commits); the ``--follow`` reader is another process on the same store (it sees
 commits by polling, as any reader in another process does). One JSON line of results.
 """
 
@@ -125,11 +128,47 @@ def _stats(lags: list[float]) -> dict[str, float]:
             "n": len(ordered)}
 
 
+def fake_server(tokens_per_s: float) -> str:
+    """A loopback chat-completions server streaming 120 words at ``tokens_per_s``."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("content-length") or 0))
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+            self.end_headers()
+            for i in range(120):
+                time.sleep(1 / tokens_per_s)
+                chunk = {"id": "c", "model": "fake", "object": "chat.completion.chunk",
+                         "choices": [{"index": 0, "delta": {"content": f"word{i} "},
+                                      "finish_reason": None}]}
+                self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                self.wfile.flush()
+            end = {"id": "c", "model": "fake", "choices": [{"index": 0, "delta": {},
+                                                            "finish_reason": "stop"}],
+                   "usage": {"prompt_tokens": 20, "completion_tokens": 120}}
+            self.wfile.write(f"data: {json.dumps(end)}\n\ndata: [DONE]\n\n".encode())
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return f"http://127.0.0.1:{server.server_address[1]}/v1"
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m benchmarks.token_latency")
-    p.add_argument("--base-url", required=True)
+    p.add_argument("--base-url")
+    p.add_argument("--fake", action="store_true", help="a loopback server, not a model")
+    p.add_argument("--tokens-per-s", type=float, default=15.0)
     p.add_argument("--calls", type=int, default=6)
     args = p.parse_args(argv)
+    if args.fake:
+        args.base_url = fake_server(args.tokens_per_s)
+    if not args.base_url:
+        p.error("give --base-url URL (an OpenAI-compatible server) or --fake")
     root = Path(tempfile.mkdtemp(prefix="token-latency-"))
     db, firsts = root / "l.db", root / "first.jsonl"
     env = {**os.environ, "BENCH_BASE_URL": args.base_url, "BENCH_FIRST_TOKENS": str(firsts),
@@ -172,7 +211,8 @@ def main(argv: list[str] | None = None) -> None:
     rates = [(len(ats) - 1) / (ats[-1] - t) for (task, ats), t in zip(
         per_call.items(), t0, strict=False) if len(ats) > 1 and ats[-1] > t]
     print(json.dumps({
-        "calls": len(tasks), "load_avg": os.getloadavg(),
+        "calls": len(tasks), "server": "fake" if args.fake else args.base_url,
+        "load_avg": [round(x, 2) for x in os.getloadavg()],
         "first_token_to_sse": _stats([by_sse[k] - t for k, t in zip(tasks, t0, strict=False)
                                       if k in by_sse]),
         "first_token_to_follow": _stats([by_follow[k] - t for k, t in zip(tasks, t0,
