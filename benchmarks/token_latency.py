@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -43,6 +44,7 @@ class Writer(Role):
     """You write one short paragraph about the topic you are given. Plain text only."""
 
     name = "writer"
+    settings = ModelSettings(max_tokens=120, temperature=0.0)
 
 
 class _FirstToken:
@@ -89,7 +91,6 @@ def build(run_input: Any) -> Pipeline:
                                    timeout=600, name="local-bench"),
                        Path(os.environ["BENCH_FIRST_TOKENS"]))
     return Pipeline("token-latency", roles=[Writer()], model=model,
-                    settings=ModelSettings(max_tokens=120, temperature=0.0),
                     start=lambda _: [NewTask("writer", f"Topic: {TOPICS[i % len(TOPICS)]}",
                                              max_attempts=1) for i in range(calls)],
                     ref=REF)
@@ -193,12 +194,12 @@ def main(argv: list[str] | None = None) -> None:
         for t in readers:
             t.join(timeout=1800)
         follow.wait(timeout=60)
-        events = httpx.get(f"{url}/v1/runs/{run_id}/events",
-                           params={"limit": 100_000}).json()
     finally:
         serve.terminate()
         serve.wait(timeout=60)
-    items = events["events"] if isinstance(events, dict) else events
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+        items = [{"kind": k, "data": json.loads(d), "at": at} for k, d, at in conn.execute(
+            "SELECT kind, data, at FROM events WHERE run_id = ? ORDER BY seq", (run_id,))]
     first_tokens = [json.loads(line) for line in firsts.read_text().splitlines()]
     # first tokens are noted in call order: the i-th call's first delta is the i-th first
     deltas = [e for e in items if e["kind"] == "model.delta"]

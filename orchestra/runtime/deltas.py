@@ -2,11 +2,12 @@
 
 A :class:`DeltaWriter` is the :class:`~orchestra.models.base.DeltaSink` of one model
 call. It buffers what the model writes and appends it as ``model.delta`` events in
-small batches (every ``every`` seconds, or at once past ``chars`` characters), one
-append in flight at a time, so the events keep the order of the text and a slow
-store makes batches larger, never the stream slower. The appends go through the
-store's own writer (queued with everything else, sharing its commits), in the run's
-one ``seq`` order: every reader that resumes from a seq resumes mid-answer too.
+small batches (the first piece at once, then every ``every`` seconds, or at once past
+``chars`` characters), one append in flight at a time, so the events keep the order
+of the text and a slow store makes batches larger, never the stream slower. The
+appends go through the store's own writer (queued with everything else, sharing its
+commits), in the run's one ``seq`` order: every reader that resumes from a seq
+resumes mid-answer too.
 
 Each event carries where it belongs (task, agent, role, step, retry, attempt: the
 task's claim) and ``text`` and/or ``calls`` (``[[index, tool, argument text]]``).
@@ -114,8 +115,8 @@ class DeltaWriter:
 
     def _grow(self, n: int) -> None:
         self._chars += n
-        if self._chars >= self._pace.chars:
-            self._kick()
+        if self._chars >= self._pace.chars or self._first:  # a call's first piece at once:
+            self._kick()  # a reader sees it begin as soon as the store has it
         elif self._timer is None and self._task is None and not self._closing:
             self._timer = asyncio.get_running_loop().call_later(self._pace.every, self._kick)
 
