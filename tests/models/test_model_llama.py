@@ -59,3 +59,22 @@ async def test_structured_output() -> None:
         output=person, settings=GREEDY))
     data = json.loads(response.text)
     assert data["name"] == "Ann" and data["age"] == 31
+
+
+async def test_a_streamed_answer_is_told_piece_by_piece() -> None:
+    pieces: list[str] = []
+
+    class Sink:
+        def text(self, delta: str) -> None:
+            pieces.append(delta)
+
+        def arguments(self, index: int, name: str, delta: str) -> None:
+            pieces.append(delta)
+
+        def retry(self) -> None:
+            pieces.clear()
+
+    response = await llama().request_stream(ModelRequest(
+        (Message("user", "Count from one to ten in words, separated by commas."),),
+        settings=GREEDY), Sink())
+    assert len(pieces) > 5 and "".join(pieces) == response.text
