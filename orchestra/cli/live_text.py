@@ -16,6 +16,9 @@ from orchestra._types import Event
 from orchestra.runtime.deltas import DELTA_EVENT
 
 _TAIL = 4000  # characters of a call kept for its terminal line
+# a model's text never drives the terminal: control characters (an escape sequence, a
+# carriage return) are shown as a space; newlines end lines
+_CONTROLS = {c: " " for c in [*range(0x20), 0x7F, *range(0x80, 0xA0)] if c != 0x0A}
 
 
 @dataclass
@@ -30,14 +33,18 @@ class _Call:
     done: bool = False
 
 
-def delta_piece(data: dict[str, object], tool: int | None) -> tuple[str, int | None]:
-    """The text one delta event adds, with ``name(`` before a new tool call's arguments;
-    and the tool call it ends in."""
+def delta_piece(data: dict[str, object], tool: int | None,
+                line_start: bool = True) -> tuple[str, int | None]:
+    """The text one delta event adds, with ``name(`` on a line of its own before a new
+    tool call's arguments (``line_start``: what came before ended a line); and the tool
+    call it ends in."""
     parts = [str(data.get("text") or "")]
     for call in data.get("calls") or ():  # type: ignore[attr-defined]
         index, name, arguments = call
         if index != tool:
-            parts.append(f"\n{name}(")
+            done = "".join(parts)
+            parts.append(f"{name}(" if (done.endswith("\n") or (not done and line_start))
+                         else f"\n{name}(")
             tool = index
         parts.append(str(arguments))
     return "".join(parts), tool
@@ -69,7 +76,8 @@ class LiveText:
                     out.append(f"{role} | [attempt {call.key[3]} interrupted: the call "
                                f"was made again]")
             call = self.calls[role] = _Call(key)
-        piece, call.tool = delta_piece(data, call.tool)
+        piece, call.tool = delta_piece(data, call.tool, not call.line)
+        piece = piece.translate(_CONTROLS)
         call.tail = (call.tail + piece)[-_TAIL:]
         *finished, call.line = (call.line + piece).split("\n")
         out += [f"{role} | {line}" for line in finished]

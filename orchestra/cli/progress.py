@@ -137,9 +137,10 @@ class Progress:
         lines = [f"run {self.run_id}  {time.monotonic() - self.started:6.1f}s"]
         for role, a in sorted(self.agents.items()):
             lines.append(f"  {role:<12} {a.doing:<32} steps={a.steps:<4} tokens={a.tokens}")
-        width = shutil.get_terminal_size((120, 24)).columns - 18
+        width = shutil.get_terminal_size((120, 24)).columns
         for role, text in (self.text.active() if self.text is not None else {}).items():
-            lines.append(f"  {role:<12} | {text[-max(width, 20):]}")
+            head = f"  {role:<12} | "  # one screen line each, the newest text at its end
+            lines.append(head + text[-max(width - 1 - len(head), 20):])
         lines += [f"  waiting on a concurrency limit: {w}"[:150] for w in self.waits]
         lines.append("  latest events:")
         lines += ["   " + r[:110] for r in reversed(self.recent)]

@@ -71,7 +71,10 @@ function writingOf(writing, ev) {
   }
   w.text += d.text || "";
   for (const [index, name, args] of d.calls || []) {
-    if (index !== w.tool) { w.text += `\n${name}(`; w.tool = index; }
+    if (index !== w.tool) {
+      w.text += (w.text && !w.text.endsWith("\n") ? "\n" : "") + `${name}(`;
+      w.tool = index;
+    }
     w.text += args;
   }
   if (w.text.length > 4000) w.text = w.text.slice(-4000);
