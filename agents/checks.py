@@ -324,21 +324,49 @@ def spec_signatures(spec: str, path: str, others: Sequence[str] = ()) -> list[st
     return [s for s in _signatures_in(section) if s not in theirs]
 
 
+_SIGNATURE_LINE = re.compile(
+    r"^[ \t]*(?:[-*][ \t]+)?(?:def[ \t]+)?([A-Za-z_]\w*[ \t]*\([^()\n]*(?:\([^()\n]*\)[^()\n]*)*\)"
+    r"(?:[ \t]*->[ \t]*[^\n:]+?)?)[ \t]*:?[ \t]*$", re.M)
+_CLASS_LINE = re.compile(r"^[ \t]*class[ \t]+([A-Za-z_]\w*)[ \t]*(\([^)\n]*\))?[ \t]*:", re.M)
+_CLASS_NAMED = re.compile(r"\bclass(?:es)?[ \t]+`([A-Z]\w*)`")
+_FENCED = re.compile(r"^[ \t]*```[^\n]*\n(.*?)^[ \t]*```", re.S | re.M)
+_BUILTINS = frozenset(dir(__import__("builtins")))
+
+
 def _signatures_in(text: str) -> list[str]:
+    """Signatures in backticks, signature lines of code blocks (annotated, or with a
+    return type: a call with values is an example, not a signature), ``class X:`` lines
+    and "a class `X`"; without builtins (``len(cache)``), methods of values
+    (``text.split()``) and names that are another signature's parameters (``clock()``)."""
+    blocks = "\n".join(_FENCED.findall(text))
     found: list[str] = []
-    for sig in _BACKTICKED_CALL.findall(text):
+    candidates = [*_BACKTICKED_CALL.findall(text), *(
+        s for s in _SIGNATURE_LINE.findall(blocks) if ":" in s or "->" in s)]
+    candidates += [f"class {m.group(1)}{m.group(2) or ''}" for m in _CLASS_LINE.finditer(blocks)]
+    for sig in candidates:
         m = _SIGNATURE.match(sig)
         params = m.group(3) if m and m.group(2) else None
         if params is None or _params(params) is None:
+            if sig.startswith("class ") and m:
+                found.append(sig)
             continue  # a call with values ("add(1, 2)") or not a signature at all
         if params.strip() and not any(c in params for c in ":=*") and re.search(
                 r"(?:^|,)\s*(?:\d|['\"\[{(-])", params):
             continue
         sig = sig.removeprefix("def ").strip()
-        name = sig.split("(")[0]
-        if not any(f.split("(")[0] == name for f in found):  # the first, fullest form
-            found.append(sig)
-    return found
+        name = sig.split("(")[0].removeprefix("class ").strip()
+        owner, _, member = name.partition(".")
+        if (name in _BUILTINS or (member and not owner[:1].isupper())
+                or any(f.split("(")[0] == sig.split("(")[0] for f in found)):
+            continue  # the first, fullest form
+        found.append(sig)
+    params_of = {p for sig in found for p in (_params(sig[sig.find("(") + 1:sig.rfind(")")])
+                                              or [])}
+    found = [s for s in found if s.split("(")[0].removeprefix("class ").strip()
+             not in params_of or s.startswith("class ")]
+    named = [f"class {c}" for c in _CLASS_NAMED.findall(text)
+             if not any(re.match(rf"(?:class\s+)?{c}\b", f) for f in found)]
+    return [*named, *found] if named and not found else [*found, *named]
 
 
 _ERROR_NAME = re.compile(r"`([A-Z]\w*(?:Error|Exception))`")

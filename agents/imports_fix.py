@@ -12,9 +12,10 @@ from __future__ import annotations
 import ast
 import builtins
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from pathlib import PurePosixPath
 
-__all__ = ["add_missing_imports"]
+__all__ = ["absolute_imports", "add_missing_imports"]
 
 _KNOWN = frozenset(sys.stdlib_module_names) | {"pytest"}
 
@@ -68,3 +69,38 @@ def add_missing_imports(text: str, project: Mapping[str, str] | None = None) -> 
         else:
             break
     return "\n".join([*lines[:at], *missing, *lines[at:]])
+
+
+def absolute_imports(text: str, path: str, modules: Sequence[str] = ()) -> str:
+    """``text`` (the module at ``path``) with its imports of the project's modules written
+    as the module's users import it: a top-level module (``evaluator.py``, imported as
+    ``import evaluator``) cannot use a relative import (``from .tokens import t`` fails
+    there: no parent package), so it becomes ``from tokens import t``; in a package
+    (``calc/evaluator.py``) an import of a sibling by its bare name (``from tokens import
+    t``) becomes ``from calc.tokens import t``. ``text`` unchanged when none (or unparsable)."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return text
+    parts = PurePosixPath(path).with_suffix("").parts
+    package = parts[:-1]
+    stems = {PurePosixPath(m).with_suffix("").parts for m in modules}
+    lines = text.split("\n")
+    changes: list[tuple[int, int, str]] = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.ImportFrom) or node.end_lineno is None:
+            continue
+        new: ast.ImportFrom | ast.Import | None = None
+        if node.level == 1 and not package:
+            new = (ast.ImportFrom(node.module, node.names, 0) if node.module
+                   else ast.Import(node.names))
+        elif (node.level == 0 and package and node.module
+              and (*package, *node.module.split(".")) in stems
+              and tuple(node.module.split(".")) not in stems):
+            new = ast.ImportFrom(".".join((*package, node.module)), node.names, 0)
+        if new is not None:
+            indent = lines[node.lineno - 1][:node.col_offset]
+            changes.append((node.lineno, node.end_lineno, indent + ast.unparse(new)))
+    for start, end, line in sorted(changes, reverse=True):
+        lines[start - 1:end] = [line]
+    return "\n".join(lines)

@@ -23,6 +23,7 @@ from typing import Any
 
 from agents.checks import dotted, spec_section, spec_signatures
 from agents.roles import Architect, CodeAnswer, ProjectPlan, Review, TestsAnswer
+from agents.specplan import stated_uses
 from agents.summary import run_story
 from agents.team import Coder, Reviewer, Tester
 from agents.workspace import Workspace
@@ -42,12 +43,14 @@ def _uses(plan: ProjectPlan, spec: str) -> dict[str, list[str]]:
     """For each module, the plan's other modules it builds on: those the architect
     listed, and those its part of the spec names (by path or import name)."""
     paths = [m.path for m in plan.modules]
+    stated = stated_uses(spec, paths)
     out: dict[str, list[str]] = {}
     for m in plan.modules:
         section = spec_section(spec, m.path) if spec else ""
         named = {p for p in paths if p != m.path and section is not spec and (
             p in section or dotted(p) in section)}
-        out[m.path] = [p for p in paths if p != m.path and (p in m.uses or p in named)]
+        out[m.path] = [p for p in paths if p != m.path and (
+            p in m.uses or p in named or p in stated[m.path])]
     return out
 
 
@@ -117,10 +120,15 @@ def _code_route(review: str) -> Any:
     def route(result: CodeAnswer, task: Task, writes: Writes) -> None:
         module = task.input["module"]
         path, rnd = module["path"], int(task.input["round"])
-        passed = bool((result.report or {}).get("passed"))
+        every = bool((result.report or {}).get("passed"))
+        passed = every or result.accepted
+        for note in result.notes:
+            writes.notes.append(NewNote(note, ("yielded", path)))
         if review == "failures" and passed:
-            writes.notes.append(NewNote(f"approved {path} in round {rnd}, by its tests (every "
-                                        "one passes; reviews are for failures)",
+            by = ("its tests (every one passes; reviews are for failures)" if every else
+                  "the tests the spec vouches for (every one passes; the others are the "
+                  f"tester's own guesses: {_tally(result.report)})")
+            writes.notes.append(NewNote(f"approved {path} in round {rnd}, by {by}",
                                         ("approval", path)))
             writes.events.append(("module.approved", {"module": path, "round": rnd,
                                                       "by": "tests"}))

@@ -60,7 +60,11 @@ class CodeAnswer(Edits):
     out_of_time: bool = False
     """The run's time budget ended the test rounds: this is the best answer so far."""
     history: list[dict[str, Any]] = Field(default_factory=list)
-    """The answers before it in the same task whose tests failed: score, first failure."""
+    """The other answers tried in the same task: score, first failure."""
+    accepted: bool = False
+    """The coder accepted it: every test passes, or every test the spec vouches for."""
+    notes: list[str] = Field(default_factory=list)
+    """What the run's notes should say (a check read from the spec that yielded)."""
 
 
 class TestsAnswer(Files):

@@ -19,9 +19,12 @@ expected values, are kept: a method of a class needs state a sentence does not g
 from __future__ import annotations
 
 import ast
+import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+
+from agents.specexamples import stated_cases
+from agents.specread import STDLIB, Api, SpecCase, calls_in, fits, read_api
 
 __all__ = ["CASE_PREFIX", "SpecCase", "add_cases", "case_strings", "render_cases",
            "spec_cases"]
@@ -36,15 +39,6 @@ _JOIN = re.compile(r"^\s*(?:,|and|or|,\s*and)\s*$")
 _INLINE = re.compile(r"(.+?\))\s*(?:==|->|→)\s*(.+)")
 _RAISES = re.compile(r"\braises?\s*$")
 _MARK = "# Examples the spec states, written by the pipeline from the spec's own words."
-
-
-@dataclass(frozen=True, slots=True)
-class SpecCase:
-    """One stated example: ``call`` (Python source) equals ``expected`` or raises ``error``."""
-
-    call: str
-    expected: str | None = None
-    error: str | None = None
 
 
 def _literal(text: str) -> str | None:
@@ -92,21 +86,9 @@ def _implied(text: str, function: str | None, functions: dict[str, list[str]]) -
 
 
 def _functions(public_api: Sequence[str]) -> dict[str, list[str]]:
-    """Top-level functions of the API (``name(params)``; classes and methods left out)."""
-    out: dict[str, list[str]] = {}
-    if any(re.match(r"\s*(?:class\s+)?[A-Z]\w*\s*[(:]?", str(sig)) for sig in public_api):
-        return {}  # a class's methods are listed bare: a call needs an instance's state
-    for sig in public_api:
-        m = re.match(r"\s*(?:def\s+)?([a-z_]\w*)\s*\((.*)\)", str(sig))
-        if not m:
-            continue
-        try:
-            args = ast.parse(f"def _f({m.group(2)}): pass").body[0].args  # type: ignore[attr-defined]
-        except SyntaxError:
-            continue
-        params = [a.arg for a in [*args.posonlyargs, *args.args]]
-        out[m.group(1)] = params[: len(params) - len(args.defaults)]  # the required ones
-    return out
+    """Top-level functions of the API with their required parameters (classes and the
+    methods listed under a class left out: a call of a method needs an instance)."""
+    return {name: fn.required for name, fn in read_api(public_api).functions.items()}
 
 
 def _sentences(section: str) -> list[str]:
@@ -117,17 +99,45 @@ def _sentences(section: str) -> list[str]:
 
 
 def spec_cases(section: str, public_api: Sequence[str]) -> list[SpecCase]:
-    """The examples ``section`` (a module's part of a spec) states for its functions."""
+    """The examples ``section`` (a module's part of a spec) states for its functions and
+    classes: backticked sentences (below), then every other phrasing
+    :mod:`agents.specexamples` reads."""
     functions = _functions(public_api)
-    if not functions:
-        return []
     only = next(iter(functions)) if len(functions) == 1 else None
     cases: list[SpecCase] = []
-    for sentence in _sentences(section):
+    for sentence in _sentences(section) if functions else []:
         named = [t for t in _TICKED.findall(sentence) if t.strip() in functions]
         subject = named[0].strip() if len(set(named)) == 1 else only
         cases += _sentence_cases(sentence, functions, subject)
-    return list(dict.fromkeys(cases))
+    api = read_api(public_api)
+    cases += stated_cases(section, api)
+    written = {call for call, _, _ in calls_in(section, sorted(api.functions))}
+    return [c for c in dict.fromkeys(cases) if _verbatim(c, section)
+            and (c.call in written or _typed(c, api))]
+
+
+def _verbatim(case: SpecCase, section: str) -> bool:
+    """Every string a case holds is written in the spec (as it is, or escaped as a
+    literal writes it): a case read wrongly is left out instead of trusted."""
+    flat = " ".join(section.split())
+    for s in case_strings([case]):
+        forms = {s, repr(s)[1:-1], json.dumps(s, ensure_ascii=False)[1:-1]}
+        if not any(f in section for f in forms) and " ".join(s.split()) not in flat:
+            return False
+        if s.strip() and s not in section and repr(s)[1:-1] not in section and \
+                json.dumps(s, ensure_ascii=False)[1:-1] not in section:
+            return False
+    return True
+
+
+def _typed(case: SpecCase, api: Api) -> bool:
+    """A value stated for a value, read as a call of an API function, whose expected
+    value does not fit its return type (a token's value taken for the tokenizer's) is no
+    case of it (a call the spec writes out is taken as written)."""
+    name = case.call.split("(")[0]
+    fn = api.functions.get(name)
+    return fn is None or case.expected is None or case.setup != () or fits(
+        case.expected, fn.returns)
 
 
 def _sentence_cases(sentence: str, functions: dict[str, list[str]],
@@ -182,8 +192,13 @@ def render_cases(cases: Sequence[SpecCase], module: str) -> str:
     if any(c.error for c in cases):
         lines.insert(1, "import pytest as _spec_pytest")
     for n, case in enumerate(cases, 1):
-        call = f"_spec_module.{case.call}"
         lines.append(f"def {CASE_PREFIX}{n}():")
+        names = _free(case)
+        call = case.call if names else f"_spec_module.{case.call}"
+        lines += [f"    {name} = " + (f"getattr(_spec_module, {name!r}, None) or "
+                                      f"__import__({name!r})" if name in STDLIB else
+                                      f"_spec_module.{name}") for name in names]
+        lines += [f"    {line}" for s in case.setup for line in s.split("\n")]
         if case.error:
             exc = case.error if case.error in _BUILTIN_ERRORS else f"_spec_module.{case.error}"
             lines += [f"    with _spec_pytest.raises({exc}):", f"        {call}", ""]
@@ -192,6 +207,26 @@ def render_cases(cases: Sequence[SpecCase], module: str) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+def _free(case: SpecCase) -> list[str]:
+    """The names a case takes from the module, when it is more than one call of a
+    function with literal values ([] for that: it is written ``_spec_module.f(...)``)."""
+    trees = [ast.parse(s) for s in (*case.setup, case.call, case.expected or "None")]
+    call = trees[-2].body[0]
+    simple = (not case.setup and isinstance(call, ast.Expr) and isinstance(call.value, ast.Call)
+              and isinstance(call.value.func, ast.Name) and _literal(ast.unparse(
+                  ast.Tuple([*call.value.args, *(k.value for k in call.value.keywords)],
+                            ast.Load()))) is not None and _literal(case.expected or "None"))
+    if simple:
+        return []
+    bound = {n.id for t in trees for n in ast.walk(t) if isinstance(n, ast.Name)
+             and not isinstance(n.ctx, ast.Load)} | {
+        a.arg for t in trees for a in ast.walk(t) if isinstance(a, ast.arg)}
+    used = {n.id for t in trees for n in ast.walk(t) if isinstance(n, ast.Name)
+            and isinstance(n.ctx, ast.Load)}
+    return sorted(used - bound - _BUILTINS)
+
+
+_BUILTINS = frozenset(dir(__import__("builtins")))
 _BUILTIN_ERRORS = frozenset(n for n in dir(__import__("builtins"))
                             if n.endswith(("Error", "Exception")))
 
@@ -207,7 +242,7 @@ def case_strings(cases: Sequence[SpecCase]) -> set[str]:
     """The string values the cases hold (as arguments or expected values)."""
     out: set[str] = set()
     for case in cases:
-        for source in (case.call, case.expected or "None"):
-            out |= {n.value for n in ast.walk(ast.parse(source, mode="eval"))
+        for source in (*case.setup, case.call, case.expected or "None"):
+            out |= {n.value for n in ast.walk(ast.parse(source))
                     if isinstance(n, ast.Constant) and isinstance(n.value, str)}
     return out

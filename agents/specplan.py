@@ -8,12 +8,14 @@ it, with the signatures the spec gives.
 
 from __future__ import annotations
 
+import itertools
+import re
 from pathlib import PurePosixPath
 from typing import Any
 
-from agents.checks import spec_paths, spec_section, spec_signatures
+from agents.checks import dotted, spec_paths, spec_section, spec_signatures
 
-__all__ = ["plan_from_spec"]
+__all__ = ["plan_from_spec", "stated_uses"]
 
 
 def _test_for(path: str, modules: list[str], tests: list[str]) -> str | None:
@@ -33,19 +35,51 @@ def _purpose(spec: str, path: str) -> str:
 
 def plan_from_spec(spec: str) -> dict[str, Any] | None:
     """The plan the spec states, as the architect's JSON answer would give it (None when
-    the spec does not name each module's test file)."""
+    it names no module); a module whose test file it does not name is tested in
+    ``test_<name>.py`` beside the test files it names (or under ``tests/``)."""
     modules, tests = spec_paths(spec)
     modules = [m for m in modules if PurePosixPath(m).name != "__init__.py"]
-    if not modules or not tests:
+    if not modules:
         return None
+    where = str(PurePosixPath(tests[0]).parent) if tests else "tests"
     planned = []
     for path in modules:
-        test_path = _test_for(path, modules, tests)
-        if test_path is None:
-            return None
+        test_path = _test_for(path, modules, tests) or str(
+            PurePosixPath(where) / f"test_{PurePosixPath(path).stem}.py")
         others = [m for m in modules if m != path]
         planned.append({"path": path, "purpose": _purpose(spec, path), "test_path": test_path,
                         "public_api": spec_signatures(spec, path, others)})
     return {"modules": planned, "decisions": [{
         "decision": "the plan is the spec's own: its modules, test files and signatures",
         "reason": "the architect's plans could not be used"}]}
+
+
+_BUILDS_ON = re.compile(r"\b(?:builds? on|is built on|built on top of|on top of|uses|imports"
+                        r"(?: from)?|depends on|relies on|calls)\b")
+_USED_BY = re.compile(r"\b(?:is used by|is imported by|used by)\b")
+
+
+def stated_uses(spec: str, paths: list[str]) -> dict[str, list[str]]:
+    """Which module builds on which, as the spec's sentences say it: "`b.py` builds on
+    (uses, imports, depends on) `a.py`", "`a.py` is used by `b.py`", and chains written
+    ``a.py ← b.py ← c.py`` (each builds on the one before)."""
+    out: dict[str, list[str]] = {p: [] for p in paths}
+    names = {p: re.compile(rf"(?<![\w/]){re.escape(p)}(?!\w)|(?<![\w./])"
+                           rf"{re.escape(dotted(p))}(?![\w/]|\.py)") for p in paths}
+
+    def add(user: str, used: str) -> None:
+        if user != used and used not in out[user]:
+            out[user].append(used)
+
+    for sentence in re.split(r"(?<=[.!?])\s+|\n\s*\n", spec):
+        found = sorted((m.start(), m.end(), p) for p, rx in names.items()
+                       for m in rx.finditer(sentence))
+        for (_, end, a), (start, _, b) in itertools.pairwise(found):
+            between = sentence[end:start]
+            if "←" in between or "<-" in between:
+                add(b, a)
+            elif _USED_BY.search(between):
+                add(b, a)
+            elif _BUILDS_ON.search(between):
+                add(a, b)
+    return out

@@ -157,21 +157,20 @@ def test_the_tester_of_one_module_reads_the_specs_opening_and_that_modules_part(
     assert "ZeroDivisionError" in coder_brief(task)  # the coder still reads it whole
 
 
-async def test_an_answer_that_passes_every_test_the_spec_vouches_for_goes_to_review(
+async def test_an_answer_that_passes_every_test_the_spec_vouches_for_is_accepted(
         tmp_path: Path) -> None:
     # the tester's own test_zero is wrong; the spec's cases pass: after one revision the
-    # answer goes to the reviewer, who sends the tests back
+    # answer is accepted (early stop), without a review: the reviewer is for code and
+    # trusted tests that disagree
     wrong = TESTS.replace("assert add(0, 0) == 0", "assert add(0, 0) == 1")
-    run, _tasks, seen = await run_pipeline(tmp_path, {
-        "architect": [plan], "tester": [says(fenced("tests/test_add.py", wrong)),
-                                        says(fenced("tests/test_add.py", TESTS))],
-        "coder": [says(fenced("calc/add.py", GOOD))] * 3,
-        "reviewer": [says(json.dumps({"module": "calc/add.py", "approved": False,
-                                      "fix": "tests", "comments": ["add(0, 0) is 0"]}))]},
+    run, tasks, seen = await run_pipeline(tmp_path, {
+        "architect": [plan], "tester": [says(fenced("tests/test_add.py", wrong))],
+        "coder": [says(fenced("calc/add.py", GOOD))] * 2, "reviewer": []},
         spec=SPEC, review="failures")
     assert run.status == "completed", run.error
-    assert len(seen["coder"]) == 3  # two answers in round 1, one in round 2
-    assert len(seen["reviewer"]) == 1 and len(seen["tester"]) == 2
+    assert len(seen["coder"]) == 2 and "reviewer" not in seen
+    (coder,) = [t for t in tasks if t.role == "coder"]
+    assert coder.result["accepted"] is True and coder.result["report"]["passed"] is False
 
 
 def test_past_the_budget_corrected_tests_start_no_new_coder_round() -> None:
@@ -223,9 +222,9 @@ async def test_feedback_names_the_failing_spec_examples_first(tmp_path: Path) ->
 
 
 def test_the_spec_s_own_examples_rank_first() -> None:
-    from agents.team import _rank
+    from agents.decide import Tried, best
 
-    tester_pleased = {"score": [9, 10, 9, 0]}  # passes a tester's wrong tests
-    spec_pleased = {"score": [5, 10, 5, 2]}  # passes the spec's two examples
-    assert max([tester_pleased, spec_pleased], key=_rank) is spec_pleased
-    assert _rank({"score": [3, 4, 2]}) == (0, 2, 3)  # a score journaled before the 4th figure
+    tester_pleased = Tried.of({"score": [9, 10, 9, 0, 10, 2]})  # a tester's wrong tests
+    spec_pleased = Tried.of({"score": [5, 10, 5, 2, 10, 2]})  # the spec's two examples
+    assert best([tester_pleased, spec_pleased]) == 1
+    assert Tried.of({"score": [3, 4, 2]}).trusted == (2, 0)  # an older, shorter score

@@ -98,9 +98,12 @@ async def test_failing_tests_come_back_as_the_next_turn_until_they_pass(tmp_path
         "reviewer": [approve]})
     assert run.status == "completed", run.error
     assert (tmp_path / "ws/calc/add.py").read_text() == GOOD
-    assert (tmp_path / "ws/tests/test_add.py").read_text() == split_tests(TESTS)
+    written = (tmp_path / "ws/tests/test_add.py").read_text()
+    # the tester's tests cut one check apart, then the example the spec states in prose
+    # (`add(1, 2)` gives 3) as a test of its own
+    assert written.startswith(split_tests(TESTS)) and "_spec_module.add(1, 2) == 3" in written
     second = seen["coder"][1].messages[-1].content
-    assert "1 of 2 passed" in second and "test_zero" in second
+    assert "2 of 3 passed" in second and "test_zero" in second
     # the tester never saw code; the reviewer saw code, tests and the passing report
     assert "def add" not in seen["tester"][0].messages[-1].content
     review = seen["reviewer"][0].messages[-1].content
@@ -121,13 +124,13 @@ async def test_when_rounds_run_out_the_best_answer_is_kept(tmp_path: Path) -> No
     }, max_rounds=1)
     assert run.status == "completed", run.error
     assert len(seen["coder"]) == Coder.test_rounds == 4
-    # test_zero's two asserts became two tests: HALF passes 2 of 3, BAD 1, so HALF is the
-    # module left in the workspace
+    # test_zero's two asserts became two tests, and the spec's example one more: HALF passes
+    # 3 of 4, BAD 1, so HALF is the module left in the workspace
     assert (tmp_path / "ws/calc/add.py").read_text() == HALF
     (coder,) = [t for t in tasks if t.role == "coder"]
     assert coder.result["files"]["calc/add.py"] == HALF
     assert coder.result["report"]["passed"] is False
-    assert [h["score"][0] for h in coder.result["history"]] == [2, 1, 1, 1]
+    assert [h["score"][0] for h in coder.result["history"]] == [3, 1, 1, 1]
 
 
 async def test_a_review_that_blames_the_tests_goes_to_the_tester(tmp_path: Path) -> None:
@@ -146,7 +149,7 @@ async def test_a_review_that_blames_the_tests_goes_to_the_tester(tmp_path: Path)
         "architect", "tester", "coder", "reviewer", "tester", "coder", "reviewer"]
     redo = seen["tester"][1].messages[-1].content
     assert "add(0, 0) == 1; 0 + 0 is 0" in redo and "assert add(0, 0) == 1" in redo
-    assert (tmp_path / "ws/tests/test_add.py").read_text() == split_tests(TESTS)
+    assert (tmp_path / "ws/tests/test_add.py").read_text().startswith(split_tests(TESTS))
 
 
 async def test_tests_without_the_specs_examples_are_sent_back(tmp_path: Path) -> None:

@@ -1,0 +1,66 @@
+"""What a module's task (tester, coder, reviewer) reads from its input: the module, its
+stated examples as cases, which tests the spec vouches for, and a test report kept
+small. Pure functions of the input: a replay reads the same."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agents.briefs import report_tail
+from agents.checks import dotted, spec_errors, spec_examples, spec_section
+from agents.speccases import CASE_PREFIX, SpecCase, add_cases, spec_cases
+from agents.testsplit import failed_tests, trusted_tests
+
+__all__ = ["cases", "cases_file", "first_failure", "module", "score", "summary", "trusted"]
+
+
+def module(task_input: Any) -> dict[str, Any]:
+    found = task_input.get("module") if isinstance(task_input, dict) else None
+    return found if isinstance(found, dict) else {}
+
+
+def summary(report: dict[str, Any]) -> dict[str, Any]:
+    """What a report says, kept small enough to travel in handoffs and the journal."""
+    return {k: report.get(k) for k in ("passed", "tests_passed", "tests_failed",
+                                       "tests_errors", "timed_out")} | {
+        "output": report_tail(report)}
+
+
+def first_failure(report: dict[str, Any]) -> str:
+    """The first ``FAILED``/``ERROR`` line of a pytest report ('' when none)."""
+    for line in str(report.get("output", "")).splitlines():
+        if line.startswith(("FAILED ", "ERROR ")):
+            return line[:300]
+    return ""
+
+
+def trusted(tests: str, task_input: dict[str, Any], path: str) -> set[str]:
+    """The tests of ``tests`` the spec vouches for (its own examples among them)."""
+    section = spec_section(str(task_input.get("spec") or ""), path)
+    return trusted_tests(tests, spec_examples(section), spec_errors(section),
+                         prefix=CASE_PREFIX)
+
+
+def score(report: dict[str, Any], vouched: set[str] | frozenset[str] = frozenset()
+          ) -> list[int]:
+    """[tests passed, tests run, vouched tests passed, of those the ones written from the
+    spec's own words, vouched tests, spec's own tests] (see :class:`agents.decide.Tried`)."""
+    passed = int(report.get("tests_passed") or 0)
+    total = passed + int(report.get("tests_failed") or 0) + int(report.get("tests_errors") or 0)
+    failed = failed_tests(str(report.get("output", "")))
+    ok = vouched - failed if total else set()
+    own = sum(1 for t in vouched if t.startswith(CASE_PREFIX))
+    return [passed, total, len(ok), sum(1 for t in ok if t.startswith(CASE_PREFIX)),
+            len(vouched), own]
+
+
+def cases(task_input: dict[str, Any]) -> list[SpecCase]:
+    """The examples the spec states for the task's module, as cases."""
+    mod = module(task_input)
+    section = spec_section(str(task_input.get("spec") or ""), str(mod.get("path")))
+    return spec_cases(section, mod.get("public_api") or [])
+
+
+def cases_file(task_input: dict[str, Any], text: str) -> str:
+    """``text`` with the examples the spec states appended as tests of their own."""
+    return add_cases(text, cases(task_input), dotted(str(module(task_input).get("path"))))

@@ -1,0 +1,283 @@
+"""The small readers every spec parser shares: a module's API as data, literals found in
+running text, and whether a value fits a stated type.
+
+A spec writes its API and its values in many ways (backticked or not, in prose, in a
+code block, in a table cell). These helpers read one thing each and say nothing when
+unsure: what they return is what the spec's own characters say.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import re
+import sys
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+__all__ = ["Api", "Function", "SpecCase", "call_source", "calls_in", "fits", "literal",
+           "literal_before", "literal_prefix", "read_api"]
+
+
+@dataclass(frozen=True, slots=True)
+class SpecCase:
+    """One stated example: ``call`` (Python source) equals ``expected`` (source) or raises
+    ``error``, after the ``setup`` statements the example gives before it (its state)."""
+
+    call: str
+    expected: str | None = None
+    error: str | None = None
+    setup: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Function:
+    """A module-level function of the API: its parameters (name, annotation source or
+    None, has a default) and its return annotation."""
+
+    name: str
+    params: tuple[tuple[str, str | None, bool], ...]
+    returns: str | None = None
+
+    @property
+    def required(self) -> list[str]:
+        return [p for p, _, default in self.params if not default]
+
+    def annotation(self, param: str) -> str | None:
+        return next((a for p, a, _ in self.params if p == param), None)
+
+
+@dataclass(frozen=True, slots=True)
+class Api:
+    """What a module offers by the spec and the plan: its functions, its classes (and
+    which of them are exceptions), and the names listed as methods of a class."""
+
+    functions: dict[str, Function]
+    classes: frozenset[str]
+    methods: frozenset[str]
+
+    @property
+    def names(self) -> frozenset[str]:
+        return frozenset(self.functions) | self.classes
+
+
+_ENTRY = re.compile(r"^\s*(?:(class)\s+|def\s+)?([A-Za-z_]\w*)(?:\.([A-Za-z_]\w*))?\s*"
+                    r"(?:\((.*)\))?\s*(?:->\s*(.+?))?\s*:?\s*$")
+
+
+def _parse_params(params: str) -> ast.arguments | None:
+    try:
+        fn = ast.parse(f"def _f({params}): pass").body[0]
+    except SyntaxError:
+        return None
+    return fn.args if isinstance(fn, ast.FunctionDef) else None
+
+
+def read_api(entries: Sequence[str]) -> Api:
+    """The API of signatures such as ``f(a: int) -> str``, ``class X``, ``X(cap: int)``,
+    ``X.put(key)``. A lower-case name listed after a class that is not an exception
+    (``LRUCache(...)`` then ``put(key, value)``) is taken for that class's method: a
+    call of it needs an instance, so no sentence can be a test of it alone."""
+    functions: dict[str, Function] = {}
+    classes: set[str] = set()
+    methods: set[str] = set()
+    owner: str | None = None
+    for entry in entries:
+        m = _ENTRY.match(str(entry))
+        if not m:
+            continue
+        is_class, name, member, params, returns = m.groups()
+        if is_class or name[:1].isupper():
+            classes.add(name)
+            bases = params or ""
+            exception = name.endswith(("Error", "Exception")) or bool(
+                re.search(r"(Error|Exception)\b", bases))
+            owner = None if exception else name
+            if member:
+                methods.add(member)
+            continue
+        args = _parse_params(params) if params is not None else None
+        if owner is not None or name.startswith("__") or (args is not None and args.args[:1]
+                                                           and args.args[0].arg == "self"):
+            methods.add(name)
+            continue
+        if args is None or name in functions:
+            continue
+        every = [*args.posonlyargs, *args.args]
+        first_default = len(every) - len(args.defaults)
+        functions[name] = Function(name, tuple(
+            (a.arg, ast.unparse(a.annotation) if a.annotation else None, i >= first_default)
+            for i, a in enumerate(every)), returns.strip() if returns else None)
+    return Api(functions, frozenset(classes), frozenset(methods))
+
+
+def literal(text: str) -> str | None:
+    """``text`` as Python source if it is a literal (``"IV"``, ``[("a", 1)]``, ``-1``)."""
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+        ast.literal_eval(tree)
+    except (SyntaxError, ValueError, TypeError, MemoryError, RecursionError):
+        return None
+    return ast.unparse(tree)
+
+
+def _ends(text: str) -> Iterator[int]:
+    """Positions in ``text`` after which a value may end: outside strings, brackets closed,
+    before whitespace, a comma, a backtick or the end (a '.' or ':' only before a space)."""
+    depth, quote, i = 0, "", 0
+    while i < len(text):
+        c = text[i]
+        if quote:
+            if c == "\\":
+                i += 2
+                continue
+            if c == quote:
+                quote = ""
+        elif c in "\"'":
+            quote = c
+        elif c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+            if depth < 0:
+                return
+        i += 1
+        if not quote and depth == 0 and c != ",":  # "1, and ..." is 1, not (1,)
+            nxt = text[i:i + 2]
+            if (not nxt or nxt[0] in " \t\n,;`)|" or (nxt[0] in ".:" and (
+                    len(nxt) == 1 or nxt[1] in " \t\n"))):
+                yield i
+
+
+def literal_prefix(text: str, limit: int = 600) -> tuple[str, int] | None:
+    """The longest literal ``text`` starts with, as (source, length), or None."""
+    best = None
+    lead = len(text) - len(text.lstrip(" \t"))
+    body = text[lead:limit]
+    for end in _ends(body):
+        value = literal(body[:end])
+        if value is not None:
+            best = (value, lead + end)
+    return best
+
+
+def literal_before(text: str, limit: int = 300) -> str | None:
+    """The longest literal ``text`` ends with (after stripping spaces and backticks)."""
+    text = text.rstrip(" \t`")[-limit:]
+    for start in range(len(text)):
+        if start and (text[start - 1].isalnum() or text[start - 1] in "_."):
+            continue
+        if text[start] in " \t`" or not (text[start] in "\"'([{-" or text[start].isalnum()):
+            continue
+        value = literal(text[start:])
+        if value is not None:
+            return value
+    return None
+
+
+def _close(text: str, start: int) -> int:
+    """The index of the ``)`` closing the ``(`` at ``start`` (-1 when none)."""
+    depth, quote, i = 0, "", start
+    while i < len(text):
+        c = text[i]
+        if quote:
+            if c == "\\":
+                i += 2
+                continue
+            if c == quote:
+                quote = ""
+        elif c in "\"'":
+            quote = c
+        elif c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+            if depth == 0:
+                return i if c == ")" else -1
+        i += 1
+    return -1
+
+
+def call_source(text: str, functions: Sequence[str]) -> str | None:
+    """``text`` as source if it calls one of ``functions`` with literal arguments."""
+    try:
+        node = ast.parse(text.strip(), mode="eval").body
+    except SyntaxError:
+        return None
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+            and node.func.id in functions):
+        return None
+    if any(isinstance(a, ast.Starred) for a in node.args) or any(
+            k.arg is None for k in node.keywords):
+        return None
+    try:
+        for arg in [*node.args, *(k.value for k in node.keywords)]:
+            ast.literal_eval(arg)
+    except ValueError:
+        return None
+    return ast.unparse(node)
+
+
+def calls_in(text: str, functions: Sequence[str]) -> Iterator[tuple[str, int, int]]:
+    """Each call of one of ``functions`` with literal arguments in running text, as
+    (source, start, end)."""
+    if not functions:
+        return
+    names = "|".join(re.escape(f) for f in functions)
+    for m in re.finditer(rf"(?<![\w.])({names})\s*\(", text):
+        close = _close(text, m.end() - 1)
+        if close < 0:
+            continue
+        source = call_source(text[m.start():close + 1], functions)
+        if source is not None:
+            yield source, m.start(), close + 1
+
+
+_TYPES: dict[str, tuple[type, ...]] = {
+    "str": (str,), "int": (int,), "float": (int, float), "bool": (bool,), "bytes": (bytes,),
+    "list": (list,), "List": (list,), "Sequence": (list, tuple), "tuple": (tuple,),
+    "Tuple": (tuple,), "dict": (dict,), "Dict": (dict,), "Mapping": (dict,), "set": (set,),
+    "Set": (set,), "frozenset": (set, frozenset), "None": (type(None),),
+}
+
+
+def _allowed(node: ast.expr) -> tuple[type, ...] | None:
+    """The Python types an annotation admits (None: anything, or unknown)."""
+    if isinstance(node, ast.Constant) and node.value is None:
+        return (type(None),)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        left, right = _allowed(node.left), _allowed(node.right)
+        return None if left is None or right is None else left + right
+    if isinstance(node, ast.Subscript):
+        base = node.value
+        name = base.attr if isinstance(base, ast.Attribute) else getattr(base, "id", "")
+        if name == "Optional":
+            inner = _allowed(node.slice)
+            return None if inner is None else (*inner, type(None))
+        if name == "Union" and isinstance(node.slice, ast.Tuple):
+            parts = [_allowed(e) for e in node.slice.elts]
+            return None if any(p is None for p in parts) else tuple(
+                t for p in parts if p for t in p)
+        return _TYPES.get(name)
+    name = node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", "")
+    return _TYPES.get(name)
+
+
+def fits(value_source: str, annotation: str | None) -> bool:
+    """Whether a literal may be a value of ``annotation`` (unknown annotations admit all)."""
+    if not annotation:
+        return True
+    try:
+        allowed = _allowed(ast.parse(annotation, mode="eval").body)
+        value = ast.literal_eval(value_source)
+    except (SyntaxError, ValueError):
+        return True
+    if allowed is None:
+        return True
+    if isinstance(value, bool) and bool not in allowed:
+        return False
+    return isinstance(value, allowed)
+
+
+BUILTIN_NAMES = frozenset(dir(builtins))
+STDLIB = frozenset(sys.stdlib_module_names)
