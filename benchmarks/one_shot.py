@@ -95,11 +95,14 @@ def module_files(reply: str, modules: tuple[str, ...], tests: tuple[str, ...] = 
 
 
 def chat(model: str, messages: list[dict[str, str]], *, max_tokens: int,
-         timeout: float) -> dict[str, Any]:
+         timeout: float, temperature: float = 0.0, seed: int | None = None) -> dict[str, Any]:
     """One chat-completions request; the decoded response (raises on HTTP errors)."""
     base_url, name, key = endpoint(model)
-    body = json.dumps({"model": name, "messages": messages, "temperature": 0,
-                       "max_tokens": max_tokens}).encode()
+    request: dict[str, Any] = {"model": name, "messages": messages,
+                               "temperature": temperature, "max_tokens": max_tokens}
+    if seed is not None:
+        request["seed"] = seed
+    body = json.dumps(request).encode()
     headers = {"Content-Type": "application/json"}
     if key:
         headers["Authorization"] = f"Bearer {key}"
@@ -110,14 +113,16 @@ def chat(model: str, messages: list[dict[str, str]], *, max_tokens: int,
 
 
 def run_baseline(kata: Kata, model: str, workspace: Path, *, limit: float,
-                 max_tokens: int) -> dict[str, Any]:
+                 max_tokens: int, temperature: float = 0.0,
+                 seed: int | None = None) -> dict[str, Any]:
     """Ask once, write the modules the reply holds into ``workspace``; what happened."""
     messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt(kata)}]
     started = time.monotonic()
     row: dict[str, Any] = {"side": "baseline", "model_calls": 1, "ended_by_itself": True,
                            "error": None}
     try:
-        data = chat(model, messages, max_tokens=max_tokens, timeout=limit)
+        data = chat(model, messages, max_tokens=max_tokens, timeout=limit,
+                    temperature=temperature, seed=seed)
     except (urllib.error.URLError, TimeoutError, OSError, ValueError) as exc:
         data = {}
         row["error"] = f"{type(exc).__name__}: {exc}"

@@ -1,10 +1,12 @@
-"""The project's own kata set: small specs a pipeline is given, and hidden tests it never sees.
+"""Kata sets: small specs a pipeline is given, and hidden tests it never sees.
 
-Each kata is ``specs/<name>.md`` (the spec, naming its module paths and test paths in
-backticks) and ``hidden/<name>/test_hidden_*.py`` (acceptance tests kept apart: a run
-gets a copy of the spec only). :func:`score_hidden` copies the hidden tests into a
-finished workspace and counts how many pass; a module that is missing or does not
-import fails all of them, because the total is what the tests collect against stubs.
+A set is a directory (the project's own is this one; ``--katas DIR`` names another):
+each kata is ``specs/<name>.md`` (the spec, naming its module paths in backticks) and
+its acceptance tests, kept apart (a run gets a copy of the spec only), either
+``hidden/<name>/test_hidden_*.py`` or one file ``hidden/test_hidden_<name>.py``.
+:func:`score_hidden` copies the hidden tests into a finished workspace and counts how
+many pass; a module that is missing or does not import fails all of them, because the
+total is what the tests collect against stubs.
 """
 
 from __future__ import annotations
@@ -45,12 +47,22 @@ class Kata:
     def modules(self) -> tuple[str, ...]:
         """The module paths the spec names, in order (``kata/roman.py``; no ``__init__``)."""
         return tuple(p for p in spec_paths(self.text)
-                     if not p.startswith("tests/") and not p.endswith("__init__.py"))
+                     if not _is_test(p) and not p.endswith("__init__.py"))
 
     @property
     def tests(self) -> tuple[str, ...]:
-        """The test paths the spec names (``tests/test_roman.py``)."""
-        return tuple(p for p in spec_paths(self.text) if p.startswith("tests/"))
+        """The test paths the spec names (``tests/test_roman.py``, ``test_roman.py``)."""
+        return tuple(p for p in spec_paths(self.text) if _is_test(p))
+
+    @property
+    def root(self) -> Path:
+        """The kata set's directory."""
+        return self.spec.parent.parent
+
+
+def _is_test(path: str) -> bool:
+    name = path.rsplit("/", 1)[-1]
+    return path.startswith("tests/") or name.startswith("test_") or name.endswith("_test.py")
 
 
 def spec_paths(text: str) -> list[str]:
@@ -58,14 +70,18 @@ def spec_paths(text: str) -> list[str]:
     return list(dict.fromkeys(_PY_PATH.findall(text)))
 
 
-def kata_names() -> list[str]:
-    return sorted(p.stem for p in SPECS_DIR.glob("*.md"))
+def kata_names(root: Path = KATAS_DIR) -> list[str]:
+    return sorted(p.stem for p in (root / "specs").glob("*.md"))
 
 
-def load_kata(name: str) -> Kata:
-    spec, hidden = SPECS_DIR / f"{name}.md", HIDDEN_DIR / name
-    if not spec.is_file() or not hidden.is_dir():
-        raise ValueError(f"no kata {name!r}; the katas are: {', '.join(kata_names())}")
+def load_kata(name: str, root: Path = KATAS_DIR) -> Kata:
+    spec = root / "specs" / f"{name}.md"
+    hidden = root / "hidden" / name
+    if not hidden.is_dir():
+        hidden = root / "hidden" / f"test_hidden_{name}.py"
+    if not spec.is_file() or not hidden.exists():
+        raise ValueError(f"no kata {name!r} in {root}; the katas are: "
+                         f"{', '.join(kata_names(root))}")
     return Kata(name, spec, hidden)
 
 
@@ -100,26 +116,34 @@ def run_pytest(workspace: Path, target: str, timeout: float = 120) -> tuple[int,
 
 def hidden_total(kata: Kata) -> int:
     """How many hidden tests the kata has (what a missing module fails)."""
-    return hidden_totals()[kata.name]
+    return hidden_totals(kata.root)[kata.name]
+
+
+def _copy_hidden(kata: Kata, target: Path) -> None:
+    if kata.hidden.is_dir():
+        shutil.copytree(kata.hidden, target)
+    else:
+        target.mkdir(parents=True)
+        shutil.copy(kata.hidden, target / kata.hidden.name)
 
 
 @cache
-def hidden_totals() -> dict[str, int]:
+def hidden_totals(root: Path = KATAS_DIR) -> dict[str, int]:
     """Every kata's hidden test count, collected (in one pytest process) against stub
     modules, where every name a test imports exists: no implementation is involved."""
-    katas = [load_kata(name) for name in kata_names()]
+    katas = [load_kata(name, root) for name in kata_names(root)]
     with tempfile.TemporaryDirectory(prefix="kata-stubs-") as tmp:
-        root = Path(tmp)
+        stubs = Path(tmp)
         for kata in katas:
             for module in kata.modules:
-                stub = root / module
+                stub = stubs / module
                 stub.parent.mkdir(parents=True, exist_ok=True)
                 stub.write_text("def __getattr__(name):\n    return None\n")
-            shutil.copytree(kata.hidden, root / HIDDEN_IN_WORKSPACE / kata.name)
+            _copy_hidden(kata, stubs / HIDDEN_IN_WORKSPACE / kata.name)
         proc = subprocess.run(
             [sys.executable, "-m", "pytest", "-q", "--collect-only", "-p", "no:cacheprovider",
-             HIDDEN_IN_WORKSPACE], cwd=root, capture_output=True, text=True, timeout=120,
-            env={**os.environ, "PYTHONPATH": str(root)}, check=False)
+             HIDDEN_IN_WORKSPACE], cwd=stubs, capture_output=True, text=True, timeout=120,
+            env={**os.environ, "PYTHONPATH": str(stubs)}, check=False)
     if proc.returncode != 0:
         raise RuntimeError(f"the hidden tests do not collect against stub modules:\n"
                            f"{proc.stdout[-2000:]}")
@@ -131,6 +155,6 @@ def score_hidden(kata: Kata, workspace: Path) -> tuple[int, int]:
     """(passed, total) of the kata's hidden tests on a finished workspace."""
     target = workspace / HIDDEN_IN_WORKSPACE
     shutil.rmtree(target, ignore_errors=True)
-    shutil.copytree(kata.hidden, target)
+    _copy_hidden(kata, target)
     passed, _ = run_pytest(workspace, HIDDEN_IN_WORKSPACE)
     return passed, hidden_total(kata)
