@@ -11,8 +11,9 @@ its comments, up to ``max_rounds`` rounds, after which the module is marked fail
 (with the reason) instead of looping forever.
 
 Run input: ``{"spec": str, "workspace": str, "max_rounds": int, "review": "failures" |
-"always", "deadline": epoch seconds|None, "model": spec|None}``. Past the deadline (the
-run's time budget) no role starts another round: each module keeps its best code.
+"always", "deadline": epoch seconds|None, "model": spec|None}``. From ``RESERVE_S`` before
+the deadline (the run's time budget) no role starts another round: each module keeps its
+best code, and a module not begun yet keeps its first usable answer.
 """
 
 from __future__ import annotations
@@ -32,6 +33,10 @@ from orchestra.store import Writes
 
 PIPELINE_REF = "agents.pipeline:build_pipeline"
 DEFAULT_MAX_ROUNDS = 2
+RESERVE_S = 150.0
+"""Seconds before the run's deadline at which no module starts another round: what the
+rounds in flight and the modules not yet begun (one answer each) need, so that a run
+ends by its deadline (a 1.5B model on 2 cores answers in 20-90 s)."""
 REVIEWS = ("failures", "always")
 """When the reviewer reads a module: only when its tests do not all pass (the default:
 a passing module's review costs a model call and, from a small model, is mostly
@@ -210,6 +215,8 @@ def build_pipeline(run_input: Any) -> Pipeline:
     if deadline is not None and not isinstance(deadline, (int, float)):
         raise UserError(f"deadline {deadline!r} is not a time (epoch seconds, as `orchestra "
                         "run --time-budget` sets it)")
+    if deadline is not None:
+        deadline = float(deadline) - RESERVE_S
     review = str(run_input.get("review") or REVIEWS[0])
     if review not in REVIEWS:
         raise UserError(f"review {review!r} is not one of {', '.join(REVIEWS)}: 'failures' "
