@@ -316,14 +316,27 @@ def spec_signatures(spec: str, path: str, others: Sequence[str] = ()) -> list[st
     (``to_roman(n: int) -> str``), without those its parts about ``others`` give and
     without calls with values (``add(1, 2)``): the public API as the spec states it."""
     section = spec_section(spec, path)
-    if section is spec and others:
-        # one section for several modules: only what names no other module's file
-        section = spec
     theirs = {s for o in others for s in _signatures_in(spec_section(spec, o))
               if spec_section(spec, o) is not spec}
-    return [s for s in _signatures_in(section) if s not in theirs]
+    found = [s for s in _signatures_in(section) if s not in theirs]
+    if section is not spec or not others:
+        return found
+    # one text for several modules: a signature belongs to the module named last before
+    # it ("`tokens.py` with `tokenize(...)`, and `evaluator.py` with `evaluate(...)`")
+    named = sorted((m.start(), p) for p in (path, *others)
+                   for m in re.finditer(rf"(?<![\w/]){re.escape(p)}(?!\w)", spec)
+                   if not _BUILT_ON.search(spec[max(0, m.start() - 30):m.start()]))
+    mine = []
+    for sig in found:
+        at = spec.find(sig)
+        owner = next((p for start, p in reversed(named) if start < at), None)
+        if at < 0 or owner in (None, path):
+            mine.append(sig)
+    return mine
 
 
+_BUILT_ON = re.compile(r"(?:builds? on|built on|uses|imports?|from|depends on|on top of|"
+                       r"after)\s*`?$")
 _SIGNATURE_LINE = re.compile(
     r"^[ \t]*(?:[-*][ \t]+)?(?:def[ \t]+)?([A-Za-z_]\w*[ \t]*\([^()\n]*(?:\([^()\n]*\)[^()\n]*)*\)"
     r"(?:[ \t]*->[ \t]*[^\n:]+?)?)[ \t]*:?[ \t]*$", re.M)
@@ -364,9 +377,11 @@ def _signatures_in(text: str) -> list[str]:
                                               or [])}
     found = [s for s in found if s.split("(")[0].removeprefix("class ").strip()
              not in params_of or s.startswith("class ")]
-    named = [f"class {c}" for c in _CLASS_NAMED.findall(text)
-             if not any(re.match(rf"(?:class\s+)?{c}\b", f) for f in found)]
-    return [*named, *found] if named and not found else [*found, *named]
+    named = [(m.start(), f"class {m.group(1)}") for m in _CLASS_NAMED.finditer(text)
+             if not any(re.match(rf"(?:class\s+)?{m.group(1)}\b", f) for f in found)]
+    # in the order the spec gives them: methods listed under "a class `X`:" follow it
+    placed = [(max(text.find(f"`{f}"), text.find(f), 0), f) for f in found]
+    return [f for _, f in sorted([*placed, *named], key=lambda p: p[0])]
 
 
 _ERROR_NAME = re.compile(r"`([A-Z]\w*(?:Error|Exception))`")

@@ -196,6 +196,9 @@ def _revision(path: str, mine: dict[str, Any], task_input: dict[str, Any],
                 f"labelled {path}.")
     test_path = str(module(task_input).get("test_path"))
     passed, total = mine["score"][:2]
+    if total and passed == total and told:
+        return (f"All {total} tests in {test_path} pass, but {advice}. Reply with the complete "
+                f"corrected file in one fenced block labelled {path}.")
     return (f"The tests in {test_path} ran against your module: {passed} of {total} passed. "
             f"{_spec_failures(report, task_input)}The end of pytest's report:\n"
             f"{report['output']}\n\nFind the cause in {path} and fix it (where a test "

@@ -62,9 +62,10 @@ def yielded(tried: Sequence[Tried]) -> set[str]:
 
 def rank(t: Tried, ignored: set[str] | frozenset[str] = frozenset()) -> tuple[int, ...]:
     """Best first: imports, then the spec's own examples passed (no model can have them
-    wrong), then the tests the spec vouches for, then the advice heeded, then all tests."""
+    wrong), then the tests the spec vouches for, then all tests, then the advice heeded
+    (a check read from the spec may be the wrong one: it only parts equals)."""
     heeded = not t.advice or t.advice in ignored
-    return (int(t.imports), t.spec[0], t.trusted[0], int(heeded), t.tests[0])
+    return (int(t.imports), t.spec[0], t.trusted[0], t.tests[0], int(heeded))
 
 
 def best(tried: Sequence[Tried]) -> int:

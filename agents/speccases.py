@@ -203,8 +203,19 @@ def render_cases(cases: Sequence[SpecCase], module: str) -> str:
             exc = case.error if case.error in _BUILTIN_ERRORS else f"_spec_module.{case.error}"
             lines += [f"    with _spec_pytest.raises({exc}):", f"        {call}", ""]
         else:
-            lines += [f"    assert {call} == {case.expected}", ""]
+            lines += [f"    assert {_operand(call)} == {_operand(str(case.expected))}", ""]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _operand(source: str) -> str:
+    """``source`` as one operand of ``==`` (a comparison or an operation in parentheses)."""
+    try:
+        node = ast.parse(source, mode="eval").body
+    except SyntaxError:
+        return source
+    simple = (ast.Call, ast.Name, ast.Attribute, ast.Subscript, ast.Constant, ast.List,
+              ast.Tuple, ast.Dict, ast.Set, ast.UnaryOp)
+    return source if isinstance(node, simple) else f"({source})"
 
 
 def _free(case: SpecCase) -> list[str]:

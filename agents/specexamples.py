@@ -42,7 +42,8 @@ _VERB = re.compile(r"[`\s]*(==|->|→|=>|⇒|\bis\b|\bare\b|\breturns?\b|\bgives
 _RAISES = re.compile(r"[`\s]*\b(?:raises?|throws?)\b[`\s]*" + _ERROR)
 _ARROW = re.compile(r"\s*(->|→|=>|⇒|\bbecomes\b|\bgives\b|\byields\b|\bturns into\b)\s*")
 _ALTERNATIVE = re.compile(r"^\W{0,3}\s*or\b")
-_AFTER_VALUE = re.compile("[ \t]*(?:[,;:.(`\u2013\u2014-]|\n)")  # a comma, a dash, ...
+# what may follow a stated value: punctuation, a dash, the line's end, "and"/"but"
+_AFTER_VALUE = re.compile("[ \t]*(?:[,;:.()\\]`\u2013\u2014-]|\n|(?:and|but|while|whereas)\\b)")
 
 
 def stated_cases(section: str, api: Api) -> list[SpecCase]:
@@ -153,7 +154,8 @@ def _raise_cases(text: str, api: Api) -> list[SpecCase]:
         fn = _subject(text, m.start(), api)
         if fn is None:
             continue
-        after = re.split(r"\.\s|;|\n\n|\n[-*] ", text[m.end():], maxsplit=1)[0]
+        after = re.split(r"(?<!e\.g)(?<!i\.e)(?<!etc)\.\s|;|\n\n|\n[-*] ", text[m.end():],
+                         maxsplit=1)[0]
         before = text[:m.start()].rstrip(" `")
         group = before[before.rfind("("):] if before.endswith(")") and "(" in before else ""
         for part in (after, group):

@@ -142,7 +142,7 @@ def _ends(text: str) -> Iterator[int]:
             if depth < 0:
                 return
         i += 1
-        if not quote and depth == 0 and c != ",":  # "1, and ..." is 1, not (1,)
+        if not quote and depth == 0 and c not in ",. \t\n":  # "1, and" is 1, not (1,)
             nxt = text[i:i + 2]
             if (not nxt or nxt[0] in " \t\n,;`)|" or (nxt[0] in ".:" and (
                     len(nxt) == 1 or nxt[1] in " \t\n"))):

@@ -1,0 +1,168 @@
+"""Examples and APIs read from specs in the common phrasings, one class per test; each
+spec here is written for the test (none is a kata's). A rule that cannot tell leaves a
+case out; what it keeps is what the spec's own characters say."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from agents.checks import spec_signatures
+from agents.speccases import SpecCase, render_cases, spec_cases
+from agents.specplan import stated_uses
+from agents.specread import fits, literal_prefix, read_api
+
+
+def cases(spec: str, api: list[str] | None = None) -> list[SpecCase]:
+    return spec_cases(spec, api if api is not None else spec_signatures(spec, "m.py"))
+
+
+def test_calls_in_prose_without_backticks_with_any_verb_of_equality() -> None:
+    spec = ("# m\n\nWrite `m.py` with `squash(text: str) -> str`.\n\n"
+            'For instance squash("aab") returns "ab", squash("") gives "", squash("x") is '
+            '"x", squash("yy") → "y", squash("zz") -> "z" and squash("ww") becomes "w".\n'
+            'squash("q") is called often.\n')
+    assert cases(spec) == [SpecCase("squash('aab')", "'ab'"), SpecCase("squash('')", "''"),
+                           SpecCase("squash('x')", "'x'"), SpecCase("squash('yy')", "'y'"),
+                           SpecCase("squash('zz')", "'z'"), SpecCase("squash('ww')", "'w'")]
+
+
+def test_a_value_for_a_value_belongs_to_the_one_function_and_must_fit_its_types() -> None:
+    spec = ("# m\n\n`m.py`: `count_runs(text: str) -> str`.\n\n"
+            'Runs are counted (e.g. "xyz" -> "1x1y1z"; "" -> ""; "aa" → "2a").\n'
+            "A digit (`\"7\"` -> `7`) is read as a number.\n")
+    # "7" -> 7 is about a part of the text, not the function's value: it is no str
+    assert cases(spec) == [SpecCase("count_runs('xyz')", "'1x1y1z'"),
+                           SpecCase("count_runs('')", "''"), SpecCase("count_runs('aa')", "'2a'")]
+    two = spec.replace("`.\n\n", "` and `other(text: str) -> str`.\n\n", 1)
+    assert cases(two) == []  # two functions, none named: no subject
+
+
+def test_raise_lists_after_or_before_the_error() -> None:
+    spec = ("# m\n\n`m.py`: `to_cell(ref: str) -> tuple[int, int]`.\n\n"
+            '- `to_cell("B3")` is `(1, 2)`.\n'
+            '- raise ValueError for anything malformed (e.g. "A0", "", "3B").\n'
+            '- A lower-case column (`"b3"`, `"c1"`) raises `KeyError`.\n'
+            "- It raises ValueError when the text is empty or too long.\n")
+    assert cases(spec) == [
+        SpecCase("to_cell('B3')", "(1, 2)"), SpecCase("to_cell('A0')", error="ValueError"),
+        SpecCase("to_cell('')", error="ValueError"), SpecCase("to_cell('3B')", error="ValueError"),
+        SpecCase("to_cell('b3')", error="KeyError"), SpecCase("to_cell('c1')", error="KeyError")]
+
+
+def test_doctest_sessions_with_values_state_and_tracebacks() -> None:
+    spec = ("# m\n\n`m.py`: `halve(n: int) -> int`\n\n```\n>>> halve(8)\n4\n>>> x = 6\n"
+            ">>> halve(x)\n3\n>>> halve(3)\nTraceback (most recent call last):\n  ...\n"
+            "ValueError: odd\n```\n")
+    # each statement before a check is its state (a call with a value may change some)
+    assert cases(spec) == [SpecCase("halve(8)", "4"),
+                           SpecCase("halve(x)", "3", setup=("halve(8)", "x = 6")),
+                           SpecCase("halve(3)", error="ValueError",
+                                    setup=("halve(8)", "x = 6", "halve(x)"))]
+
+
+def test_a_script_with_results_in_comments_keeps_its_state_and_skips_alternatives() -> None:
+    spec = ("# m\n\nA class `Counter` in `m.py`:\n\n- `Counter(start: int = 0)`\n"
+            "- `bump(by: int = 1) -> int`\n- `reset() -> None`\n\n```python\n"
+            "c = Counter(2)\nc.bump()      # 3, the new value\nc.bump(by=4)\n"
+            "c.bump()\n# 8\nc.reset()\nc.bump(-1)    # raises ValueError\n"
+            "c.bump()      # 1, or 2 after a reset by another\n"
+            "assert c.bump() == 2\n```\n")
+    api = spec_signatures(spec, "m.py")
+    assert api == ["Counter(start: int = 0)", "bump(by: int = 1) -> int", "reset() -> None"]
+    got = cases(spec, api)
+    assert got[0] == SpecCase("c.bump()", "3", setup=("c = Counter(2)",))
+    assert got[1] == SpecCase("c.bump()", "8", setup=("c = Counter(2)", "c.bump()",
+                                                       "c.bump(by=4)"))
+    assert got[2].error == "ValueError" and got[2].setup[-1] == "c.reset()"
+    assert got[3].call == "c.bump()" and got[3].expected == "2" and len(got) == 4
+
+
+def test_a_listing_that_is_not_python_gives_its_equalities() -> None:
+    spec = ("# m\n\nModule `m.py`.\n\n```\npad(text: str, width: int) -> str\n"
+            "    Pads on the left. width < 0 -> ValueError.\n"
+            '    pad("ab", 4) == "  ab"\n    pad("abc", 2) ==\n        "abc"\n```\n')
+    assert spec_signatures(spec, "m.py") == ["pad(text: str, width: int) -> str"]
+    assert cases(spec) == [SpecCase("pad('ab', 4)", "'  ab'"), SpecCase("pad('abc', 2)",
+                                                                        "'abc'")]
+
+
+def test_markdown_tables_of_inputs_and_outputs_and_of_bad_inputs() -> None:
+    spec = ("# m\n\n`m.py` has `area(w: int, h: int) -> int` and `parse_size(s: str) -> "
+            "tuple[int, int]`; both raise `ValueError` on bad input.\n\n"
+            "| `w` | `h` | `area(w, h)` |\n|---|---|---|\n| 2 | 3 | `6` |\n| 0 | 5 | 0 |\n\n"
+            "| s | parse_size(s) |\n|:--|--:|\n| `2x3` | `(2, 3)` |\n| 10x1 | (10, 1) |\n\n"
+            "Rejected sizes:\n\n| s | why |\n|---|---|\n| `x3` | no width |\n| `2x` | no "
+            "height |\n")
+    assert cases(spec) == [
+        SpecCase("area(2, 3)", "6"), SpecCase("area(0, 5)", "0"),
+        SpecCase("parse_size('2x3')", "(2, 3)"), SpecCase("parse_size('10x1')", "(10, 1)"),
+        SpecCase("parse_size('x3')", error="ValueError"),
+        SpecCase("parse_size('2x')", error="ValueError")]
+    one = ("# m\n\n`m.py`: `shout(text: str) -> str`.\n\n| input | output |\n|---|---|\n"
+           '| "a" | "A!" |\n| "" | "!" |\n')
+    assert cases(one) == [SpecCase("shout('a')", "'A!'"), SpecCase("shout('')", "'!'")]
+
+
+def test_classes_in_every_phrasing_own_their_methods() -> None:
+    bullets = ("# m\n\nWrite `m.py` with a class `Shelf`:\n\n- `add(item: str, qty: int) -> "
+               "None`\n- `count(item: str) -> int`\n\n`count(\"x\")` is `0` on a new shelf.\n")
+    api = spec_signatures(bullets, "m.py")
+    assert api == ["class Shelf", "add(item: str, qty: int) -> None", "count(item: str) -> int"]
+    listing = ("# m\n\n`m.py`:\n\n```python\nclass Shelf:\n    def add(self, item: str, "
+               "qty: int) -> None: ...\n    def count(self, item: str) -> int: ...\n```\n")
+    assert spec_signatures(listing, "m.py")[0] == "class Shelf"
+    for api in (spec_signatures(bullets, "m.py"), spec_signatures(listing, "m.py"),
+                ["Shelf()", "add(item, qty)", "count(item)"]):
+        assert read_api(api).functions == {}  # methods, not module functions
+        assert cases(bullets, api) == []  # a method's call needs an instance
+    errors = read_api(["class NotFound(KeyError)", "find(key: str) -> int"])
+    assert list(errors.functions) == ["find"]  # an exception's class owns no methods
+
+
+def test_signatures_leave_out_builtins_methods_of_values_and_parameters() -> None:
+    spec = ("# m\n\n`m.py`: `Timer(clock: Callable[[], float])` calls `clock()`; "
+            "`len(timer)` and `str(err)` work; lines come from `text.splitlines()`.\n")
+    assert spec_signatures(spec, "m.py") == ["Timer(clock: Callable[[], float])"]
+
+
+def test_which_module_builds_on_which_as_sentences_say_it() -> None:
+    paths = ["shapes/base.py", "shapes/circle.py", "render.py", "cli.py"]
+    spec = ("`shapes/circle.py` builds on `shapes/base.py`. The renderer `render.py` "
+            "imports from `shapes.circle`; `render.py` is used by `cli.py`.")
+    assert stated_uses(spec, paths) == {"shapes/base.py": [], "render.py": ["shapes/circle.py"],
+                                        "shapes/circle.py": ["shapes/base.py"],
+                                        "cli.py": ["render.py"]}
+    chain = "Modules: `base.py` ← `mid.py` ← `top.py`."
+    assert stated_uses(chain, ["base.py", "mid.py", "top.py"])["top.py"] == ["mid.py"]
+
+
+def test_values_are_read_to_their_end_and_typed() -> None:
+    assert literal_prefix('[1, "a, b"] and more') == ("[1, 'a, b']", 11)
+    assert literal_prefix("1, and then") == ("1", 1)  # not the tuple (1,)
+    assert literal_prefix("1.4.2 is a version") is None
+    assert literal_prefix("3. Next") == ("3", 1)
+    assert fits("[1]", "list[int]") and not fits("1", "list[int]")
+    assert fits("None", "int | None") and fits("1", "Optional[int]") and fits("1", "Foo")
+    assert not fits("True", "int") and fits("2", "float")
+
+
+def test_cases_with_state_render_as_runnable_tests(tmp_path: Path) -> None:
+    (tmp_path / "m.py").write_text(
+        "import time\n\n\nclass Counter:\n    def __init__(self, start=0):\n        self.n = "
+        "start\n\n    def bump(self, by=1):\n        if by < 0:\n            raise ValueError\n"
+        "        self.n += by\n        return self.n\n")
+    text = render_cases([SpecCase("c.bump()", "3", setup=("c = Counter(2)",)),
+                         SpecCase("c.bump(-1)", error="ValueError", setup=("c = Counter()",)),
+                         SpecCase("time.time() > 0", "True")], "m")
+    (tmp_path / "test_m.py").write_text(text)
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           "test_m.py"], cwd=tmp_path, capture_output=True, text=True)
+    assert "3 passed" in done.stdout, done.stdout + text
+
+
+def test_a_case_whose_strings_the_spec_does_not_write_is_left_out() -> None:
+    # the old sentence rule joins wrapped lines, which would change "a  b" into "a b"
+    spec = '# m\n\n`m.py`: `f(s: str) -> str`\n\n- `f("a  b")` is\n  `"x"`.\n'
+    assert cases(spec) == [SpecCase("f('a  b')", "'x'")]
