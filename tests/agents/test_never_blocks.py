@@ -26,7 +26,7 @@ async def test_a_check_that_misreads_the_spec_advises_then_yields(tmp_path: Path
     misread = {"modules": [{"path": "shelf.py", "purpose": "a shelf", "test_path":
                             "test_shelf.py", "public_api": ["add(item: str, qty: int) -> None",
                                                             "count(item: str) -> int"]}]}
-    run, tasks, seen = await run_pipeline(tmp_path, {
+    run, _tasks, seen = await run_pipeline(tmp_path, {
         "architect": [says(json.dumps(misread))],
         "tester": [says(fenced("test_shelf.py", SHELF_TESTS))],
         "coder": [says(fenced("shelf.py", SHELF))] * 2, "reviewer": []},
@@ -74,7 +74,7 @@ def _for_module(answers: dict[str, str], test: bool = False):  # type: ignore[no
 
 
 async def test_a_relative_import_in_a_top_level_module_is_made_absolute(tmp_path: Path) -> None:
-    run, tasks, seen = await run_pipeline(tmp_path, {
+    run, tasks, _seen = await run_pipeline(tmp_path, {
         "architect": [says(json.dumps(PLAN))], "tester": [_for_module({}, test=True)] * 2,
         "coder": [_for_module({"tokens.py": TOKENS, "evaluator.py": EVALUATOR})] * 2,
         "reviewer": []}, spec=CALC_SPEC, review="failures")
@@ -102,7 +102,7 @@ async def test_a_module_that_does_not_import_gets_its_traceback_back(tmp_path: P
 
 async def test_the_first_usable_answer_is_never_lost(tmp_path: Path) -> None:
     worse = "def tokenize(text):\n    return []\n"
-    run, tasks, _ = await run_pipeline(tmp_path, {
+    run, _tasks, _ = await run_pipeline(tmp_path, {
         "architect": [says(json.dumps({"modules": PLAN["modules"][:1]}))],
         "tester": [says(fenced(*TESTS["tokens.py"]))],
         "coder": [says(fenced("tokens.py", TOKENS.replace("'+'", "'-'"))),
