@@ -12,6 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from agents.checks import dotted, spec_section
+from agents.inputs import ModuleTask, module_task
+from agents.roles import ModuleSpec
 
 __all__ = ["coder_brief", "reviewer_brief", "tester_brief"]
 
@@ -19,25 +21,19 @@ REPORT_CHARS = 2500
 """How much of a pytest report a brief quotes (its end: the failures and the summary)."""
 
 
-def _module(task_input: Any) -> dict[str, Any]:
-    module = task_input.get("module") if isinstance(task_input, dict) else None
-    return module if isinstance(module, dict) else {}
+def _api(module: ModuleSpec) -> str:
+    return "\n".join(f"- {sig}" for sig in module.public_api) or "- (see the spec)"
 
 
-def _api(module: dict[str, Any]) -> str:
-    return "\n".join(f"- {sig}" for sig in module.get("public_api") or []) or "- (see the spec)"
-
-
-def _uses(task_input: dict[str, Any]) -> str:
-    uses = [u for u in task_input.get("uses") or [] if isinstance(u, dict)]
-    if not uses:
+def _uses(task: ModuleTask) -> str:
+    if not task.uses:
         return ""
     lines = ["", "It builds on these modules of the project (written before it; import them "
                  "by these names, do not copy their code):"]
-    for u in uses:
-        names = ", ".join(str(s).split("(")[0].strip() for s in u.get("public_api") or [])
-        lines.append(f"- {u.get('path')}: from {dotted(str(u.get('path')))} import {names}")
-        lines += [f"    {sig}" for sig in u.get("public_api") or []]
+    for u in task.uses:
+        names = ", ".join(str(s).split("(")[0].strip() for s in u.public_api)
+        lines.append(f"- {u.path}: from {dotted(u.path)} import {names}")
+        lines += [f"    {sig}" for sig in u.public_api]
     return "\n".join(lines)
 
 
@@ -48,91 +44,76 @@ def report_tail(report: Any) -> str:
     return output if len(output) <= REPORT_CHARS else "...\n" + output[-REPORT_CHARS:]
 
 
-def _spec(task_input: dict[str, Any]) -> str:
-    return f"# The spec\n\n{str(task_input.get('spec') or '').strip()}\n"
+def _spec(task: ModuleTask) -> str:
+    return f"# The spec\n\n{task.spec.strip()}\n"
 
 
-def _module_spec(task_input: dict[str, Any]) -> str:
+def _module_spec(task: ModuleTask) -> str:
     """The spec's opening and the module's own section, when the spec has one per module
     (else the whole spec): a tester shown every module's part mixes them up (seen: the
     evaluator's examples in the tokenizer's tests)."""
-    spec = str(task_input.get("spec") or "")
-    section = spec_section(spec, str(_module(task_input).get("path", "")))
-    if section is spec:
-        return _spec(task_input)
-    lines = spec.split("\n")
+    section = task.stated.section if task.stated else spec_section(task.spec, task.path)
+    if section.strip() == task.spec.strip():
+        return _spec(task)
+    lines = task.spec.split("\n")
     first = next((i for i, line in enumerate(lines[1:], 1) if line.startswith("##")),
                  len(lines))
     opening = "\n".join(lines[:first]).strip()
     return f"# The spec (its part about this module)\n\n{opening}\n\n{section.strip()}\n"
 
 
-def _comments(task_input: dict[str, Any]) -> str:
-    comments = [str(c) for c in task_input.get("comments") or []]
-    return "\n".join(f"- {c}" for c in comments)
-
-
-def _rounds(task_input: dict[str, Any], key: str, heading: str, path: str,
+def _rounds(task: ModuleTask, earlier: str, heading: str, path: str,
             comments: str) -> list[str]:
     """A later round's parts of a brief: the file as it is now, the review's comments and
     the last test run (last, so the start of the brief stays the same bytes)."""
     parts = []
-    if task_input.get(key):
-        parts.append(f"{heading}\n\n{path}\n```python\n{str(task_input[key]).rstrip()}\n```")
-    if task_input.get("comments"):
-        parts.append(f"{comments}\n\n" + _comments(task_input))
-    if task_input.get("report"):
-        parts.append("# The last test run\n\n" + report_tail(task_input["report"]))
+    if earlier:
+        parts.append(f"{heading}\n\n{path}\n```python\n{earlier.rstrip()}\n```")
+    if task.comments:
+        parts.append(f"{comments}\n\n" + "\n".join(f"- {c}" for c in task.comments))
+    if task.report:
+        parts.append("# The last test run\n\n" + report_tail(task.report))
     return parts
 
 
 def coder_brief(task_input: Any) -> str:
     """The coder's task: the spec, its module and API, then any round's feedback."""
-    if not isinstance(task_input, dict):
-        return str(task_input)
-    module = _module(task_input)
-    path = module.get("path", "?")
-    parts = [_spec(task_input),
-             f"# Your task\n\nWrite the module {path} ({dotted(str(path))}): "
-             f"{module.get('purpose', '')}\nIts public API, at module level, with exactly "
-             f"these names and parameters:\n{_api(module)}{_uses(task_input)}\n"
-             f"Its tests are in {module.get('test_path')}, written by the tester from the "
+    task = module_task(task_input)
+    module, path = task.module, task.path
+    parts = [_spec(task),
+             f"# Your task\n\nWrite the module {path} ({dotted(path)}): "
+             f"{module.purpose}\nIts public API, at module level, with exactly "
+             f"these names and parameters:\n{_api(module)}{_uses(task)}\n"
+             f"Its tests are in {module.test_path}, written by the tester from the "
              "spec; you write only the module."]
-    return "\n\n".join(parts + _rounds(task_input, "current", "# The module as it is now",
-                                        str(path), "# Review comments to address"))
+    return "\n\n".join(parts + _rounds(task, task.current, "# The module as it is now",
+                                        path, "# Review comments to address"))
 
 
 def tester_brief(task_input: Any) -> str:
     """The tester's task: the spec and the module's API (never its code)."""
-    if not isinstance(task_input, dict):
-        return str(task_input)
-    module = _module(task_input)
-    path = str(module.get("path", "?"))
-    parts = [_module_spec(task_input),
-             f"# Your task\n\nWrite {module.get('test_path')}, the pytest tests of {path}, "
+    task = module_task(task_input)
+    module, path = task.module, task.path
+    parts = [_module_spec(task),
+             f"# Your task\n\nWrite {module.test_path}, the pytest tests of {path}, "
              f"and only them: another developer writes {path}. Import what you test with: "
              f"from {dotted(path)} import ...\nIts public API:\n{_api(module)}\n"
              "Assert each example the spec gives, once; no loops over many values."]
     return "\n\n".join(parts + _rounds(
-        task_input, "tests", "# The tests as they are now", str(module.get("test_path")),
+        task, task.tests, "# The tests as they are now", module.test_path,
         "# The reviewer found these tests wrong against the spec"))
 
 
 def reviewer_brief(task_input: Any) -> str:
     """The reviewer's task: the spec, the code, its tests and the real test run."""
-    if not isinstance(task_input, dict):
-        return str(task_input)
-    module = _module(task_input)
-    raw = task_input.get("report")
-    report: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    task = module_task(task_input)
+    report = task.report or {}
     verdict = ("all pass" if report.get("passed") else
                f"{report.get('tests_passed', 0)} passed, {report.get('tests_failed', 0)} "
                f"failed, {report.get('tests_errors', 0)} errors")
     return "\n\n".join([
-        _spec(task_input),
-        f"# The module {module.get('path')}\n\n```python\n"
-        f"{str(task_input.get('code') or '').rstrip()}\n```",
-        f"# Its tests {module.get('test_path')}\n\n```python\n"
-        f"{str(task_input.get('tests') or '').rstrip()}\n```",
+        _spec(task),
+        f"# The module {task.path}\n\n```python\n{task.code.rstrip()}\n```",
+        f"# Its tests {task.test_path}\n\n```python\n{task.tests.rstrip()}\n```",
         f"# The real test run: {verdict}\n\n{report_tail(report)}",
-        f"# Your task\n\nReview {module.get('path')} (round {task_input.get('round', 1)})."])
+        f"# Your task\n\nReview {task.path} (round {task.round})."])

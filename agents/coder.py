@@ -12,6 +12,7 @@ never ends with less than its first usable answer.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import PurePosixPath
 from typing import Any, ClassVar
 
@@ -28,8 +29,9 @@ from agents.decide import Tried, best, decide, yielded
 from agents.failures import how_it_failed
 from agents.importcheck import import_error
 from agents.imports_fix import absolute_imports, add_missing_imports
-from agents.moduletask import cases, first_failure, module, score, summary, trusted
-from agents.roles import CodeAnswer, WorkspaceRole
+from agents.inputs import ModuleTask, module_task
+from agents.moduletask import cases, first_failure, score, summary, trusted
+from agents.roles import CodeAnswer, ModuleSpec, WorkspaceRole
 from agents.speccases import CASE_PREFIX
 from agents.testsplit import failed_tests
 from agents.workspace import WorkspaceError
@@ -40,7 +42,7 @@ __all__ = ["Coder"]
 
 
 def _module_path(task_input: Any) -> list[str]:
-    return [str(module(task_input).get("path", ""))]
+    return [module_task(task_input).path]
 
 
 class Coder(WorkspaceRole):
@@ -51,6 +53,7 @@ class Coder(WorkspaceRole):
     cause in your code and fix it; where a test contradicts the spec, follow the spec."""
 
     name = "coder"
+    input = ModuleTask
     answer = EditBlocks(paths=_module_path, output=CodeAnswer, whole_files_first=True)
     settings = ModelSettings(max_tokens=2000)
     compaction = SlidingWindow(last=12)
@@ -70,23 +73,23 @@ class Coder(WorkspaceRole):
 
         A journaled step: the writes are whole files of recorded answers, so a step
         re-run after a crash writes the same bytes."""
-        task_input = ctx.task_input if isinstance(ctx.task_input, dict) else {}
-        path = str(module(task_input).get("path"))
+        task = module_task(ctx.task_input)
+        path = task.path
         code = absolute_imports(
-            add_missing_imports(self._resolve(path, output, ctx), _project(task_input)),
-            path, spec_paths(str(task_input.get("spec") or ""))[0])
+            add_missing_imports(self._resolve(path, output, ctx), _project(task)),
+            path, spec_paths(task.spec)[0])
         earlier = [r.data for r in ctx.rejections
                    if isinstance(r.data, dict) and "score" in r.data]
         problem = code_problem(path, code, tests=False)
         if problem:  # not a module at all: nothing to keep
             if earlier and (len(ctx.rejections) >= type(self).keep_best_after
                             or self.out_of_time()):
-                return await self._finish(task_input, earlier, best(
+                return await self._finish(task, earlier, best(
                     [Tried.of(d) for d in earlier]), "keep_best")
             raise ModelRetry(f"Your module is not usable yet: {problem}. Reply with the "
                              f"complete corrected file in one fenced block labelled {path}.",
                              data={"files": {path: code}})
-        mine = await self._try(task_input, path, code, output.text)
+        mine = await self._try(task, code, output.text)
         if mine is None:  # no tests exist: the first usable answer is the module
             return output.model_copy(update={"files": {path: code}, "report": {
                 "passed": None, "output": "no tests exist for this module"}})
@@ -94,7 +97,7 @@ class Coder(WorkspaceRole):
         step, chosen = decide([Tried.of(d) for d in tried], rounds=type(self).test_rounds,
                               out_of_time=self.out_of_time())
         if step in ("accept", "keep_best"):
-            return await self._finish(task_input, tried, chosen, step, output)
+            return await self._finish(task, tried, chosen, step, output)
         report = mine["report"]
         passed, total = mine["score"][:2]
         if step == "sample":
@@ -102,42 +105,39 @@ class Coder(WorkspaceRole):
                 f"Write {path} again from the start, as a new version: an earlier version "
                 f"passed {passed} of its {total} tests{_first(report)}. Reply with the "
                 f"complete file in one fenced block labelled {path}.", data=mine, fresh=True)
-        raise ModelRetry(_revision(path, mine, task_input, yielded(
+        raise ModelRetry(_revision(mine, task, yielded(
             [Tried.of(d) for d in tried])), data=mine)
 
-    async def _try(self, task_input: dict[str, Any], path: str, code: str,
-                   text: str) -> dict[str, Any] | None:
+    async def _try(self, task: ModuleTask, code: str, text: str) -> dict[str, Any] | None:
         """The effects: write the answer, import it as its users will, run its tests.
         The candidate as journaled (None when the module has no tests yet)."""
-        mod = module(task_input)
-        test_path = str(mod.get("test_path"))
+        path, test_path = task.path, task.test_path
         await self.workspace.write_file(path, code)
         try:
             tests = await self.workspace.read_file(test_path)
         except WorkspaceError:
             return None
         failed = await import_error(self.workspace.root, path)
-        vouched = trusted(tests, task_input, path)
+        vouched = trusted(tests, task)
         if failed:
             report = {"passed": False, "tests_passed": 0, "tests_failed": 0, "tests_errors": 0,
                       "timed_out": False, "output": failed}
         else:
             report = summary(await self.tests(test_path))
-        advice = (api_problem(path, code, mod.get("public_api") or [])
-                  or _missing_import(code, task_input.get("uses") or []))
+        advice = (api_problem(path, code, task.module.public_api)
+                  or _missing_import(code, task.uses))
         return {"score": score(report, vouched) if not failed else
                 [0, 0, 0, 0, len(vouched), sum(1 for t in vouched if t.startswith(CASE_PREFIX))],
                 "imports": not failed, "advice": advice, "files": {path: code}, "text": text,
                 "report": report}
 
-    async def _finish(self, task_input: dict[str, Any], tried: list[dict[str, Any]],
+    async def _finish(self, task: ModuleTask, tried: list[dict[str, Any]],
                       chosen: int, step: str, output: Any = None) -> CodeAnswer:
         """The answer chosen (or the round before's, when a review sent the module back
         and nothing here beats it), written back if it is not the one on disk."""
-        path = str(module(task_input).get("path"))
-        test_path = str(module(task_input).get("test_path"))
+        path, test_path = task.path, task.test_path
         pick = tried[chosen]
-        before = _previous_round(task_input, path)
+        before = _previous_round(task)
         if step == "keep_best" and before:
             pool = [Tried.of(before), *(Tried.of(d) for d in tried)]
             pick = [before, *tried][best(pool)]
@@ -167,7 +167,7 @@ class Coder(WorkspaceRole):
             return str(output.files[path])
         base = next((r.data["files"][path] for r in reversed(ctx.rejections)
                      if isinstance(r.data, dict) and path in (r.data.get("files") or {})),
-                    (ctx.task_input or {}).get("current") or "")
+                    module_task(ctx.task_input).current)
         if not base:
             raise ModelRetry(f"{path} does not exist yet, so there is nothing to edit: reply "
                              f"with the complete file in one fenced block labelled {path}.")
@@ -182,10 +182,10 @@ def _first(report: dict[str, Any]) -> str:
     return f" (the first failure: {failure})" if failure else ""
 
 
-def _revision(path: str, mine: dict[str, Any], task_input: dict[str, Any],
-              ignored: set[str]) -> str:
+def _revision(mine: dict[str, Any], task: ModuleTask, ignored: set[str]) -> str:
     """The feedback for a revision: the import's traceback, or the spec's own examples
     that failed first and the end of pytest's report; then the checks' advice."""
+    path, test_path = task.path, task.test_path
     report = mine["report"]
     advice = mine.get("advice") or ""
     told = (f"\n\nAlso: {advice}." if advice and advice not in ignored else "")
@@ -194,19 +194,18 @@ def _revision(path: str, mine: dict[str, Any], task_input: dict[str, Any],
                 f"and tests import it as `import {dotted(path)}` from the workspace root)."
                 f"{told} Reply with the complete corrected file in one fenced block "
                 f"labelled {path}.")
-    test_path = str(module(task_input).get("test_path"))
     passed, total = mine["score"][:2]
     if total and passed == total and told:
         return (f"All {total} tests in {test_path} pass, but {advice}. Reply with the complete "
                 f"corrected file in one fenced block labelled {path}.")
     return (f"The tests in {test_path} ran against your module: {passed} of {total} passed. "
-            f"{_spec_failures(report, task_input)}The end of pytest's report:\n"
+            f"{_spec_failures(report, task)}The end of pytest's report:\n"
             f"{report['output']}\n\nFind the cause in {path} and fix it (where a test "
             f"contradicts the spec, follow the spec).{told} Reply with the complete "
             f"corrected file in one fenced block labelled {path}.")
 
 
-def _spec_failures(report: dict[str, Any], task_input: dict[str, Any]) -> str:
+def _spec_failures(report: dict[str, Any], task: ModuleTask) -> str:
     """The spec's own examples a test run failed, said first in the feedback: among many
     failures (some of them a tester's errors) a small model fixes none."""
     out = str(report.get("output", ""))
@@ -214,46 +213,46 @@ def _spec_failures(report: dict[str, Any], task_input: dict[str, Any]) -> str:
     lines = [f"- {'; '.join(c.setup) + '; then ' if c.setup else ''}{c.call} should "
              f"{'raise ' + c.error if c.error else 'be ' + str(c.expected)}"
              + (f"; got: {got}" if (got := how_it_failed(out, f"{CASE_PREFIX}{n}")) else "")
-             for n, c in enumerate(cases(task_input), 1) if f"{CASE_PREFIX}{n}" in failed]
+             for n, c in enumerate(cases(task), 1) if f"{CASE_PREFIX}{n}" in failed]
     return ("These examples, stated by the spec itself, fail; fix them first:\n"
             + "\n".join(lines) + "\n\n") if lines else ""
 
 
-def _previous_round(task_input: dict[str, Any], path: str) -> dict[str, Any] | None:
+def _previous_round(task: ModuleTask) -> dict[str, Any] | None:
     """The module a review sent back, as a candidate with its tested score: a revision
     that only makes things worse must not replace it."""
-    current, report = task_input.get("current"), task_input.get("report")
-    if not current or not isinstance(report, dict) or "tests_passed" not in report:
+    report = task.report
+    if not task.current or not report or "tests_passed" not in report:
         return None
-    vouched = trusted(str(task_input.get("tests") or ""), task_input, path)
-    return {"score": score(report, vouched), "files": {path: current}, "text": "",
+    vouched = trusted(task.tests, task)
+    return {"score": score(report, vouched), "files": {task.path: task.current}, "text": "",
             "report": report, "imports": True}
 
 
-def _project(task_input: dict[str, Any]) -> dict[str, str]:
+def _project(task: ModuleTask) -> dict[str, str]:
     """The public names of the project's other modules (as the spec and the plan give
     them): name -> the dotted module to import it from."""
-    spec, own = str(task_input.get("spec") or ""), str(module(task_input).get("path"))
+    spec, own = task.spec, task.path
     others = [p for p in spec_paths(spec)[0] if p != own and PurePosixPath(p).name !=
               "__init__.py" and not PurePosixPath(p).name.startswith("test_")]
     out: dict[str, str] = {}
     for other in others:
         for sig in spec_signatures(spec, other, [p for p in others if p != other] + [own]):
             out.setdefault(sig.split("(")[0].removeprefix("class ").strip(), dotted(other))
-    for used in task_input.get("uses") or []:
-        if isinstance(used, dict):
-            for sig in used.get("public_api") or []:
-                out.setdefault(str(sig).split("(")[0].removeprefix("class ").strip(),
-                               dotted(str(used.get("path"))))
+    for used in task.uses:
+        for sig in used.public_api:
+            out.setdefault(sig.split("(")[0].removeprefix("class ").strip(), dotted(used.path))
     return {name: mod for name, mod in out.items() if name.isidentifier()}
 
 
-def _missing_import(code: str, uses: list[Any]) -> str:
+def _missing_import(code: str, uses: Sequence[ModuleSpec | dict[str, Any]]) -> str:
     """Why ``code`` does not build on the modules the plan says it uses ('' if it does)."""
-    for used in uses:
-        other = str(used.get("path", "")) if isinstance(used, dict) else ""
+    for one in uses:
+        used = one if isinstance(one, ModuleSpec) else ModuleSpec.model_validate(
+            {"purpose": "", "test_path": "", "public_api": [], **one})
+        other = used.path
         if other and not imports_module(code, other):
-            names = ", ".join(str(s).split("(")[0].strip() for s in used.get("public_api") or [])
+            names = ", ".join(s.split("(")[0].strip() for s in used.public_api)
             return (f"the spec builds it on {other}: import from it (from {dotted(other)} "
                     f"import {names or '...'}) instead of writing that code again")
     return ""

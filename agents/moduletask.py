@@ -1,22 +1,33 @@
-"""What a module's task (tester, coder, reviewer) reads from its input: the module, its
-stated examples as cases, which tests the spec vouches for, and a test report kept
-small. Pure functions of the input: a replay reads the same."""
+"""What a module's task (tester, coder, reviewer) reads from its input: what the spec
+states about the module (read once, when the plan is made), its stated examples as test
+cases, which tests the spec vouches for, and a test report kept small. Pure functions of
+the input: a replay reads the same."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from agents.briefs import report_tail
 from agents.checks import dotted, spec_errors, spec_examples, spec_section
+from agents.inputs import Case, ModuleTask, Stated
 from agents.speccases import CASE_PREFIX, SpecCase, add_cases, spec_cases
 from agents.testsplit import failed_tests, trusted_tests
 
-__all__ = ["cases", "cases_file", "first_failure", "module", "score", "summary", "trusted"]
+__all__ = ["cases", "cases_file", "first_failure", "score", "stated", "summary", "trusted"]
 
 
-def module(task_input: Any) -> dict[str, Any]:
-    found = task_input.get("module") if isinstance(task_input, dict) else None
-    return found if isinstance(found, dict) else {}
+def stated(spec: str, path: str, api: Sequence[str]) -> Stated:
+    """What ``spec`` states about the module at ``path`` whose API is ``api``."""
+    section = spec_section(spec, path)
+    return Stated(section=section, api=list(api),
+                  cases=[Case.of(c) for c in spec_cases(section, api)],
+                  examples=spec_examples(section), errors=spec_errors(section))
+
+
+def _stated(task: ModuleTask) -> Stated:
+    """The task's :class:`Stated` (read from the spec for a task posted without it)."""
+    return task.stated or stated(task.spec, task.path, task.module.public_api)
 
 
 def summary(report: dict[str, Any]) -> dict[str, Any]:
@@ -34,11 +45,10 @@ def first_failure(report: dict[str, Any]) -> str:
     return ""
 
 
-def trusted(tests: str, task_input: dict[str, Any], path: str) -> set[str]:
+def trusted(tests: str, task: ModuleTask) -> set[str]:
     """The tests of ``tests`` the spec vouches for (its own examples among them)."""
-    section = spec_section(str(task_input.get("spec") or ""), path)
-    return trusted_tests(tests, spec_examples(section), spec_errors(section),
-                         prefix=CASE_PREFIX)
+    said = _stated(task)
+    return trusted_tests(tests, said.examples, said.errors, prefix=CASE_PREFIX)
 
 
 def score(report: dict[str, Any], vouched: set[str] | frozenset[str] = frozenset()
@@ -54,13 +64,11 @@ def score(report: dict[str, Any], vouched: set[str] | frozenset[str] = frozenset
             len(vouched), own]
 
 
-def cases(task_input: dict[str, Any]) -> list[SpecCase]:
+def cases(task: ModuleTask) -> list[SpecCase]:
     """The examples the spec states for the task's module, as cases."""
-    mod = module(task_input)
-    section = spec_section(str(task_input.get("spec") or ""), str(mod.get("path")))
-    return spec_cases(section, mod.get("public_api") or [])
+    return [c.spec_case() for c in _stated(task).cases]
 
 
-def cases_file(task_input: dict[str, Any], text: str) -> str:
+def cases_file(task: ModuleTask, text: str) -> str:
     """``text`` with the examples the spec states appended as tests of their own."""
-    return add_cases(text, cases(task_input), dotted(str(module(task_input).get("path"))))
+    return add_cases(text, cases(task), dotted(task.path))

@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from agents.checks import dotted, spec_section, spec_signatures
+from agents.inputs import ModuleTask, PlanTask, module_task
+from agents.moduletask import stated
 from agents.roles import Architect, CodeAnswer, ProjectPlan, Review, TestsAnswer
 from agents.specplan import stated_uses
 from agents.summary import run_story
@@ -77,19 +79,20 @@ def _ordered(paths: list[str], uses: dict[str, list[str]]) -> list[str]:
 
 
 def _plan_route(plan: ProjectPlan, task: Task, writes: Writes) -> None:
-    spec = str(task.input.get("spec") or "")
+    spec = PlanTask.model_validate(task.input).spec
     writes.plans.append(plan.model_dump(mode="json"))
     for d in plan.decisions:
         writes.notes.append(NewNote(f"{d.decision} — because {d.reason}", ("decision",)))
-    by_path = {m.path: m.model_dump(mode="json") for m in plan.modules}
+    by_path = {m.path: m for m in plan.modules}
     for path, module in by_path.items():  # the spec's own signatures, where it gives them
-        stated = spec_signatures(spec, path, [p for p in by_path if p != path])
-        module["public_api"] = stated or module["public_api"]
+        api = spec_signatures(spec, path, [p for p in by_path if p != path])
+        by_path[path] = module.model_copy(update={"public_api": api or module.public_api})
     uses = _uses(plan, spec)
     fan_out(
         writes, "tester",
-        ({"module": {**by_path[path], "uses": uses[path]}, "round": 1, "spec": spec,
-          "uses": [by_path[p] for p in uses[path]]}
+        (ModuleTask(module=by_path[path].model_copy(update={"uses": uses[path]}), round=1,
+                    spec=spec, uses=[by_path[p] for p in uses[path]],
+                    stated=stated(spec, path, by_path[path].public_api)).model_dump(mode="json")
          for path in _ordered(list(by_path), uses)),
         note="write this module's tests from the spec",
         key=lambda item: f"tests:{item['module']['path']}:1")
@@ -97,34 +100,33 @@ def _plan_route(plan: ProjectPlan, task: Task, writes: Writes) -> None:
 
 def _tests_route(deadline: float | None) -> Any:
     def route(result: TestsAnswer, task: Task, writes: Writes) -> None:
-        rnd, path = int(task.input["round"]), task.input["module"]["path"]
-        if rnd > 1 and deadline is not None and time.time() >= deadline:
+        done = module_task(task.input)
+        if done.round > 1 and deadline is not None and time.time() >= deadline:
             # corrected tests past the budget: the module keeps the code it has
-            _failed(writes, path, rnd - 1, "the run's time budget is spent; its tests were "
-                                           "corrected but its code was not tried again")
+            _failed(writes, done.path, done.round - 1, "the run's time budget is spent; its "
+                    "tests were corrected but its code was not tried again")
             return
-        _to_coder(task, writes)
+        _to_coder(done, writes)
 
     return route
 
 
-def _to_coder(task: Task, writes: Writes) -> None:
-    rnd = int(task.input["round"])
-    path = task.input["module"]["path"]
-    payload = {k: task.input[k] for k in ("module", "spec", "uses") if k in task.input}
-    payload["round"] = rnd
-    if rnd > 1:  # the tests were wrong: the code is tried again against the new ones
-        payload["current"] = task.input.get("code", "")
-        payload["comments"] = ["The tests were corrected (the reviewer found them wrong "
-                               "against the spec); make sure the module passes them."]
-    writes.handoffs.append(NewHandoff("coder", payload, note="implement this module",
-                                      key=f"code:{path}:{rnd}"))
+def _to_coder(done: ModuleTask, writes: Writes) -> None:
+    payload = ModuleTask(module=done.module, spec=done.spec, stated=done.stated,
+                         uses=done.uses, round=done.round)
+    if done.round > 1:  # the tests were wrong: the code is tried again against the new ones
+        payload.current = done.code
+        payload.comments = ["The tests were corrected (the reviewer found them wrong "
+                            "against the spec); make sure the module passes them."]
+    writes.handoffs.append(NewHandoff("coder", payload.model_dump(mode="json"),
+                                      note="implement this module",
+                                      key=f"code:{done.path}:{done.round}"))
 
 
 def _code_route(review: str) -> Any:
     def route(result: CodeAnswer, task: Task, writes: Writes) -> None:
-        module = task.input["module"]
-        path, rnd = module["path"], int(task.input["round"])
+        done = module_task(task.input)
+        path, rnd = done.path, done.round
         every = bool((result.report or {}).get("passed"))
         passed = every or result.accepted
         for note in result.notes:
@@ -141,7 +143,7 @@ def _code_route(review: str) -> Any:
             _failed(writes, path, rnd, "the run's time budget is spent; its best code is kept "
                                        f"({_tally(result.report)})")
         else:
-            _to_review(result, task, writes)
+            _to_review(result, done, writes)
 
     return route
 
@@ -159,21 +161,21 @@ def _failed(writes: Writes, path: str, rnd: int, reason: str) -> None:
                                             "reason": reason[:500]}))
 
 
-def _to_review(result: CodeAnswer, task: Task, writes: Writes) -> None:
-    module = task.input["module"]
-    rnd = int(task.input["round"])
-    writes.handoffs.append(NewHandoff("reviewer", {
-        "module": module, "round": rnd, "spec": task.input.get("spec"),
-        "uses": task.input.get("uses", []), "code": result.files.get(module["path"], ""),
-        "tests": result.tests, "report": result.report, "summary": result.text[:500],
-        "history": result.history},
-        note=f"round {rnd}: please review", key=f"review:{module['path']}:{rnd}"))
+def _to_review(result: CodeAnswer, done: ModuleTask, writes: Writes) -> None:
+    payload = ModuleTask(module=done.module, round=done.round, spec=done.spec,
+                         stated=done.stated, uses=done.uses,
+                         code=result.files.get(done.path, ""), tests=result.tests,
+                         report=result.report, summary=result.text[:500],
+                         history=result.history)
+    writes.handoffs.append(NewHandoff("reviewer", payload.model_dump(mode="json"),
+                                      note=f"round {done.round}: please review",
+                                      key=f"review:{done.path}:{done.round}"))
 
 
 def _review_route(max_rounds: int, deadline: float | None) -> Any:
     def route(review: Review, task: Task, writes: Writes) -> None:
-        module = task.input["module"]
-        path, rnd = module["path"], int(task.input["round"])
+        done = module_task(task.input)
+        path, rnd = done.path, done.round
         if review.approved:
             writes.notes.append(NewNote(f"approved {path} in round {rnd}", ("approval", path)))
             writes.events.append(("module.approved", {"module": path, "round": rnd}))
@@ -185,17 +187,18 @@ def _review_route(max_rounds: int, deadline: float | None) -> Any:
         if deadline is not None and time.time() >= deadline:  # a route runs once: no replay
             _failed(writes, path, rnd, f"the run's time budget is spent ({reason})")
             return
-        base = {"module": module, "round": rnd + 1, "spec": task.input.get("spec"),
-                "uses": task.input.get("uses", []), "comments": review.comments,
-                "report": task.input.get("report")}
+        base = ModuleTask(module=done.module, round=rnd + 1, spec=done.spec,
+                          stated=done.stated, uses=done.uses, comments=review.comments,
+                          report=done.report)
         if review.fix == "tests":
+            payload = base.model_copy(update={"tests": done.tests, "code": done.code})
             writes.handoffs.append(NewHandoff(
-                "tester", {**base, "tests": task.input.get("tests", ""),
-                           "code": task.input.get("code", "")},
+                "tester", payload.model_dump(mode="json"),
                 note=f"round {rnd}: the tests are wrong", key=f"tests:{path}:{rnd + 1}"))
         else:
+            payload = base.model_copy(update={"current": done.code})
             writes.handoffs.append(NewHandoff(
-                "coder", {**base, "current": task.input.get("code", "")},
+                "coder", payload.model_dump(mode="json"),
                 note=f"changes requested in round {rnd}", key=f"code:{path}:{rnd + 1}"))
 
     return route
@@ -228,9 +231,9 @@ def build_pipeline(run_input: Any) -> Pipeline:
                Coder(workspace, deadline=deadline), Reviewer(workspace)],
         # the files there are now, in the task's input: a small model otherwise keeps
         # reading the path it is to create (seen: read_file of the spec's module, thrice)
-        start=lambda inp: [NewTask("architect", {"spec": inp["spec"],
-                                                 "workspace_files": workspace.existing_files()},
-                                   key="plan")],
+        start=lambda inp: [NewTask("architect", PlanTask(
+            spec=inp["spec"], workspace_files=workspace.existing_files()).model_dump(),
+            key="plan")],
         routes={
             "architect": _plan_route,
             "tester": _tests_route(deadline),

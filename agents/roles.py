@@ -43,6 +43,13 @@ class Decision(BaseModel):
     reason: str = Field(description="why it was made")
 
 
+class PlanTask(BaseModel):
+    """The architect's task: the spec, and the files the workspace already has."""
+
+    spec: str
+    workspace_files: list[str] = Field(default_factory=list)
+
+
 class ProjectPlan(BaseModel):
     """The architect's plan: modules to build and the decisions behind them."""
 
@@ -86,14 +93,6 @@ class Review(BaseModel):
 
 
 _TIMING = re.compile(r"\s+in \d+(?:\.\d+)?s\b")
-
-
-def _module_files(task_input: Any) -> list[str]:
-    """The module path and test path a coder task is about."""
-    module = task_input.get("module") if isinstance(task_input, dict) else None
-    if not isinstance(module, dict):
-        return []
-    return [p for p in (module.get("path"), module.get("test_path")) if isinstance(p, str)]
 
 
 class WorkspaceRole(Role):
@@ -154,6 +153,7 @@ class Architect(WorkspaceRole):
     file per module."""
 
     name = "architect"
+    input = PlanTask
     output = ProjectPlan
     settings = ModelSettings(max_tokens=1500)  # a runaway reply stops early, not at a timeout
     concurrency = 1
@@ -162,8 +162,7 @@ class Architect(WorkspaceRole):
 
     async def check_output(self, ctx: ToolContext, output: Any) -> ProjectPlan | None:
         """The plan's paths are inside the workspace and the ones the spec names."""
-        raw = (ctx.task_input or {}).get("spec")
-        spec = raw if isinstance(raw, str) else ""
+        spec = PlanTask.model_validate(ctx.task_input).spec
         problem = check_plan(output, spec, self.workspace)
         if not problem:
             return None

@@ -23,7 +23,8 @@ from agents.checks import (
 )
 from agents.coder import Coder, _missing_import
 from agents.imports_fix import add_missing_imports
-from agents.moduletask import cases, cases_file, module
+from agents.inputs import ModuleTask, module_task
+from agents.moduletask import cases, cases_file
 from agents.roles import Review, TestsAnswer, WorkspaceRole
 from agents.speccases import case_strings
 from agents.testsplit import split_tests
@@ -35,7 +36,7 @@ __all__ = ["Coder", "Reviewer", "Tester", "_missing_import"]
 
 
 def _test_path(task_input: Any) -> list[str]:
-    return [str(module(task_input).get("test_path", ""))]
+    return [module_task(task_input).test_path]
 
 
 def _smoke_tests(path: str) -> str:
@@ -53,6 +54,7 @@ class Tester(WorkspaceRole):
     the tests short and plain: one test function per rule."""
 
     name = "tester"
+    input = ModuleTask
     answer = FileBlocks(paths=_test_path, output=TestsAnswer)
     # short on purpose: a small model left alone enumerates a table of cases until the
     # limit (seen: 1,500 tokens of parametrize rows, four minutes, for one function)
@@ -74,44 +76,43 @@ class Tester(WorkspaceRole):
         """A test file that imports the module and asserts every example the spec
         gives for it; then it is written to the workspace (and the answer returned, so
         the journal holds every file a check wrote)."""
-        task_input = ctx.task_input if isinstance(ctx.task_input, dict) else {}
-        mod = module(task_input)
-        path, test_path = str(mod.get("path")), str(mod.get("test_path"))
+        task = module_task(ctx.task_input)
+        path, test_path = task.path, task.test_path
         text = add_missing_imports(output.files[test_path])
         # the same tests sent back after a nudge for examples: taken (it will not add them)
         again = any(isinstance(r.data, dict) and r.data.get("tests") == text
                     for r in ctx.rejections)
         rounds = type(self).example_rounds if again else len(ctx.rejections)
         try:
-            self._usable(path, test_path, text, task_input, rounds, self.out_of_time())
+            self._usable(task, text, rounds, self.out_of_time())
         except ModelRetry:
             if (len(ctx.rejections) + 1 < type(self).fallback_after
                     and not self.out_of_time()):
                 raise
             # the spec's examples alone (or, when it states none, a test that the module
             # imports) beat a run stopped here
-            text = cases_file(task_input, "") or _smoke_tests(path)
+            text = cases_file(task, "") or _smoke_tests(path)
         else:
             # one test per check (a wrong one fails alone), then the spec's own examples
-            text = cases_file(task_input, split_tests(text))
+            text = cases_file(task, split_tests(text))
         await self.workspace.write_file(test_path, text)
         return output.model_copy(update={"files": {test_path: text}})
 
     @classmethod
-    def _usable(cls, path: str, test_path: str, text: str, task_input: dict[str, Any],
-                rejected: int, out_of_time: bool) -> None:
+    def _usable(cls, task: ModuleTask, text: str, rejected: int, out_of_time: bool) -> None:
         """Raise ModelRetry saying what keeps ``text`` from being the module's tests."""
+        path, test_path = task.path, task.test_path
         problem = code_problem(test_path, text, tests=True)
         if problem:
             raise ModelRetry(f"Your test file is {problem}. Reply with it fixed, complete.")
         if not imports_module(text, path):
             raise ModelRetry(f"Your tests do not import the module: write "
                              f"`from {dotted(path)} import ...` at the top, then test it.")
-        spec = str(task_input.get("spec") or "")
         # examples the pipeline writes as tests itself need not be asked for again
-        written = case_strings(cases(task_input))
-        missing = [e for e in missing_examples(text, spec_examples(spec_section(spec, path)))
-                   if e not in written]
+        written = case_strings(cases(task))
+        stated = task.stated.examples if task.stated else spec_examples(
+            spec_section(task.spec, path))
+        missing = [e for e in missing_examples(text, stated) if e not in written]
         if missing and rejected < cls.example_rounds and not out_of_time:
             shown = ", ".join(repr(m) for m in missing[:8])
             raise ModelRetry(f"Your tests leave out examples the spec states: {shown}. Add "
@@ -129,6 +130,7 @@ class Reviewer(WorkspaceRole):
     comments."""
 
     name = "reviewer"
+    input = ModuleTask
     output = Review
     settings = ModelSettings(max_tokens=800)
     compaction = SlidingWindow(last=12)
@@ -145,9 +147,9 @@ class Reviewer(WorkspaceRole):
                 raise ModelRetry("You requested changes without saying which: give concrete "
                                  "comments (what fails, where, how to fix), or approve.")
             return
-        test_path = module(ctx.task_input).get("test_path")
+        test_path = module_task(ctx.task_input).test_path
         try:
-            result = await self.tests(test_path if isinstance(test_path, str) else None)
+            result = await self.tests(test_path or None)
         except WorkspaceError as exc:  # e.g. the test file was never written
             raise ModelRetry(f"You approved, but the tests cannot run: {exc}. Request "
                              "changes instead, with concrete comments.") from None

@@ -150,7 +150,8 @@ def test_the_tester_of_one_module_reads_the_specs_opening_and_that_modules_part(
             "`evaluate(text: str) -> int`\n\n- `evaluate(\"1 / 0\")` raises "
             "`ZeroDivisionError`.\n")
     task = {"spec": spec, "module": {"path": "calc/tokens.py", "test_path": "tests/t.py",
-                                     "public_api": ["tokens(text: str) -> list"]}}
+                                     "purpose": "split", "public_api": [
+                                         "tokens(text: str) -> list"]}}
     brief = tester_brief(task)
     assert "Two modules." in brief and 'tokens("1 2")' in brief
     assert "ZeroDivisionError" not in brief and "evaluate" not in brief

@@ -1,0 +1,88 @@
+"""The stock roles' task inputs, typed: what the architect and each module's tester, coder
+and reviewer are given, validated when a task is posted (a bad payload fails the posting
+task, naming the field).
+
+What the spec states about a module (its section, its API, its stated examples, the
+modules it builds on) is read once, when the plan is made, and carried in every task of
+that module as :class:`Stated`: no role parses the spec again.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from agents.roles import ModuleSpec, PlanTask
+from agents.specread import SpecCase
+
+__all__ = ["Case", "ModuleTask", "PlanTask", "Stated"]
+
+
+class Case(BaseModel):
+    """One example the spec states (see :class:`agents.specread.SpecCase`)."""
+
+    call: str
+    expected: str | None = None
+    error: str | None = None
+    setup: list[str] = Field(default_factory=list)
+
+    @classmethod
+    def of(cls, case: SpecCase) -> Case:
+        return cls(call=case.call, expected=case.expected, error=case.error,
+                   setup=list(case.setup))
+
+    def spec_case(self) -> SpecCase:
+        return SpecCase(self.call, self.expected, self.error, tuple(self.setup))
+
+
+class Stated(BaseModel):
+    """What the spec states about one module, read once."""
+
+    section: str = Field(description="the spec's part about the module (all of it when no "
+                                     "heading names the module)")
+    api: list[str] = Field(default_factory=list, description="signatures the spec gives")
+    cases: list[Case] = Field(default_factory=list, description="examples the spec states")
+    examples: list[str] = Field(default_factory=list,
+                                description="string values the spec gives in backticks")
+    errors: list[str] = Field(default_factory=list, description="errors the spec names")
+
+
+class ModuleTask(BaseModel):
+    """A module's task, for its tester, coder and reviewer: the module, what the spec
+    states about it, the modules it builds on, and what earlier rounds left."""
+
+    module: ModuleSpec
+    round: int = 1
+    spec: str = ""
+    stated: Stated | None = None
+    uses: list[ModuleSpec] = Field(default_factory=list)
+    comments: list[str] = Field(default_factory=list)
+    """The reviewer's comments that sent the module back."""
+    report: dict[str, Any] | None = None
+    """The last test run (small: see :func:`agents.moduletask.summary`)."""
+    tests: str = ""
+    """The module's tests as they were (the tester's later rounds, the reviewer)."""
+    code: str = ""
+    """The module's code as it was (the tester's later rounds, the reviewer)."""
+    current: str = ""
+    """The code a later coder round starts from."""
+    summary: str = ""
+    """The coder's last words (the reviewer)."""
+    history: list[dict[str, Any]] = Field(default_factory=list)
+    """The coder's other answers in its task: score, first failure (the reviewer)."""
+
+    @property
+    def path(self) -> str:
+        return self.module.path
+
+    @property
+    def test_path(self) -> str:
+        return self.module.test_path
+
+
+def module_task(task_input: Any) -> ModuleTask:
+    """A task's input as a :class:`ModuleTask` (the roles' input model validated it when
+    the task was posted)."""
+    return task_input if isinstance(task_input, ModuleTask) else ModuleTask.model_validate(
+        task_input)
