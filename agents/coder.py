@@ -148,6 +148,7 @@ class Coder(WorkspaceRole):
         fields = dict(
             files=pick["files"], text=pick["text"], report=pick["report"], tests=tests,
             out_of_time=self.out_of_time(), accepted=step == "accept",
+            vouched=[Tried.of(pick).trusted[0], Tried.of(pick).trusted[1]],
             notes=[f"the check of {path} against the spec yielded (the same answer came "
                    f"back twice; the check may be the one that is wrong): {a}"
                    for a in gave_up],

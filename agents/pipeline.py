@@ -11,7 +11,9 @@ its comments, up to ``max_rounds`` rounds, after which the module is marked fail
 (with the reason) instead of looping forever.
 
 Run input: ``{"spec": str, "workspace": str, "max_rounds": int, "review": "failures" |
-"always", "deadline": epoch seconds|None, "model": spec|None}``. From ``RESERVE_S`` before
+"always", "deadline": epoch seconds|None, "model": spec|None}``. With ``review="failures"``
+the reviewer reads a module only where its code and the tests the spec vouches for
+disagree. From ``RESERVE_S`` before
 the deadline (the run's time budget) no role starts another round: each module keeps its
 best code, and a module not begun yet keeps its first usable answer.
 """
@@ -142,6 +144,12 @@ def _code_route(review: str) -> Any:
         elif result.out_of_time and not passed:
             _failed(writes, path, rnd, "the run's time budget is spent; its best code is kept "
                                        f"({_tally(result.report)})")
+        elif review == "failures" and result.vouched[1:] and (
+                result.vouched[0] == result.vouched[1]):
+            # no test the spec vouches for fails: a review would judge the tester's guesses
+            _failed(writes, path, rnd, "its best code is kept: every test the spec vouches "
+                    f"for passes ({result.vouched[1] or 'there are none'}); the tester's own "
+                    f"fail, and they may be wrong ({_tally(result.report)})")
         else:
             _to_review(result, done, writes)
 

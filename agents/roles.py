@@ -72,6 +72,8 @@ class CodeAnswer(Edits):
     """The coder accepted it: every test passes, or every test the spec vouches for."""
     notes: list[str] = Field(default_factory=list)
     """What the run's notes should say (a check read from the spec that yielded)."""
+    vouched: list[int] = Field(default_factory=list)
+    """Of the tests the spec vouches for: [passed, run] ([] when not counted)."""
 
 
 class TestsAnswer(Files):

@@ -113,3 +113,17 @@ async def test_the_first_usable_answer_is_never_lost(tmp_path: Path) -> None:
     assert run.status == "completed", run.error
     # none passes; the first is kept (the first of equals), not a later, emptier one
     assert (tmp_path / "ws/tokens.py").read_text() == TOKENS.replace("'+'", "'-'")
+
+
+async def test_no_review_where_no_test_the_spec_vouches_for_fails(tmp_path: Path) -> None:
+    # the spec states no example; the tester's own test is wrong: nothing trusted fails,
+    # so the module keeps its best answer without a review of the tester's guess
+    guess = TESTS["tokens.py"][1].replace("['1', '2']", "['1', '+', '2']")
+    run, _tasks, seen = await run_pipeline(tmp_path, {
+        "architect": [says(json.dumps({"modules": PLAN["modules"][:1]}))],
+        "tester": [says(fenced("test_tokens.py", guess))],
+        "coder": [says(fenced("tokens.py", TOKENS))] * 4, "reviewer": []},
+        spec=CALC_SPEC.split(", and")[0] + ".\n", review="failures")
+    assert run.status == "completed", run.error
+    assert "reviewer" not in seen and len(seen["coder"]) == 4
+    assert (tmp_path / "ws/tokens.py").read_text() == TOKENS
