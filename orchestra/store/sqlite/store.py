@@ -29,6 +29,7 @@ from orchestra.store.sqlite import reads as _reads
 from orchestra.store.sqlite import runs as _runs
 from orchestra.store.sqlite import schema
 from orchestra.store.sqlite.known import Known
+from orchestra.store.sqlite.left_open import LEFT_OPEN
 from orchestra.store.sqlite.message_reads import MessageReads
 from orchestra.store.sqlite.open import check_and_migrate, open_async, open_read_only
 from orchestra.store.sqlite.store_board import BoardMethods
@@ -67,6 +68,8 @@ class SQLiteBlackboard(TaskMethods, HistoryMethods, BoardMethods, RunCopyMethods
         self._known = Known()
         self._messages = MessageReads(self._read)
         writer.on_commit = self._notify
+        # stopped at exit if never closed: aiosqlite's threads would keep the program alive
+        LEFT_OPEN.opened(path, (writer.conn.db, reader.db))
 
     @classmethod
     async def open(cls, path: str | os.PathLike[str], *, durability: Durability = "normal",
@@ -144,7 +147,10 @@ class SQLiteBlackboard(TaskMethods, HistoryMethods, BoardMethods, RunCopyMethods
             await self._writer.close()
         finally:
             self._committed.set()
-            await self._reader.db.close()
+            try:
+                await self._reader.db.close()
+            finally:
+                LEFT_OPEN.closed((self._writer.conn.db, self._reader.db))
 
     async def __aenter__(self) -> SQLiteBlackboard:
         return self
