@@ -106,9 +106,10 @@ def detect_sandbox() -> Sandbox:
         if _detected is None:
             _detected = _probe(shutil.which("bwrap"))
             if _detected.kind == "none":
-                _log.warning("tests.unsandboxed", reason=_detected.reason,
-                             detail="model-written tests run UNSANDBOXED: they can write "
-                                    "anywhere this user can and reach the network")
+                # one sentence a newcomer can act on: what it means, why, and the fix
+                _log.warning("tests a model writes will run UNSANDBOXED (they could write "
+                             f"anywhere this user can and reach the network): "
+                             f"{_detected.reason}", sandbox="none")
         return _detected
 
 

@@ -144,10 +144,15 @@ def demo_model() -> Model:
     """The shipped session replayed per task; what it lacks, this director answers.
 
     The session holds real pytest reports; another pytest or Python version may word
-    them differently, and the demo must still run (and say so) rather than fail.
+    them differently, and the demo must still run rather than fail (the director
+    answers the same, at debug level: nothing a newcomer could act on).
     ``orchestra demo`` records it as ``python:agents.demo.director:demo_model``, so
     every process that resumes the run rebuilds the same model.
     """
     from orchestra.models.record import ReplayModel
 
-    return ReplayModel(SESSION, key="task", name="demo", fallback=director_model())
+    # the director is the script the session was recorded from: a newcomer whose pytest
+    # words a report differently is answered the same, without a warning meant for us
+    # (tests/agents/test_demo_session.py fails when the pipeline's prompts drift from it)
+    return ReplayModel(SESSION, key="task", name="demo", fallback=director_model(),
+                       warn_on_fallback=False)

@@ -1,7 +1,10 @@
-"""Re-record the demo's scripted session: ``python -m agents.demo.record``.
+"""Re-record the demo's scripted session: ``python -m agents.demo.record`` (about a second).
 
 Runs the stock pipeline with the scripted director (no real model) through a
-RecordingModel, so ``session.jsonl`` is exactly the traffic the demo replays.
+RecordingModel, so ``session.jsonl`` is exactly the traffic the demo replays. Run it
+whenever the pipeline's prompts change: ``tests/agents/test_demo_session.py`` fails
+until the session matches them again (the demo would otherwise answer from its
+director, the script it was recorded from, on every request).
 """
 
 from __future__ import annotations
@@ -13,24 +16,27 @@ from pathlib import Path
 from agents.demo import run_input as demo_input
 from agents.demo.director import SESSION, director_model
 from agents.pipeline import build_pipeline
-from orchestra import Coordinator, SQLiteBlackboard
+from orchestra import Coordinator, Model, Run, SQLiteBlackboard
 from orchestra.models.record import RecordingModel
+
+
+async def run_demo(model: Model, directory: Path) -> Run:
+    """The demo's run of the stock pipeline, every role on ``model``, in ``directory``
+    (its workspace and its store)."""
+    workspace = directory / "ws"
+    workspace.mkdir()
+    run_input = demo_input(str(workspace))
+    pipeline = build_pipeline(run_input)
+    async with await SQLiteBlackboard.open(directory / "o.db") as store:
+        return await Coordinator(store, pipeline, models={
+            r.name: model for r in pipeline.roles}).run(run_input)
 
 
 async def record(out: Path) -> str:
     out.unlink(missing_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
-        workspace = Path(tmp) / "ws"
-        workspace.mkdir()
-        run_input = demo_input(str(workspace))
-        pipeline = build_pipeline(run_input)
-        model = RecordingModel(director_model(), out, name="demo-session")
-        store = await SQLiteBlackboard.open(Path(tmp) / "o.db")
-        try:
-            run = await Coordinator(store, pipeline, models={
-                r.name: model for r in pipeline.roles}).run(run_input)
-        finally:
-            await store.close()
+        run = await run_demo(RecordingModel(director_model(), out, name="demo-session"),
+                             Path(tmp))
         return run.status
 
 

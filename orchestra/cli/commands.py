@@ -126,7 +126,7 @@ async def _drive(args: argparse.Namespace, store: Blackboard, coord: Coordinator
         raise
     finally:
         await progress.stop(watcher)
-    await progress.summary(final, coord.pricer.unpriced)
+    await progress.summary(final, coord.pricer.unpriced, coord.pricer.uncounted)
     if not args.json and coord.pipeline.summary is not None:  # the pipeline's own story
         story = await coord.pipeline.summary(store, run.id)
         if story:

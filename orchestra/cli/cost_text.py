@@ -32,10 +32,14 @@ def usage_line(total: Mapping[str, Any]) -> str:
 
 
 def unpriced_line(models: Collection[str]) -> str:
-    """Why a cost is 0: the models that have no price."""
-    return (f"no price for {', '.join(sorted(models))}; costs are not counted (local, "
-            "scripted and unknown models cost 0; set one with --price MODEL=IN/OUT, USD "
-            "per million tokens)")
+    """Why a cost is 0: the hosted models that have no price, and how to give one."""
+    return (f"no price for {', '.join(sorted(models))}; costs are not counted (set one "
+            "with --price MODEL=IN/OUT, USD per million tokens)")
+
+
+def local_line(models: Collection[str]) -> str:
+    """Why a cost is 0: the models ran here or were scripted (nothing billed)."""
+    return f"local model: cost not counted ({', '.join(sorted(models))})"
 
 
 def resume_hint(run: Mapping[str, Any], where: str) -> str:

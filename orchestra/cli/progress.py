@@ -17,7 +17,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from orchestra._types import Event, Run
-from orchestra.cli.cost_text import resume_hint, unpriced_line, usage_line
+from orchestra.cli.cost_text import local_line, resume_hint, unpriced_line, usage_line
 from orchestra.cli.inspect_cmds import _role_limits, concurrency_waits, event_line, show_data
 from orchestra.cli.live_text import LiveText
 from orchestra.runtime.deltas import DELTA_EVENT
@@ -148,11 +148,15 @@ class Progress:
         out.flush()
         self._drawn = len(lines)
 
-    async def summary(self, run: Run, unpriced: Collection[str] = ()) -> None:
-        """The run's outcome, its cost and usage; ``unpriced``: models that had no price."""
+    async def summary(self, run: Run, unpriced: Collection[str] = (),
+                      local: Collection[str] = ()) -> None:
+        """The run's outcome, its cost and usage; ``unpriced``: hosted models that had no
+        price; ``local``: local or scripted ones (their cost is not counted)."""
         data = await show_data(self.store, run.id)
         if unpriced:
             data["unpriced_models"] = sorted(unpriced)
+        if local:
+            data["local_models"] = sorted(local)
         if self.json_mode:
             print(json.dumps(data, default=str))
             return
@@ -164,6 +168,8 @@ class Progress:
         print("  " + usage_line(data["usage"]["total"]))
         if unpriced:
             print("  " + unpriced_line(unpriced))
+        if local:
+            print("  " + local_line(local))
         db = f"--db {self.db}"
         print(f"  look closer:  orchestra show {run.id} {db}   orchestra board {run.id} {db}   "
               f"orchestra events {run.id} {db}")

@@ -44,7 +44,7 @@ from orchestra.coordinator.jobs import Jobs
 from orchestra.coordinator.owners import dead_local_owners, new_owner_id
 from orchestra.coordinator.pipeline import Pipeline
 from orchestra.coordinator.settings import CoordinatorSettings as CoordinatorSettings
-from orchestra.models.base import Model
+from orchestra.models.base import Model, runs_locally
 from orchestra.models.prices import PriceBook, Pricer, layered
 from orchestra.runtime.agent_state import AgentState, agent_id_for
 from orchestra.store.protocol import Blackboard, ClaimSpec
@@ -103,6 +103,7 @@ class Coordinator:
         self.settings = settings
         self.owner = owner or new_owner_id()
         self.models = self._resolve_models(models or {})
+        self.pricer.local.update(m.name for m in self.models.values() if runs_locally(m))
         self.agents: dict[str, AgentState] = {}
         self.jobs = Jobs()
         """The bookkeeping: running jobs, wake-ups, refills, cancelled runs, free slots."""

@@ -103,7 +103,10 @@ class ModelResponse:
 
 @runtime_checkable
 class Model(Protocol):
-    """One async method. ``name`` identifies the model in logs and errors."""
+    """One async method. ``name`` identifies the model in logs and errors.
+
+    A model may also say ``local = True``: it runs on this machine or is a test double
+    (see :func:`runs_locally`), so its calls cost nothing to count."""
 
     name: str
 
@@ -144,3 +147,15 @@ class StreamingModel(Model, Protocol):
     async def request_stream(self, request: ModelRequest, sink: DeltaSink) -> ModelResponse:
         """Like ``request``, telling ``sink`` each piece of the answer as it arrives."""
         ...
+
+
+def runs_locally(model: object) -> bool:
+    """Whether ``model`` runs on this machine or is scripted (weights here, a server on
+    this host, a test double, a replay): a call bills nothing, so no price is missing.
+    Its ``local`` attribute says; a wrapper without one (``inner``) answers for the
+    model it wraps."""
+    local = getattr(model, "local", None)
+    if local is None:
+        inner = getattr(model, "inner", None)
+        return inner is not None and runs_locally(inner)
+    return local is True

@@ -50,6 +50,7 @@ class GGUFModel:
     """
 
     name: str
+    local = True  # weights on this machine: a call costs nothing to count
 
     def __init__(self, path: str | os.PathLike[str], *, n_threads: int | None = None,
                  n_ctx: int = 4096, name: str | None = None, max_tokens: int | None = 1024,

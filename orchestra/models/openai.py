@@ -56,6 +56,12 @@ def _import_sdk() -> Any:
     return openai
 
 
+def is_loopback(base_url: str) -> bool:
+    """True when ``base_url`` is a server on this host (llama.cpp, ollama, vLLM)."""
+    host = (urlsplit(base_url).hostname or "").lower()
+    return host == "localhost" or host == "::1" or host.startswith("127.")
+
+
 def is_official_openai(base_url: str) -> bool:
     """True when ``base_url`` points at OpenAI's own API."""
     return (urlsplit(base_url).hostname or "").lower() == "api.openai.com"
@@ -116,6 +122,7 @@ class OpenAIModel:
         self.base_url = (base_url or env_base or OPENAI_BASE_URL).rstrip("/")
         self.model = model
         self.official = is_official_openai(self.base_url)
+        self.local = is_loopback(self.base_url)  # a server on this host: nothing billed
         key_env = ("OPENAI_API_KEY" if self.official or (base_url is None and env_base)
                    else "OPENAI_COMPATIBLE_API_KEY")
         key = load_key(api_key, key_env)

@@ -14,7 +14,7 @@ A model with no known price (a local server, an unknown name) costs 0, never a g
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import Any, Protocol
@@ -146,19 +146,28 @@ serves, and said so once per run (200 warnings for a backlog of 200 runs)."""
 
 
 class Pricer:
-    """Prices calls; says once per process and model that it has no price."""
+    """Prices calls; says once per process and hosted model that it has no price.
 
-    def __init__(self, book: PriceBook | None = None) -> None:
+    ``local``: the names of models that run here or are scripted (see
+    ``orchestra.models.base.runs_locally``): with no price they cost nothing, silently."""
+
+    def __init__(self, book: PriceBook | None = None, *,
+                 local: Collection[str] = ()) -> None:
         self.book: PriceBook = book if book is not None else Prices()
+        self.local: set[str] = set(local)
         self.unpriced: set[str] = set()
-        """The models this pricer found no price for."""
+        """The hosted (or unknown) models this pricer found no price for."""
+        self.uncounted: set[str] = set()
+        """The local models this pricer found no price for (their cost is not counted)."""
 
     def priced(self, model: str, usage: Usage) -> Usage:
         """``usage`` with its cost from the book; with no price, the cost the model itself
         reported (0 from every adapter; a test double may set one)."""
         cost = self.book.cost(model, usage)
         if cost is None:
-            if model not in self.unpriced:
+            if model in self.local:
+                self.uncounted.add(model)
+            elif model not in self.unpriced:
                 self.unpriced.add(model)
                 if model not in _SAID_UNPRICED:
                     _SAID_UNPRICED.add(model)

@@ -43,6 +43,7 @@ from orchestra.models.base import (
     StreamingModel,
     ToolCall,
     Usage,
+    runs_locally,
 )
 
 log = get_logger("orchestra.models")
@@ -271,12 +272,16 @@ class ReplayModel:
     to it (counted in ``fallbacks``, explained in a warning): a recording made by a
     deterministic script stays usable when the world around it changes a little,
     e.g. another pytest version printing its report differently.
+    ``warn_on_fallback=False`` explains the first fallback at debug level instead: for
+    a fallback that is the very script the recording was made from (a user can do
+    nothing about the difference; a test of the recording catches it).
     """
 
     def __init__(self, path: str | os.PathLike[str], *, strict: bool = True,
                  name: str = "replay", key: Literal["request", "task"] = "request",
-                 fallback: Model | None = None) -> None:
+                 fallback: Model | None = None, warn_on_fallback: bool = True) -> None:
         self.path = Path(path)
+        self.warn_on_fallback = warn_on_fallback
         self.strict = strict
         self.name = name
         self.key_mode = key
@@ -295,6 +300,11 @@ class ReplayModel:
 
     def __repr__(self) -> str:
         return f"ReplayModel('{self.path}', strict={self.strict}, name={self.name!r})"
+
+    @property
+    def local(self) -> bool:
+        """A replay bills nothing, unless its fallback is a hosted model."""
+        return self.fallback is None or runs_locally(self.fallback)
 
     @property
     def remaining(self) -> int:
@@ -316,9 +326,9 @@ class ReplayModel:
             if self.fallbacks == 1:
                 mismatch = self._mismatch(canonical, key, index,
                                           recorded_before=key in self._by_key)
-                log.warning("request not in the recording; asking the fallback model",
-                            recording=str(self.path), fallback=self.fallback.name,
-                            why=str(mismatch))
+                say = log.warning if self.warn_on_fallback else log.debug
+                say("request not in the recording; asking the fallback model",
+                    recording=str(self.path), fallback=self.fallback.name, why=str(mismatch))
             return await self.fallback.request(request)
         elif self.strict:
             raise self._mismatch(canonical, key, index, recorded_before=key in self._by_key)

@@ -98,6 +98,8 @@ class _Streams:
 class FunctionModel(_Streams):
     """A model whose replies come from ``fn(request)`` (sync or async)."""
 
+    local = True  # a test double: its calls cost nothing
+
     def __init__(self, fn: ReplyFn, *, name: str = "function",
                  stream: Chunks | None = None) -> None:
         self.fn = fn
@@ -115,6 +117,8 @@ class FunctionModel(_Streams):
 
 class ScriptedModel(_Streams):
     """Pops one scripted reply per call; a reply may also be a function of the request."""
+
+    local = True  # a test double: its calls cost nothing
 
     def __init__(self, replies: Iterable[Reply | ReplyFn], *, name: str = "scripted",
                  stream: Chunks | None = None) -> None:

@@ -26,13 +26,17 @@ def test_demo_exits_0_and_says_so(reference: Reference) -> None:
     assert f"run {reference.run_id}: completed" in out
     assert "reissued after crashes 0" in out
     assert "Traceback" not in reference.result.stderr
+    # the shipped session matches the pipeline (tests/agents/test_demo_session.py)
+    assert "not in the recording" not in reference.result.stderr
 
 
 def test_demo_costs_0_and_says_why(reference: Reference) -> None:
     out = reference.result.stdout
     usage = next(line for line in out.splitlines() if line.startswith("  cost "))
     assert usage.startswith("  cost $0  calls ") and "cached input 0" in usage
-    assert "no price for demo; costs are not counted" in out  # a scripted session, unbilled
+    # a scripted session bills nothing: said once, in the summary, never as a warning
+    assert out.count("local model: cost not counted (demo)") == 1
+    assert "no price" not in out + reference.result.stderr
     (cost, tokens), = query(reference.db, "SELECT cost, tokens_in + tokens_out FROM runs")
     assert cost == 0.0 and tokens > 0
 

@@ -11,8 +11,10 @@ import pytest
 from structlog.testing import capture_logs
 
 from orchestra._errors import UserError
-from orchestra.models.base import Usage
+from orchestra.models.base import ModelRequest, ModelResponse, Usage, runs_locally
+from orchestra.models.openai import is_loopback
 from orchestra.models.prices import GenaiPrices, Price, Pricer, Prices, parse_prices, price_ref
+from orchestra.models.testing import FunctionModel, ScriptedModel
 
 WELL_KNOWN = [("openai", "gpt-4o"), ("openai", "gpt-4.1-mini"),
               ("anthropic", "claude-3-5-haiku-latest"), ("anthropic", "claude-haiku-4-5")]
@@ -120,3 +122,34 @@ def test_price_ref_names_only_the_providers_own_apis() -> None:
     assert price_ref("anthropic:claude-3-5-haiku-latest") == ("anthropic",
                                                                "claude-3-5-haiku-latest")
     assert price_ref("openai-compatible:http://x/v1#gpt-4o") is None
+
+
+def test_a_local_model_costs_nothing_without_a_warning() -> None:
+    pricer = Pricer(Prices(fallback=None), local={"function"})
+    with capture_logs() as logs:
+        usage = pricer.priced("function", Usage(100, 10))
+        pricer.priced("hosted:unknown", Usage(1, 1))
+    assert usage.cost == 0.0
+    assert [e["model"] for e in logs if e["event"].startswith("no price")] == [
+        "hosted:unknown"]
+    assert pricer.uncounted == {"function"} and pricer.unpriced == {"hosted:unknown"}
+
+
+class _Wrapper:
+    """A wrapper that says nothing itself (tracing, JSON tools, recording)."""
+
+    def __init__(self, inner: object) -> None:
+        self.inner = inner
+        self.name = "wrapped"
+
+    async def request(self, request: ModelRequest) -> ModelResponse:
+        raise AssertionError("not called")
+
+
+def test_test_doubles_replays_and_servers_on_this_host_run_locally() -> None:
+    assert runs_locally(FunctionModel(lambda r: "x")) and runs_locally(ScriptedModel([]))
+    assert runs_locally(_Wrapper(ScriptedModel([])))
+    assert not runs_locally(_Wrapper(object())) and not runs_locally(object())
+    assert is_loopback("http://127.0.0.1:8080/v1") and is_loopback("http://localhost:11434")
+    assert not is_loopback("https://api.openai.com/v1")
+    assert not is_loopback("https://api.together.xyz/v1")
