@@ -157,13 +157,8 @@ async def cmd_run(args: argparse.Namespace) -> int:
             raise UserError(f"`orchestra run` needs {missing} (the stock software pipeline), "
                             "or --pipeline MODULE:FACTORY (your own pipeline, its input with "
                             "--input JSON)")
-        spec_path = Path(args.spec)
-        if not spec_path.is_file():
-            raise UserError(f"spec file {spec_path} does not exist")
-        workspace = Path(args.workspace).resolve()
-        if workspace.exists() and not workspace.is_dir():
-            raise UserError(f"--workspace {workspace} is a file, not a directory")
-        run_input = {"spec": spec_path.read_text(), "max_rounds": args.max_rounds,
+        spec, workspace = _spec_and_workspace(args)
+        run_input = {"spec": spec, "max_rounds": args.max_rounds,
                      "review": args.review, "workspace": str(workspace)}
         if args.time_budget < 0:
             raise UserError(f"--time-budget {args.time_budget:g} is negative: give seconds "
@@ -179,6 +174,18 @@ async def cmd_run(args: argparse.Namespace) -> int:
         with _workspace(args, workspace):  # like `orchestra demo`
             return await _start(args, ref, run_input)
     return await _start(args, ref, run_input)
+
+
+def _spec_and_workspace(args: argparse.Namespace) -> tuple[str, Path]:
+    """The spec's text and the workspace's path, checked (on the loop: nothing else runs
+    on it yet, and these are a few small file-system calls)."""
+    spec_path = Path(args.spec)
+    if not spec_path.is_file():
+        raise UserError(f"spec file {spec_path} does not exist")
+    workspace = Path(args.workspace).resolve()
+    if workspace.exists() and not workspace.is_dir():
+        raise UserError(f"--workspace {workspace} is a file, not a directory")
+    return spec_path.read_text(), workspace
 
 
 @contextlib.contextmanager
