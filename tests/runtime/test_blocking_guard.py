@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from blockbuster import BlockingError
-from conftest import BLOCKING_ALLOWED
+from blocking_guard import BLOCKING_ALLOWED
 
 from orchestra.store import url as store_url
 
