@@ -102,17 +102,7 @@ class Role(Generic[In, Out]):
             doc = cls.__dict__.get("__doc__")
             cls.instructions = inspect.cleandoc(doc) if doc else ""
         _apply_generic_args(cls)
-        fmt = cls.__dict__.get("answer")
-        if fmt is not None:
-            if not isinstance(fmt, AnswerFormat):
-                raise RoleDefinitionError(role, "answer", f"{fmt!r} is not an answer format "
-                                          "(e.g. FileBlocks(paths=...) from orchestra.answers)")
-            if "output" not in cls.__dict__:
-                cls.output = fmt.output
-            elif cls.output is not fmt.output:
-                raise RoleDefinitionError(role, "output", f"{cls.output!r} differs from what "
-                                          f"its answer format gives ({fmt.output.__name__}); "
-                                          "leave output unset")
+        _apply_answer_format(cls, role)
         if not cls.instructions.strip():
             raise RoleDefinitionError(role, "instructions", "missing: write the system prompt "
                                       "as the class docstring or set `instructions`")
@@ -122,18 +112,7 @@ class Role(Generic[In, Out]):
         if cls.input is not None and not (isinstance(cls.input, type)
                                           and issubclass(cls.input, pydantic.BaseModel)):
             raise RoleDefinitionError(role, "input", f"{cls.input!r} is not a pydantic model")
-        if not isinstance(cls.compaction, CompactionPolicy):
-            raise RoleDefinitionError(role, "compaction", f"{cls.compaction!r} is not a "
-                                      "CompactionPolicy (e.g. SlidingWindow(last=12))")
-        for field in _INT_LIMITS:
-            value = getattr(cls, field)
-            if not isinstance(value, int) or value < 1:
-                raise RoleDefinitionError(role, field, f"{value!r} must be an int >= 1")
-        if cls.settings is not None and not isinstance(cls.settings, ModelSettings):
-            raise RoleDefinitionError(role, "settings", f"{cls.settings!r} is not a "
-                                      "ModelSettings (e.g. ModelSettings(max_tokens=800))")
-        if not isinstance(cls.tool_timeout, (int, float)) or cls.tool_timeout <= 0:
-            raise RoleDefinitionError(role, "tool_timeout", f"{cls.tool_timeout!r} must be > 0")
+        _check_limits(cls, role)
         cls._declared_tools = _collect_tools(cls)
         unknown = set(cls.needs_approval) - set(cls._declared_tools)
         if unknown:
@@ -179,6 +158,38 @@ class Role(Generic[In, Out]):
         if isinstance(task_input, str):
             return task_input
         return json.dumps(task_input, indent=1, default=str)
+
+
+def _apply_answer_format(cls: type[Role[Any, Any]], role: str) -> None:
+    """A role's ``answer`` format, checked; it gives the role its ``output``."""
+    fmt = cls.__dict__.get("answer")
+    if fmt is None:
+        return
+    if not isinstance(fmt, AnswerFormat):
+        raise RoleDefinitionError(role, "answer", f"{fmt!r} is not an answer format "
+                                  "(e.g. FileBlocks(paths=...) from orchestra.answers)")
+    if "output" not in cls.__dict__:
+        cls.output = fmt.output
+    elif cls.output is not fmt.output:
+        raise RoleDefinitionError(role, "output", f"{cls.output!r} differs from what "
+                                  f"its answer format gives ({fmt.output.__name__}); "
+                                  "leave output unset")
+
+
+def _check_limits(cls: type[Role[Any, Any]], role: str) -> None:
+    """A role's compaction policy, limits, model settings and tool timeout, checked."""
+    if not isinstance(cls.compaction, CompactionPolicy):
+        raise RoleDefinitionError(role, "compaction", f"{cls.compaction!r} is not a "
+                                  "CompactionPolicy (e.g. SlidingWindow(last=12))")
+    for field in _INT_LIMITS:
+        value = getattr(cls, field)
+        if not isinstance(value, int) or value < 1:
+            raise RoleDefinitionError(role, field, f"{value!r} must be an int >= 1")
+    if cls.settings is not None and not isinstance(cls.settings, ModelSettings):
+        raise RoleDefinitionError(role, "settings", f"{cls.settings!r} is not a "
+                                  "ModelSettings (e.g. ModelSettings(max_tokens=800))")
+    if not isinstance(cls.tool_timeout, (int, float)) or cls.tool_timeout <= 0:
+        raise RoleDefinitionError(role, "tool_timeout", f"{cls.tool_timeout!r} must be > 0")
 
 
 def _apply_generic_args(cls: type[Role]) -> None:
