@@ -30,10 +30,12 @@ class Slow(Role):
 
 
 async def test_runs_cancelled_elsewhere_stop_and_share_one_status_read(tmp_path: Path) -> None:
-    started = asyncio.Event()
+    started, calls = asyncio.Event(), []
 
     async def slow(request: ModelRequest) -> ModelResponse:
-        started.set()
+        calls.append(request)
+        if len(calls) == 3:
+            started.set()  # every run is created and in its model call
         await asyncio.sleep(30)
         return reply("late")
 
@@ -52,7 +54,6 @@ async def test_runs_cancelled_elsewhere_stop_and_share_one_status_read(tmp_path:
         coord = Coordinator(store, pipeline, settings=settings)
         drives = [asyncio.create_task(coord.run({"i": i})) for i in range(3)]
         await started.wait()
-        await asyncio.sleep(0.3)
         runs = [r.id for r in await store.list_runs()]
         t0 = time.monotonic()
         for run_id in runs:  # what `orchestra cancel` does from another process

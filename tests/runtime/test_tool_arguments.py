@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
 from pathlib import Path
 
 from orchestra import (
@@ -44,9 +46,11 @@ async def _run(tmp_path: Path, model: ScriptedModel, role: Writer) -> tuple[SQLi
 
 
 async def _count(store: SQLiteBlackboard, table: str, column: str, marker: str) -> int:
-    found = await store._read(lambda c: c.execute(
-        f"SELECT count(*) FROM {table} WHERE instr({column}, ?) > 0", (marker,)))
-    return int(found.fetchone()[0])
+    """Rows of ``table`` whose ``column`` holds ``marker``, read from the file itself."""
+    with contextlib.closing(sqlite3.connect(store.path)) as conn:
+        found = conn.execute(f"SELECT count(*) FROM {table} WHERE instr({column}, ?) > 0",
+                             (marker,))
+        return int(found.fetchone()[0])
 
 
 async def test_arguments_are_stored_once_and_replay_whole(tmp_path: Path) -> None:

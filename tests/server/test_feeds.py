@@ -48,9 +48,8 @@ async def test_many_streams_share_one_follower_and_slow_ones_lose_nothing(
         readers = [asyncio.create_task(_collect(
             EventStream(store, feeds, _never_orphaned, run.id, 0, options), out,
             delay=0.002 if i % 2 else 0.0)) for i, out in enumerate(outs)]
-        await _until(lambda: all(outs) and store._followers > 0)
-        await asyncio.sleep(0.1)
-        assert feeds.open_feeds == 1 and store._followers == 1  # one poller for 20 streams
+        await _until(lambda: all(outs))  # every stream has subscribed and read
+        assert feeds.open_feeds == 1 and store.stats().followers == 1  # one for 20 streams
         for i in range(200):
             await store.append_event(run.id, "tick", {"i": i})
         await store.set_run_status(run.id, "completed")
@@ -59,8 +58,8 @@ async def test_many_streams_share_one_follower_and_slow_ones_lose_nothing(
         for out in outs:
             assert _seqs(out) == list(range(1, last + 1))
             assert "event: run.completed" in out[-1]
-        await asyncio.sleep(0.2)
-        assert feeds.open_feeds == 0 and store._followers == 0  # closed once nobody reads
+        # closed once nobody reads (after its linger)
+        await _until(lambda: feeds.open_feeds == 0 and store.stats().followers == 0)
         await feeds.close()
     finally:
         await store.close()

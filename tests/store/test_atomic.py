@@ -159,6 +159,6 @@ async def _taken(store: SQLiteBlackboard) -> None:
     """Until the writer thread has taken every queued write."""
     for _ in range(1000):
         await asyncio.sleep(0.01)  # (first: the caller's coroutine queues its write)
-        if not store._writer._jobs:
+        if not store.stats().queued_writes:
             return
     raise AssertionError("the writer thread never took the write")

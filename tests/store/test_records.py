@@ -262,7 +262,8 @@ async def test_follow_yields_events_as_they_commit(store: SQLiteBlackboard) -> N
                 return
 
     follower = asyncio.create_task(follow())
-    await asyncio.sleep(0.01)
+    await asyncio.sleep(0)  # one turn: the follower starts, takes the commit signal, reads
+    assert store.stats().followers == 1  # following before anything is appended
     for i in range(3):
         await store.append_event(run.id, "custom", {"i": i})
     # poll_interval is 5 s: finishing quickly proves the commit woke the follower.

@@ -18,6 +18,7 @@ import asyncio
 import os
 import time
 from collections.abc import Awaitable, Callable, Collection, Sequence
+from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, TypeVar
 
@@ -40,6 +41,16 @@ from orchestra.store.sqlite.txn import Conn, Txn
 from orchestra.store.sqlite.writer import LOCK_TRY, RowOf, Writer, max_variables
 
 T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class StoreStats:
+    """What a SQLite store is doing now (for tests and monitoring; free to read)."""
+
+    followers: int
+    """``follow`` iterators open on this store (each woken by the store's commits)."""
+    queued_writes: int
+    """Writes waiting for the writer's next group commit."""
 
 
 class SQLiteBlackboard(TaskMethods, HistoryMethods, BoardMethods, RunCopyMethods):
@@ -151,6 +162,10 @@ class SQLiteBlackboard(TaskMethods, HistoryMethods, BoardMethods, RunCopyMethods
                 await self._reader.db.close()
             finally:
                 LEFT_OPEN.closed((self._writer.conn.db, self._reader.db))
+
+    def stats(self) -> StoreStats:
+        """The store's counters now (see :class:`StoreStats`)."""
+        return StoreStats(followers=self._followers, queued_writes=self._writer.queued)
 
     async def __aenter__(self) -> SQLiteBlackboard:
         return self

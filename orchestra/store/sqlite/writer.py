@@ -281,6 +281,11 @@ class Writer:
         self._task = asyncio.get_running_loop().create_task(self._drain(),
                                                             name="orchestra-store-writer")
 
+    @property
+    def queued(self) -> int:
+        """Writes waiting for a batch (not yet taken by the writer's task)."""
+        return len(self._jobs)
+
     def write(self, op: Callable[[Conn], Awaitable[T]], *, one_statement: bool = False,
               row: Prepare | None = None) -> asyncio.Future[T]:
         """Run ``op(conn)`` inside the next group commit (``one_statement``: see
