@@ -6,7 +6,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from store_helpers import Claim
+from store_helpers import Claim, query
 
 from orchestra._errors import NotFoundError, StoreError, UserError
 from orchestra._types import CompactionRecord, Message, ToolCallRecord
@@ -302,6 +302,6 @@ async def test_model_reply_is_stored_once_and_read_back_whole(store: SQLiteBlack
         writes=Writes(messages=[Message("user", "q"), Message("assistant", text)]))
     [step] = await store.get_steps(task.id, 0)
     assert step.output == {"text": text, "calls": []}
-    raw = (await store._reader.execute(  # the journal row holds a pointer only
-        "SELECT output FROM steps WHERE task_id = ?", (task.id,))).fetchone()[0]
+    [(raw,)] = query(Path(store.path),  # the journal row holds a pointer only
+                     "SELECT output FROM steps WHERE task_id = ?", task.id)
     assert text not in raw and '"text_seq":2' in raw

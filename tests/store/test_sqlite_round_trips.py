@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from store_helpers import query
 
 from benchmarks.sides.orchestra_side import FakeAdapter, pipeline
 from benchmarks.workload import CALLS_PER_PIPELINE, FakeModel
@@ -143,8 +144,8 @@ async def test_a_run_is_created_and_moved_in_few_statements(store: SQLiteBlackbo
     [event] = (await store.events(run.id))[-1:]
     assert (event.kind, event.seq, event.data) == (
         "run.running", 4, {"status": "running", "previous": "pending", "error": None})
-    raw = (await store._reader.execute("SELECT data FROM events WHERE run_id = ? AND seq = 4",
-                                        (run.id,))).fetchone()[0]
+    [(raw,)] = query(Path(store.path), "SELECT data FROM events WHERE run_id = ? AND seq = 4",
+                     run.id)
     assert raw == '{"status":"running","previous":"pending","error":null}'  # as Python's
     # a change its guard refuses writes nothing, and says why (the general way)
     with pytest.raises(UserError, match="is running; this change needs it to be one of"):
