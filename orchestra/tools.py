@@ -11,7 +11,6 @@ import functools
 import inspect
 import json
 from collections.abc import Awaitable, Callable
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, get_type_hints, overload
 
@@ -22,14 +21,14 @@ from orchestra.models.base import ToolSchema
 from orchestra.store.protocol import NewHandoff, NewNote, Writes
 
 if TYPE_CHECKING:
-    from orchestra.store.protocol import Blackboard
+    from orchestra.store.protocol import BoardReads
 
 ToolFn = Callable[..., Awaitable[Any]]
 
-POST_CHECK: ContextVar[Callable[[NewHandoff, str], Any] | None] = ContextVar(
-    "orchestra_post_check", default=None)
-"""Set by the coordinator while a task runs: checks a tool's handoff against the pipeline
-(the target role exists, the payload fits its ``input``) when it is posted."""
+HandoffCheck = Callable[[NewHandoff, str], NewHandoff]
+"""``check(handoff, source)``: the handoff with its target role checked and its payload
+validated against the pipeline (a role the pipeline lacks, or a payload its ``input``
+refuses, raises); ``source`` names the poster in the error."""
 
 
 @dataclass(slots=True)
@@ -57,11 +56,15 @@ class ToolContext:
     role: str
     step: int
     idempotency_key: str
-    board: Blackboard
+    board: BoardReads
+    """The board, read-only (``orchestra.store.views.ReadOnlyBoard``): search notes and
+    this agent's messages, read plans and handoffs. Post through this context instead."""
     writes: Writes = field(default_factory=Writes)
     task_input: Any = None
     rejections: tuple[Rejection, ...] = ()
     """In ``check_output``: this task attempt's earlier answers the check sent back."""
+    check_handoff: HandoffCheck | None = None
+    """Checks each handoff against the pipeline when it is posted (the coordinator's)."""
 
     def post_note(self, body: str, *tags: str) -> None:
         self.writes.notes.append(NewNote(body=body, tags=tuple(tags)))
@@ -74,7 +77,7 @@ class ToolContext:
         its ``input`` model refuses, raises here, and the model sees why."""
         name = to_role if isinstance(to_role, str) else str(to_role.name)
         post = NewHandoff(to_role=name, payload=payload, note=note)
-        check = POST_CHECK.get()
+        check = self.check_handoff
         self.writes.handoffs.append(check(post, f"tool of role {self.role!r}") if check
                                     else post)
 

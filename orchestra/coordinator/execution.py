@@ -1,10 +1,12 @@
 """Executing claimed tasks: execute, hand in, next; lease heartbeat, timeout, retry.
 
-The runtime does the work (``run_task``; its completing transaction hands the task in
-and claims the next); this runs a job's tasks back to back and decides what a failure
-means for a task (retry with backoff, fail for good, park for a human, stop the run for
-a cap). What it needs from its coordinator comes in a :class:`TaskServices`, so this
-module never imports the coordinator.
+The runtime does the work (``TaskRunner.run``) and returns how the task ended as data
+(``runtime.outcomes``); this acts on it: a completed task's output is routed and the
+task handed in with the run's next claim in one transaction (``_hand_in``), whose
+claimed tasks run next in the same job; a failure is retried with backoff or failed for
+good, a wait for a human parks the task, a cap stops the run. What it needs from its
+coordinator comes in a :class:`TaskServices`, so this module never imports the
+coordinator.
 """
 
 from __future__ import annotations
@@ -34,9 +36,9 @@ from orchestra.models.prices import Pricer
 from orchestra.runtime.agent_state import AgentState
 from orchestra.runtime.journal import RecordedStepError
 from orchestra.runtime.limits import RunLimits
-from orchestra.runtime.task_runner import TaskOutcome, run_task
+from orchestra.runtime.outcomes import Completed, Failed, Limited, TaskOutcome, Waiting
+from orchestra.runtime.task_runner import TaskRunner
 from orchestra.store.protocol import Blackboard, ClaimSpec, Lease, Writes
-from orchestra.tools import POST_CHECK
 from orchestra.tracing import Tracing
 
 log = get_logger("orchestra.coordinator")
@@ -92,7 +94,6 @@ class TaskExecutor:
     async def execute(self, task: Task) -> None:
         """Run ``task``, then in the same job each task claimed as the last one completed
         (no new asyncio task per orchestra task: a pipeline's steps run back to back)."""
-        POST_CHECK.set(self.c.pipeline.check_post)  # this job's own context
         agents: dict[str, AgentState] = {}  # by role: a job's tasks are of one run
         current: Task | None = task
         while current is not None:
@@ -121,18 +122,18 @@ class TaskExecutor:
                 run = await self.c.store.get_run(task.run_id)
                 limits = RunLimits(s.max_tokens_per_run, run.tokens_in + run.tokens_out,
                                    s.max_cost_per_run, run.cost)
-            work = run_task(store=self.c.store, role=role, model=self.c.models[task.role],
-                            agent=agent, task=task, lease=lease,
-                            route=self.c.pipeline.route_for(task.role), limits=limits,
-                            settings=type(role).settings,
-                            claim_next=lambda: self.c.claim_spec(task), pricer=self.c.pricer)
+            runner = TaskRunner(store=self.c.store, role=role, model=self.c.models[task.role],
+                                agent=agent, task=task, lease=lease, limits=limits,
+                                settings=type(role).settings, pricer=self.c.pricer,
+                                check_handoff=self.c.pipeline.check_handoff)
+            work = self._run(runner, task, lease, agent)
             if timeout:
                 work = asyncio.wait_for(work, timeout)
             if self.c.tracing is None:
-                outcome = await work
+                outcome, claimed = await work
             else:
                 with self.c.tracing.task(task, agent.agent_id):
-                    outcome = await work
+                    outcome, claimed = await work
         except TimeoutError:
             await self._fail(task, lease, f"task timed out after {timeout:g} s", retry=True)
             return None
@@ -156,20 +157,44 @@ class TaskExecutor:
             return None
         finally:
             self.leases.pop(task.id, None)
-        if outcome.status == "completed":
-            return self._completed(task, outcome)
+        if claimed is not None:
+            return self._completed(task, claimed)
         await self._settle(task, lease, outcome)
         return None
 
-    def _completed(self, task: Task, outcome: TaskOutcome) -> Task | None:
+    async def _run(self, runner: TaskRunner, task: Task, lease: Lease, agent: AgentState
+                   ) -> tuple[TaskOutcome, list[Task] | None]:
+        """Run the task; a completed one is handed in at once (under the task's timeout
+        and span, as part of its work). The outcome, and the tasks the completing
+        transaction claimed (None: it did not complete; empty: no claim took any)."""
+        outcome = await runner.run()
+        if not isinstance(outcome, Completed):
+            return outcome, None
+        return outcome, await self._hand_in(task, lease, agent, outcome)
+
+    async def _hand_in(self, task: Task, lease: Lease, agent: AgentState,
+                       outcome: Completed) -> list[Task]:
+        """Commit a completed task in ONE transaction: its result, its last model step
+        and pending messages, the postings its route makes, and the claim of the run's
+        next tasks (what the claim may take is decided now, as the task ends)."""
+        writes = outcome.writes
+        self.c.pipeline.route(task.role, outcome.output, task, writes)
+        spec = self.c.claim_spec(task)
+        claimed = await self.c.store.complete_task(
+            task.id, lease, outcome.result, agent_id=agent.agent_id, writes=writes,
+            step=outcome.step, claim=spec)
+        agent.committed(task.id, writes.messages)
+        agent.spent(outcome.counts.tokens, outcome.counts.cost)
+        if not claimed and spec is None:
+            # nobody looked for the run's next work: maybe some is waiting unclaimed
+            # (a claim that looked with room to spare and found none needs no second look)
+            self.jobs.wake(task.run_id)
+        return claimed
+
+    def _completed(self, task: Task, claimed: list[Task]) -> Task | None:
         """Start what the completing transaction claimed: the first in this job (returned),
         the rest in jobs of their own."""
-        claimed: list[Task] = outcome.extra.get("claimed") or []
         if not claimed:
-            if not outcome.extra.get("looked"):
-                # nobody looked for the run's next work: maybe some is waiting unclaimed
-                # (a claim that looked with room to spare and found none needs no second look)
-                self.jobs.wake(task.run_id)
             return None
         self.start(task.run_id, claimed[1:])
         return claimed[0]
@@ -178,14 +203,16 @@ class TaskExecutor:
         """A task that did not complete: failed, waiting for a human, or stopped by a cap."""
         bound = _task_log(task)
         self.jobs.wake(task.run_id)
-        if outcome.status == "failed":
+        if isinstance(outcome, Failed):
             bound.warning("task failed", error=outcome.error)
-            pending = outcome.extra.get("pending") or []
-            await self._fail(task, lease, outcome.error or "failed", retry=outcome.retry,
-                             writes=Writes(messages=list(pending)) if pending else None)
-        elif outcome.status == "waiting":
-            bound.info("task waiting for approval", approval=outcome.extra.get("approval"))
-        elif outcome.status == "limited":
+            self.c.agent(task.run_id, task.role).spent(outcome.counts.tokens,
+                                                       outcome.counts.cost)
+            await self._fail(task, lease, outcome.error, retry=outcome.retry,
+                             writes=Writes(messages=list(outcome.messages))
+                             if outcome.messages else None)
+        elif isinstance(outcome, Waiting):
+            bound.info("task waiting for approval", approval=outcome.approval_id)
+        elif isinstance(outcome, Limited):
             bound.warning("usage cap reached", error=outcome.error)
             # first: the run's loop, woken above, must stop rather than claim the task anew
             # while the release below is in flight

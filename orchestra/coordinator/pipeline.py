@@ -39,7 +39,6 @@ from orchestra.coordinator.pipeline_ref import HOW_TO_REF, derive_ref, import_re
 from orchestra.models.base import Model
 from orchestra.models.prices import Price
 from orchestra.roles import Role
-from orchestra.runtime.task_runner import Route as _RuntimeRoute
 from orchestra.store.protocol import Board, NewHandoff, NewNote, NewTask, Writes
 
 __all__ = ["Demo", "Pipeline", "Route", "Summary", "fan_out", "handoff", "load_pipeline"]
@@ -117,14 +116,14 @@ class Pipeline:
                 raise UserError(f"pipeline {self.name!r}: two roles named {role.name!r}")
             by_name[role.name] = role
         self.by_name = by_name
-        self._routes: dict[str, _RuntimeRoute] = {}
+        self._routes: dict[str, Route | str] = {}  # a function, or the role to forward to
         for source, target in self.routes.items():
             name = self._known(source, "routes for")
             if isinstance(target, str) or (isinstance(target, type)
                                            and issubclass(target, Role)):
-                self._routes[name] = _forward(self._known(target, f"route of {name!r} to"))
+                self._routes[name] = self._known(target, f"route of {name!r} to")
             elif callable(target):
-                self._routes[name] = self._checked(name, target)  # type: ignore[arg-type]
+                self._routes[name] = target  # type: ignore[assignment]
             else:
                 raise UserError(f"pipeline {self.name!r}: the route of {name!r} is {target!r}; "
                                 "give a function (output, task, writes) or a role")
@@ -146,9 +145,16 @@ class Pipeline:
             raise UserError(f"pipeline {self.name!r} has no role {name!r}; roles are "
                             f"{sorted(self.by_name)}") from None
 
-    def route_for(self, role: str) -> _RuntimeRoute | None:
-        """The route run when a task of ``role`` completes (its postings checked)."""
-        return self._routes.get(role)
+    def route(self, role: str, output: Any, task: Task, writes: Writes) -> None:
+        """Run the route of ``role`` for a completed ``task``'s ``output``: its postings
+        join ``writes`` (checked), to commit with the task's completion."""
+        target = self._routes.get(role)
+        if target is None:
+            return
+        if isinstance(target, str):  # forwarded as is
+            writes.handoffs.append(NewHandoff(target, _json(output)))
+            return
+        self._post(f"route of {role!r}", target(output, task, writes), writes)
 
     def reference(self) -> str | None:
         """How another process rebuilds this pipeline (``module:attr``), if it can."""
@@ -168,13 +174,17 @@ class Pipeline:
             raise UserError(f"pipeline {self.name!r}: start() created no tasks")
         return tasks
 
+    def check_handoff(self, handoff: NewHandoff, source: str) -> NewHandoff:
+        """A handoff with its target role checked and its payload validated (as JSON)."""
+        name, payload = self._target(handoff.to_role, handoff.payload, "handoff", source)
+        return replace(handoff, to_role=name, payload=payload)
+
     def check_post(self, post: Post, source: str) -> Post:
         """A posting with its target role checked and its payload validated (as JSON)."""
         if isinstance(post, NewNote):
             return post
         if isinstance(post, NewHandoff):
-            name, payload = self._target(post.to_role, post.payload, "handoff", source)
-            return replace(post, to_role=name, payload=payload)
+            return self.check_handoff(post, source)
         if isinstance(post, NewTask):
             name, payload = self._target(post.role, post.input, "task", source)
             return replace(post, role=name, input=payload)
@@ -188,45 +198,35 @@ class Pipeline:
                             f"{self.name!r} does not have; its roles are {sorted(self.by_name)}")
         return name, _validated(payload, type(role).input, f"{source}: {kind} to {name!r}")
 
-    def _checked(self, name: str, route: Route) -> _RuntimeRoute:
-        source = f"route of {name!r}"
-
-        def checked(output: Any, task: Task, writes: Writes) -> None:
-            returned = route(output, task, writes)
-            if returned is None:
-                posts: list[Any] = []
-            elif isinstance(returned, (NewHandoff, NewTask, NewNote)):
-                posts = [returned]
+    def _post(self, source: str, returned: Iterable[Post] | Post | None,
+              writes: Writes) -> None:
+        """What a route returned joins ``writes``, checked; so does what it appended
+        itself (replaced in place)."""
+        if returned is None:
+            posts: list[Any] = []
+        elif isinstance(returned, (NewHandoff, NewTask, NewNote)):
+            posts = [returned]
+        else:
+            posts = list(returned)
+        for post in posts:
+            checked_post = self.check_post(post, source)
+            if isinstance(checked_post, NewHandoff):
+                writes.handoffs.append(checked_post)
+            elif isinstance(checked_post, NewTask):
+                writes.tasks.append(checked_post)
             else:
-                posts = list(returned)
-            for post in posts:
-                checked_post = self.check_post(post, source)
-                if isinstance(checked_post, NewHandoff):
-                    writes.handoffs.append(checked_post)
-                elif isinstance(checked_post, NewTask):
-                    writes.tasks.append(checked_post)
-                else:
-                    writes.notes.append(checked_post)
-            # what the route appended itself is checked too (replaced in place)
-            for i, h in enumerate(writes.handoffs):
-                name, payload = self._target(h.to_role, h.payload, "handoff", source)
-                if name != h.to_role or payload is not h.payload:
-                    writes.handoffs[i] = replace(h, to_role=name, payload=payload)
-            for i, t in enumerate(writes.tasks):
-                name, payload = self._target(t.role, t.input, "task", source)
-                if name != t.role or payload is not t.input:
-                    writes.tasks[i] = replace(t, role=name, input=payload)
-
-        return checked
+                writes.notes.append(checked_post)
+        for i, h in enumerate(writes.handoffs):
+            name, payload = self._target(h.to_role, h.payload, "handoff", source)
+            if name != h.to_role or payload is not h.payload:
+                writes.handoffs[i] = replace(h, to_role=name, payload=payload)
+        for i, t in enumerate(writes.tasks):
+            name, payload = self._target(t.role, t.input, "task", source)
+            if name != t.role or payload is not t.input:
+                writes.tasks[i] = replace(t, role=name, input=payload)
 
     def __repr__(self) -> str:
         return f"Pipeline({self.name!r}, roles={sorted(self.by_name)}, ref={self.ref!r})"
-
-
-def _forward(to_role: str) -> _RuntimeRoute:
-    def forward(output: Any, task: Task, writes: Writes) -> None:
-        writes.handoffs.append(NewHandoff(to_role, _json(output)))
-    return forward
 
 
 def _json(value: Any) -> Any:

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 from orchestra._types import AgentId, CompactionRecord, Message
 from orchestra.compaction import message_tokens
-from orchestra.store.protocol import Blackboard
+from orchestra.store.protocol import AgentHistory
 
 FEEDBACK = "feedback"
 """``name`` of a user message telling the model why its last reply was unusable."""
@@ -83,7 +83,7 @@ class AgentState:
     _reading: asyncio.Lock = field(default_factory=asyncio.Lock)
     _reads: tuple[int, int] = (0, 0)  # reads begun, and the latest begun of those ended
 
-    async def refresh(self, store: Blackboard, *, with_compactions: bool,
+    async def refresh(self, store: AgentHistory, *, with_compactions: bool,
                       with_totals: bool = True) -> None:
         """Load the history once (or, when shared, pull what others wrote since).
 
@@ -103,7 +103,7 @@ class AgentState:
             await self._read(store, with_compactions, with_totals)
             self._reads = (self._reads[0], began)
 
-    async def _read(self, store: Blackboard, with_compactions: bool, with_totals: bool) -> None:
+    async def _read(self, store: AgentHistory, with_compactions: bool, with_totals: bool) -> None:
         if not self.loaded and with_totals:
             for info in await store.agent_infos(self.run_id):
                 if info.agent_id == self.agent_id:
@@ -130,6 +130,11 @@ class AgentState:
             held.append(Message(m.role, m.content, m.tool_calls, m.tool_call_id, m.name,
                                 agent_id, seq, task_id))
         self.last_seq = seq
+
+    def spent(self, tokens: int, cost: float) -> None:
+        """Add what a task attempt spent to the agent's totals (its per-agent caps)."""
+        self.tokens_used += tokens
+        self.cost_used += cost
 
     def task_done(self, task_id: str) -> None:
         """A task ended: its messages join the history other tasks see."""

@@ -13,13 +13,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from orchestra._errors import DeterminismError, OrchestraError
 from orchestra._types import Step, StepKind, Task
 from orchestra.models.base import Model, ModelRequest, ModelResponse, Usage
-from orchestra.runtime.deltas import STREAMED, DeltaPace, ask, delta_writer
-from orchestra.store.protocol import Blackboard, Lease, StepResult, Writes
+from orchestra.runtime.deltas import STREAMED, DeltaPace, EventAppender, ask, delta_writer
+from orchestra.store.protocol import Lease, StepRecorder, StepResult, Writes
 
 
 def usage_record(usage: Usage) -> list[int]:
@@ -52,10 +52,15 @@ class PendingStep:
     writes: Writes | None
 
 
+class JournalStore(StepRecorder, EventAppender, Protocol):
+    """What the journal writes: each step's start and outcome (with its writes), and a
+    streaming model call's deltas as events."""
+
+
 class Journal:
     """Numbered, durable steps of one task retry."""
 
-    def __init__(self, store: Blackboard, task: Task, lease: Lease, agent_id: str,
+    def __init__(self, store: JournalStore, task: Task, lease: Lease, agent_id: str,
                  recorded: list[Step],
                  on_commit: Callable[[Writes | None], None] | None = None, *,
                  streams: bool = False, pace: DeltaPace = STREAMED) -> None:

@@ -4,13 +4,15 @@ The loop is deterministic given the journal: on resume it re-enters from the top
 completed step returns its recorded output, and the in-memory message list of the task is
 rebuilt exactly as it was. Messages reach the store only inside step commits (the user
 input and tool results travel with the next model step), so replay never appends twice.
+
+The task's end is not committed here: :meth:`TaskRunner.run` returns it as data
+(``outcomes``), and the caller commits a completed task's last step, messages and
+postings with the task's completion (and its next claim) in one transaction.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from orchestra._errors import ModelBehaviorError, ModelRetry, UsageLimitExceeded
 from orchestra._log import get_logger
@@ -26,6 +28,7 @@ from orchestra.runtime.compactor import summarize
 from orchestra.runtime.context_fit import fit_context
 from orchestra.runtime.journal import Journal, Outcome, PendingStep
 from orchestra.runtime.limits import RunLimits, Spent, call_bound, check_next_call, check_spent
+from orchestra.runtime.outcomes import Completed, Counts, Failed, Limited, TaskOutcome, Waiting
 from orchestra.runtime.replies import (
     OutputError,
     one_line,
@@ -37,43 +40,29 @@ from orchestra.runtime.retry_sampling import retry_settings
 from orchestra.runtime.tool_calls import ApprovalWait, ToolRunner
 from orchestra.runtime.turns import MAX_REPLY_CHARS as MAX_REPLY_CHARS
 from orchestra.runtime.turns import Turns, reply_outcome, serialize_output, system_message
-from orchestra.store.protocol import Blackboard, ClaimSpec, Lease, Writes
-from orchestra.tools import Rejection, Tool, ToolContext
+from orchestra.store.protocol import Lease, TaskStore, Writes
+from orchestra.store.views import ReadOnlyBoard
+from orchestra.tools import HandoffCheck, Rejection, Tool, ToolContext
 
 log = get_logger("orchestra.runtime")
 
-Route = Callable[[Any, Task, Writes], None]
-"""Turns a role's output into board postings (handoffs, plans, notes) at task end."""
-
 FRESH_AFTER = 2  # unusable turns in a row after which the model sees its task afresh
-
-
-@dataclass(slots=True)
-class TaskOutcome:
-    status: Literal["completed", "failed", "waiting", "limited"]
-    result: Any = None
-    error: str | None = None
-    steps_replayed: int = 0
-    steps_executed: int = 0
-    tokens: int = 0
-    extra: dict[str, Any] = field(default_factory=dict)
-    retry: bool = False
-    """A failure worth another attempt of the task (the role's ``max_attempts`` permitting)."""
 
 
 class TaskRunner:
     """Runs ``task`` for ``role`` with ``model``; composes journal, tools and compaction."""
 
-    def __init__(self, *, store: Blackboard, role: Role, model: Model, agent: AgentState,
-                 task: Task, lease: Lease, route: Route | None = None,
-                 limits: RunLimits | None = None, settings: ModelSettings | None = None,
-                 claim_next: Callable[[], ClaimSpec | None] | None = None,
-                 pricer: Pricer | None = None) -> None:
+    def __init__(self, *, store: TaskStore, role: Role, model: Model, agent: AgentState,
+                 task: Task, lease: Lease, limits: RunLimits | None = None,
+                 settings: ModelSettings | None = None, pricer: Pricer | None = None,
+                 check_handoff: HandoffCheck | None = None) -> None:
         self.store, self.role, self.model, self.agent = store, role, model, agent
-        self.task, self.lease, self.route = task, lease, route
+        self.task, self.lease = task, lease
         self.limits, self.settings = limits or RunLimits(), settings or ModelSettings()
-        self.claim_next = claim_next
         self.pricer = pricer  # prices each call when made (None: the cost the model reports)
+        self.check_handoff = check_handoff  # the pipeline's check of a tool's handoffs
+        self.board = ReadOnlyBoard(store)  # what tools see of the store
+        self.journal: Journal | None = None
         self.cost = 0.0
         self.tools: dict[str, Tool] = role.bound_tools()
         if type(role).recall:
@@ -83,6 +72,16 @@ class TaskRunner:
         self._context: int | None = getattr(model, "context_tokens", None)
 
     async def run(self) -> TaskOutcome:
+        """Run the task to its end, returned as data (nothing of a completed task's end
+        is committed yet: see :class:`~orchestra.runtime.outcomes.Completed`)."""
+        try:
+            return await self._turns()
+        except ApprovalWait as wait:
+            return Waiting(wait.approval_id, wait.tool, self._counts())
+        except UsageLimitExceeded as exc:
+            return Limited(str(exc), self._counts())
+
+    async def _turns(self) -> Completed | Failed:
         """Ask the model, run its tool calls or take its answer, until done or failed."""
         st = await self._begin()
         cls = type(self.role)
@@ -99,14 +98,14 @@ class TaskRunner:
                 if outcome is not None:
                     return outcome
             if st.failures + len(st.rejections) > cls.output_retries:
-                return await self._fail(f"no usable answer after {st.failures + len(st.rejections)}"
-                                        f" tries (output_retries={cls.output_retries}); the "
-                                        f"last problem: {st.last_problem}", st.pending, st.journal)
+                return self._fail(f"no usable answer after {st.failures + len(st.rejections)}"
+                                  f" tries (output_retries={cls.output_retries}); the "
+                                  f"last problem: {st.last_problem}", st.pending)
             if st.failures >= FRESH_AFTER:
                 st.start_afresh()
-        return await self._fail(f"no final answer after max_turns={cls.max_turns} model calls "
-                                f"(the model kept calling tools); raise max_turns or simplify "
-                                f"the task", st.pending, st.journal)
+        return self._fail(f"no final answer after max_turns={cls.max_turns} model calls "
+                          f"(the model kept calling tools); raise max_turns or simplify "
+                          f"the task", st.pending)
 
     async def _begin(self) -> Turns:
         """Load the agent's history and the task's journal (none at a first claim)."""
@@ -116,8 +115,10 @@ class TaskRunner:
                                  with_totals=capped)
         recorded = (await self.store.get_steps(self.task.id, self.task.retries)
                     if self.task.attempt > 1 else [])
-        journal = Journal(self.store, self.task, self.lease, self.agent.agent_id, recorded,
-                          on_commit=self._on_commit, streams=isinstance(self.model, StreamingModel))
+        journal = self.journal = Journal(self.store, self.task, self.lease,
+                                         self.agent.agent_id, recorded,
+                                         on_commit=self._on_commit,
+                                         streams=isinstance(self.model, StreamingModel))
         pinned = Message("user", self.role.task_message(self.task.input), name="task",
                          task_id=self.task.id)  # name="task": replay keys can be task-local
         return Turns(journal=journal, task_id=self.task.id,
@@ -129,10 +130,12 @@ class TaskRunner:
     def _tool_runner(self, st: Turns) -> ToolRunner:
         """The task's tool runner, made at its first tool call (most tasks make none)."""
         if st.tools is None:
-            st.tools = ToolRunner(store=self.store, task=self.task, lease=self.lease,
-                                  journal=st.journal, agent_id=self.agent.agent_id,
-                                  tools=self.tools, default_timeout=type(self.role).tool_timeout,
-                                  needs_approval=self.role.requires_approval)
+            st.tools = ToolRunner(store=self.store, board=self.board, task=self.task,
+                                  lease=self.lease, journal=st.journal,
+                                  agent_id=self.agent.agent_id, tools=self.tools,
+                                  default_timeout=type(self.role).tool_timeout,
+                                  needs_approval=self.role.requires_approval,
+                                  check_handoff=self.check_handoff)
         return st.tools
 
     async def _request(self, st: Turns) -> ModelRequest:
@@ -231,7 +234,7 @@ class TaskRunner:
             st.last_problem = one_line(f"{results[-1].call.name}: {results[-1].content}")
 
     async def _answer(self, st: Turns, record: dict[str, Any], problem: str,
-                      uncommitted: PendingStep | None) -> TaskOutcome | None:
+                      uncommitted: PendingStep | None) -> Completed | None:
         """A reply without tool calls: complete the task with it if usable (and checked);
         else say what is wrong. An unusable reply is a failure (a few in a row, a loop or
         an echo start the task afresh); a usable answer the check sends back is a
@@ -245,12 +248,12 @@ class TaskRunner:
                 problem, brief, afresh = str(exc), exc.brief, afresh or exc.afresh
             else:
                 if not self.checks_output:  # the model step commits with the task
-                    return await self._complete(result, st.pending, st.journal, uncommitted)
+                    return self._complete(result, st.pending, uncommitted)
                 await st.journal.commit(uncommitted)
                 uncommitted = None
                 rejection, accepted = await self._check(st, result)
                 if rejection is None:
-                    return await self._complete(accepted, st.pending, st.journal, None)
+                    return self._complete(accepted, st.pending, None)
                 st.rejections.append(rejection)
                 st.failures = 0
                 st.last_problem = one_line(rejection.problem)
@@ -281,8 +284,8 @@ class TaskRunner:
         ctx = ToolContext(run_id=self.task.run_id, task_id=self.task.id,
                           agent_id=self.agent.agent_id, role=self.task.role, step=n,
                           idempotency_key=keys.idempotency_key(self.task, n),
-                          board=self.store, task_input=self.task.input,
-                          rejections=tuple(st.rejections))
+                          board=self.board, task_input=self.task.input,
+                          rejections=tuple(st.rejections), check_handoff=self.check_handoff)
 
         async def check() -> Outcome:
             try:
@@ -351,49 +354,24 @@ class TaskRunner:
         if writes is not None:
             self.agent.committed(self.task.id, writes.messages)
 
-    async def _complete(self, result: Any, pending: list[Message], journal: Journal,
-                        step: PendingStep | None) -> TaskOutcome:
+    def _counts(self) -> Counts:
+        journal = self.journal
+        return Counts(journal.replayed if journal else 0, journal.executed if journal else 0,
+                      self.tokens, self.cost)
+
+    def _complete(self, result: Any, pending: list[Message],
+                  step: PendingStep | None) -> Completed:
+        """The task's answer, and what commits with it: the final model step (if not
+        committed yet) and the messages pending since the last commit."""
         writes = Writes(messages=list(pending))
         if step is not None and step.writes is not None:
             # the final model step's own messages come first, as if committed before
             writes.messages[:0] = step.writes.messages
-        if self.route is not None:
-            self.route(result, self.task, writes)
-        data = serialize_output(result)
-        final = step.result if step is not None else None
-        spec = self.claim_next() if self.claim_next is not None else None
-        claimed: list[Task] = []
-        if spec is None:
-            await self.store.complete_task(self.task.id, self.lease, data,
-                                           agent_id=self.agent.agent_id, writes=writes,
-                                           step=final)
-        else:  # hand in the result and take the next work in one transaction
-            claimed = await self.store.complete_task_and_claim(
-                self.task.id, self.lease, data, agent_id=self.agent.agent_id, claim=spec,
-                writes=writes, step=final)
-        self._on_commit(writes)
-        self.agent.tokens_used += self.tokens
-        self.agent.cost_used += self.cost
-        return TaskOutcome("completed", data, steps_replayed=journal.replayed,
-                           steps_executed=journal.executed, tokens=self.tokens,
-                           extra={"claimed": claimed, "looked": spec is not None})
+        return Completed(result, serialize_output(result), writes,
+                         step.result if step is not None else None, self._counts())
 
-    async def _fail(self, error: str, pending: list[Message], journal: Journal) -> TaskOutcome:
-        """A failed attempt: its messages are stored, marked so later views skip them."""
-        self.agent.tokens_used += self.tokens
-        self.agent.cost_used += self.cost
+    def _fail(self, error: str, pending: list[Message]) -> Failed:
+        """A failed attempt: its messages are to be stored, marked so later views skip them."""
         marker = Message("user", f"(attempt {self.task.attempt} failed: {error})",
                          name=ATTEMPT_FAILED, task_id=self.task.id)
-        return TaskOutcome("failed", error=error, steps_replayed=journal.replayed, retry=True,
-                           steps_executed=journal.executed, tokens=self.tokens,
-                           extra={"pending": [*pending, marker]})
-
-
-async def run_task(**kwargs: Any) -> TaskOutcome:
-    """Run one task; ``ApprovalWait`` becomes a ``waiting`` outcome."""
-    try:
-        return await TaskRunner(**kwargs).run()
-    except ApprovalWait as wait:
-        return TaskOutcome("waiting", extra={"approval": wait.approval_id, "tool": wait.tool})
-    except UsageLimitExceeded as exc:
-        return TaskOutcome("limited", error=str(exc))
+        return Failed(error, (*pending, marker), retry=True, counts=self._counts())

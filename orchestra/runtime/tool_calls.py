@@ -21,8 +21,8 @@ from orchestra._types import Task
 from orchestra.models.base import ToolCall
 from orchestra.runtime import keys
 from orchestra.runtime.journal import Journal, Outcome
-from orchestra.store.protocol import Blackboard, Lease
-from orchestra.tools import Tool, ToolContext, render_tool_result
+from orchestra.store.protocol import ApprovalRequests, BoardReads, Lease
+from orchestra.tools import HandoffCheck, Tool, ToolContext, render_tool_result
 from orchestra.tracing import step_span
 
 MAX_TOOL_RESULT_CHARS = 64_000
@@ -68,10 +68,13 @@ def _validate(call: ToolCall, tools: dict[str, Tool]) -> tuple[Tool, dict[str, A
 class ToolRunner:
     """Runs one turn's tool calls concurrently, each as a journaled step."""
 
-    def __init__(self, *, store: Blackboard, task: Task, lease: Lease, journal: Journal,
-                 agent_id: str, tools: dict[str, Tool], default_timeout: float,
-                 needs_approval: Callable[[Tool], bool]) -> None:
+    def __init__(self, *, store: ApprovalRequests, board: BoardReads, task: Task, lease: Lease,
+                 journal: Journal, agent_id: str, tools: dict[str, Tool],
+                 default_timeout: float, needs_approval: Callable[[Tool], bool],
+                 check_handoff: HandoffCheck | None = None) -> None:
         self.store = store
+        self.board = board  # what a tool sees of the store: reads only
+        self.check_handoff = check_handoff
         self.task = task
         self.lease = lease
         self.journal = journal
@@ -131,7 +134,8 @@ class ToolRunner:
         ctx = ToolContext(run_id=self.task.run_id, task_id=self.task.id,
                           agent_id=self.agent_id, role=self.task.role, step=n,
                           idempotency_key=keys.idempotency_key(self.task, n),
-                          board=self.store, task_input=self.task.input)
+                          board=self.board, task_input=self.task.input,
+                          check_handoff=self.check_handoff)
         timeout = tool.timeout or self.default_timeout
         try:
             with step_span("tool", tool.name, **{"orchestra.step": n}):

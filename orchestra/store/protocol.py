@@ -186,11 +186,13 @@ class TaskQueue(Protocol):
     async def retry_failed_tasks(self, run_id: str) -> list[Task]: ...
     async def complete_task(self, task_id: str, lease: Lease, result: JSON, *,
                             agent_id: str, writes: Writes | None = None,
-                            step: StepResult | None = None) -> Task: ...
-    async def complete_task_and_claim(self, task_id: str, lease: Lease, result: JSON, *,
-                                      agent_id: str, claim: ClaimSpec,
-                                      writes: Writes | None = None,
-                                      step: StepResult | None = None) -> list[Task]: ...
+                            step: StepResult | None = None,
+                            claim: ClaimSpec | None = None) -> list[Task]:
+        """Hand in the task's ``result`` with ``writes`` and its last step, and (with
+        ``claim``) take the worker's next tasks, all in one transaction; the tasks
+        claimed (none without ``claim``). The run's older pending tasks are claimed
+        first, then the tasks this one routes (``writes.handoffs``) as they are made."""
+        ...
     async def fail_task(self, task_id: str, lease: Lease, error: str, *,
                         retry_at: float | None = None, agent_id: str | None = None,
                         writes: Writes | None = None) -> Task: ...
@@ -280,6 +282,50 @@ class EventLog(Protocol):
     def follow(self, run_id: str, *, starting_after: int = 0) -> AsyncIterator[Event]:
         """Every event after ``starting_after``, in seq order, each once, including
         those committed later by any process, until the store is closed."""
+        ...
+
+
+class StepRecorder(Protocol):
+    """What the journal writes: a step's start, and its outcome with its writes."""
+
+    async def start_step(self, task_id: str, retry: int, step: int, kind: StepKind,
+                         name: str, input_digest: str, lease: Lease) -> None: ...
+    async def complete_step(self, result: StepResult, lease: Lease, *, agent_id: str,
+                            writes: Writes | None = None) -> None: ...
+
+
+class ApprovalRequests(Protocol):
+    """What a tool call needing approval asks of the store: its decision, or a request."""
+
+    async def request_approval(self, task_id: str, lease: Lease, *, retry: int, step: int,
+                               tool: str, arguments: JSON) -> Approval: ...
+    async def find_approval(self, task_id: str, retry: int, step: int) -> Approval | None: ...
+
+
+class BoardReads(Protocol):
+    """What a tool may read (``ToolContext.board``): notes and its agent's messages by
+    search, plans and handoffs. A tool writes only through its context's ``writes``,
+    which commit with its journal entry."""
+
+    async def search_notes(self, run_id: str | None = None, *, text: str | None = None,
+                           author: str | None = None, tag: str | None = None,
+                           limit: int = 50) -> list[Note]: ...
+    async def search_messages(self, agent_id: str, text: str, *,
+                              limit: int = 10) -> list[Message]: ...
+    async def get_plans(self, run_id: str) -> list[Plan]: ...
+    async def latest_plan(self, run_id: str) -> Plan | None: ...
+    async def get_handoffs(self, run_id: str, *, to_role: str | None = None,
+                           from_agent: str | None = None) -> list[Handoff]: ...
+
+
+class TaskStore(StepRecorder, AgentHistory, ApprovalRequests, BoardReads, Protocol):
+    """What running one task touches (``TaskRunner`` and the parts it composes: the
+    journal, the agent's history, tool calls and their approvals, the tools' board
+    view). The task's end is committed by its caller (``TaskQueue.complete_task``)."""
+
+    async def get_steps(self, task_id: str, retry: int) -> list[Step]: ...
+    async def append_event(self, run_id: str, kind: str, data: JSON) -> Event:
+        """A streaming model call's deltas, as events (``runtime.deltas``)."""
         ...
 
 

@@ -48,7 +48,7 @@ async def _cycle(store: PostgresBlackboard) -> tuple[str, str, list[str]]:
         await store.start_step(task.id, 0, 2, "tool", "t", "d", lease)
         await store.complete_step(_step(task.id, 2), lease, agent_id=agent,
                                   writes=Writes(messages=[Message("user", "x")]))
-        nxt = await store.complete_task_and_claim(task.id, lease, {"ok": True},
+        nxt = await store.complete_task(task.id, lease, {"ok": True},
                                                   agent_id=agent, claim=spec, writes=writes,
                                                   step=_step(task.id, 3))
     assert [t.role for t in nxt] == ["reviewer"]

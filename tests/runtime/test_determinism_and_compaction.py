@@ -27,7 +27,7 @@ from orchestra import (
 from orchestra.compaction import message_tokens
 from orchestra.errors import DeterminismError
 from orchestra.runtime.agent_state import AgentState
-from orchestra.runtime.task_runner import run_task
+from orchestra.runtime.task_runner import TaskRunner
 from orchestra.store import Lease, Writes
 
 
@@ -54,9 +54,9 @@ async def test_replay_that_asks_for_another_step_fails_loudly(tmp_path: Path) ->
     lease = Lease("w1", task.attempt)
     # first life: the model called alpha, then the process "died" before finishing
     journal_model = FunctionModel(lambda req: reply("", tool_call("alpha")))
-    first = run_task(store=store, role=Tooly(), model=journal_model,
-                     agent=AgentState(f"{run.id}/tooly", "tooly", run.id), task=task,
-                     lease=lease)
+    first = TaskRunner(store=store, role=Tooly(), model=journal_model,
+                       agent=AgentState(f"{run.id}/tooly", "tooly", run.id), task=task,
+                       lease=lease).run()
     with pytest.raises(Exception):  # noqa: B017 - stop it mid-way: the lease is taken away
         async def model_then_stop(req: ModelRequest) -> object:
             if any(m.role == "tool" for m in req.messages):
@@ -80,9 +80,9 @@ async def test_replay_that_asks_for_another_step_fails_loudly(tmp_path: Path) ->
     assert again.id == task.id and again.attempt == 2
     changed = FunctionModel(lambda req: reply("", tool_call("gamma")))
     with pytest.raises(DeterminismError) as info:
-        await run_task(store=store, role=Renamed(), model=changed,
-                       agent=AgentState(f"{run.id}/tooly", "tooly", run.id), task=again,
-                       lease=Lease("w2", again.attempt))
+        await TaskRunner(store=store, role=Renamed(), model=changed,
+                         agent=AgentState(f"{run.id}/tooly", "tooly", run.id), task=again,
+                         lease=Lease("w2", again.attempt)).run()
     err = info.value
     assert err.task_id == task.id and err.step == 2
     assert "'tool:alpha'" in str(err) and "'model:model'" in str(err)

@@ -1,6 +1,6 @@
 """A worker that hands in a result takes the work it routed in the same transaction.
 
-``complete_task_and_claim`` claims the run's older pending tasks first; capacity
+``complete_task(..., claim=...)`` claims the run's older pending tasks first; capacity
 left over claims the tasks the finishing task creates as they are inserted (no
 pending row, no claim UPDATE). Handoffs are rows of their tasks (schema v3) and
 still read back through the ``handoffs`` view.
@@ -35,7 +35,7 @@ async def test_a_routed_task_is_claimed_as_it_is_created(store: SQLiteBlackboard
                                                          claimed: Claim, db_path: Path) -> None:
     run, task, lease = await claimed()
     writes = Writes(handoffs=[NewHandoff("reviewer", {"v": 1}, note="please review")])
-    nxt = await store.complete_task_and_claim(
+    nxt = await store.complete_task(
         task.id, lease, {"ok": True}, agent_id=f"{run.id}/coder", claim=_spec(run.id, reviewer=1),
         writes=writes)
     assert (await store.get_task(task.id)).status == "completed"
@@ -67,7 +67,7 @@ async def test_the_runs_older_pending_tasks_are_claimed_first(store: SQLiteBlack
     assert task is not None
     (older,) = await store.add_tasks(run.id, [NewTask("coder", {"n": 2})])
     writes = Writes(handoffs=[NewHandoff("coder", {"n": 3})])
-    nxt = await store.complete_task_and_claim(
+    nxt = await store.complete_task(
         task.id, Lease("worker-1", task.attempt), {}, agent_id=f"{run.id}/coder",
         claim=_spec(run.id, coder=1), writes=writes)
     assert [t.id for t in nxt] == [older.id]
@@ -78,7 +78,7 @@ async def test_the_runs_older_pending_tasks_are_claimed_first(store: SQLiteBlack
     task2 = await store.claim_task("worker-1", run_id=run2.id)
     assert task2 is not None
     (older2,) = await store.add_tasks(run2.id, [NewTask("coder", {"n": 2})])
-    nxt2 = await store.complete_task_and_claim(
+    nxt2 = await store.complete_task(
         task2.id, Lease("worker-1", task2.attempt), {}, agent_id=f"{run2.id}/coder",
         claim=_spec(run2.id, coder=2), writes=Writes(handoffs=[NewHandoff("coder", {"n": 3})]))
     assert nxt2[0].id == older2.id
@@ -92,7 +92,7 @@ async def test_a_delayed_task_or_a_role_without_room_stays_pending(store: SQLite
     later = time.time() + 3600
     writes = Writes(tasks=[NewTask("coder", {"n": 2}, not_before=later),
                            NewTask("tester", {"n": 3}), NewTask("coder", {"n": 4})])
-    nxt = await store.complete_task_and_claim(
+    nxt = await store.complete_task(
         task.id, lease, {}, agent_id=f"{run.id}/coder", claim=_spec(run.id, coder=1), writes=writes)
     assert [t.input for t in nxt] == [{"n": 4}]
     status = {t.input["n"]: t.status for t in await store.list_tasks(run.id)}
@@ -104,7 +104,7 @@ async def test_a_lost_lease_writes_and_claims_nothing(store: SQLiteBlackboard, c
     run, task, lease = await claimed()
     before = query(db_path, "SELECT COUNT(*) FROM tasks")
     with pytest.raises(LeaseLostError):
-        await store.complete_task_and_claim(
+        await store.complete_task(
             task.id, Lease("someone-else", lease.attempt), {}, agent_id=f"{run.id}/coder",
             claim=_spec(run.id, reviewer=1),
             writes=Writes(handoffs=[NewHandoff("reviewer", {"v": 1})]))

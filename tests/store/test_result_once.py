@@ -20,9 +20,9 @@ async def _finish(store: SQLiteBlackboard, claimed: Claim, reply: str, result: J
     run, task, lease = await claimed()
     step = StepResult(task.id, 0, 1, "model", "model", "d", output={"text": reply})
     writes = Writes(messages=[Message("user", "q"), Message("assistant", reply)])
-    done = await store.complete_task(task.id, lease, result, agent_id=f"{run.id}/coder",
-                                     writes=writes, step=step)
-    assert done.result == result
+    await store.complete_task(task.id, lease, result, agent_id=f"{run.id}/coder",
+                              writes=writes, step=step)
+    assert (await store.get_task(task.id)).result == result
     return task.id
 
 

@@ -79,7 +79,7 @@ async def test_a_task_end_is_one_statement_when_the_process_knows_its_task(
     writes = Writes(messages=[Message("user", "do it"), Message("assistant", "done")],
                     handoffs=[NewHandoff("reviewer", {"v": 1}, note="look")])
     with counted(store) as (sent, _):
-        [nxt] = await store.complete_task_and_claim(task.id, lease, {"ok": True}, agent_id=agent,
+        [nxt] = await store.complete_task(task.id, lease, {"ok": True}, agent_id=agent,
                                                     writes=writes, step=_step(task.id, 1),
                                                     claim=spec)
     # the agent's last seq was not known: read with the lease and the run's pending work in
@@ -87,7 +87,7 @@ async def test_a_task_end_is_one_statement_when_the_process_knows_its_task(
     assert [s.split(" ")[0] for s in sent] == ["SELECT", "INSERT"], sent
     # the reviewer's task came from the claim: its end (no messages) is the record alone
     with counted(store) as (sent, _):
-        await store.complete_task_and_claim(
+        await store.complete_task(
             nxt.id, Lease("w", nxt.attempt), {"ok": 2}, agent_id=f"{run.id}/reviewer",
             step=_step(nxt.id, 1), claim=ClaimSpec("w", {"coder": 1}, limit=1, run_id=run.id))
     assert [s.split(" ")[0] for s in sent] == ["INSERT"], sent
@@ -105,7 +105,7 @@ async def test_a_task_end_is_one_statement_when_the_process_knows_its_task(
     mine = await store.claim_task("w", run_id=run.id)
     assert mine is not None
     with counted(store) as (sent, _):
-        await store.complete_task_and_claim(
+        await store.complete_task(
             mine.id, Lease("w", mine.attempt), {"ok": 3}, agent_id=agent,
             writes=Writes(messages=[Message("assistant", "mine")]), step=_step(mine.id, 1),
             claim=ClaimSpec("w", {"coder": 1}, limit=1, run_id=run.id))
@@ -120,7 +120,7 @@ async def test_a_task_end_is_one_statement_when_the_process_knows_its_task(
     claimed = await store.claim_task("w", run_id=run.id)
     assert claimed is not None and claimed.id == last.id
     with counted(store) as (sent, _), pytest.raises(LeaseLostError, match="lease lost"):
-        await store.complete_task_and_claim(
+        await store.complete_task(
             last.id, Lease("w", 99), {}, agent_id=f"{run.id}/coder", step=_step(last.id, 1),
             claim=ClaimSpec("w", {"coder": 1}, limit=1))
     assert [s.split(" ")[0] for s in sent] == ["INSERT", "SELECT"], sent
@@ -210,7 +210,7 @@ async def test_an_agent_seq_comes_from_a_run_made_here_or_from_a_whole_read(
         task = await store.claim_task("w", run_id=run_id, roles=[role])
         assert task is not None
         with counted(store) as (sent, _):
-            await store.complete_task_and_claim(
+            await store.complete_task(
                 task.id, Lease("w", task.attempt), {}, agent_id=f"{run_id}/{role}",
                 writes=Writes(messages=[Message("assistant", text)]), step=_step(task.id, 1),
                 claim=ClaimSpec("w", {"x": 1}, limit=1, run_id=run_id))
@@ -249,7 +249,7 @@ async def test_a_lone_record_waits_for_a_lock_held_elsewhere(store: SQLiteBlackb
     other.execute("BEGIN IMMEDIATE")  # another process holds the write lock
     with counted(store) as (sent, _):
         try:
-            write = asyncio.ensure_future(store.complete_task_and_claim(
+            write = asyncio.ensure_future(store.complete_task(
                 task.id, Lease("w", task.attempt), {"ok": True}, agent_id=f"{run.id}/coder",
                 step=_step(task.id, 1), claim=ClaimSpec("w", {"coder": 1}, limit=1)))
             await asyncio.sleep(0.2)
@@ -312,7 +312,7 @@ async def test_a_stale_record_among_many_is_found_and_the_others_commit(
                                   agent_id=f"{runs[3].id}/coder",
                                   writes=Writes(messages=[Message("user", "theirs")]))
     with counted(store) as (sent, _):
-        await asyncio.gather(*(store.complete_task_and_claim(
+        await asyncio.gather(*(store.complete_task(
             t.id, Lease("w", t.attempt), {"i": i}, agent_id=f"{r.id}/coder",
             writes=Writes(messages=[Message("assistant", f"mine {i}")]), step=_step(t.id, 1),
             claim=ClaimSpec("w", {"coder": 1}, limit=1, run_id=r.id))

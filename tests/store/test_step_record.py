@@ -147,7 +147,7 @@ async def test_a_routed_end_writes_the_general_paths_rows(
         writes = Writes(messages=_messages(), handoffs=[
             NewHandoff("reviewer", {"module": "m"}, note="look"),
             NewHandoff("reviewer", {"module": "n"}, max_attempts=5)])
-        claimed = await store.complete_task_and_claim(
+        claimed = await store.complete_task(
             task_id, lease, json.loads(REPLY), agent_id="r1/coder", claim=_claim(reviewer=1),
             writes=writes, step=_step(task_id))
         [stored] = await store.get_steps(task_id, 0)
@@ -180,7 +180,7 @@ async def test_other_ends_write_the_same_rows(tmp_path: Path, monkeypatch: pytes
             messages=messages, handoffs=[NewHandoff("reviewer", {"module": "m"}, note=note)])
         result = {"other": True} if case == "result is not the reply" else json.loads(REPLY)
         claim = _claim() if case == "no claim room" else _claim(reviewer=2)
-        claimed = await store.complete_task_and_claim(
+        claimed = await store.complete_task(
             task_id, lease, result, agent_id="r1/coder", claim=claim, writes=writes,
             step=_step(task_id))
         return [t.id for t in claimed]
@@ -206,7 +206,7 @@ async def test_ends_the_record_cannot_carry_take_the_general_path(
 
     async def scenario(store: SQLiteBlackboard) -> None:
         task_id, lease = await _start(store)
-        await store.complete_task_and_claim(task_id, lease, {}, agent_id="r1/coder",
+        await store.complete_task(task_id, lease, {}, agent_id="r1/coder",
                                             claim=_claim(), writes=writes, step=_step(task_id))
 
     _, _, rows, general = await _both(tmp_path, monkeypatch, scenario)
@@ -218,14 +218,14 @@ async def test_a_lost_lease_or_a_completed_step_writes_nothing(db_path: Path) ->
         task_id, lease = await _start(store)
         before = _dump(db_path)
         with pytest.raises(LeaseLostError):
-            await store.complete_task_and_claim(
+            await store.complete_task(
                 task_id, Lease("worker-2", lease.attempt), {}, agent_id="r1/coder",
                 claim=_claim(reviewer=1), writes=Writes(messages=_messages()),
                 step=_step(task_id))
         await store.complete_step(_step(task_id), lease, agent_id="r1/coder")
         mid = _dump(db_path)
         with pytest.raises(StoreError, match="already completed"):
-            await store.complete_task_and_claim(
+            await store.complete_task(
                 task_id, lease, {}, agent_id="r1/coder", claim=_claim(reviewer=1),
                 writes=Writes(messages=_messages(), handoffs=[NewHandoff("reviewer", {})]),
                 step=_step(task_id))

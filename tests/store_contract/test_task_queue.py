@@ -57,8 +57,9 @@ async def test_a_stale_lease_writes_nothing(store: Blackboard, claimed: Claimed)
     assert await store.events(run.id) == before
     assert not await store.heartbeat(task.id, lease, 30)
     assert await store.heartbeat(task.id, Lease("w2", again.attempt), 30)
-    done = await store.complete_task(task.id, Lease("w2", again.attempt), {"ok": 1},
-                                     agent_id=f"{run.id}/coder")
+    assert await store.complete_task(task.id, Lease("w2", again.attempt), {"ok": 1},
+                                     agent_id=f"{run.id}/coder") == []  # no claim: none
+    done = await store.get_task(task.id)
     assert (done.status, done.result) == ("completed", {"ok": 1})
 
 
@@ -133,7 +134,7 @@ async def test_a_hand_in_claims_pending_work_and_leaves_expired_leases_to_a_clai
     dead = await store.claim_task("dead", run_id=run.id, lease_seconds=-1)
     assert dead is not None and mine is not None
     await store.add_tasks(run.id, [NewTask("a", 2)])
-    nxt = await store.complete_task_and_claim(
+    nxt = await store.complete_task(
         mine.id, Lease("w", mine.attempt), "ok", agent_id=f"{run.id}/a",
         claim=ClaimSpec("w", {"a": 2}, 2, run.id, 30.0))
     assert [t.input for t in nxt] == [2]

@@ -88,22 +88,21 @@ class TaskMethods:
 
     async def complete_task(self, task_id: str, lease: Lease, result: JSON, *,
                             agent_id: str, writes: Writes | None = None,
-                            step: StepResult | None = None) -> Task:
+                            step: StepResult | None = None,
+                            claim: ClaimSpec | None = None) -> list[Task]:
+        """Hand in the task, and with ``claim`` then ``claim_tasks``, in one transaction
+        (one round trip's worth of locking): the tasks this one routes are newer, so
+        oldest-first still holds. The usual end (``rules.fits``) is one statement: one
+        round trip."""
         enc = self._enc
-        if step is not None and rules.fits(writes, step, task_id):
-            return (await self._statement(lambda c: _step.end_step(
-                c, enc, step, lease, agent_id, writes, finish=result, done=True)))[0]
-        return await self._submit(lambda tx: _journal.complete_task(
-            tx, task_id, lease, result, agent_id, writes, step))
-
-    async def complete_task_and_claim(self, task_id: str, lease: Lease, result: JSON, *,
-                                      agent_id: str, claim: ClaimSpec,
-                                      writes: Writes | None = None,
-                                      step: StepResult | None = None) -> list[Task]:
-        """``complete_task`` then ``claim_tasks`` in one transaction (one round trip's worth
-        of locking): the tasks this one routes are newer, so oldest-first still holds.
-        The usual end (``rules.fits``) is one statement: one round trip."""
-        enc = self._enc
+        if claim is None:
+            if step is not None and rules.fits(writes, step, task_id):
+                await self._statement(lambda c: _step.end_step(
+                    c, enc, step, lease, agent_id, writes, finish=result, done=True))
+            else:
+                await self._submit(lambda tx: _journal.complete_task(
+                    tx, task_id, lease, result, agent_id, writes, step))
+            return []
         if step is not None and rules.fits(writes, step, task_id):
             rows = await self._statement(lambda c: _step.end_step(
                 c, enc, step, lease, agent_id, writes, finish=result, claim=claim, done=True))

@@ -99,18 +99,17 @@ class TaskMethods:
 
     async def complete_task(self, task_id: str, lease: Lease, result: JSON, *,
                             agent_id: str, writes: Writes | None = None,
-                            step: StepResult | None = None) -> Task:
-        return await self._write(lambda tx: _journal.complete_task(
-            tx, task_id, lease, result, agent_id, writes, step))
-
-    async def complete_task_and_claim(self, task_id: str, lease: Lease, result: JSON, *,
-                                      agent_id: str, claim: ClaimSpec,
-                                      writes: Writes | None = None,
-                                      step: StepResult | None = None) -> list[Task]:
-        """``complete_task`` and then ``claim_tasks`` in one transaction: a busy worker
-        hands in one result and takes its next work in a single round trip. The usual
+                            step: StepResult | None = None,
+                            claim: ClaimSpec | None = None) -> list[Task]:
+        """Hand in the task, and with ``claim`` then ``claim_tasks`` in the same
+        transaction: a busy worker hands in one result and takes its next work in a
+        single round trip. The usual
         end (a model step, messages, handoffs) is one appended record (``step``): the
         write's one statement when this process knows the task (it claimed it)."""
+        if claim is None:
+            await self._write(lambda tx: _journal.complete_task(
+                tx, task_id, lease, result, agent_id, writes, step))
+            return []
         record = rules.fits(writes, step, task_id)
         known = self._known
         general = not record  # once the record declined, the general path (always right)

@@ -87,7 +87,7 @@ class EventBatch:
 class Claimer:
     """A worker's free capacity, spent on tasks as its own transaction creates them.
 
-    Used by ``complete_task_and_claim`` once the run's older pending tasks are claimed
+    Used by ``complete_task(..., claim=...)`` once the run's older pending tasks are claimed
     (so oldest-first still holds): a task the finishing task routes is inserted
     already leased, instead of being inserted pending, entered in the claim queue's
     index, and updated again by a claim. Callers announce ``claimed`` afterwards.

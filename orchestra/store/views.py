@@ -1,0 +1,57 @@
+"""Narrow views of a store, checked at run time as well as by the type checker.
+
+A tool's ``ctx.board`` is a :class:`ReadOnlyBoard`: a user's tool may search notes and
+its agent's messages and read plans and handoffs, but it cannot reach the rest of the
+store (``delete_run``, ``set_run_status``, a write outside its lease and its journal),
+even by ignoring the type annotation. Its writes go through the context
+(``ctx.post_note``, ``ctx.post_plan``, ``ctx.handoff``) and commit with its journal entry.
+"""
+
+from __future__ import annotations
+
+from typing import NoReturn
+
+from orchestra._types import Handoff, Message, Note, Plan
+from orchestra.store.protocol import BoardReads
+
+READS = ("search_notes", "search_messages", "get_plans", "latest_plan", "get_handoffs")
+"""The methods a tool may call on ``ctx.board``."""
+
+
+class ReadOnlyBoard:
+    """The board as a tool sees it: the reads of :class:`BoardReads`, nothing else."""
+
+    __slots__ = ("__store",)
+
+    def __init__(self, store: BoardReads) -> None:
+        self.__store = store
+
+    async def search_notes(self, run_id: str | None = None, *, text: str | None = None,
+                           author: str | None = None, tag: str | None = None,
+                           limit: int = 50) -> list[Note]:
+        return await self.__store.search_notes(run_id, text=text, author=author, tag=tag,
+                                               limit=limit)
+
+    async def search_messages(self, agent_id: str, text: str, *,
+                              limit: int = 10) -> list[Message]:
+        return await self.__store.search_messages(agent_id, text, limit=limit)
+
+    async def get_plans(self, run_id: str) -> list[Plan]:
+        return await self.__store.get_plans(run_id)
+
+    async def latest_plan(self, run_id: str) -> Plan | None:
+        return await self.__store.latest_plan(run_id)
+
+    async def get_handoffs(self, run_id: str, *, to_role: str | None = None,
+                           from_agent: str | None = None) -> list[Handoff]:
+        return await self.__store.get_handoffs(run_id, to_role=to_role, from_agent=from_agent)
+
+    def __getattr__(self, name: str) -> NoReturn:
+        # only called for names the class lacks: the rest of the store
+        raise AttributeError(
+            f"ctx.board is read-only: a tool cannot call {name!r} on the store. It may read "
+            f"({', '.join(READS)}) and posts through its context (ctx.post_note, "
+            "ctx.post_plan, ctx.handoff), which commits with the tool's journal entry.")
+
+    def __repr__(self) -> str:
+        return "ReadOnlyBoard()"
