@@ -136,7 +136,7 @@ async def test_completed_is_handed_in_with_the_next_claim(store: SQLiteBlackboar
 
 
 async def test_failed_is_recorded_with_its_messages_marked(store: SQLiteBlackboard) -> None:
-    executor, run_id = await execute(store, answers("no number here"))
+    _, run_id = await execute(store, answers("no number here"))
     (task,) = await store.list_tasks(run_id)
     assert task.status == "failed" and "no usable answer" in (task.error or "")
     messages = await store.get_messages(f"{run_id}/writer")

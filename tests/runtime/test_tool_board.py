@@ -87,6 +87,6 @@ async def test_a_tool_reads_the_board(tmp_path: Path) -> None:
                                   "post_note", "close", "_store"])
 def test_the_view_exposes_the_reads_only(tmp_path: Path, name: str) -> None:
     board: Any = ReadOnlyBoard(object())  # type: ignore[arg-type]
-    with pytest.raises(AttributeError, match="ctx.board is read-only"):
+    with pytest.raises(AttributeError, match=r"ctx\.board is read-only"):
         getattr(board, name)
     assert all(callable(getattr(board, read)) for read in READS)
