@@ -21,6 +21,7 @@ from orchestra._types import Run
 from orchestra.cli import inspect_cmds
 from orchestra.cli.estimate import dry_run
 from orchestra.cli.exit_codes import EXIT_CANCELLED, EXIT_FAILED, EXIT_OK, EXIT_PAUSED, EXIT_WAITING
+from orchestra.cli.interrupts import Interrupt
 from orchestra.cli.progress import Progress
 from orchestra.coordinator.coordinator import (
     CANCELLABLE,
@@ -110,9 +111,9 @@ def _prices(args: argparse.Namespace) -> Prices:
                    **parse_prices(args.price)})
 
 
-async def _drive(args: argparse.Namespace, store: Blackboard, coord: Coordinator,
-                 run: Run, *, resume: bool) -> int:
-    args._run_id = run.id
+async def _drive(args: argparse.Namespace, state: Interrupt, store: Blackboard,
+                 coord: Coordinator, run: Run, *, resume: bool) -> int:
+    state.run_id = run.id
     progress = Progress(store, run.id, json_mode=args.json, tty=sys.stdout.isatty(),
                         after=run.last_seq if resume else 0, db=store_url.label(args.db),
                         live=not args.quiet, tokens=not args.no_tokens)
@@ -140,7 +141,7 @@ def _exit_code(status: str) -> int:
             "paused": EXIT_PAUSED}.get(status, EXIT_FAILED)
 
 
-async def cmd_run(args: argparse.Namespace) -> int:
+async def cmd_run(args: argparse.Namespace, state: Interrupt) -> int:
     if args.pipeline and (args.spec or args.workspace):
         raise UserError("--pipeline conflicts with --spec/--workspace (those are for the stock "
                         "software pipeline); pass your pipeline's input with --input")
@@ -171,9 +172,9 @@ async def cmd_run(args: argparse.Namespace) -> int:
         if not args.model and not os.environ.get("ORCHESTRA_MODEL"):
             raise UserError("no model for the stock pipeline: pass --model SPEC or set "
                             "ORCHESTRA_MODEL (e.g. openai:gpt-4.1-mini, ollama:qwen2.5-coder)")
-        with _workspace(args, workspace):  # like `orchestra demo`
-            return await _start(args, ref, run_input)
-    return await _start(args, ref, run_input)
+        with _workspace(state, workspace):  # like `orchestra demo`
+            return await _start(args, state, ref, run_input)
+    return await _start(args, state, ref, run_input)
 
 
 def _spec_and_workspace(args: argparse.Namespace) -> tuple[str, Path]:
@@ -189,7 +190,7 @@ def _spec_and_workspace(args: argparse.Namespace) -> tuple[str, Path]:
 
 
 @contextlib.contextmanager
-def _workspace(args: argparse.Namespace, workspace: Path) -> Iterator[None]:
+def _workspace(state: Interrupt, workspace: Path) -> Iterator[None]:
     """Create the run's workspace before the run is recorded (so no recorded run lacks
     it), and remove it again, if it was made here and is empty, when the command fails
     before recording the run: a failed command leaves no empty directory behind."""
@@ -198,12 +199,12 @@ def _workspace(args: argparse.Namespace, workspace: Path) -> Iterator[None]:
     try:
         yield
     except BaseException:
-        if created and getattr(args, "_run_id", None) is None and not any(workspace.iterdir()):
+        if created and state.run_id is None and not any(workspace.iterdir()):
             workspace.rmdir()
         raise
 
 
-async def _start(args: argparse.Namespace, ref: str, run_input: Any) -> int:
+async def _start(args: argparse.Namespace, state: Interrupt, ref: str, run_input: Any) -> int:
     pipeline = load_pipeline(ref, run_input)
     # kept with the run, apart from its input (the user's): resume and workers honour them
     recorded = model_settings(args.model, max_tokens=args.max_tokens, max_cost=args.max_cost)
@@ -215,13 +216,13 @@ async def _start(args: argparse.Namespace, ref: str, run_input: Any) -> int:
     async with open_store(args, must_exist=False) as store:
         coord = Coordinator(store, pipeline, models=models, settings=settings, prices=prices)
         run = await coord.start(run_input, settings=recorded)
-        args._run_id = run.id  # recorded: from here on, only resume may continue it
+        state.run_id = run.id  # recorded: from here on, only resume may continue it
         if not args.json:
             print(f"run {run.id} started (store {store_url.label(args.db)})")
-        return await _drive(args, store, coord, run, resume=False)
+        return await _drive(args, state, store, coord, run, resume=False)
 
 
-async def cmd_resume(args: argparse.Namespace) -> int:
+async def cmd_resume(args: argparse.Namespace, state: Interrupt) -> int:
     async with open_store(args, must_exist=True) as store:
         args.run = await inspect_cmds.resolve_run(store, args.run)
         run = await store.get_run(args.run)
@@ -247,10 +248,10 @@ async def cmd_resume(args: argparse.Namespace) -> int:
             budget += (f"; cost cap ${settings.max_cost_per_run:g}"
                        if settings.max_cost_per_run else "")
             print(f"resuming run {run.id} ({run.status}{budget})")
-        return await _drive(args, store, coord, run, resume=True)
+        return await _drive(args, state, store, coord, run, resume=True)
 
 
-async def cmd_fork(args: argparse.Namespace) -> int:
+async def cmd_fork(args: argparse.Namespace, state: Interrupt) -> int:
     async with open_store(args, must_exist=True) as store:
         source = await store.get_run(await inspect_cmds.resolve_run(store, args.run))
         recorded = with_models(await recorded_settings(store, source), args.model)
@@ -270,7 +271,7 @@ async def cmd_fork(args: argparse.Namespace) -> int:
             print(f"run {fork.id} forked from {source.id} after event {args.at}; running it")
         coord = Coordinator(store, pipeline, models=models, settings=settings,
                             prices=_prices(args))
-        return await _drive(args, store, coord, fork, resume=True)
+        return await _drive(args, state, store, coord, fork, resume=True)
 
 
 def _timestamp(text: str | None) -> float | None:

@@ -10,6 +10,7 @@ from pathlib import Path
 from orchestra._errors import UserError
 from orchestra._install import DISTRIBUTION
 from orchestra.cli.commands import _cannot_write, _refuse, _start, _workspace, open_store
+from orchestra.cli.interrupts import Interrupt
 from orchestra.coordinator.pipeline import Demo
 from orchestra.store import url as store_url
 
@@ -29,7 +30,7 @@ def load_demo() -> Demo:
     return demo
 
 
-async def cmd_demo(args: argparse.Namespace) -> int:
+async def cmd_demo(args: argparse.Namespace, state: Interrupt) -> int:
     demo = load_demo()
     db_path = store_url.sqlite_path(args.db)
     if db_path is not None and (problem := _cannot_write(Path(db_path))):
@@ -45,8 +46,8 @@ async def cmd_demo(args: argparse.Namespace) -> int:
         args.model = [demo.model]
         if not args.json and demo.notice:
             print(demo.notice)
-    with _workspace(args, workspace):
-        code = await _start(args, demo.pipeline, demo.run_input(str(workspace)))
+    with _workspace(state, workspace):
+        code = await _start(args, state, demo.pipeline, demo.run_input(str(workspace)))
     if not args.json:
         print(f"\nworkspace: {workspace}  (run its tests: cd {workspace} && python -m pytest)")
     return code

@@ -9,18 +9,32 @@ for the runs a ``worker`` or ``serve`` process was serving.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Collection
+from dataclasses import dataclass
 
 from orchestra.store.url import label as store_label
 
 SERVING_COMMANDS = frozenset({"worker", "serve"})
 
 
-def interrupted(args: argparse.Namespace) -> str:
+@dataclass(slots=True)
+class Interrupt:
+    """What a command driving runs has under way, recorded as it goes: what Ctrl-C
+    stops, for the line :func:`interrupted` prints."""
+
+    run_id: str | None = None
+    """The run this command recorded or continues (``run`` and ``demo`` once it is
+    created, ``resume``, ``fork``); from then on only a resume continues it."""
+    serving: Collection[str] | None = None
+    """The runs a ``worker`` serves now (its live table); None where not known (``serve``)."""
+
+
+def interrupted(args: argparse.Namespace, state: Interrupt) -> str:
     """The line to print on stderr after Ctrl-C stopped ``args.command``."""
     db = store_label(args.db)
-    run_id = getattr(args, "_run_id", None) or getattr(args, "run", None)
+    run_id = state.run_id or getattr(args, "run", None)
     if args.command in SERVING_COMMANDS and not run_id:
-        serving = getattr(args, "_serving", None)  # the worker's runs (not known for serve)
+        serving = state.serving
         n = None if serving is None else len(serving)
         if n == 0:
             return f"\ninterrupted; the {args.command} was serving no run."

@@ -333,7 +333,9 @@ def _main(argv: Sequence[str] | None) -> int:
         sys.stderr = cast(TextIO, DetachingStream(sys.stderr))
     _configure_logging(verbose=False)
     from orchestra.cli.dispatch import dispatch  # imported after parsing: `--help` stays instant
+    from orchestra.cli.interrupts import Interrupt
 
+    state = Interrupt()  # what a driving command has under way, for Ctrl-C's message
     try:
         if args.command == "board" and (args.open or args.server):
             from orchestra.cli import board_page
@@ -343,13 +345,13 @@ def _main(argv: Sequence[str] | None) -> int:
             from orchestra.cli import remote
 
             return remote.dispatch(args)
-        return asyncio.run(dispatch(args))
+        return asyncio.run(dispatch(args, state))
     except KeyboardInterrupt:
         if args.command not in DRIVING_COMMANDS:  # a viewer speaks for no run: just leave
             return EXIT_INTERRUPTED
         from orchestra.cli.interrupts import interrupted
 
-        print(interrupted(args), file=sys.stderr)
+        print(interrupted(args, state), file=sys.stderr)
         return EXIT_INTERRUPTED
     except (NotAStoreError, SchemaVersionError, StoreAccessError) as exc:
         return _fail(args, EXIT_STORE, exc)

@@ -30,6 +30,7 @@ from orchestra._types import Run
 from orchestra.cli import inspect_cmds
 from orchestra.cli.commands import _exit_code, _prices, _settings, open_store
 from orchestra.cli.exit_codes import EXIT_OK
+from orchestra.cli.interrupts import Interrupt
 from orchestra.coordinator.cancel_watch import CancelWatch
 from orchestra.coordinator.coordinator import Coordinator
 from orchestra.coordinator.finding import WorkFinder
@@ -53,7 +54,7 @@ RETRY_UNSERVABLE = 30.0
 failed here)."""
 
 
-async def cmd_worker(args: argparse.Namespace) -> int:
+async def cmd_worker(args: argparse.Namespace, state: Interrupt) -> int:
     """Serve active runs until interrupted (or idle for --idle-exit seconds); a waiting run
     is continued as soon as a human decides its approval, as `orchestra serve` does."""
     settings = _settings(args, shared=True)  # bad flags fail before anything is opened
@@ -64,7 +65,7 @@ async def cmd_worker(args: argparse.Namespace) -> int:
         watch = CancelWatch(store, settings.cancel_poll)  # one status read for all runs
         if args.run:
             return await _serve_one(args, store, watch)
-        return await _serve_all(args, store, watch)
+        return await _serve_all(args, state, store, watch)
 
 
 async def _serve_one(args: argparse.Namespace, store: Blackboard, watch: CancelWatch) -> int:
@@ -85,9 +86,10 @@ async def _serve_one(args: argparse.Namespace, store: Blackboard, watch: CancelW
         await asyncio.sleep(_LOOK)
 
 
-async def _serve_all(args: argparse.Namespace, store: Blackboard, watch: CancelWatch) -> int:
+async def _serve_all(args: argparse.Namespace, state: Interrupt, store: Blackboard,
+                     watch: CancelWatch) -> int:
     serving: dict[str, asyncio.Task[Run]] = {}
-    args._serving = serving  # what Ctrl-C stopped (``interrupts.interrupted``)
+    state.serving = serving  # what Ctrl-C stopped (``interrupts.interrupted``)
     skipped: dict[str, float] = {}  # run -> monotonic time it may be looked at again
     finder = WorkFinder(store, ParkedRuns(store, new_owner_id(), args.lease),
                         lease_seconds=args.lease)

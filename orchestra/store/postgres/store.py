@@ -80,8 +80,8 @@ class PostgresBlackboard(TaskMethods, HistoryMethods, BoardMethods, RunCopyMetho
 
     @classmethod
     async def open(cls, dsn: str, *, max_payload_bytes: int = 1 << 20, verify_only: bool = False,
-                   pool_size: int = 4, reconnect_seconds: float = 60.0,
-                   **_ignored: Any) -> PostgresBlackboard:
+                   pool_size: int = 4, reconnect_seconds: float = 60.0
+                   ) -> PostgresBlackboard:
         """Connect (creating or migrating the schema if needed) to the store at ``dsn``.
 
         ``verify_only``: refuse to migrate (``SchemaVersionError`` if migrations are
@@ -89,8 +89,7 @@ class PostgresBlackboard(TaskMethods, HistoryMethods, BoardMethods, RunCopyMetho
         ``reconnect_seconds``: how long a call keeps retrying while the server is
         unreachable. ``?pooler=transaction`` in ``dsn``: behind PgBouncer's transaction
         mode (no named prepared statements; followers LISTEN on ``?listen_dsn=`` or poll).
-        SQLite-only options (``durability``, ``busy_timeout``...) are
-        accepted and ignored: PostgreSQL commits durably.
+        PostgreSQL commits durably: SQLite's options (``durability``...) are not taken.
         """
         encoder = Encoder(max_payload_bytes)
         if pool_size < 1:
