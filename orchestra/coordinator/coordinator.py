@@ -10,9 +10,11 @@ Following one run, :meth:`Coordinator.drive` reads top to bottom:
 1. **claim**: mark the run running and served, and claim its first tasks
    (``_fill``: ``store.claim_tasks`` within the free slots ``Jobs.free_slots`` counts);
 2. **execute**: each claimed task runs in a job (``TaskExecutor.execute`` in
-   ``execution.py``, which calls the runtime's ``run_task``);
-3. **hand in**: the transaction completing a task also claims the run's next tasks
-   (``claim_spec`` below); the job runs the first of them itself, the rest get jobs;
+   ``execution.py``); the runtime's ``TaskRunner.run`` returns how it ended, as data;
+3. **hand in**: the executor commits a completed task with its route's postings and
+   the claim of the run's next tasks (``claim_spec`` below) in one transaction
+   (``store.complete_task(..., claim=)``); the job runs the first claimed task itself,
+   the rest get jobs;
 4. **next**: meanwhile the drive's loop sleeps until a job ends or asks for a refill,
    then stops, pauses, claims more, or finishes the run (``_next``).
 

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 import structlog
 
@@ -27,7 +28,7 @@ from orchestra._errors import (
     UserError,
 )
 from orchestra._log import get_logger
-from orchestra._types import AgentId, Task
+from orchestra._types import JSON, AgentId, Run, Task
 from orchestra.coordinator.jobs import Jobs
 from orchestra.coordinator.pipeline import Pipeline
 from orchestra.coordinator.settings import CoordinatorSettings
@@ -38,7 +39,7 @@ from orchestra.runtime.journal import RecordedStepError
 from orchestra.runtime.limits import RunLimits
 from orchestra.runtime.outcomes import Completed, Failed, Limited, TaskOutcome, Waiting
 from orchestra.runtime.task_runner import TaskRunner
-from orchestra.store.protocol import Blackboard, ClaimSpec, Lease, Writes
+from orchestra.store.protocol import ClaimSpec, Lease, StepResult, TaskStore, Writes
 from orchestra.tracing import Tracing
 
 log = get_logger("orchestra.coordinator")
@@ -53,11 +54,29 @@ def _task_log(task: Task) -> structlog.typing.FilteringBoundLogger:
                     attempt=task.attempt)
 
 
+class ExecutionStore(TaskStore, Protocol):
+    """What executing claimed tasks touches: what a task's run touches (``TaskStore``),
+    and the task queue's end of a task (hand in, fail, heartbeat, release)."""
+
+    async def get_run(self, run_id: str) -> Run: ...
+    async def complete_task(self, task_id: str, lease: Lease, result: JSON, *,
+                            agent_id: str, writes: Writes | None = None,
+                            step: StepResult | None = None,
+                            claim: ClaimSpec | None = None) -> list[Task]: ...
+    async def fail_task(self, task_id: str, lease: Lease, error: str, *,
+                        retry_at: float | None = None, agent_id: str | None = None,
+                        writes: Writes | None = None) -> Task: ...
+    async def heartbeat(self, task_id: str, lease: Lease, lease_seconds: float) -> bool: ...
+    async def serve_run(self, run_id: str, owner: str, lease_seconds: float) -> None: ...
+    async def release_leases(self, run_id: str | None = None, *,
+                             owners: Collection[str] = ()) -> list[Task]: ...
+
+
 @dataclass(frozen=True, slots=True)
 class TaskServices:
     """What running a claimed task needs from the coordinator that claimed it."""
 
-    store: Blackboard
+    store: ExecutionStore
     pipeline: Pipeline
     models: Mapping[str, Model]
     """The model of each role."""
