@@ -37,7 +37,7 @@ from orchestra.models.prices import Pricer
 from orchestra.runtime.agent_state import AgentState
 from orchestra.runtime.journal import RecordedStepError
 from orchestra.runtime.limits import RunLimits
-from orchestra.runtime.outcomes import Completed, Failed, Limited, TaskOutcome, Waiting
+from orchestra.runtime.outcomes import Completed, Failed, Limited, Waiting
 from orchestra.runtime.task_runner import TaskRunner
 from orchestra.store.protocol import ClaimSpec, Lease, StepResult, TaskStore, Writes
 from orchestra.tracing import Tracing
@@ -149,10 +149,10 @@ class TaskExecutor:
             if timeout:
                 work = asyncio.wait_for(work, timeout)
             if self.c.tracing is None:
-                outcome, claimed = await work
+                ended = await work
             else:
                 with self.c.tracing.task(task, agent.agent_id):
-                    outcome, claimed = await work
+                    ended = await work
         except TimeoutError:
             await self._fail(task, lease, f"task timed out after {timeout:g} s", retry=True)
             return None
@@ -176,20 +176,20 @@ class TaskExecutor:
             return None
         finally:
             self.leases.pop(task.id, None)
-        if claimed is not None:
-            return self._completed(task, claimed)
-        await self._settle(task, lease, outcome)
+        if isinstance(ended, list):
+            return self._completed(task, ended)
+        await self._settle(task, lease, ended)
         return None
 
     async def _run(self, runner: TaskRunner, task: Task, lease: Lease, agent: AgentState
-                   ) -> tuple[TaskOutcome, list[Task] | None]:
+                   ) -> list[Task] | Failed | Waiting | Limited:
         """Run the task; a completed one is handed in at once (under the task's timeout
-        and span, as part of its work). The outcome, and the tasks the completing
-        transaction claimed (None: it did not complete; empty: no claim took any)."""
+        and span, as part of its work): the tasks its hand-in claimed. Any other end is
+        returned as is, to settle."""
         outcome = await runner.run()
-        if not isinstance(outcome, Completed):
-            return outcome, None
-        return outcome, await self._hand_in(task, lease, agent, outcome)
+        if isinstance(outcome, Completed):
+            return await self._hand_in(task, lease, agent, outcome)
+        return outcome
 
     async def _hand_in(self, task: Task, lease: Lease, agent: AgentState,
                        outcome: Completed) -> list[Task]:
@@ -218,7 +218,8 @@ class TaskExecutor:
         self.start(task.run_id, claimed[1:])
         return claimed[0]
 
-    async def _settle(self, task: Task, lease: Lease, outcome: TaskOutcome) -> None:
+    async def _settle(self, task: Task, lease: Lease, outcome: Failed | Waiting | Limited
+                      ) -> None:
         """A task that did not complete: failed, waiting for a human, or stopped by a cap."""
         bound = _task_log(task)
         self.jobs.wake(task.run_id)
@@ -231,7 +232,7 @@ class TaskExecutor:
                              if outcome.messages else None)
         elif isinstance(outcome, Waiting):
             bound.info("task waiting for approval", approval=outcome.approval_id)
-        elif isinstance(outcome, Limited):
+        else:
             bound.warning("usage cap reached", error=outcome.error)
             # first: the run's loop, woken above, must stop rather than claim the task anew
             # while the release below is in flight
