@@ -12,9 +12,11 @@ the other; ``copy/`` moves runs between any two stores.
 
 from orchestra.store.protocol import (
     AgentHistory,
+    ApprovalRequests,
     Approvals,
     Blackboard,
     Board,
+    BoardReads,
     ClaimSpec,
     EventLog,
     Lease,
@@ -23,17 +25,21 @@ from orchestra.store.protocol import (
     NewTask,
     RunStore,
     StepJournal,
+    StepRecorder,
     StepResult,
     TaskQueue,
+    TaskStore,
     Writes,
 )
 from orchestra.store.sqlite.store import SQLiteBlackboard
 
 __all__ = [
     "AgentHistory",
+    "ApprovalRequests",
     "Approvals",
     "Blackboard",
     "Board",
+    "BoardReads",
     "ClaimSpec",
     "EventLog",
     "Lease",
@@ -43,7 +49,9 @@ __all__ = [
     "RunStore",
     "SQLiteBlackboard",
     "StepJournal",
+    "StepRecorder",
     "StepResult",
     "TaskQueue",
+    "TaskStore",
     "Writes",
 ]
