@@ -27,7 +27,7 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from orchestra._types import Run, Task
-from orchestra.models.base import DeltaSink, Model, ModelRequest, ModelResponse, StreamingModel
+from orchestra.models.base import DeltaSink, Model, ModelRequest, ModelResponse, streams
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span, TracerProvider
@@ -163,8 +163,9 @@ class TracedModel:
         with self._tracing.tracer.start_as_current_span(
                 f"chat {self.name}", kind=trace.SpanKind.CLIENT, attributes=attributes,
                 record_exception=True) as span:
-            response = await (self.inner.request(request) if sink is None or not isinstance(
-                self.inner, StreamingModel) else self.inner.request_stream(request, sink))
+            response = await (self.inner.request_stream(request, sink)
+                              if sink is not None and streams(self.inner)
+                              else self.inner.request(request))
             span.set_attribute("gen_ai.response.model", response.model or self.name)
             span.set_attribute("gen_ai.usage.input_tokens", response.usage.input_tokens)
             span.set_attribute("gen_ai.usage.output_tokens", response.usage.output_tokens)

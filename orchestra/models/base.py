@@ -7,7 +7,7 @@ Adapters (OpenAI-compatible, Anthropic, GGUF) and the test doubles implement
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, TypeGuard, runtime_checkable
 
 from orchestra._types import Message, ToolCallRecord
 
@@ -159,3 +159,9 @@ def runs_locally(model: object) -> bool:
         inner = getattr(model, "inner", None)
         return inner is not None and runs_locally(inner)
     return local is True
+
+
+def streams(model: object) -> TypeGuard[StreamingModel]:
+    """Whether ``model`` has ``request_stream`` (what ``isinstance(model, StreamingModel)``
+    tells, in a tenth of a microsecond instead of twenty: it is asked per task)."""
+    return callable(getattr(model, "request_stream", None))

@@ -31,9 +31,9 @@ from orchestra.models.base import (
     ModelRequest,
     ModelResponse,
     OutputSchema,
-    StreamingModel,
     ToolCall,
     ToolSchema,
+    streams,
 )
 
 __all__ = ["JSONToolModel", "protocol_request", "protocol_response"]
@@ -168,7 +168,7 @@ class JSONToolModel:
     async def request_stream(self, request: ModelRequest, sink: DeltaSink) -> ModelResponse:
         """``request``, the inner model's answer streamed as it writes it (a tool turn's
         pieces are the JSON object it writes, before it becomes a tool call)."""
-        if not isinstance(self.inner, StreamingModel):
+        if not streams(self.inner):
             return await self.request(request)
         if not request.tools:
             return await self.inner.request_stream(request, sink)

@@ -40,10 +40,10 @@ from orchestra.models.base import (
     Model,
     ModelRequest,
     ModelResponse,
-    StreamingModel,
     ToolCall,
     Usage,
     runs_locally,
+    streams,
 )
 
 log = get_logger("orchestra.models")
@@ -228,7 +228,7 @@ class RecordingModel:
     async def request_stream(self, request: ModelRequest, sink: DeltaSink) -> ModelResponse:
         """``request``, streamed when the inner model streams (the same response is
         recorded either way)."""
-        if not isinstance(self.inner, StreamingModel):
+        if not streams(self.inner):
             return await self.request(request)
         return await self._record(request, await self.inner.request_stream(request, sink))
 

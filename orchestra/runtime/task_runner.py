@@ -18,7 +18,7 @@ from orchestra._errors import ModelBehaviorError, ModelRetry, UsageLimitExceeded
 from orchestra._log import get_logger
 from orchestra._types import Message, Task, ToolCallRecord
 from orchestra.compaction import SummaryRequest, View
-from orchestra.models.base import Model, ModelRequest, ModelSettings, StreamingModel, ToolCall
+from orchestra.models.base import Model, ModelRequest, ModelSettings, ToolCall, streams
 from orchestra.models.prices import Pricer
 from orchestra.roles import Role
 from orchestra.runtime import keys
@@ -118,7 +118,7 @@ class TaskRunner:
         journal = self.journal = Journal(self.store, self.task, self.lease,
                                          self.agent.agent_id, recorded,
                                          on_commit=self._on_commit,
-                                         streams=isinstance(self.model, StreamingModel))
+                                         streams=streams(self.model))
         pinned = Message("user", self.role.task_message(self.task.input), name="task",
                          task_id=self.task.id)  # name="task": replay keys can be task-local
         return Turns(journal=journal, task_id=self.task.id,
