@@ -19,8 +19,10 @@ import re
 import tokenize
 from collections.abc import Iterator
 
+from agents.specdata import json_cases, table_cases
 from agents.specread import (
     BUILTIN_NAMES,
+    ERROR_NAME,
     STDLIB,
     Api,
     Function,
@@ -29,21 +31,18 @@ from agents.specread import (
     fits,
     literal,
     literal_before,
-    literal_prefix,
+    stated_result,
 )
 
 __all__ = ["stated_cases"]
 
 _FENCE = re.compile(r"^[ \t]*```[^\n]*\n(.*?)^[ \t]*```[ \t]*$", re.S | re.M)
-_ERROR = r"([A-Z]\w*(?:Error|Exception))"
+_ERROR = ERROR_NAME
 _VERB = re.compile(r"[`\s]*(==|->|→|=>|⇒|\bis\b|\bare\b|\breturns?\b|\bgives?\b|\bbecomes?\b"
                    r"|\byields?\b|\bevaluates to\b|\bequals\b|\bshould (?:be|return|give)\b"
                    r"|#)[`\s]*")
 _RAISES = re.compile(r"[`\s]*\b(?:raises?|throws?)\b[`\s]*" + _ERROR)
 _ARROW = re.compile(r"\s*(->|→|=>|⇒|\bbecomes\b|\bgives\b|\byields\b|\bturns into\b)\s*")
-_ALTERNATIVE = re.compile(r"^\W{0,3}\s*or\b")
-# what may follow a stated value: punctuation, a dash, the line's end, "and"/"but"
-_AFTER_VALUE = re.compile("[ \t]*(?:[,;:.()\\]`\u2013\u2014-]|\n|(?:and|but|while|whereas)\\b)")
 
 
 def stated_cases(section: str, api: Api) -> list[SpecCase]:
@@ -52,7 +51,7 @@ def stated_cases(section: str, api: Api) -> list[SpecCase]:
     prose = _FENCE.sub("\n\n", section)
     for block in _FENCE.findall(section):
         cases += _block_cases(block, api)
-    cases += _table_cases(prose, api)
+    cases += table_cases(prose, api)
     text = "\n".join(line for line in prose.split("\n") if not line.lstrip().startswith("|"))
     cases += _call_cases(text, api, code=False)
     cases += _value_cases(text, api)
@@ -71,25 +70,7 @@ def _expected(after: str, returns: str | None, code: bool) -> tuple[str | None, 
     rest = after[verb.end():]
     if verb.group(1) != "#" and re.match(r"(?:not|also|called|used)\b", rest):
         return None, None
-    return _result(rest, returns)
-
-
-def _result(text: str, returns: str | None) -> tuple[str | None, str | None]:
-    """A result as a comment or a cell says it: ``raises E``, a literal (then nothing
-    offering an alternative), or nothing usable."""
-    text = text.strip()
-    raised = re.match(r"(?:raises?|throws?)?\s*:?\s*`?" + _ERROR + r"`?(?:\W|$)", text)
-    if raised and (text.lower().startswith(("raise", "throw")) or raised.end() >= len(text)):
-        return None, raised.group(1)
-    text = re.sub(r"^(?:->|→|=>|==|returns?|gives?|is)\s+", "", text)
-    found = literal_prefix(text)
-    if found is None:
-        return None, None
-    value, end = found
-    rest = text[end:]
-    if _ALTERNATIVE.match(rest) or (rest.strip() and not _AFTER_VALUE.match(rest)):
-        return None, None
-    return (value, None) if fits(value, returns) else (None, None)
+    return stated_result(rest, returns)
 
 
 def _call_cases(text: str, api: Api, *, code: bool) -> list[SpecCase]:
@@ -136,7 +117,7 @@ def _value_cases(text: str, api: Api) -> list[SpecCase]:
         fn = _subject(text, m.start(), api)
         if fn is None:
             continue
-        expected, error = _result(text[m.end():m.end() + 600], fn.returns)
+        expected, error = stated_result(text[m.end():m.end() + 600], fn.returns)
         call = _implied(fn, left)
         if call and (expected is not None or error is not None):
             out.append(SpecCase(call, expected=expected, error=error))
@@ -168,6 +149,9 @@ def _raise_cases(text: str, api: Api) -> list[SpecCase]:
 
 
 def _block_cases(block: str, api: Api) -> list[SpecCase]:
+    data = json_cases(block, api)
+    if data is not None:
+        return data
     if re.search(r"^\s*>>> ", block, re.M):
         return _doctest_cases(block, api)
     try:
@@ -226,7 +210,7 @@ def _checked(stmt: ast.stmt, said: str, api: Api, setup: tuple[str, ...]) -> Spe
     call = stmt.value
     name = call.func.id if isinstance(call.func, ast.Name) else None
     fn = api.functions.get(name or "")
-    expected, error = _result(said, fn.returns if fn else None)
+    expected, error = stated_result(said, fn.returns if fn else None)
     if expected is None and error is None:
         return None
     return SpecCase(ast.unparse(call), expected=expected, error=error, setup=setup)
@@ -278,100 +262,3 @@ def _names_known(case: SpecCase, api: Api) -> bool:
     used = {n.id for t in trees for n in ast.walk(t) if isinstance(n, ast.Name)
             and isinstance(n.ctx, ast.Load)} - bound - BUILTIN_NAMES
     return bool(used) and used <= (api.names | STDLIB) and bool(used & api.names)
-
-
-def _cells(line: str) -> list[str]:
-    parts = re.split(r"(?<!\\)\|", line.strip().strip("|"))
-    return [p.strip().replace("\\|", "|") for p in parts]
-
-
-def _unticked(cell: str) -> str:
-    return cell[1:-1] if len(cell) > 1 and cell[0] == cell[-1] == "`" else cell
-
-
-def _tables(text: str) -> Iterator[tuple[str, list[str], list[list[str]]]]:
-    """(the text before it, header, rows) of each markdown table."""
-    lines = text.split("\n")
-    i = 0
-    while i < len(lines) - 1:
-        sep = lines[i + 1].strip()
-        if lines[i].strip().startswith("|") and re.fullmatch(r"\|?[\s:|-]+\|?", sep) and "-" in sep:
-            j = i + 2
-            while j < len(lines) and lines[j].strip().startswith("|"):
-                j += 1
-            rows = [[_unticked(c) for c in _cells(r)] for r in lines[i + 2:j]]
-            yield "\n".join(lines[:i])[-400:], [_unticked(c) for c in _cells(lines[i])], rows
-            i = j
-        else:
-            i += 1
-
-
-def _cell_value(cell: str, annotation: str | None) -> str | None:
-    value = literal(cell)
-    if value is not None and fits(value, annotation):
-        return value
-    if annotation in ("str", "'str'") and cell and "`" not in cell:
-        return repr(cell)
-    return None
-
-
-_INPUTS = re.compile(r"(?i)^(?:input|in|argument|arg|given|value|text|string|s|x|n)$")
-_OUTPUTS = re.compile(r"(?i)^(?:output|out|result|returns?|expected|gives|→|->)$")
-
-
-def _table_cases(text: str, api: Api) -> list[SpecCase]:
-    out: list[SpecCase] = []
-    errors = list(dict.fromkeys(re.findall(_ERROR, text)))
-    for before, header, rows in _tables(text):
-        said = [ln for ln in before.split("\n") if ln.strip()][-2:]
-        bad = bool(re.search(r"(?i)invalid|error|raise|reject|malformed|bad", " ".join(said)))
-        named = re.findall(_ERROR, " ".join(said))
-        error = named[-1] if named else (errors[0] if len(errors) == 1 else None)
-        out += _table(header, rows, api, error if bad else None)
-    return out
-
-
-def _table(header: list[str], rows: list[list[str]], api: Api,
-           error: str | None) -> list[SpecCase]:
-    call_col = next(((i, m) for i, h in enumerate(header)
-                     if (m := re.fullmatch(r"([a-z_]\w*)\(([\w\s,]*)\)", h))
-                     and m.group(1) in api.functions), None)
-    out: list[SpecCase] = []
-    if call_col is not None:
-        col, m = call_col
-        fn = api.functions[m.group(1)]
-        params = [p.strip() for p in m.group(2).split(",") if p.strip()]
-        cols = [header.index(p) if p in header else -1 for p in params]
-        if -1 in cols:
-            return []
-        for row in rows:
-            if len(row) != len(header):
-                continue
-            args = [_cell_value(row[c], fn.annotation(p))
-                    for c, p in zip(cols, params, strict=True)]
-            expected, error = _result(row[col], fn.returns)
-            if expected is None and error is None:
-                expected = _cell_value(row[col], fn.returns)
-            if None not in args and (expected is not None or error is not None):
-                out.append(SpecCase(f"{fn.name}({', '.join(a for a in args if a)})",
-                                    expected=expected, error=error))
-        return out
-    for i, h in enumerate(header):
-        owners = [f for f in api.functions.values() if f.required == [h]]
-        if len(owners) == 1 and error:
-            fn = owners[0]
-            for row in rows:
-                value = _cell_value(row[i], fn.annotation(h)) if len(row) > i else None
-                if value is not None:
-                    out.append(SpecCase(f"{fn.name}({value})", error=error))
-            return out
-    if len(header) == 2 and len(api.functions) == 1 and _INPUTS.match(header[0]) and \
-            _OUTPUTS.match(header[1]):
-        fn = next(iter(api.functions.values()))
-        if len(fn.required) == 1:
-            for row in rows:
-                arg = _cell_value(row[0], fn.annotation(fn.required[0])) if row else None
-                expected, error = _result(row[1], fn.returns) if len(row) > 1 else (None, None)
-                if arg is not None and (expected is not None or error is not None):
-                    out.append(SpecCase(f"{fn.name}({arg})", expected=expected, error=error))
-    return out

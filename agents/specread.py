@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 __all__ = ["Api", "Function", "SpecCase", "call_source", "calls_in", "fits", "literal",
-           "literal_before", "literal_prefix", "read_api"]
+           "literal_before", "literal_prefix", "read_api", "stated_result"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,6 +277,30 @@ def fits(value_source: str, annotation: str | None) -> bool:
     if isinstance(value, bool) and bool not in allowed:
         return False
     return isinstance(value, allowed)
+
+
+ERROR_NAME = r"([A-Z]\w*(?:Error|Exception))"
+_ALTERNATIVE = re.compile(r"^\W{0,3}\s*or\b")
+# what may follow a stated value: punctuation, a dash, the line's end, "and"/"but"
+_AFTER_VALUE = re.compile("[ \t]*(?:[,;:.()\\]`\u2013\u2014-]|\n|(?:and|but|while|whereas)\\b)")
+
+
+def stated_result(text: str, returns: str | None) -> tuple[str | None, str | None]:
+    """A result as a comment or a cell says it: ``raises E``, a literal (then nothing
+    offering an alternative), or nothing usable."""
+    text = text.strip()
+    raised = re.match(r"(?:raises?|throws?)?\s*:?\s*`?" + ERROR_NAME + r"`?(?:\W|$)", text)
+    if raised and (text.lower().startswith(("raise", "throw")) or raised.end() >= len(text)):
+        return None, raised.group(1)
+    text = re.sub(r"^(?:->|→|=>|==|returns?|gives?|is)\s+", "", text)
+    found = literal_prefix(text)
+    if found is None:
+        return None, None
+    value, end = found
+    rest = text[end:]
+    if _ALTERNATIVE.match(rest) or (rest.strip() and not _AFTER_VALUE.match(rest)):
+        return None, None
+    return (value, None) if fits(value, returns) else (None, None)
 
 
 BUILTIN_NAMES = frozenset(dir(builtins))

@@ -166,3 +166,14 @@ def test_a_case_whose_strings_the_spec_does_not_write_is_left_out() -> None:
     # the old sentence rule joins wrapped lines, which would change "a  b" into "a b"
     spec = '# m\n\n`m.py`: `f(s: str) -> str`\n\n- `f("a  b")` is\n  `"x"`.\n'
     assert cases(spec) == [SpecCase("f('a  b')", "'x'")]
+
+
+def test_cases_listed_as_json_objects() -> None:
+    spec = ('# m\n\n`m.py`: `span(points: list[int]) -> tuple[int, int]` and `mean(xs: '
+            'list[float]) -> float`.\n\n```json\n[\n {"call": "span", "args": [[3, 1, 2]], '
+            '"result": [1, 3]},\n {"function": "mean", "input": {"xs": [1, 2]}, "expected": '
+            '1.5},\n {"call": "span", "args": [[]], "raises": "ValueError: empty"},\n'
+            ' {"call": "other", "args": [1], "result": 2}\n]\n```\n')
+    assert cases(spec) == [SpecCase("span([3, 1, 2])", "(1, 3)"),
+                           SpecCase("mean(xs=[1, 2])", "1.5"),
+                           SpecCase("span([])", error="ValueError")]
