@@ -18,6 +18,18 @@ from pathlib import PurePosixPath
 __all__ = ["absolute_imports", "add_missing_imports"]
 
 _KNOWN = frozenset(sys.stdlib_module_names) | {"pytest"}
+# names with one home in the standard library, which a small model uses without importing
+# (seen: `Callable` in an annotation, so the module fails at import and every test with it)
+_HOMES = {**dict.fromkeys(("Any", "Callable", "Optional", "Union", "List", "Dict", "Tuple",
+                           "Set", "FrozenSet", "Iterable", "Iterator", "Sequence", "Mapping",
+                           "Hashable", "NamedTuple", "TypeVar", "Generic", "Literal",
+                           "DefaultDict", "Deque"), "typing"),
+          **dict.fromkeys(("OrderedDict", "defaultdict", "deque", "Counter", "namedtuple"),
+                          "collections"),
+          **dict.fromkeys(("dataclass", "field"), "dataclasses"),
+          **dict.fromkeys(("reduce", "lru_cache", "total_ordering", "cmp_to_key",
+                           "partial"), "functools"),
+          "Decimal": "decimal", "Fraction": "fractions", "Enum": "enum", "Path": "pathlib"}
 
 
 def _bound(tree: ast.AST) -> set[str]:
@@ -42,9 +54,11 @@ def _bound(tree: ast.AST) -> set[str]:
 
 def add_missing_imports(text: str, project: Mapping[str, str] | None = None) -> str:
     """``text`` with ``import X`` added for each standard module (or pytest) it uses as
-    ``X.something`` without importing it, and ``from M import f`` for each name ``f`` of
+    ``X.something`` without importing it, ``from M import f`` for each name ``f`` of
     another module ``M`` of the project (``project``: name -> dotted module) it uses
-    without defining it (seen: an evaluator calling ``tokenize`` it never imported);
+    without defining it (seen: an evaluator calling ``tokenize`` it never imported), and
+    ``from typing import Callable`` and the like for a name with one home in the
+    standard library;
     ``text`` unchanged when none (or unparsable)."""
     try:
         tree = ast.parse(text)
@@ -55,8 +69,10 @@ def add_missing_imports(text: str, project: Mapping[str, str] | None = None) -> 
             and isinstance(n.value, ast.Name) and isinstance(n.value.ctx, ast.Load)}
     names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)
              and isinstance(n.ctx, ast.Load)} - bound
+    theirs = project or {}
     missing = [f"import {m}" for m in sorted(used - bound & _KNOWN)] + [
-        f"from {(project or {})[n]} import {n}" for n in sorted(names & set(project or {}))]
+        f"from {theirs[n]} import {n}" for n in sorted(names & set(theirs))] + [
+        f"from {_HOMES[n]} import {n}" for n in sorted(names & set(_HOMES) - set(theirs))]
     if not missing:
         return text
     lines = text.split("\n")

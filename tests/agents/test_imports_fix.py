@@ -29,3 +29,25 @@ def test_a_name_of_another_project_module_is_imported_from_it() -> None:
     assert fixed == "from calc.tokenizer import tokenize\n" + code
     own = "def tokenize(t):\n    return t\n\ndef evaluate(text):\n    return tokenize(text)\n"
     assert add_missing_imports(own, {"tokenize": "calc.tokenizer"}) == own
+
+
+def test_a_name_with_one_standard_home_is_imported_from_it() -> None:
+    code = ("class Cache:\n    def __init__(self, clock: Callable[[], float]):\n"
+            "        self._d = OrderedDict()\n")
+    assert add_missing_imports(code) == ("from typing import Callable\n"
+                                         "from collections import OrderedDict\n" + code)
+    mine = "def Callable(x):\n    return x\n\n\nf = Callable(1)\n"
+    assert add_missing_imports(mine) == mine  # its own name: nothing added
+
+
+def test_relative_imports_become_the_ones_users_need() -> None:
+    from agents.imports_fix import absolute_imports
+
+    top = "from .tokens import tokenize\nfrom . import util\n\n\ndef f():\n    return 1\n"
+    assert absolute_imports(top, "evaluator.py").startswith(
+        "from tokens import tokenize\nimport util\n")
+    inside = "from tokens import tokenize\nimport os\n"
+    assert absolute_imports(inside, "calc/ev.py", ["calc/tokens.py", "calc/ev.py"]) == (
+        "from calc.tokens import tokenize\nimport os\n")
+    assert absolute_imports(top, "calc/ev.py") == top  # a package's relative import works
+    assert absolute_imports("def broken(:\n", "x.py") == "def broken(:\n"
