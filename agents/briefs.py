@@ -14,6 +14,7 @@ from typing import Any
 from agents.checks import dotted, spec_section
 from agents.inputs import ModuleTask, module_task
 from agents.roles import ModuleSpec
+from agents.specread import read_api
 
 __all__ = ["coder_brief", "reviewer_brief", "tester_brief"]
 
@@ -22,7 +23,21 @@ REPORT_CHARS = 2500
 
 
 def _api(module: ModuleSpec) -> str:
-    return "\n".join(f"- {sig}" for sig in module.public_api) or "- (see the spec)"
+    """The API as a list; a class's methods indented under it (the class is what is at
+    module level: a method listed flat reads as a function to write there)."""
+    api = read_api(module.public_api)
+    lines, owner = [], False
+    for sig in module.public_api:
+        name = sig.removeprefix("class ").split("(")[0].split(".")[0].strip()
+        if name in api.classes:
+            owner = not name.endswith(("Error", "Exception"))
+            lines.append(f"- {sig}" if sig.startswith("class ") or not owner else
+                         f"- class {name}, built as {sig}")
+        elif owner and name in api.methods:
+            lines.append(f"    - method {sig}")
+        else:
+            lines.append(f"- {sig}")
+    return "\n".join(lines) or "- (see the spec)"
 
 
 def _uses(task: ModuleTask) -> str:
