@@ -159,8 +159,10 @@ class Architect(WorkspaceRole):
     output = ProjectPlan
     settings = ModelSettings(max_tokens=1500)  # a runaway reply stops early, not at a timeout
     concurrency = 1
-    fallback_after: ClassVar[int] = 3
-    """Refused plans after which the plan the spec itself states is taken (if it states one)."""
+    fallback_after: ClassVar[int] = 1
+    """Refused plans after which the plan the spec itself states is taken (if it states
+    one): at once, since the check that refused may be the one that is wrong, and another
+    plan from a small model costs a call and is seldom better."""
 
     async def check_output(self, ctx: ToolContext, output: Any) -> ProjectPlan | None:
         """The plan's paths are inside the workspace and the ones the spec names."""
