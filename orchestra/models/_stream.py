@@ -69,6 +69,23 @@ def report_chunk(chunk: dict[str, Any], sink: DeltaSink) -> None:
                 sink.arguments(int(call.get("index", i)), str(name or ""), arguments)
 
 
+def _fold_tool_calls(calls: dict[int, dict[str, Any]], deltas: Any) -> None:
+    """Add one chunk's tool-call pieces to ``calls`` (by index: id, name, argument text)."""
+    for i, call in enumerate(deltas):
+        if not isinstance(call, dict):
+            continue
+        slot = calls.setdefault(int(call.get("index", i)),
+                                {"id": None, "type": "function",
+                                 "function": {"name": "", "arguments": ""}})
+        if call.get("id"):
+            slot["id"] = call["id"]
+        function = call.get("function") or {}
+        if function.get("name"):
+            slot["function"]["name"] += function["name"]
+        if isinstance(function.get("arguments"), str):
+            slot["function"]["arguments"] += function["arguments"]
+
+
 def fold_chunks(chunks: list[dict[str, Any]]) -> dict[str, Any]:
     """The chat-completions body the ``chunks`` of one streamed choice add up to."""
     content: list[str] = []
@@ -92,19 +109,7 @@ def fold_chunks(chunks: list[dict[str, Any]]) -> dict[str, Any]:
                 content.append(delta["content"])
             if isinstance(delta.get("refusal"), str):
                 refusal.append(delta["refusal"])
-            for i, call in enumerate(delta.get("tool_calls") or ()):
-                if not isinstance(call, dict):
-                    continue
-                slot = calls.setdefault(int(call.get("index", i)),
-                                        {"id": None, "type": "function",
-                                         "function": {"name": "", "arguments": ""}})
-                if call.get("id"):
-                    slot["id"] = call["id"]
-                function = call.get("function") or {}
-                if function.get("name"):
-                    slot["function"]["name"] += function["name"]
-                if isinstance(function.get("arguments"), str):
-                    slot["function"]["arguments"] += function["arguments"]
+            _fold_tool_calls(calls, delta.get("tool_calls") or ())
     message: dict[str, Any] = {"role": "assistant", "content": "".join(content) or None}
     if calls:
         message["tool_calls"] = [calls[i] for i in sorted(calls)]
