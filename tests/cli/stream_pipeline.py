@@ -1,20 +1,38 @@
 """A two-role pipeline whose models stream slowly: ``tests.cli.stream_pipeline:build``.
 
 ``writer`` and ``critic`` each answer with a few lines of text, streamed ``size``
-characters every ``every`` seconds (run input), both at once (two start tasks)."""
+characters every ``every`` seconds (run input), both at once (two start tasks). With
+``outline: true`` the writer first calls its ``outline`` tool (its arguments streamed
+too), then answers."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from orchestra import FunctionModel, ModelRequest, NewTask, Pipeline, Role
+from orchestra import (
+    FunctionModel,
+    ModelRequest,
+    NewTask,
+    Pipeline,
+    Role,
+    ToolContext,
+    reply,
+    tool,
+    tool_call,
+)
 from orchestra.models import Chunks
+from orchestra.models.base import ModelResponse
 
 
 class Writer(Role):
     """[writer] You write a short poem."""
 
     name = "writer"
+
+    @tool
+    async def outline(self, ctx: ToolContext, points: list[str]) -> str:
+        """Note the poem's outline first."""
+        return f"outlined {len(points)} points"
 
 
 class Critic(Role):
@@ -31,9 +49,14 @@ def build(run_input: Any) -> Pipeline:
     inp = run_input if isinstance(run_input, dict) else {}
     lines = int(inp.get("lines", 4))
 
-    def script(request: ModelRequest) -> str:
-        return answer("writer" if "[writer]" in request.messages[0].content else "critic",
-                      lines)
+    def script(request: ModelRequest) -> ModelResponse | str:
+        writer = "[writer]" in request.messages[0].content
+        if writer and inp.get("outline") and not any(m.role == "tool"
+                                                     for m in request.messages):
+            return reply("", tool_call("outline", {"points": [f"point {i}: " + "idea " * 5
+                                                              for i in range(lines)]},
+                                       id="o1"))
+        return answer("writer" if writer else "critic", lines)
 
     return Pipeline("stream-demo", roles=[Writer(), Critic()],
                     start=lambda i: [NewTask("writer", i, max_attempts=1),

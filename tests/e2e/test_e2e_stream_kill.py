@@ -72,3 +72,36 @@ def test_kill_mid_stream_then_resume(tmp_path: Path) -> None:
     assert run["tokens_out"] == sum(c["tokens_out"] for c in completed)
     assert run["tokens_in"] == sum(c["tokens_in"] for c in completed)
     assert not any(e["kind"] == "model.delta" for e in steps)
+
+
+def test_a_step_completed_before_the_kill_replays_without_deltas(tmp_path: Path) -> None:
+    db, log = tmp_path / "o.db", tmp_path / "run"
+    run_input = {**SLOW, "outline": True}
+    proc = spawn("run", "--pipeline", PIPELINE, "--input", json.dumps(run_input), "--db", db,
+                 log=log)
+    try:
+        with StoreWatch(db) as watch:  # the writer's answer (its step 3) has begun
+            (run_id,) = watch.wait(
+                "SELECT run_id FROM events WHERE kind = 'model.delta' AND "
+                "json_extract(data, '$.role') = 'writer' AND json_extract(data, '$.step') = 3 "
+                "GROUP BY run_id HAVING count(*) >= 2", what="the writer's answer", proc=proc)[0]
+            kill_group(proc)
+    finally:
+        if proc.poll() is None:
+            kill_group(proc)
+    assert proc.returncode == -9, logs(log)
+    resumed = cli("resume", run_id, "--db", db)
+    assert resumed.code == 0, resumed
+    event_seqs_gap_free(db, run_id)
+    writer = [d for _, k, d in events(db, run_id) if k == "model.delta" and d["role"] == "writer"]
+    # step 1 (the outline call, completed before the kill) replayed: its deltas are attempt 1's
+    outline = [d for d in writer if d["step"] == 1]
+    assert {d["attempt"] for d in outline} == {1}
+    arguments = "".join(c[2] for d in outline for c in d.get("calls", []))
+    assert json.loads(arguments)["points"][0].startswith("point 0")
+    # step 3 (the answer) streamed twice: cut at the kill, then whole
+    answer = [d for d in writer if d["step"] == 3]
+    assert sorted({d["attempt"] for d in answer}) == [1, 2]
+    again = [d for d in answer if d["attempt"] == 2]
+    assert again[0].get("first") and again[0].get("reissue")
+    assert "".join(d.get("text", "") for d in again).startswith("writer line 1")
