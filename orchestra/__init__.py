@@ -25,6 +25,7 @@ from orchestra._version import __version__
 from orchestra.compaction import KeepAll, SlidingWindow, Summarize, TokenBudget
 from orchestra.coordinator.coordinator import Coordinator, CoordinatorSettings
 from orchestra.coordinator.pipeline import Pipeline, fan_out, handoff
+from orchestra.mcp.declare import MCPServer
 from orchestra.models import (
     FunctionModel,
     Model,
@@ -51,6 +52,7 @@ __all__ = [
     "CoordinatorSettings",
     "FunctionModel",
     "KeepAll",
+    "MCPServer",
     "Model",
     "ModelAPIError",
     "ModelBehaviorError",

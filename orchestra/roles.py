@@ -19,6 +19,7 @@ import functools
 import inspect
 import json
 import typing
+from collections.abc import Sequence
 from typing import Any, ClassVar, Generic
 
 import pydantic
@@ -28,6 +29,7 @@ from orchestra._errors import RoleDefinitionError
 from orchestra._types import DEFAULT_ROLE_CONCURRENCY
 from orchestra.answers import AnswerFormat
 from orchestra.compaction import CompactionPolicy, KeepAll
+from orchestra.mcp.declare import MCPServer
 from orchestra.models.base import Model, ModelSettings, OutputSchema
 from orchestra.tools import Tool, ToolContext
 
@@ -69,6 +71,8 @@ class Role(Generic[In, Out]):
     """Standalone tools (``@tool`` functions); ``@tool`` methods are added automatically."""
     needs_approval: ClassVar[frozenset[str]] = frozenset()
     """Names of tools that stop for a human decision before they run."""
+    mcp: ClassVar[Sequence[MCPServer]] = ()
+    """MCP servers whose tools this role also offers (``MCPServer.stdio(...)``, ``.http``)."""
     max_turns: ClassVar[int] = 20
     """Model calls allowed per task before it fails (stops tool-call loops)."""
     output_retries: ClassVar[int] = 3
@@ -114,8 +118,12 @@ class Role(Generic[In, Out]):
             raise RoleDefinitionError(role, "input", f"{cls.input!r} is not a pydantic model")
         _check_limits(cls, role)
         cls._declared_tools = _collect_tools(cls)
+        for server in cls.mcp:
+            if not isinstance(server, MCPServer):
+                raise RoleDefinitionError(role, "mcp", f"{server!r} is not an MCPServer "
+                                          "(MCPServer.stdio(...) or MCPServer.http(...))")
         unknown = set(cls.needs_approval) - set(cls._declared_tools)
-        if unknown:
+        if unknown and not cls.mcp:  # MCP tools are known when listed (checked then)
             raise RoleDefinitionError(role, "needs_approval",
                                       f"unknown tool(s) {sorted(unknown)}; declared: "
                                       f"{sorted(cls._declared_tools)}")

@@ -21,7 +21,7 @@ INTERNALS = {
 
 def test_top_level_is_the_user_api() -> None:
     assert set(orchestra.__all__) == {
-        "Coordinator", "CoordinatorSettings", "FunctionModel", "KeepAll", "Model",
+        "Coordinator", "CoordinatorSettings", "FunctionModel", "KeepAll", "MCPServer", "Model",
         "ModelAPIError", "ModelBehaviorError", "ModelRequest", "ModelResponse", "ModelRetry",
         "ModelSettings", "NewHandoff", "NewNote", "NewTask", "NotFoundError", "OrchestraError",
         "Pipeline", "Price", "Prices", "Role", "RoleDefinitionError", "Run", "SQLiteBlackboard",

@@ -46,6 +46,8 @@ from orchestra.coordinator.jobs import Jobs
 from orchestra.coordinator.owners import dead_local_owners, new_owner_id
 from orchestra.coordinator.pipeline import Pipeline
 from orchestra.coordinator.settings import CoordinatorSettings as CoordinatorSettings
+from orchestra.mcp.calls import MCPSetup
+from orchestra.mcp.hub import MCPHub
 from orchestra.models.base import Model, runs_locally
 from orchestra.models.prices import PriceBook, Pricer, layered
 from orchestra.runtime.agent_state import AgentState, agent_id_for
@@ -94,7 +96,7 @@ class Coordinator:
                  settings: CoordinatorSettings = CoordinatorSettings(),
                  owner: str | None = None, tracing: Tracing | None = None,
                  prices: PriceBook | None = None,
-                 cancel_watch: CancelWatch | None = None) -> None:
+                 cancel_watch: CancelWatch | None = None, mcp: MCPHub | None = None) -> None:
         self.store = store
         self.pricer = Pricer(layered(pipeline.prices, prices))
         """Prices every model call when it is made (``prices``' overrides, then the
@@ -113,8 +115,12 @@ class Coordinator:
         self._watch = cancel_watch or CancelWatch(store, settings.cancel_poll)
         """Notices cancels made elsewhere; a serving process shares one among the
         coordinators of all its runs (one status read per poll, not one per run)."""
+        self.mcp = mcp or MCPHub()
+        """The MCP servers' live sessions (pass one hub to share them between coordinators);
+        ``await coordinator.mcp.aclose()`` stops them, as the process's end does."""
         self._services = TaskServices(store, pipeline, self.models, settings, self.owner,
-                                      self.pricer, tracing, self.agent, self.claim_spec)
+                                      self.pricer, tracing, self.agent, self.claim_spec,
+                                      MCPSetup(self.mcp, tuple(pipeline.mcp)))
         self._role_limits = {r.name: type(r).concurrency for r in pipeline.roles}
 
     def _resolve_models(self, overrides: Mapping[str, Model]) -> dict[str, Model]:

@@ -32,6 +32,7 @@ from orchestra._types import JSON, AgentId, Run, Task
 from orchestra.coordinator.jobs import Jobs
 from orchestra.coordinator.pipeline import Pipeline
 from orchestra.coordinator.settings import CoordinatorSettings
+from orchestra.mcp.calls import MCPSetup
 from orchestra.models.base import Model
 from orchestra.models.prices import Pricer
 from orchestra.runtime.agent_state import AgentState
@@ -88,6 +89,8 @@ class TaskServices:
     """The in-memory state of a run's agent for a role: ``agent(run_id, role)``."""
     claim_spec: Callable[[Task], ClaimSpec | None]
     """What the transaction completing a task should claim next (None: nothing)."""
+    mcp: MCPSetup | None = None
+    """The process's MCP sessions and the pipeline's servers (roles with MCP tools)."""
 
 
 class TaskExecutor:
@@ -144,7 +147,7 @@ class TaskExecutor:
             runner = TaskRunner(store=self.c.store, role=role, model=self.c.models[task.role],
                                 agent=agent, task=task, lease=lease, limits=limits,
                                 settings=type(role).settings, pricer=self.c.pricer,
-                                check_handoff=self.c.pipeline.check_handoff)
+                                check_handoff=self.c.pipeline.check_handoff, mcp=self.c.mcp)
             work = self._run(runner, task, lease, agent)
             if timeout:
                 work = asyncio.wait_for(work, timeout)

@@ -36,6 +36,7 @@ import pydantic
 from orchestra._errors import OrchestraError, UserError
 from orchestra._types import Task
 from orchestra.coordinator.pipeline_ref import HOW_TO_REF, derive_ref, import_ref, module_ref
+from orchestra.mcp.declare import MCPServer
 from orchestra.models.base import Model
 from orchestra.models.prices import Price
 from orchestra.roles import Role
@@ -105,6 +106,8 @@ class Pipeline:
     summary: Summary | None = None
     """``await summary(board, run_id)``: lines telling a person what a finished run did;
     the CLI prints them after the run's status (``orchestra demo``, ``run``, ``resume``)."""
+    mcp: Sequence[MCPServer] = ()
+    """MCP servers whose tools every role offers (after the role's own ``mcp``)."""
 
     def __post_init__(self) -> None:
         by_name: dict[str, Role] = {}

@@ -18,6 +18,7 @@ from orchestra._errors import ModelBehaviorError, ModelRetry, UsageLimitExceeded
 from orchestra._log import get_logger
 from orchestra._types import Message, Task, ToolCallRecord
 from orchestra.compaction import SummaryRequest, View
+from orchestra.mcp.calls import MCPSetup, MCPToolset, open_toolset, schemas
 from orchestra.models.base import Model, ModelRequest, ModelSettings, ToolCall, streams
 from orchestra.models.prices import Pricer
 from orchestra.roles import Role
@@ -55,7 +56,8 @@ class TaskRunner:
     def __init__(self, *, store: TaskStore, role: Role, model: Model, agent: AgentState,
                  task: Task, lease: Lease, limits: RunLimits | None = None,
                  settings: ModelSettings | None = None, pricer: Pricer | None = None,
-                 check_handoff: HandoffCheck | None = None) -> None:
+                 check_handoff: HandoffCheck | None = None, mcp: MCPSetup | None = None
+                 ) -> None:
         self.store, self.role, self.model, self.agent = store, role, model, agent
         self.task, self.lease = task, lease
         self.limits, self.settings = limits or RunLimits(), settings or ModelSettings()
@@ -63,6 +65,8 @@ class TaskRunner:
         self.check_handoff = check_handoff  # the pipeline's check of a tool's handoffs
         self.board = ReadOnlyBoard(store)  # what tools see of the store
         self.journal: Journal | None = None
+        self.mcp = mcp
+        self.mcp_tools: MCPToolset | None = None  # the task's MCP tools: made at _begin
         self.cost = 0.0
         self.tools: dict[str, Tool] = role.bound_tools()
         if type(role).recall:
@@ -119,11 +123,15 @@ class TaskRunner:
                                          self.agent.agent_id, recorded,
                                          on_commit=self._on_commit,
                                          streams=streams(self.model))
+        self.mcp_tools = await open_toolset(
+            self.mcp, self.role, self.tools, store=self.store, task=self.task, lease=self.lease,
+            journal=journal, agent_id=self.agent.agent_id)
         pinned = Message("user", self.role.task_message(self.task.input), name="task",
                          task_id=self.task.id)  # name="task": replay keys can be task-local
         return Turns(journal=journal, task_id=self.task.id,
                      system=system_message(self.role.system_prompt()), pinned=pinned,
-                     schemas=tuple([t.schema() for t in self.tools.values()]),
+                     schemas=tuple([t.schema() for t in self.tools.values()]
+                                   + list(schemas(self.mcp_tools))),
                      output_schema=self.role.output_schema(),
                      task_msgs=[pinned], pending=[pinned])
 
@@ -135,7 +143,7 @@ class TaskRunner:
                                   agent_id=self.agent.agent_id, tools=self.tools,
                                   default_timeout=type(self.role).tool_timeout,
                                   needs_approval=self.role.requires_approval,
-                                  check_handoff=self.check_handoff)
+                                  check_handoff=self.check_handoff, source=self.mcp_tools)
         return st.tools
 
     async def _request(self, st: Turns) -> ModelRequest:

@@ -12,7 +12,7 @@ import asyncio
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import pydantic
 
@@ -44,6 +44,15 @@ class ToolResult:
     is_error: bool
 
 
+class ToolSource(Protocol):
+    """Tools run elsewhere by rules of their own (MCP servers: ``orchestra.mcp.calls``);
+    their steps are numbered in call order with the others."""
+
+    def owns(self, name: str) -> bool: ...
+    def check(self, call: ToolCall) -> Any: ...  # what ``run`` takes, or the error (str)
+    async def run(self, call: ToolCall, checked: Any, n: int) -> ToolResult: ...
+
+
 def _validate(call: ToolCall, tools: dict[str, Tool]) -> tuple[Tool, dict[str, Any]] | str:
     tool = tools.get(call.name)
     if tool is None:
@@ -71,7 +80,8 @@ class ToolRunner:
     def __init__(self, *, store: ApprovalRequests, board: BoardReads, task: Task, lease: Lease,
                  journal: Journal, agent_id: str, tools: dict[str, Tool],
                  default_timeout: float, needs_approval: Callable[[Tool], bool],
-                 check_handoff: HandoffCheck | None = None) -> None:
+                 check_handoff: HandoffCheck | None = None,
+                 source: ToolSource | None = None) -> None:
         self.store = store
         self.board = board  # what a tool sees of the store: reads only
         self.check_handoff = check_handoff
@@ -82,12 +92,14 @@ class ToolRunner:
         self.tools = tools
         self.default_timeout = default_timeout
         self.needs_approval = needs_approval
+        self.source = source
 
     async def run_all(self, calls: tuple[ToolCall, ...] | list[ToolCall]) -> list[ToolResult]:
         # step numbers are reserved in call order so replay finds the same numbers
-        planned: list[tuple[ToolCall, tuple[Tool, dict[str, Any]] | str, int]] = []
+        planned: list[tuple[ToolCall, Any, int]] = []
         for call in calls:
-            checked = _validate(call, self.tools)
+            src = self.source if self.source is not None and self.source.owns(call.name) else None
+            checked = src.check(call) if src is not None else _validate(call, self.tools)
             planned.append((call, checked, 0 if isinstance(checked, str) else
                             self.journal.reserve()))
         results = await asyncio.gather(*(self._one(c, chk, n) for c, chk, n in planned),
@@ -100,10 +112,11 @@ class ToolRunner:
             raise waits[0]
         return [r for r in results if isinstance(r, ToolResult)]
 
-    async def _one(self, call: ToolCall, checked: tuple[Tool, dict[str, Any]] | str,
-                   n: int) -> ToolResult:
+    async def _one(self, call: ToolCall, checked: Any, n: int) -> ToolResult:
         if isinstance(checked, str):
             return ToolResult(call, checked, True)
+        if self.source is not None and self.source.owns(call.name):
+            return await self.source.run(call, checked, n)
         tool, args = checked
         digest = keys.digest(call.arguments)
         if self.journal.lookup(n, "tool", tool.name) is None and self.needs_approval(tool):

@@ -1,0 +1,279 @@
+"""A task's MCP tools: the journaled tool list, and every call a journaled tool step.
+
+The rules (issue 39): the list the model is offered is a step, replayed on resume; each
+``tools/call`` is checked against the server's input schema, carries the step's
+idempotency key in ``_meta``, and is journaled ``started`` (durably) before it is sent.
+A step found ``started`` on resume was in flight at a crash: it is sent again only when
+:func:`orchestra.mcp.rules.in_doubt` says so; otherwise the task waits for a person.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from orchestra._errors import UserError
+from orchestra._log import get_logger
+from orchestra._types import JSON, Event, Task
+from orchestra.mcp import rules
+from orchestra.mcp.declare import InDoubt, MCPServer
+from orchestra.mcp.hub import MCPHub
+from orchestra.mcp.listing import LIST_STEP, MCPTool, build_tools, changes, offered
+from orchestra.mcp.results import record_result
+from orchestra.models.base import ToolCall, ToolSchema
+from orchestra.runtime import keys
+from orchestra.runtime.journal import Journal, Outcome
+from orchestra.runtime.tool_calls import ApprovalWait, ToolResult
+from orchestra.store.protocol import ApprovalRequests, Lease, StepRecorder, StepResult
+
+log = get_logger("orchestra.mcp")
+
+
+class MCPStore(StepRecorder, ApprovalRequests, Protocol):
+    """What MCP calls write: their steps, in-doubt approvals, and a changed-tools event."""
+
+    async def append_event(self, run_id: str, kind: str, data: JSON) -> Event: ...
+
+
+@dataclass(frozen=True, slots=True)
+class MCPSetup:
+    """What a task runner needs for MCP: the process's sessions, and the pipeline's
+    servers (given to every role, after the role's own)."""
+
+    hub: MCPHub = field(default_factory=MCPHub)
+    shared: tuple[MCPServer, ...] = ()
+
+
+def role_servers(role: Any, setup: MCPSetup | None) -> tuple[MCPServer, ...]:
+    servers = tuple(getattr(type(role), "mcp", ())) + (setup.shared if setup else ())
+    names = [s.name for s in servers]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise UserError(f"role {role.name!r}: two MCP servers named {twice[0]!r}; give one "
+                        "a name=... of its own")
+    return servers
+
+
+async def open_toolset(setup: MCPSetup | None, role: Any, python_tools: Collection[str], *,
+                       store: MCPStore, task: Task, lease: Lease, journal: Journal,
+                       agent_id: str) -> MCPToolset | None:
+    """The task's MCP tools: listed from the servers at its first run (a journaled step),
+    from the journal ever after. None when the role has no MCP servers."""
+    servers = role_servers(role, setup)
+    if not servers:
+        return None
+    if setup is None:
+        raise UserError(f"role {role.name!r} declares MCP servers, but this task runner was "
+                        "given no MCP hub (run it through a Coordinator)")
+    n = journal.reserve()
+    rec = journal.lookup(n, "tool", LIST_STEP)
+    if rec is None:  # listed before the step is journaled: a server that fails writes nothing
+        lists = {s.name: offered(s, await _list(setup.hub, s)) for s in servers}
+        recorded = await journal.run(n, "tool", LIST_STEP, keys.digest(
+            json.dumps(sorted(lists))), lambda: _done({"servers": lists}), wait_start=False)
+    else:
+        recorded = rec.output
+    tools = build_tools(servers, recorded["servers"], role=role.name,
+                        python_tools=python_tools, approvals=type(role).needs_approval)
+    return MCPToolset(setup.hub, tools, recorded["servers"], rec is not None, store=store,
+                      task=task, lease=lease, journal=journal, agent_id=agent_id,
+                      approvals=frozenset(type(role).needs_approval))
+
+
+async def _done(output: Any) -> Outcome:
+    return Outcome(output)
+
+
+async def _list(hub: MCPHub, server: MCPServer) -> list[Any]:
+    from orchestra.mcp.session import ServerGone
+
+    conn = await hub.connection(server)
+    try:
+        return await conn.list_tools()
+    except (ServerGone, TimeoutError) as exc:
+        raise conn.error(f"did not list its tools: {exc or 'timed out'}") from None
+
+
+class MCPToolset:
+    """The MCP tools of one task attempt, run for the task's :class:`ToolRunner`."""
+
+    def __init__(self, hub: MCPHub, tools: dict[str, MCPTool], lists: dict[str, Any],
+                 replayed: bool, *, store: MCPStore, task: Task, lease: Lease,
+                 journal: Journal, agent_id: str, approvals: frozenset[str]) -> None:
+        self.hub, self.tools, self.lists, self.replayed = hub, tools, lists, replayed
+        self.store, self.task, self.lease, self.journal = store, task, lease, journal
+        self.agent_id, self.approvals = agent_id, approvals
+        self._compared: set[str] = set()
+
+    @property
+    def schemas(self) -> list[ToolSchema]:
+        return [t.schema() for t in self.tools.values()]
+
+    def owns(self, name: str) -> bool:
+        return name in self.tools
+
+    def check(self, call: ToolCall) -> tuple[MCPTool, dict[str, Any]] | str:
+        """The tool and its arguments, or what the model must fix (checked against the
+        server's input schema before anything is sent)."""
+        tool = self.tools[call.name]
+        try:
+            args = json.loads(call.arguments or "{}")
+        except json.JSONDecodeError as exc:
+            return (f"The arguments of your {call.name!r} call are not valid JSON ({exc.msg}): "
+                    f"{call.arguments[:300]!r}. Send a JSON object.")
+        if not isinstance(args, dict):
+            return f"The arguments of {call.name!r} must be a JSON object, got {args!r:.200}."
+        problem = tool.check(args)
+        if problem is not None:
+            return (f"Invalid arguments for {call.name!r}: {problem}. Fix them and call "
+                    "again (nothing was sent).")
+        return tool, args
+
+    async def run(self, call: ToolCall, checked: tuple[MCPTool, dict[str, Any]],
+                  n: int) -> ToolResult:
+        tool, args = checked
+        rec = self.journal.lookup(n, "tool", tool.exposed)
+        if rec is not None:  # answered before: its recorded result, never sent again
+            return _result(call, rec.output)
+        prior = self.journal.recorded.get(n)  # found ``started``: it was in flight
+        digest = keys.digest(call.arguments)
+        attempts = 0
+        if prior is None:
+            if rules.needs_approval(tool.server, tool.name, tool.exposed, tool.annotations,
+                                    self.approvals):
+                denial = await self._approval(tool, args, n)
+                if denial is not None:
+                    return ToolResult(call, denial, True)
+        else:
+            attempts = prior.attempts
+            verdict = rules.in_doubt(tool.server.policy(tool.name), tool.annotations)
+            log.warning("MCP call was in flight at a crash", run=self.task.run_id,
+                        task=self.task.id, step=n, server=tool.server.name, tool=tool.name,
+                        decision=verdict)
+            refusal = await self._in_doubt(tool, args, n, attempts, verdict, "a crash")
+            if refusal is not None:
+                return await self._record(call, tool, n, digest, refusal)
+        return await self._send(call, tool, args, n, digest, attempts)
+
+    async def _send(self, call: ToolCall, tool: MCPTool, args: dict[str, Any], n: int,
+                    digest: str, attempts: int) -> ToolResult:
+        from orchestra.mcp.session import ServerGone
+
+        key = keys.idempotency_key(self.task, n)
+        conn = await self.hub.connection(tool.server)
+        for restarted in (False, True):
+            # durable before the request leaves: a crash from here on is seen as in flight
+            await self.store.start_step(self.task.id, self.task.retries, n, "tool",
+                                        tool.exposed, digest, self.lease)
+            attempts += 1
+            self.journal.executed += 1
+            await self._compare(conn, tool.server)
+            try:
+                output = await _call(conn, tool, args, key)
+            except ServerGone as gone:
+                if restarted:
+                    raise conn.error(f"ended again during a call to {tool.name!r}: {gone}"
+                                     ) from None
+                conn = await self.hub.restart(tool.server, conn)
+                verdict = rules.in_doubt(tool.server.policy(tool.name), tool.annotations)
+                refusal = await self._in_doubt(tool, args, n, attempts, verdict,
+                                               "its server ending during the call")
+                if refusal is not None:
+                    return await self._record(call, tool, n, digest, refusal)
+                continue
+            return await self._record(call, tool, n, digest, output)
+        raise AssertionError("unreachable")
+
+    async def _record(self, call: ToolCall, tool: MCPTool, n: int, digest: str,
+                      output: dict[str, Any]) -> ToolResult:
+        await self.store.complete_step(
+            StepResult(self.task.id, self.task.retries, n, "tool", tool.exposed, digest, output),
+            self.lease, agent_id=self.agent_id)
+        self.journal.committed(None)
+        return _result(call, output)
+
+    async def _in_doubt(self, tool: MCPTool, args: dict[str, Any], n: int, attempts: int,
+                        verdict: InDoubt, cause: str) -> dict[str, Any] | None:
+        """None: send it (again); else the result that tells the model it was not.
+        Raises ApprovalWait while a person has not decided."""
+        if verdict == "resend":
+            return None
+        lost = (f"This call to {tool.exposed!r} (MCP server {tool.server.name!r}) was sent "
+                f"before {cause} and its answer was lost; it was not sent again")
+        if verdict == "fail":
+            return {"content": f"{lost} (in_doubt='fail'). It may or may not have taken "
+                    "effect: check before repeating it.", "is_error": True}
+        slot = rules.in_doubt_step(n, attempts)
+        retry = self.task.retries
+        approval = await self.store.find_approval(self.task.id, retry, slot)
+        if approval is None:
+            approval = await self.store.request_approval(
+                self.task.id, self.lease, retry=retry, step=slot, tool=f"{tool.exposed} [in doubt]",
+                arguments={"server": tool.server.name, "tool": tool.name, "arguments": args,
+                           "idempotency_key": keys.idempotency_key(self.task, n),
+                           "in_doubt": f"sent before {cause}, no answer recorded; approve "
+                           "= send it again, deny = tell the model it was not"})
+        if approval.status == "pending":
+            raise ApprovalWait(approval.id, tool.exposed)
+        if approval.status == "approved":
+            return None
+        by = f" ({approval.decided_by})" if approval.decided_by else ""
+        return {"content": f"{lost}: a person decided not to{by}: "
+                f"{approval.reason or 'no reason given'}. It may or may not have taken "
+                "effect.", "is_error": True}
+
+    async def _approval(self, tool: MCPTool, args: dict[str, Any], n: int) -> str | None:
+        retry = self.task.retries
+        approval = await self.store.find_approval(self.task.id, retry, n)
+        if approval is None:
+            approval = await self.store.request_approval(
+                self.task.id, self.lease, retry=retry, step=n, tool=tool.exposed,
+                arguments=args)
+        if approval.status == "pending":
+            raise ApprovalWait(approval.id, tool.exposed)
+        if approval.status == "denied":
+            return (f"A human denied this call to {tool.exposed!r}"
+                    f"{' (' + approval.decided_by + ')' if approval.decided_by else ''}: "
+                    f"{approval.reason or 'no reason given'}. Do not repeat it; adapt.")
+        return None
+
+    async def _compare(self, conn: Any, server: MCPServer) -> None:
+        """Once per server and task: a replayed tool list that the server no longer
+        matches is reported (the model keeps the recorded list)."""
+        if not self.replayed or server.name in self._compared:
+            return
+        self._compared.add(server.name)
+        diff = changes(self.lists.get(server.name, []), offered(server, await conn.list_tools()))
+        if diff:
+            log.warning("MCP server's tools changed since this task listed them",
+                        run=self.task.run_id, task=self.task.id, server=server.name, **diff)
+            await self.store.append_event(self.task.run_id, "mcp.tools_changed",
+                                          {"task": self.task.id, "server": server.name, **diff})
+
+
+async def _call(conn: Any, tool: MCPTool, args: dict[str, Any], key: str) -> dict[str, Any]:
+    from orchestra.mcp.session import ServerGone
+
+    s = tool.server
+    try:
+        result = await conn.call(tool.name, args, key, s.timeout)
+    except TimeoutError:
+        return {"content": f"MCP tool {tool.exposed!r} (server {s.name!r}) timed out after "
+                f"{s.timeout:g} s; it may have taken effect: check before calling it again.",
+                "is_error": True}
+    except ServerGone:
+        raise
+    except Exception as exc:  # an error answer, or a result that breaks its output schema
+        return {"content": f"MCP tool {tool.exposed!r} (server {s.name!r}) failed: "
+                f"{type(exc).__name__}: {str(exc)[:2000]}", "is_error": True}
+    return record_result(result)
+
+
+def _result(call: ToolCall, output: dict[str, Any]) -> ToolResult:
+    return ToolResult(call, str(output["content"]), bool(output["is_error"]))
+
+
+def schemas(toolset: MCPToolset | None) -> Sequence[ToolSchema]:
+    return toolset.schemas if toolset is not None else ()

@@ -1,0 +1,108 @@
+"""An MCP server's tools as a role is offered them, and as the journal records them.
+
+The tool list of a task is a step (``tool`` kind, name ``mcp.tools``): names, descriptions,
+input schemas and annotations, as the servers listed them when the task first ran. A
+resumed or replayed task is offered exactly that list, whatever the servers say today.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from orchestra._errors import UserError
+from orchestra.mcp.declare import MCPServer
+from orchestra.models.base import ToolSchema
+
+LIST_STEP = "mcp.tools"
+
+
+@dataclass(frozen=True, slots=True)
+class MCPTool:
+    """One tool of one server, as recorded."""
+
+    server: MCPServer
+    name: str
+    """Its name at the server."""
+    exposed: str
+    """Its name as the model sees it (the server's prefix, then the name)."""
+    description: str
+    input_schema: dict[str, Any]
+    annotations: dict[str, Any]
+
+    def schema(self) -> ToolSchema:
+        return ToolSchema(self.exposed, self.description, self.input_schema)
+
+    def check(self, args: dict[str, Any]) -> str | None:
+        """What is wrong with ``args`` for the server's input schema (None: nothing)."""
+        problems = _validator(json.dumps(self.input_schema, sort_keys=True)).iter_errors(args)
+        found = sorted(problems, key=lambda e: list(e.absolute_path))[:10]
+        if not found:
+            return None
+        return "; ".join(f"{'.'.join(str(p) for p in e.absolute_path) or '(arguments)'}: "
+                         f"{e.message}" for e in found)
+
+
+def record_tool(tool: Any) -> dict[str, Any]:
+    """A listed tool (the SDK's ``Tool``) as journal data, in the protocol's field names."""
+    annotations = tool.annotations.model_dump(by_alias=True, exclude_none=True) \
+        if tool.annotations is not None else {}
+    return {"name": tool.name, "description": tool.description or "",
+            "inputSchema": tool.input_schema, "annotations": annotations}
+
+
+def offered(server: MCPServer, listed: Sequence[Any]) -> list[dict[str, Any]]:
+    """The server's listing, filtered by its include/exclude, as journal data."""
+    return [record_tool(t) for t in listed if server.offers(t.name)]
+
+
+def build_tools(servers: Sequence[MCPServer], recorded: Mapping[str, Any], *, role: str,
+                python_tools: Collection[str], approvals: Collection[str]) -> dict[str, MCPTool]:
+    """The recorded tool lists as tools by exposed name; a clash is an error naming both."""
+    tools: dict[str, MCPTool] = {}
+    for server in servers:
+        for entry in recorded.get(server.name, []):
+            exposed = server.prefix + entry["name"]
+            if exposed in python_tools:
+                raise UserError(
+                    f"role {role!r}: tool {entry['name']!r} of MCP server {server.name!r} "
+                    f"clashes with the role's Python tool {exposed!r}; give the server a "
+                    f"prefix (prefix='{server.name.replace('-', '_')}_') or exclude=[...] it")
+            if exposed in tools:
+                other = tools[exposed].server.name
+                raise UserError(
+                    f"role {role!r}: tool {exposed!r} of MCP server {server.name!r} clashes "
+                    f"with tool {exposed!r} of MCP server {other!r}; give one of them a "
+                    "prefix or exclude=[...] the tool")
+            tools[exposed] = MCPTool(server, entry["name"], exposed, entry["description"]
+                                     or entry["name"], entry["inputSchema"],
+                                     entry.get("annotations") or {})
+    unknown = set(approvals) - set(tools) - set(python_tools)
+    if unknown:
+        raise UserError(f"role {role!r}: needs_approval names {sorted(unknown)}, which are "
+                        f"neither its tools nor its MCP servers' ({sorted(tools)})")
+    return tools
+
+
+def changes(recorded: Sequence[Mapping[str, Any]], now: Sequence[Mapping[str, Any]]
+            ) -> dict[str, list[str]]:
+    """How a server's tools differ from the recorded list (empty: they do not)."""
+    before = {t["name"]: t for t in recorded}
+    after = {t["name"]: t for t in now}
+    diff = {"added": sorted(set(after) - set(before)),
+            "removed": sorted(set(before) - set(after)),
+            "changed": sorted(n for n in set(before) & set(after) if before[n] != after[n])}
+    return {k: v for k, v in diff.items() if v}
+
+
+@functools.lru_cache(maxsize=256)
+def _validator(schema_json: str) -> Any:
+    """A compiled JSON-schema validator, by the schema's text (compiling costs far more
+    than validating; the text, not any process state, decides what it says)."""
+    from jsonschema.validators import validator_for  # comes with the mcp SDK
+
+    schema = json.loads(schema_json)
+    return validator_for(schema)(schema)

@@ -1,0 +1,102 @@
+"""The tests' own MCP server (the ``mcp`` SDK's ``MCPServer``), over stdio or Streamable HTTP.
+
+Tools: ``peek`` (read-only: how many effects so far), ``put`` (idempotent: writes a value
+under a name), ``append`` (a side effect: one line per call in ``$EFFECTS``, with the
+idempotency key the call carried in ``_meta``), ``noop`` (for the overhead benchmark) and
+``shaped`` (declares an output schema, and breaks it when asked).
+
+``python effects_server.py [stdio|http PORT] [MODE]``; MODE ``exit`` quits at start,
+``hang`` never answers, ``garbage`` answers with lines that are not JSON-RPC.
+Environment: ``EFFECTS`` (the effects file), ``APPEND_DELAY`` (seconds ``append`` waits
+before and after its effect: a window for a kill in flight).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.types import ToolAnnotations
+from pydantic import BaseModel
+
+server = MCPServer("effects")
+EFFECTS = Path(os.environ.get("EFFECTS", "effects.log"))
+DELAY = float(os.environ.get("APPEND_DELAY", "0"))
+
+
+def _lines() -> list[str]:
+    return EFFECTS.read_text().splitlines() if EFFECTS.exists() else []
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def peek() -> str:
+    """How many effects happened so far."""
+    return str(len(_lines()))
+
+
+@server.tool(annotations=ToolAnnotations(idempotent_hint=True, destructive_hint=False))
+def put(name: str, value: str) -> str:
+    """Store a value under a name (the same call twice changes nothing)."""
+    (EFFECTS.parent / f"put-{name}").write_text(value)
+    return f"{name}={value}"
+
+
+@server.tool(annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=False))
+async def append(text: str, ctx: Context) -> str:
+    """Append one line of text to the effects file."""
+    meta = ctx.request_context.meta or {}
+    key = meta.get("orchestra/idempotency_key", "-")
+    if DELAY:
+        time.sleep(DELAY)
+    with open(EFFECTS, "a") as f:
+        f.write(f"{key} {text}\n")
+        f.flush()
+        os.fsync(f.fileno())
+    if DELAY:
+        time.sleep(DELAY)
+    return f"appended {text!r} (effect {len(_lines())})"
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def noop() -> str:
+    """Does nothing."""
+    return "ok"
+
+
+class Shape(BaseModel):
+    sides: int
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def shaped(sides: int, broken: bool = False) -> Shape:
+    """A shape with an output schema (broken=True returns content that breaks it)."""
+    return Shape.model_construct(sides="many" if broken else sides)  # type: ignore[arg-type]
+
+
+def main(argv: list[str]) -> None:
+    transport = argv[0] if argv else "stdio"
+    mode = argv[-1] if argv and argv[-1] in ("exit", "hang", "garbage") else ""
+    if mode == "exit":
+        print("effects server: refusing to start (mode exit)", file=sys.stderr)
+        sys.exit(3)
+    if mode == "hang":
+        print("effects server: hanging", file=sys.stderr, flush=True)
+        time.sleep(3600)
+    if mode == "garbage":
+        for line in sys.stdin:
+            print("this is not JSON-RPC {", flush=True)
+            print(f"effects server: got {line[:40]!r}", file=sys.stderr, flush=True)
+        return
+    if transport == "http":
+        import uvicorn
+        uvicorn.run(server.streamable_http_app(), host="127.0.0.1", port=int(argv[1]),
+                    log_level="warning")
+    else:
+        server.run("stdio")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
