@@ -181,7 +181,7 @@ class Connection:
         return MCPServerError(
             f"MCP server {s.name!r} ({s.transport}: {s.where()}) {problem}"
             + (f"\n--- its stderr (last lines) ---\n{tail}" if tail else
-               ("; it wrote nothing to stderr" if s.transport == "stdio" else "")))
+               ("; it wrote nothing to stderr" if self._stderr is not None else "")))
 
     def stderr_tail(self) -> str:
         if self._stderr is None:

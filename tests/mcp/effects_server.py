@@ -7,8 +7,9 @@ idempotency key the call carried in ``_meta``), ``noop`` (for the overhead bench
 
 ``python effects_server.py [stdio|http PORT] [MODE]``; MODE ``exit`` quits at start,
 ``hang`` never answers, ``garbage`` answers with lines that are not JSON-RPC.
-Environment: ``EFFECTS`` (the effects file), ``APPEND_DELAY`` (seconds ``append`` waits
-before and after its effect: a window for a kill in flight).
+Environment: ``EFFECTS`` (the effects file; ``append`` first writes ``begin KEY`` to
+``EFFECTS.begun``), ``APPEND_DELAY`` (seconds ``append`` waits before and after its
+effect: a window for a kill in flight), ``PIDFILE`` (where the server writes its pid).
 """
 
 from __future__ import annotations
@@ -25,6 +26,13 @@ from pydantic import BaseModel
 server = MCPServer("effects")
 EFFECTS = Path(os.environ.get("EFFECTS", "effects.log"))
 DELAY = float(os.environ.get("APPEND_DELAY", "0"))
+
+
+def _write(path: Path, line: str) -> None:
+    with open(path, "a") as f:
+        f.write(line + "\n")
+        f.flush()
+        os.fsync(f.fileno())
 
 
 def _lines() -> list[str]:
@@ -49,12 +57,10 @@ async def append(text: str, ctx: Context) -> str:
     """Append one line of text to the effects file."""
     meta = ctx.request_context.meta or {}
     key = meta.get("orchestra/idempotency_key", "-")
+    _write(EFFECTS.with_suffix(".begun"), f"begin {key}")
     if DELAY:
         time.sleep(DELAY)
-    with open(EFFECTS, "a") as f:
-        f.write(f"{key} {text}\n")
-        f.flush()
-        os.fsync(f.fileno())
+    _write(EFFECTS, f"{key} {text}")
     if DELAY:
         time.sleep(DELAY)
     return f"appended {text!r} (effect {len(_lines())})"
@@ -76,9 +82,18 @@ def shaped(sides: int, broken: bool = False) -> Shape:
     return Shape.model_construct(sides="many" if broken else sides)  # type: ignore[arg-type]
 
 
+if os.environ.get("EFFECTS_EXTRA"):  # a server upgraded between a crash and a resume
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    def shout(text: str) -> str:
+        """The text in capitals."""
+        return text.upper()
+
+
 def main(argv: list[str]) -> None:
     transport = argv[0] if argv else "stdio"
     mode = argv[-1] if argv and argv[-1] in ("exit", "hang", "garbage") else ""
+    if os.environ.get("PIDFILE"):
+        Path(os.environ["PIDFILE"]).write_text(str(os.getpid()))
     if mode == "exit":
         print("effects server: refusing to start (mode exit)", file=sys.stderr)
         sys.exit(3)
