@@ -10,7 +10,15 @@ from pathlib import Path
 
 from mcp_helpers import drive, effects, lines, names, pipeline
 
-from orchestra import Coordinator, MCPServer, Role, ScriptedModel, SQLiteBlackboard, reply, tool_call
+from orchestra import (
+    Coordinator,
+    MCPServer,
+    Role,
+    ScriptedModel,
+    SQLiteBlackboard,
+    reply,
+    tool_call,
+)
 
 
 def _role(*servers: MCPServer, **attrs: object) -> Role:
@@ -29,8 +37,8 @@ async def _history(store: SQLiteBlackboard, run_id: str) -> str:
     msgs = await store.get_messages(f"{run_id}/worker")
     steps = await store.get_steps(task.id, task.retries)
     return json.dumps({
-        "messages": [[m.role, m.content, [dataclasses.astuple(c) for c in m.tool_calls], m.tool_call_id,
-                      m.name] for m in msgs],
+        "messages": [[m.role, m.content, [dataclasses.astuple(c) for c in m.tool_calls],
+                      m.tool_call_id, m.name] for m in msgs],
         "steps": [[s.step, s.kind, s.name, s.status, s.output] for s in steps],
         "result": task.result}, sort_keys=True)
 
