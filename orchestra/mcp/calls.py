@@ -9,8 +9,9 @@ A step found ``started`` on resume was in flight at a crash: it is sent again on
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Collection, Sequence
+from collections.abc import Awaitable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -163,10 +164,12 @@ class MCPToolset:
 
         key = keys.idempotency_key(self.task, n)
         conn = await self.hub.connection(tool.server)
+        # a call sent again anyway when in doubt needs no durable start: like a model
+        # call's, its start commits with its outcome (one commit instead of two)
+        resend = rules.in_doubt(tool.server.policy(tool.name), tool.annotations) == "resend"
         for restarted in (False, True):
-            # durable before the request leaves: a crash from here on is seen as in flight
-            await self.store.start_step(self.task.id, self.task.retries, n, "tool",
-                                        tool.exposed, digest, self.lease)
+            if not resend or restarted:  # durable before the request leaves: a crash
+                await self._start(tool, n, digest)  # from here on finds it in flight
             attempts += 1
             self.journal.executed += 1
             await self._compare(conn, tool.server)
@@ -183,14 +186,20 @@ class MCPToolset:
                 if refusal is not None:
                     return await self._record(call, tool, n, digest, refusal)
                 continue
-            return await self._record(call, tool, n, digest, output)
+            return await self._record(call, tool, n, digest, output, started=not resend)
         raise AssertionError("unreachable")
 
+    def _start(self, tool: MCPTool, n: int, digest: str) -> Awaitable[None]:
+        return self.store.start_step(self.task.id, self.task.retries, n, "tool", tool.exposed,
+                                     digest, self.lease)
+
     async def _record(self, call: ToolCall, tool: MCPTool, n: int, digest: str,
-                      output: dict[str, Any]) -> ToolResult:
-        await self.store.complete_step(
+                      output: dict[str, Any], *, started: bool = True) -> ToolResult:
+        done = self.store.complete_step(
             StepResult(self.task.id, self.task.retries, n, "tool", tool.exposed, digest, output),
             self.lease, agent_id=self.agent_id)
+        # sent together, a start and its outcome share one group commit (in this order)
+        await (done if started else asyncio.gather(self._start(tool, n, digest), done))
         self.journal.committed(None)
         return _result(call, output)
 

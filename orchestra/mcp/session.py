@@ -160,7 +160,8 @@ class Connection:
 
     async def _request(self, request: Any, seconds: float, what: str) -> Any:
         try:
-            return await asyncio.wait_for(request, seconds)
+            async with asyncio.timeout(seconds):  # no task of its own, unlike wait_for
+                return await request
         except TimeoutError:
             if self._bad_message is not None:
                 raise ServerGone(f"{what}: no valid answer{self._bad_note()}") from None

@@ -72,6 +72,12 @@ def noop() -> str:
     return "ok"
 
 
+@server.tool()
+def touch() -> str:
+    """Does nothing, but says nothing of its effects (so it counts as side-effecting)."""
+    return "ok"
+
+
 class Shape(BaseModel):
     sides: int
 

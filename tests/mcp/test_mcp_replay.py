@@ -46,23 +46,26 @@ async def _history(store: SQLiteBlackboard, run_id: str) -> str:
 async def test_a_fork_replays_with_the_servers_absent(tmp_path: Path) -> None:
     run, store, coord = await drive(tmp_path / "o.db", pipeline(
         _role(effects(tmp_path)), ScriptedModel(_script())))
-    await coord.mcp.aclose()
-    assert run.status == "completed", run.error
-    original = await _history(store, "r1")
-    # the run as it was just before its last model call: every tool step recorded
-    at = max(e.seq for e in await store.events("r1")
-             if e.kind == "step.completed" and e.data["kind"] == "tool")
-    await store.fork_run("r1", at, fork_id="f1")
-    absent = MCPServer.stdio("/nonexistent/effects-server", name="effects")
-    model = ScriptedModel([reply("done")])
-    coord = Coordinator(store, pipeline(_role(absent), model))
-    fork = await coord.resume("f1")
-    assert fork.status == "completed", fork.error
-    assert (await _history(store, "f1")).replace("f1", "r1") == original
-    assert names(model.calls[0].tools) == ["peek", "put", "append", "noop", "shaped"]
-    assert len(lines(tmp_path / "effects.log")) == 1  # nothing was sent again
-    assert coord.mcp._live == {}  # no server was started
-    await store.close()
+    try:
+        await coord.mcp.aclose()
+        assert run.status == "completed", run.error
+        original = await _history(store, "r1")
+        # the run as it was just before its last model call: every tool step recorded
+        at = max(e.seq for e in await store.events("r1")
+                 if e.kind == "step.completed" and e.data["kind"] == "tool")
+        await store.fork_run("r1", at, fork_id="f1")
+        absent = MCPServer.stdio("/nonexistent/effects-server", name="effects")
+        model = ScriptedModel([reply("done")])
+        coord = Coordinator(store, pipeline(_role(absent), model))
+        fork = await coord.resume("f1")
+        assert fork.status == "completed", fork.error
+        assert (await _history(store, "f1")).replace("f1", "r1") == original
+        assert names(model.calls[0].tools) == ["peek", "put", "append", "noop", "touch",
+                                               "shaped"]
+        assert len(lines(tmp_path / "effects.log")) == 1  # nothing was sent again
+        assert coord.mcp._live == {}  # no server was started
+    finally:
+        await store.close()
 
 
 async def test_a_resumed_task_keeps_its_tools_and_reports_a_changed_server(

@@ -35,7 +35,7 @@ async def test_a_role_calls_mcp_tools_each_call_a_journaled_step(tmp_path: Path)
     try:
         assert run.status == "completed", run.error
         # the model was offered the server's tools, as listed
-        assert names(model.calls[0].tools) == ["peek", "put", "append", "noop", "shaped"]
+        assert names(model.calls[0].tools) == ["peek", "put", "append", "noop", "touch", "shaped"]
         recorded = [(s.kind, s.name, s.status) for s in await steps(store, "r1")]
         assert recorded[0] == ("tool", "mcp.tools", "completed")
         assert ("tool", "append", "completed") in recorded
@@ -154,8 +154,9 @@ async def test_two_servers_clash_unless_prefixed(tmp_path: Path) -> None:
     run, store, coord = await drive(tmp_path / "p.db", pipeline(_role(one), model, mcp=[two]))
     try:
         assert run.status == "completed", run.error
-        assert names(model.calls[0].tools) == ["peek", "put", "append", "noop", "shaped",
-                                               "b_peek", "b_put", "b_append", "b_noop"]
+        assert names(model.calls[0].tools) == ["peek", "put", "append", "noop", "touch",
+                                               "shaped", "b_peek", "b_put", "b_append",
+                                               "b_noop", "b_touch"]
         # both declarations reach the server the same way: one shared session (one process)
         assert len(coord.mcp._live) == 1
     finally:

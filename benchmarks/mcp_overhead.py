@@ -1,0 +1,106 @@
+"""What journaling adds to an MCP tool call: the same no-op ``tools/call`` to the same
+stdio server (the tests' own), through the bare ``mcp`` SDK session and through
+orchestra's journaled path (schema check, ``started`` written durably before sending,
+the result recorded after), interleaved, medians of REPS.
+
+``python -m benchmarks.mcp_overhead [CALLS] [REPS]``; the last line is JSON."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import cast
+
+from mcp.types import RequestParamsMeta
+
+from orchestra import MCPServer, NewTask, Role, SQLiteBlackboard
+from orchestra.mcp.calls import MCPSetup, open_toolset
+from orchestra.mcp.hub import MCPHub
+from orchestra.models.base import ToolCall
+from orchestra.runtime.journal import Journal
+from orchestra.store.protocol import Lease
+
+SERVER = Path(__file__).resolve().parents[1] / "tests" / "mcp" / "effects_server.py"
+
+
+class Bench(Role):
+    """You call noop."""
+
+    recall = False
+
+
+async def _bare(hub: MCPHub, server: MCPServer, calls: int, name: str) -> float:
+    session = (await hub.connection(server)).session
+    assert session is not None
+    meta = cast(RequestParamsMeta, {"orchestra/idempotency_key": "k"})
+    start = time.perf_counter()
+    for _ in range(calls):
+        await session.call_tool(name, {}, meta=meta)
+    return (time.perf_counter() - start) / calls * 1000
+
+
+async def _journaled(store: SQLiteBlackboard, hub: MCPHub, server: MCPServer, calls: int,
+                     name: str) -> float:
+    run = await store.create_run("bench", None, tasks=[NewTask("bench", None)])
+    task = await store.claim_task("bench-owner", run_id=run.id)
+    assert task is not None
+    lease = Lease("bench-owner", task.attempt)
+    journal = Journal(store, task, lease, "agent", [])
+    role = type("Bench", (Bench,), {"mcp": [server], "__doc__": Bench.__doc__})()
+    toolset = await open_toolset(MCPSetup(hub), role, (), store=store, task=task,
+                                 lease=lease, journal=journal, agent_id=f"{run.id}/bench")
+    assert toolset is not None
+    call = ToolCall("c1", name, "{}")
+    start = time.perf_counter()
+    for _ in range(calls):
+        checked = toolset.check(call)
+        assert not isinstance(checked, str)
+        result = await toolset.run(call, checked, journal.reserve())
+        assert not result.is_error
+    return (time.perf_counter() - start) / calls * 1000
+
+
+TOOLS = {"noop": "read-only (sent again if in doubt: its start is not awaited)",
+         "touch": "side-effecting (its start is durable before it is sent)"}
+
+
+async def main(calls: int = 300, reps: int = 5) -> None:
+    server = MCPServer.stdio(sys.executable, [str(SERVER)], name="effects")
+    hub = MCPHub()
+    times: dict[str, list[float]] = {f"{k}_{t}": [] for k in ("bare", "journaled")
+                                     for t in TOOLS}
+    with tempfile.TemporaryDirectory() as tmp:
+        store = await SQLiteBlackboard.open(Path(tmp) / "bench.db")
+        try:
+            for rep in range(reps + 1):  # the first round warms both paths up
+                for name in TOOLS:
+                    bare = await _bare(hub, server, calls if rep else 20, name)
+                    journaled = await _journaled(store, hub, server, calls if rep else 20,
+                                                 name)
+                    if rep:
+                        times[f"bare_{name}"].append(bare)
+                        times[f"journaled_{name}"].append(journaled)
+        finally:
+            await hub.aclose()
+            await store.close()
+    out: dict[str, object] = {"calls": calls, "reps": reps}
+    for name, what in TOOLS.items():
+        bare_ms = times[f"bare_{name}"]
+        journaled_ms = times[f"journaled_{name}"]
+        b, j = statistics.median(bare_ms), statistics.median(journaled_ms)
+        print(f"{name}, {what}: {calls} calls over stdio, medians of {reps} (min-max): "
+              f"bare SDK {b:.3f} ms/call ({min(bare_ms):.3f}-{max(bare_ms):.3f}), journaled "
+              f"{j:.3f} ms/call ({min(journaled_ms):.3f}-{max(journaled_ms):.3f}), "
+              f"overhead {j - b:.3f} ms/call")
+        out |= {f"{name}_bare_ms": round(b, 4), f"{name}_journaled_ms": round(j, 4),
+                f"{name}_overhead_ms": round(j - b, 4)}
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    asyncio.run(main(*(int(a) for a in sys.argv[1:])))
