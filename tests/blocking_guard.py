@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 from blockbuster import blockbuster_ctx
 
-_BLOCKING_GUARDED = ("runtime", "cli", "server")
+_BLOCKING_GUARDED = ("runtime", "cli", "server", "mcp")
 
 
 def no_blocking_on_the_loop(request: pytest.FixtureRequest) -> Iterator[None]:

@@ -21,7 +21,15 @@ from orchestra._types import JSON, Event, Task
 from orchestra.mcp import rules
 from orchestra.mcp.declare import InDoubt, MCPServer
 from orchestra.mcp.hub import MCPHub
-from orchestra.mcp.listing import LIST_STEP, MCPTool, build_tools, changes, offered
+from orchestra.mcp.listing import (
+    LIST_STEP,
+    MCPTool,
+    build_tools,
+    changes,
+    compile_all,
+    compiled,
+    offered,
+)
 from orchestra.mcp.results import record_result
 from orchestra.models.base import ToolCall, ToolSchema
 from orchestra.runtime import keys
@@ -78,6 +86,8 @@ async def open_toolset(setup: MCPSetup | None, role: Any, python_tools: Collecti
         recorded = rec.output
     tools = build_tools(servers, recorded["servers"], role=role.name,
                         python_tools=python_tools, approvals=type(role).needs_approval)
+    if not compiled(tools.values()):
+        await asyncio.to_thread(compile_all, tools.values())
     return MCPToolset(setup.hub, tools, recorded["servers"], rec is not None, store=store,
                       task=task, lease=lease, journal=journal, agent_id=agent_id,
                       approvals=frozenset(type(role).needs_approval))
@@ -94,7 +104,7 @@ async def _list(hub: MCPHub, server: MCPServer) -> list[Any]:
     try:
         return await conn.list_tools()
     except (ServerGone, TimeoutError) as exc:
-        raise conn.error(f"did not list its tools: {exc or 'timed out'}") from None
+        raise await conn.failure(f"did not list its tools: {exc or 'timed out'}") from None
 
 
 class MCPToolset:
@@ -177,8 +187,8 @@ class MCPToolset:
                 output = await _call(conn, tool, args, key)
             except ServerGone as gone:
                 if restarted:
-                    raise conn.error(f"ended again during a call to {tool.name!r}: {gone}"
-                                     ) from None
+                    raise await conn.failure(
+                        f"ended again during a call to {tool.name!r}: {gone}") from None
                 conn = await self.hub.restart(tool.server, conn)
                 verdict = rules.in_doubt(tool.server.policy(tool.name), tool.annotations)
                 refusal = await self._in_doubt(tool, args, n, attempts, verdict,

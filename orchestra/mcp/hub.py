@@ -45,7 +45,7 @@ class MCPHub:
                 return conn
             await dead.close()
             log.warning("MCP server ended; restarting it", server=server.name,
-                        where=server.where(), stderr=dead.stderr_tail()[-300:])
+                        where=server.where())
             return await self._start(server)
 
     async def _start(self, server: MCPServer) -> Connection:

@@ -7,7 +7,6 @@ resumed or replayed task is offered exactly that list, whatever the servers say 
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -38,7 +37,7 @@ class MCPTool:
 
     def check(self, args: dict[str, Any]) -> str | None:
         """What is wrong with ``args`` for the server's input schema (None: nothing)."""
-        problems = _validator(json.dumps(self.input_schema, sort_keys=True)).iter_errors(args)
+        problems = validator(self.input_schema).iter_errors(args)
         found = sorted(problems, key=lambda e: list(e.absolute_path))[:10]
         if not found:
             return None
@@ -98,11 +97,29 @@ def changes(recorded: Sequence[Mapping[str, Any]], now: Sequence[Mapping[str, An
     return {k: v for k, v in diff.items() if v}
 
 
-@functools.lru_cache(maxsize=256)
-def _validator(schema_json: str) -> Any:
-    """A compiled JSON-schema validator, by the schema's text (compiling costs far more
-    than validating; the text, not any process state, decides what it says)."""
-    from jsonschema.validators import validator_for  # comes with the mcp SDK
+_VALIDATORS: dict[str, Any] = {}
+"""Compiled JSON-schema validators by the schema's text (compiling costs far more than
+validating; the text alone decides what a validator says, so a replay is unaffected)."""
 
-    schema = json.loads(schema_json)
-    return validator_for(schema)(schema)
+
+def validator(schema: dict[str, Any]) -> Any:
+    key = json.dumps(schema, sort_keys=True)
+    found = _VALIDATORS.get(key)
+    if found is None:
+        from jsonschema.validators import validator_for  # comes with the mcp SDK
+
+        found = _VALIDATORS[key] = validator_for(schema)(schema)
+        if len(_VALIDATORS) > 512:
+            _VALIDATORS.pop(next(iter(_VALIDATORS)))
+    return found
+
+
+def compiled(tools: Collection[MCPTool]) -> bool:
+    """Every tool's validator is ready (else compile them off the loop: the first import of
+    jsonschema and its first compile read files)."""
+    return all(json.dumps(t.input_schema, sort_keys=True) in _VALIDATORS for t in tools)
+
+
+def compile_all(tools: Collection[MCPTool]) -> None:
+    for t in tools:
+        validator(t.input_schema)

@@ -52,23 +52,26 @@ class Connection:
     async def start(self) -> None:
         """Start the server (or connect to it) and initialize; errors are MCPServerError."""
         s = self.server
-        if s.transport == "stdio":
-            self._check_command()
-            self._stderr = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
+        if s.transport == "stdio":  # file-system work, off the loop
+            problem = await asyncio.to_thread(self._check_command)
+            if problem is not None:
+                raise self.error(problem, "")
+            self._stderr = await asyncio.to_thread(
+                tempfile.TemporaryFile, "w+", encoding="utf-8", errors="replace")
         ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._task = asyncio.create_task(self._serve(ready), name=f"mcp server {s.name}")
         try:
             await asyncio.wait_for(asyncio.shield(ready), s.start_timeout)
         except TimeoutError:
             await self.close()
-            raise self.error(f"did not answer the MCP handshake within {s.start_timeout:g} s"
-                             + self._bad_note()) from None
+            raise await self.failure(f"did not answer the MCP handshake within "
+                                     f"{s.start_timeout:g} s{self._bad_note()}") from None
         except MCPServerError:
             await self.close()
             raise
         except Exception as exc:
             await self.close()
-            raise self.error(f"could not start: {_why(exc)}{self._bad_note()}") from None
+            raise await self.failure(f"could not start: {_why(exc)}{self._bad_note()}") from None
 
     async def _serve(self, ready: asyncio.Future[None]) -> None:
         s = self.server
@@ -81,8 +84,8 @@ class Connection:
                 else:
                     from mcp.shared._httpx_utils import create_mcp_http_client
 
-                    http = await stack.enter_async_context(
-                        create_mcp_http_client(headers=s.resolved_headers()))
+                    http = await stack.enter_async_context(await asyncio.to_thread(
+                        create_mcp_http_client, headers=s.resolved_headers()))  # reads certs
                     streams = await stack.enter_async_context(
                         streamable_http_client(s.url, http_client=http))
                 session = await stack.enter_async_context(ClientSession(
@@ -110,15 +113,16 @@ class Connection:
             command, args = s.command, list(s.args)
         return StdioServerParameters(command=command, args=args, env=env, cwd=s.cwd)
 
-    def _check_command(self) -> None:
+    def _check_command(self) -> str | None:
         s = self.server
         path = {**os.environ, **dict(s.env)}.get("PATH")
         if shutil.which(s.command, path=path) is None:
             where = "" if os.sep in s.command else " on PATH"
-            raise self.error(f"command {s.command!r} not found{where}; install it, or give "
-                             "its full path in MCPServer.stdio(...)")
+            return (f"command {s.command!r} not found{where}; install it, or give its full "
+                    "path in MCPServer.stdio(...)")
         if s.cwd is not None and not Path(s.cwd).is_dir():
-            raise self.error(f"cwd {s.cwd!r} is not a directory")
+            return f"cwd {s.cwd!r} is not a directory"
+        return None
 
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, Exception):  # a line that is not JSON-RPC
@@ -176,9 +180,13 @@ class Connection:
             raise ServerGone("the session is closed")
         return self.session
 
-    def error(self, problem: str) -> MCPServerError:
+    async def failure(self, problem: str) -> MCPServerError:
+        """:meth:`error`, with the tail of the server's stderr (read off the loop)."""
+        await self.close()
+        return self.error(problem, await asyncio.to_thread(self.stderr_tail))
+
+    def error(self, problem: str, tail: str) -> MCPServerError:
         s = self.server
-        tail = self.stderr_tail()
         return MCPServerError(
             f"MCP server {s.name!r} ({s.transport}: {s.where()}) {problem}"
             + (f"\n--- its stderr (last lines) ---\n{tail}" if tail else
