@@ -39,6 +39,7 @@ from orchestra.coordinator.pipeline import load_pipeline
 from orchestra.coordinator.run_models import models_for_run as _models
 from orchestra.coordinator.run_models import recorded_cap, recorded_settings
 from orchestra.coordinator.serving import ParkedRuns, needs_driving, why_not_served
+from orchestra.mcp.hub import MCPHub
 from orchestra.store import Blackboard
 from orchestra.store import url as store_url
 
@@ -63,12 +64,17 @@ async def cmd_worker(args: argparse.Namespace, state: Interrupt) -> int:
                         "as soon as no run is active)")
     async with open_store(args, must_exist=True) as store:
         watch = CancelWatch(store, settings.cancel_poll)  # one status read for all runs
-        if args.run:
-            return await _serve_one(args, store, watch)
-        return await _serve_all(args, state, store, watch)
+        hub = MCPHub()  # the MCP servers of the runs' roles: shared, stopped at the end
+        try:
+            if args.run:
+                return await _serve_one(args, store, watch, hub)
+            return await _serve_all(args, state, store, watch, hub)
+        finally:
+            await hub.aclose()
 
 
-async def _serve_one(args: argparse.Namespace, store: Blackboard, watch: CancelWatch) -> int:
+async def _serve_one(args: argparse.Namespace, store: Blackboard, watch: CancelWatch,
+                     hub: MCPHub) -> int:
     """``--run``: that run only, until it stops needing a driver; its errors end the worker
     (the user asked for that run)."""
     args.run = await inspect_cmds.resolve_run(store, args.run)
@@ -77,7 +83,7 @@ async def _serve_one(args: argparse.Namespace, store: Blackboard, watch: CancelW
         raise UserError(why_not_served(run, f"--db {store_url.label(args.db)}"))
     last: Run | None = None
     while True:
-        job = await _serve_run(args, store, run, watch, leave=False)
+        job = await _serve_run(args, store, run, watch, hub, leave=False)
         last = await job
         _report_end(args, last)
         run = await store.get_run(args.run)  # a drive follows its run; read once it stops
@@ -87,7 +93,7 @@ async def _serve_one(args: argparse.Namespace, store: Blackboard, watch: CancelW
 
 
 async def _serve_all(args: argparse.Namespace, state: Interrupt, store: Blackboard,
-                     watch: CancelWatch) -> int:
+                     watch: CancelWatch, hub: MCPHub) -> int:
     serving: dict[str, asyncio.Task[Run]] = {}
     state.serving = serving  # what Ctrl-C stopped (``interrupts.interrupted``)
     skipped: dict[str, float] = {}  # run -> monotonic time it may be looked at again
@@ -100,7 +106,7 @@ async def _serve_all(args: argparse.Namespace, state: Interrupt, store: Blackboa
             now = time.monotonic()
             skipped = {r: until for r, until in skipped.items() if until > now}
             found = await finder.runs(serving, skip=skipped)
-            await _start(args, store, watch, found, serving, skipped)
+            await _start(args, store, watch, hub, found, serving, skipped)
             again = _AGAIN_LOOKS if finder.full else max(0, again - 1)
             pause = (_LOOK_AGAIN if again else _LOOK) if found else min(2 * pause, _LOOK_MAX)
             for run_id, job in list(serving.items()):
@@ -130,14 +136,15 @@ async def _stop(serving: dict[str, asyncio.Task[Run]]) -> None:
         await asyncio.shield(asyncio.gather(*jobs, return_exceptions=True))
 
 
-async def _start(args: argparse.Namespace, store: Blackboard, watch: CancelWatch,
+async def _start(args: argparse.Namespace, store: Blackboard, watch: CancelWatch, hub: MCPHub,
                  found: list[str], serving: dict[str, asyncio.Task[Run]],
                  skipped: dict[str, float]) -> None:
     """Start driving the runs a look found, together. A run that cannot be served here
     is reported and skipped; any other error ends the worker once the others started."""
 
     async def one(run_id: str) -> asyncio.Task[Run]:
-        return await _serve_run(args, store, await store.get_run(run_id), watch, leave=True)
+        return await _serve_run(args, store, await store.get_run(run_id), watch, hub,
+                                leave=True)
 
     started = await asyncio.gather(*(one(r) for r in found), return_exceptions=True)
     failure: BaseException | None = None
@@ -185,14 +192,14 @@ def _skip(args: argparse.Namespace, run_id: str, why: str, skipped: dict[str, fl
 
 
 async def _serve_run(args: argparse.Namespace, store: Blackboard, run: Run,
-                     watch: CancelWatch, *, leave: bool) -> asyncio.Task[Run]:
+                     watch: CancelWatch, hub: MCPHub, *, leave: bool) -> asyncio.Task[Run]:
     pipeline = load_pipeline(run.pipeline, run.input)
     recorded = await recorded_settings(store, run)  # its log read once: the cap is in it
     coord = Coordinator(store, pipeline, models=_models(pipeline, recorded, args.model),
                         settings=dataclasses.replace(
                             _settings(args, shared=True, cap=recorded_cap(recorded),
                                       cost_cap=recorded.get("max_cost")), leave_idle=leave),
-                        prices=_prices(args), cancel_watch=watch)
+                        prices=_prices(args), cancel_watch=watch, mcp=hub)
     if not args.json:
         print(f"worker {coord.owner}: serving run {run.id}")
     return asyncio.create_task(coord.drive(run.id))

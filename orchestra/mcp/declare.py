@@ -122,8 +122,10 @@ class MCPServer:
 
     def where(self) -> str:
         """The server for a person: its command line or URL (never header values)."""
-        if self.transport == "http":
-            return self.url
+        if self.transport == "http":  # without any user:password@ in it
+            scheme, _, rest = self.url.partition("//")
+            host, slash, path = rest.partition("/")
+            return f"{scheme}//{host.rpartition('@')[2]}{slash}{path}"
         return shlex.join([self.command, *self.args])
 
     def resolved_headers(self, environ: Mapping[str, str] | None = None) -> dict[str, str]:

@@ -30,6 +30,7 @@ from orchestra.coordinator.owners import dead_local_owners, new_owner_id
 from orchestra.coordinator.pipeline import load_pipeline
 from orchestra.coordinator.run_models import models_for_run, recorded_cap, recorded_settings
 from orchestra.coordinator.serving import ParkedRuns, needs_driving
+from orchestra.mcp.hub import MCPHub
 from orchestra.models.prices import PriceBook
 from orchestra.store.protocol import Blackboard
 
@@ -62,6 +63,8 @@ class RunPool:
         self._watch = CancelWatch(store, settings.cancel_poll)
         """Shared by the coordinators of every run this pool drives: one status read per
         poll for all of them."""
+        self._mcp = MCPHub()
+        """The MCP servers of the runs' roles, shared by every run; stopped at ``close``."""
 
     def serving(self, run_id: str) -> bool:
         return run_id in self._jobs
@@ -121,7 +124,7 @@ class RunPool:
             coord = Coordinator(self._store, pipeline,
                                 models=models_for_run(pipeline, recorded, self._models),
                                 settings=settings, prices=self._prices,
-                                cancel_watch=self._watch)
+                                cancel_watch=self._watch, mcp=self._mcp)
         except UserError as exc:
             if run.id not in self.unservable:
                 log.warning("cannot serve run", run=run.id, error=str(exc))
@@ -192,3 +195,4 @@ class RunPool:
         for job in jobs:
             job.cancel()
         await asyncio.gather(*jobs, return_exceptions=True)
+        await self._mcp.aclose()

@@ -78,6 +78,7 @@ def test_declarations_refuse_mistakes_early() -> None:
         MCPServer.stdio("x", exclude="append")
     server = MCPServer.http("https://h.example/mcp", headers={"A": "Bearer ${T}"})
     assert "Bearer" not in repr(server) and server.name == "h.example"
+    assert MCPServer.http("https://u:pw@h.example/mcp").where() == "https://h.example/mcp"
     assert resolve("Bearer ${T}", "a header", {"T": "abc"}) == "Bearer abc"
     assert resolve("env:T", "a header", {"T": "abc"}) == "abc"
 
