@@ -101,10 +101,17 @@ async def _list(hub: MCPHub, server: MCPServer) -> list[Any]:
     from orchestra.mcp.session import ServerGone
 
     conn = await hub.connection(server)
-    try:
-        return await conn.list_tools()
-    except (ServerGone, TimeoutError) as exc:
-        raise await conn.failure(f"did not list its tools: {exc or 'timed out'}") from None
+    for again in (False, True):
+        try:
+            return await conn.list_tools()
+        except ServerGone:
+            if again:
+                raise await conn.failure("ended twice while listing its tools") from None
+            conn = await hub.restart(server, conn)
+        except TimeoutError:
+            raise await conn.failure(f"did not list its tools within {server.timeout:g} s"
+                                     ) from None
+    raise AssertionError("unreachable")
 
 
 class MCPToolset:

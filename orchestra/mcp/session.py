@@ -47,7 +47,7 @@ class Connection:
         self._task: asyncio.Task[None] | None = None
         self._stderr: IO[str] | None = None
         self._bad_message: str | None = None
-        self.pid: int | None = None
+        self._read: Any = None  # the transport's receiving stream
 
     async def start(self) -> None:
         """Start the server (or connect to it) and initialize; errors are MCPServerError."""
@@ -88,6 +88,7 @@ class Connection:
                         create_mcp_http_client, headers=s.resolved_headers()))  # reads certs
                     streams = await stack.enter_async_context(
                         streamable_http_client(s.url, http_client=http))
+                self._read = streams[0]
                 session = await stack.enter_async_context(ClientSession(
                     streams[0], streams[1], message_handler=self._on_message))
                 await session.initialize()
@@ -135,7 +136,11 @@ class Connection:
 
     @property
     def alive(self) -> bool:
-        return self.session is not None and self._task is not None and not self._task.done()
+        """Started, not closed, and its transport still open (a stdio server that exited
+        closed it: the next call starts it again, sending nothing to a dead one)."""
+        return (self.session is not None and self._task is not None
+                and not self._task.done() and self._read is not None
+                and self._read.statistics().open_send_streams > 0)
 
     async def list_tools(self) -> list[Tool]:
         session = self._live()
