@@ -139,8 +139,7 @@ class Connection:
         """Started, not closed, and its transport still open (a stdio server that exited
         closed it: the next call starts it again, sending nothing to a dead one)."""
         return (self.session is not None and self._task is not None
-                and not self._task.done() and self._read is not None
-                and self._read.statistics().open_send_streams > 0)
+                and not self._task.done() and _open(self._read))
 
     async def list_tools(self) -> list[Tool]:
         session = self._live()
@@ -218,6 +217,14 @@ class Connection:
                 task.cancel()
                 with contextlib.suppress(BaseException):
                     await task
+
+
+def _open(stream: Any) -> bool:
+    """A transport's receiving stream (the SDK's memory stream, or one wrapping it) still
+    has a sender: the transport did not close it."""
+    stats = getattr(stream, "statistics", None) or getattr(
+        getattr(stream, "_inner", None), "statistics", None)
+    return stats is None or bool(stats().open_send_streams)
 
 
 def _connection_closed(exc: Exception) -> bool:
