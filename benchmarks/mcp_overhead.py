@@ -1,7 +1,8 @@
 """What journaling adds to an MCP tool call: the same no-op ``tools/call`` to the same
 stdio server (the tests' own), through the bare ``mcp`` SDK session and through
 orchestra's journaled path (schema check, ``started`` written durably before sending,
-the result recorded after), interleaved, medians of REPS.
+the result recorded after), interleaved, medians of REPS; beside them, what journaling a
+Python tool's step costs alone (the part both kinds of tool share).
 
 ``python -m benchmarks.mcp_overhead [CALLS] [REPS]``; the last line is JSON."""
 
@@ -22,7 +23,7 @@ from orchestra import MCPServer, NewTask, Role, SQLiteBlackboard
 from orchestra.mcp.calls import MCPSetup, open_toolset
 from orchestra.mcp.hub import MCPHub
 from orchestra.models.base import ToolCall
-from orchestra.runtime.journal import Journal
+from orchestra.runtime.journal import Journal, Outcome
 from orchestra.store.protocol import Lease
 
 SERVER = Path(__file__).resolve().parents[1] / "tests" / "mcp" / "effects_server.py"
@@ -71,6 +72,24 @@ async def _journaled(store: SQLiteBlackboard, hub: MCPHub, server: MCPServer, ca
             (time.process_time() - cpu) / calls * 1000)
 
 
+async def _python_step(store: SQLiteBlackboard, calls: int) -> Times:
+    """The journaling alone, as a Python tool's step has it (a durable start, then the
+    outcome): what any tool step costs orchestra, whatever the tool."""
+    run = await store.create_run("bench", None, tasks=[NewTask("bench", None)])
+    task = await store.claim_task("bench-owner", run_id=run.id)
+    assert task is not None
+    journal = Journal(store, task, Lease("bench-owner", task.attempt), f"{run.id}/bench", [])
+
+    async def noop() -> Outcome:
+        return Outcome({"content": "ok", "is_error": False})
+
+    start, cpu = time.perf_counter(), time.process_time()
+    for _ in range(calls):
+        await journal.run(journal.reserve(), "tool", "noop", "", noop)
+    return ((time.perf_counter() - start) / calls * 1000,
+            (time.process_time() - cpu) / calls * 1000)
+
+
 TOOLS = {"noop": "read-only (sent again if in doubt: its start is not awaited)",
          "touch": "side-effecting (its start is durable before it is sent)"}
 
@@ -80,6 +99,7 @@ async def main(calls: int = 300, reps: int = 5) -> None:
     hub = MCPHub()
     times: dict[str, list[Times]] = {f"{k}_{t}": [] for k in ("bare", "journaled")
                                      for t in TOOLS}
+    times["python_step"] = []
     with tempfile.TemporaryDirectory() as tmp:
         store = await SQLiteBlackboard.open(Path(tmp) / "bench.db")
         try:
@@ -91,6 +111,9 @@ async def main(calls: int = 300, reps: int = 5) -> None:
                     if rep:
                         times[f"bare_{name}"].append(bare)
                         times[f"journaled_{name}"].append(journaled)
+                python = await _python_step(store, calls if rep else 20)
+                if rep:
+                    times["python_step"].append(python)
         finally:
             await hub.aclose()
             await store.close()
@@ -107,6 +130,11 @@ async def main(calls: int = 300, reps: int = 5) -> None:
             out |= {f"{name}_{clock}_bare_ms": round(b, 4),
                     f"{name}_{clock}_journaled_ms": round(j, 4),
                     f"{name}_{clock}_overhead_ms": round(j - b, 4)}
+    for i, clock in enumerate(("wall", "cpu")):
+        step = statistics.median(t[i] for t in times["python_step"])
+        print(f"a Python tool step's journaling alone (start, then outcome), {clock}: "
+              f"{step:.3f} ms")
+        out[f"python_step_{clock}_ms"] = round(step, 4)
     print(json.dumps(out))
 
 
