@@ -159,7 +159,7 @@ async def show_data(store: Blackboard, run_id: str) -> dict[str, Any]:
     }
 
 
-READ_ONLY_COMMANDS = frozenset({"runs", "show", "events", "board"})
+READ_ONLY_COMMANDS = frozenset({"runs", "show", "events", "board", "approvals"})
 """Commands that never write: they work on a store the user cannot write."""
 
 
@@ -178,6 +178,8 @@ async def dispatch(args: argparse.Namespace, open_store: OpenStore) -> int:
             await _events(args, store)
         elif args.command == "board":
             await _board(args, store)
+        elif args.command == "approvals":
+            await _approvals(args, store)
         elif args.command in ("approve", "deny"):
             by = args.by or getpass.getuser()
             args.approval = await resolve_approval(store, args.approval)
@@ -190,6 +192,17 @@ async def dispatch(args: argparse.Namespace, open_store: OpenStore) -> int:
                      f"no worker serves run {approval.run_id}; continue it with: "
                      f"orchestra resume {approval.run_id} --db {label(args.db)}"))
     return 0
+
+
+async def _approvals(args: argparse.Namespace, store: Blackboard) -> None:
+    """The pending approvals of ``args.run``, or of every waiting run."""
+    runs = [args.run] if args.run else [r.id for r in await store.list_runs(
+        status="waiting", limit=1_000_000)]
+    pending = [a for run in runs for a in await store.list_approvals(run, status="pending")]
+    emit(args, {"approvals": [dataclasses.asdict(a) for a in pending]}, "\n".join(
+        f"{a.id}  run {a.run_id}  {a.tool}({json.dumps(a.arguments, default=str)})"
+        for a in pending) + f"\ndecide: orchestra approve ID / orchestra deny ID --reason ... "
+        f"--db {label(args.db)}" if pending else "no approvals pending")
 
 
 async def _runs(args: argparse.Namespace, store: Blackboard) -> None:

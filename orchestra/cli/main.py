@@ -63,6 +63,7 @@ EXAMPLES = {
     "show": "orchestra show 52d2",
     "events": "orchestra events 52d2 --follow",
     "board": "orchestra board 52d2 handoffs",
+    "approvals": "orchestra approvals            # the calls waiting for a person, all runs",
     "approve": "orchestra approve 8f3a --reason 'checked the diff'",
     "deny": "orchestra deny 8f3a --reason 'not this version'",
     "cancel": "orchestra cancel 52d2",
@@ -228,10 +229,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--server", metavar="URL", help="with --open: the server (default "
                                                   "$ORCHESTRA_SERVER or http://127.0.0.1:8765)")
 
+    p = sub.add_parser("approvals", help="tool calls waiting for a person (in doubt too)")
+    _common(p)
+    p.add_argument("run", nargs="?", help="only this run's (default: every waiting run's)")
+
     for name, verb in (("approve", "approve"), ("deny", "deny")):
         p = sub.add_parser(name, help=f"{verb} a pending tool call")
         _common(p)
-        p.add_argument("approval", help="approval id (see `orchestra board RUN approvals`)")
+        p.add_argument("approval", help="approval id (see `orchestra approvals`)")
         p.add_argument("--by", default=None, help="who decides (default: $USER)")
         p.add_argument("--reason", default=None, help="why (the model sees a denial's reason)")
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -92,6 +93,13 @@ async def test_a_server_dying_during_a_side_effect_puts_the_call_in_doubt(
         assert approval.tool == "append [in doubt]"
         assert approval.arguments["arguments"] == {"text": "e1"}  # type: ignore[index]
         assert "its server ending during the call" in approval.arguments["in_doubt"]  # type: ignore[index]
+        # `orchestra approvals` lists it, naming the server, the tool and its arguments
+        cli = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "orchestra.cli.main", "approvals", "--db",
+            str(tmp_path / "o.db"), stdout=asyncio.subprocess.PIPE)
+        listed = (await cli.communicate())[0].decode()
+        assert f"{approval.id}  run r1  append [in doubt]" in listed
+        assert '"server": "effects", "tool": "append", "arguments": {"text": "e1"}' in listed
         await store.decide_approval(approval.id, approved=False, by="test", reason="no need")
         run = await coord.resume("r1")
         assert run.status == "completed", run.error
