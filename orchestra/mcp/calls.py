@@ -124,6 +124,7 @@ class MCPToolset:
         self.store, self.task, self.lease, self.journal = store, task, lease, journal
         self.agent_id, self.approvals = agent_id, approvals
         self._compared: set[str] = set()
+        self._calls = 0  # calls this attempt sent (or began to)
 
     @property
     def schemas(self) -> list[ToolSchema]:
@@ -151,6 +152,46 @@ class MCPToolset:
 
     async def run(self, call: ToolCall, checked: tuple[MCPTool, dict[str, Any]],
                   n: int) -> ToolResult:
+        """Replay the call, or send it; a server that cannot be reached fails the task
+        while it has done nothing, and parks it for a person once it has (a failed task
+        starts afresh: what it did would be done again)."""
+        from orchestra.mcp.session import MCPServerError
+
+        try:
+            return await self._run(call, checked, n)
+        except MCPServerError as exc:
+            if not self._calls and not any(s.kind == "tool" and s.name != LIST_STEP
+                                           for s in self.journal.recorded.values()):
+                raise
+            return await self._unreachable(call, checked, n, exc)
+
+    async def _unreachable(self, call: ToolCall, checked: tuple[MCPTool, dict[str, Any]],
+                           n: int, exc: Exception) -> ToolResult:
+        tool, args = checked
+        retry = self.task.retries
+        for k in range(500):  # the approvals of earlier failures were approved: ask anew
+            slot = rules.unreachable_step(n, k)
+            approval = await self.store.find_approval(self.task.id, retry, slot)
+            if approval is None:
+                log.warning("MCP server unreachable; the task waits for a person",
+                            run=self.task.run_id, task=self.task.id, server=tool.server.name)
+                approval = await self.store.request_approval(
+                    self.task.id, self.lease, retry=retry, step=slot,
+                    tool=f"{tool.exposed} [server down]", arguments={
+                        "server": tool.server.name, "tool": tool.name, "arguments": args,
+                        "error": str(exc)[-1500:], "approve": "try the server again",
+                        "deny": "tell the model the call was not sent"})
+            if approval.status == "pending":
+                raise ApprovalWait(approval.id, tool.exposed)
+            if approval.status == "denied":
+                return await self._record(call, tool, n, keys.digest(call.arguments), {
+                    "content": f"MCP server {tool.server.name!r} could not be reached and a "
+                    f"person decided not to wait for it ({approval.reason or 'no reason'}): "
+                    f"this call to {tool.exposed!r} was not sent.", "is_error": True})
+        raise exc
+
+    async def _run(self, call: ToolCall, checked: tuple[MCPTool, dict[str, Any]],
+                   n: int) -> ToolResult:
         tool, args = checked
         rec = self.journal.lookup(n, "tool", tool.exposed)
         if rec is not None:  # answered before: its recorded result, never sent again
@@ -188,6 +229,7 @@ class MCPToolset:
             if not resend or restarted:  # durable before the request leaves: a crash
                 await self._start(tool, n, digest)  # from here on finds it in flight
             attempts += 1
+            self._calls += 1
             self.journal.executed += 1
             await self._compare(conn, tool.server)
             try:

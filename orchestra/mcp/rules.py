@@ -48,3 +48,9 @@ def in_doubt_step(step: int, attempts: int) -> int:
     """The approval slot of an in-doubt call: one per (step, send), apart from the step's
     own approval (``needs_approval``), so a resend that is itself cut short asks again."""
     return -(step * 1000 + attempts)
+
+
+def unreachable_step(step: int, k: int) -> int:
+    """The approval slot of the ``k``-th time a step's server could not be reached, in a
+    task that already did work a fresh attempt would do again."""
+    return -(step * 1000 + 500 + k)

@@ -98,6 +98,9 @@ if os.environ.get("EFFECTS_EXTRA"):  # a server upgraded between a crash and a r
 def main(argv: list[str]) -> None:
     transport = argv[0] if argv else "stdio"
     mode = argv[-1] if argv and argv[-1] in ("exit", "hang", "garbage") else ""
+    if os.environ.get("REFUSE") and Path(os.environ["REFUSE"]).exists():
+        print("effects server: refusing to start (the REFUSE file exists)", file=sys.stderr)
+        sys.exit(3)
     if os.environ.get("PIDFILE"):
         Path(os.environ["PIDFILE"]).write_text(str(os.getpid()))
     if mode == "exit":

@@ -21,9 +21,11 @@ SERVER = Path(__file__).with_name("effects_server.py")
 def effects(tmp: Path, *args: str, delay: float = 0.0, extra: bool = False,
             **kw: Any) -> MCPServer:
     """The tests' own server over stdio, counting its effects in ``tmp/effects.log``
-    (``extra``: with one more tool, as if upgraded)."""
+    (``extra``: with one more tool, as if upgraded; it refuses to start while
+    ``tmp/refuse`` exists)."""
     env = {"EFFECTS": str(tmp / "effects.log"), "APPEND_DELAY": str(delay),
-           "PIDFILE": str(tmp / "server.pid")} | ({"EFFECTS_EXTRA": "1"} if extra else {})
+           "PIDFILE": str(tmp / "server.pid"), "REFUSE": str(tmp / "refuse")} | (
+        {"EFFECTS_EXTRA": "1"} if extra else {})
     kw.setdefault("name", "effects")
     return MCPServer.stdio(sys.executable, [str(SERVER), *args], env=env, **kw)
 

@@ -110,3 +110,39 @@ async def test_a_server_dying_during_a_side_effect_puts_the_call_in_doubt(
     finally:
         await coord.mcp.aclose()
         await store.close()
+
+
+async def test_a_server_that_cannot_restart_parks_a_task_that_did_work(tmp_path: Path) -> None:
+    """Failing the task would start it afresh and send e1 again: it waits for a person."""
+    coords: list[Coordinator] = []
+    downed: list[bool] = []
+
+    async def script(req: ModelRequest) -> object:
+        done = [m for m in req.messages if m.role == "tool"]
+        if len(done) == 1 and not downed:  # the server goes down, for good
+            downed.append(True)
+            await asyncio.to_thread((tmp_path / "refuse").write_text, "")
+            await asyncio.to_thread(_kill_server, tmp_path)
+            live = list(coords[0].mcp._live.values())
+            await _until(lambda: not any(c.alive for c in live), "its pipe to close")
+        if len(done) < 2:
+            return reply("", tool_call("append", {"text": f"e{len(done) + 1}"}))
+        return reply("done")
+
+    store = await SQLiteBlackboard.open(tmp_path / "o.db")
+    coord = Coordinator(store, pipeline(_role(effects(tmp_path)), FunctionModel(script)))
+    coords.append(coord)
+    try:
+        run = await coord.run("go", run_id="r1")
+        assert run.status == "waiting", run.error
+        (approval,) = await store.list_approvals("r1", status="pending")
+        assert approval.tool == "append [server down]"
+        assert "refusing to start (the REFUSE file exists)" in approval.arguments["error"]  # type: ignore[index]
+        (tmp_path / "refuse").unlink()  # someone fixed the server
+        await store.decide_approval(approval.id, approved=True, by="test")
+        run = await coord.resume("r1")
+        assert run.status == "completed", run.error
+        assert [ln.split()[1] for ln in lines(tmp_path / "effects.log")] == ["e1", "e2"]
+    finally:
+        await coord.mcp.aclose()
+        await store.close()
