@@ -198,7 +198,10 @@ def render_cases(cases: Sequence[SpecCase], module: str) -> str:
         lines += [f"    {name} = " + (f"getattr(_spec_module, {name!r}, None) or "
                                       f"__import__({name!r})" if name in STDLIB else
                                       f"_spec_module.{name}") for name in names]
-        lines += [f"    {line}" for s in case.setup for line in s.split("\n")]
+        # re-written from the syntax tree: a string over several lines stays one line,
+        # so indenting the statement never changes a value
+        lines += [f"    {line}" for s in case.setup
+                  for line in ast.unparse(ast.parse(s)).split("\n")]
         if case.error:
             exc = case.error if case.error in _BUILTIN_ERRORS else f"_spec_module.{case.error}"
             lines += [f"    with _spec_pytest.raises({exc}):", f"        {call}", ""]

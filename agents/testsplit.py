@@ -24,7 +24,8 @@ _FAILED = re.compile(r"^(?:FAILED|ERROR) [^\s:]+::(\w+)", re.MULTILINE)
 def _independent(stmt: ast.stmt) -> bool:
     if isinstance(stmt, ast.Assert):
         return True
-    if isinstance(stmt, ast.With) and len(stmt.items) == 1:
+    if isinstance(stmt, ast.With) and len(stmt.items) == 1 and (
+            stmt.items[0].optional_vars is None):  # `as e`: a later check may read e
         call = stmt.items[0].context_expr
         return (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
                 and call.func.attr == "raises")

@@ -177,3 +177,13 @@ def test_cases_listed_as_json_objects() -> None:
     assert cases(spec) == [SpecCase("span([3, 1, 2])", "(1, 3)"),
                            SpecCase("mean(xs=[1, 2])", "1.5"),
                            SpecCase("span([])", error="ValueError")]
+
+
+def test_a_setup_string_over_several_lines_keeps_its_value(tmp_path: Path) -> None:
+    (tmp_path / "m.py").write_text("def lines(text):\n    return text.splitlines()\n")
+    setup = 'got = lines("""a\nb\n""")'
+    text = render_cases([SpecCase("got", "['a', 'b']", setup=(setup,))], "m")
+    (tmp_path / "test_m.py").write_text(text)
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           "test_m.py"], cwd=tmp_path, capture_output=True, text=True)
+    assert "1 passed" in done.stdout, done.stdout + text

@@ -337,3 +337,9 @@ def test_an_attribute_that_hides_a_method_is_named() -> None:
         "kata/inventory.py", shadow, tests=False)
     fine = shadow.replace("self.items", "self._items")
     assert code_problem("kata/inventory.py", fine, tests=False) == ""
+
+
+def test_a_raises_block_whose_error_a_later_check_reads_stays_whole() -> None:
+    text = ("import pytest\n\n\ndef test_e():\n    with pytest.raises(ValueError) as e:\n"
+            "        f()\n    assert str(e.value) == 'x'\n")
+    assert split_tests(text) == text
