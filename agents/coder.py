@@ -55,7 +55,9 @@ class Coder(WorkspaceRole):
     name = "coder"
     input = ModuleTask
     answer = EditBlocks(paths=_module_path, output=CodeAnswer, whole_files_first=True)
-    settings = ModelSettings(max_tokens=2000)
+    # the first answer greedy, as the one-shot baseline's (a server's default is often 0.8:
+    # a worse first answer); revisions and new samples are warmer (retry_settings' ladder)
+    settings = ModelSettings(max_tokens=2000, temperature=0.0)
     compaction = SlidingWindow(last=12)
     output_retries = 8
     concurrency = 1

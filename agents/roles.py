@@ -157,7 +157,8 @@ class Architect(WorkspaceRole):
     name = "architect"
     input = PlanTask
     output = ProjectPlan
-    settings = ModelSettings(max_tokens=1500)  # a runaway reply stops early, not at a timeout
+    # a runaway reply stops early, not at a timeout; greedy: one plan, the likeliest
+    settings = ModelSettings(max_tokens=1500, temperature=0.0)
     concurrency = 1
     fallback_after: ClassVar[int] = 1
     """Refused plans after which the plan the spec itself states is taken (if it states

@@ -58,7 +58,7 @@ class Tester(WorkspaceRole):
     answer = FileBlocks(paths=_test_path, output=TestsAnswer)
     # short on purpose: a small model left alone enumerates a table of cases until the
     # limit (seen: 1,500 tokens of parametrize rows, four minutes, for one function)
-    settings = ModelSettings(max_tokens=1000)
+    settings = ModelSettings(max_tokens=1000, temperature=0.0)
     compaction = SlidingWindow(last=12)
     output_retries = 4
     concurrency = 1
@@ -132,7 +132,7 @@ class Reviewer(WorkspaceRole):
     name = "reviewer"
     input = ModuleTask
     output = Review
-    settings = ModelSettings(max_tokens=800)
+    settings = ModelSettings(max_tokens=800, temperature=0.0)
     compaction = SlidingWindow(last=12)
     concurrency = 1
 
