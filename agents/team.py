@@ -27,7 +27,7 @@ from agents.inputs import ModuleTask, module_task
 from agents.moduletask import cases, cases_file
 from agents.roles import Review, TestsAnswer, WorkspaceRole
 from agents.speccases import case_strings
-from agents.testsplit import split_tests
+from agents.testsplit import guard_imports, split_tests
 from agents.workspace import WorkspaceError
 from orchestra import ModelRetry, ModelSettings, SlidingWindow, ToolContext
 from orchestra.answers import FileBlocks
@@ -94,7 +94,7 @@ class Tester(WorkspaceRole):
             text = cases_file(task, "") or _smoke_tests(path)
         else:
             # one test per check (a wrong one fails alone), then the spec's own examples
-            text = cases_file(task, split_tests(text))
+            text = cases_file(task, split_tests(guard_imports(text, dotted(path))))
         await self.workspace.write_file(test_path, text)
         return output.model_copy(update={"files": {test_path: text}})
 

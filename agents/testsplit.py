@@ -16,7 +16,7 @@ import ast
 import re
 from collections.abc import Sequence
 
-__all__ = ["failed_tests", "split_tests", "trusted_tests"]
+__all__ = ["failed_tests", "guard_imports", "split_tests", "trusted_tests"]
 
 _FAILED = re.compile(r"^(?:FAILED|ERROR) [^\s:]+::(\w+)", re.MULTILINE)
 
@@ -92,3 +92,25 @@ def trusted_tests(text: str, examples: Sequence[str], errors: Sequence[str],
 def failed_tests(output: str) -> set[str]:
     """The test functions a pytest report lists as failed or in error."""
     return set(_FAILED.findall(output))
+
+
+def guard_imports(text: str, module: str) -> str:
+    """``text`` with its top-level ``from module import a, b`` written so that a name the
+    module lacks fails only the tests that use it: ``import module`` then ``a =
+    getattr(module, "a", None)``. Otherwise one name a tester guessed (an error class the
+    spec never names) fails the whole file at collection, the spec's own examples with it,
+    and every answer scores the same. ``text`` unchanged when it does not parse."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return text
+    lines = text.split("\n")
+    for node in reversed(tree.body):
+        if not (isinstance(node, ast.ImportFrom) and node.module == module and node.level == 0
+                and node.end_lineno and all(a.name != "*" for a in node.names)):
+            continue
+        new = [f"import {module} as _tested_module"] + [
+            f"{a.asname or a.name} = getattr(_tested_module, {a.name!r}, None)"
+            for a in node.names]
+        lines[node.lineno - 1:node.end_lineno] = new
+    return "\n".join(lines)

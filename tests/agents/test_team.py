@@ -18,7 +18,7 @@ import pytest
 from agents.pipeline import build_pipeline
 from agents.roles import Review
 from agents.team import Coder, Reviewer
-from agents.testsplit import split_tests
+from agents.testsplit import guard_imports, split_tests
 from agents.workspace import Workspace
 from orchestra import Coordinator, FunctionModel, ModelRetry, SQLiteBlackboard, ToolContext, reply
 from orchestra.models.base import ModelRequest, ModelResponse
@@ -101,7 +101,8 @@ async def test_failing_tests_come_back_as_the_next_turn_until_they_pass(tmp_path
     written = (tmp_path / "ws/tests/test_add.py").read_text()
     # the tester's tests cut one check apart, then the example the spec states in prose
     # (`add(1, 2)` gives 3) as a test of its own
-    assert written.startswith(split_tests(TESTS)) and "_spec_module.add(1, 2) == 3" in written
+    assert written.startswith(split_tests(guard_imports(TESTS, "calc.add")))
+    assert "_spec_module.add(1, 2) == 3" in written
     second = seen["coder"][1].messages[-1].content
     assert "2 of 3 passed" in second and "test_zero" in second
     # the tester never saw code; the reviewer saw code, tests and the passing report
@@ -149,7 +150,8 @@ async def test_a_review_that_blames_the_tests_goes_to_the_tester(tmp_path: Path)
         "architect", "tester", "coder", "reviewer", "tester", "coder", "reviewer"]
     redo = seen["tester"][1].messages[-1].content
     assert "add(0, 0) == 1; 0 + 0 is 0" in redo and "assert add(0, 0) == 1" in redo
-    assert (tmp_path / "ws/tests/test_add.py").read_text().startswith(split_tests(TESTS))
+    assert (tmp_path / "ws/tests/test_add.py").read_text().startswith(
+        split_tests(guard_imports(TESTS, "calc.add")))
 
 
 async def test_tests_without_the_specs_examples_are_sent_back(tmp_path: Path) -> None:
@@ -343,3 +345,12 @@ def test_a_raises_block_whose_error_a_later_check_reads_stays_whole() -> None:
     text = ("import pytest\n\n\ndef test_e():\n    with pytest.raises(ValueError) as e:\n"
             "        f()\n    assert str(e.value) == 'x'\n")
     assert split_tests(text) == text
+
+
+def test_a_name_the_tests_guess_fails_only_the_tests_that_use_it() -> None:
+    text = "from calc.add import add, Oops\nimport os\n\n\ndef test_a():\n    assert add\n"
+    assert guard_imports(text, "calc.add") == (
+        "import calc.add as _tested_module\nadd = getattr(_tested_module, 'add', None)\n"
+        "Oops = getattr(_tested_module, 'Oops', None)\nimport os\n\n\ndef test_a():\n"
+        "    assert add\n")
+    assert guard_imports("def broken(:\n", "calc.add") == "def broken(:\n"

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from agents.pipeline import build_pipeline
-from agents.testsplit import split_tests
+from agents.testsplit import guard_imports, split_tests
 from orchestra import Coordinator, FunctionModel, SQLiteBlackboard, reply
 from orchestra.models.base import ModelRequest, ModelResponse
 
@@ -154,7 +154,8 @@ async def test_weak_model_replies_are_fed_back_and_recovered(tmp_path: Path) -> 
         ("architect", "completed", 0), ("coder", "completed", 0),
         ("reviewer", "completed", 0), ("tester", "completed", 0)]
     assert (workspace / "calc" / "add.py").read_text() == CODE
-    assert (workspace / "tests" / "test_add.py").read_text() == split_tests(TESTS)
+    assert (workspace / "tests" / "test_add.py").read_text() == split_tests(
+        guard_imports(TESTS, "calc.add"))
     assert any(e.kind == "module.approved" for e in events)
     feedback = script.seen
     # the plan shaped like a call was not sent back as "unknown tool"
