@@ -85,7 +85,7 @@ class Coder(WorkspaceRole):
         problem = code_problem(path, code, tests=False)
         if problem:  # not a module at all: nothing to keep
             if earlier and (len(ctx.rejections) >= type(self).keep_best_after
-                            or self.out_of_time()):
+                            or self.out_of_time(task.until)):
                 return await self._finish(task, earlier, best(
                     [Tried.of(d) for d in earlier]), "keep_best")
             raise ModelRetry(f"Your module is not usable yet: {problem}. Reply with the "
@@ -97,7 +97,7 @@ class Coder(WorkspaceRole):
                 "passed": None, "output": "no tests exist for this module"}})
         tried = [*earlier, mine]
         step, chosen = decide([Tried.of(d) for d in tried], rounds=type(self).test_rounds,
-                              out_of_time=self.out_of_time())
+                              out_of_time=self.out_of_time(task.until))
         if step in ("accept", "keep_best"):
             return await self._finish(task, tried, chosen, step, output)
         report = mine["report"]
@@ -149,7 +149,7 @@ class Coder(WorkspaceRole):
         gave_up = sorted(yielded([Tried.of(d) for d in tried]))
         fields = dict(
             files=pick["files"], text=pick["text"], report=pick["report"], tests=tests,
-            out_of_time=self.out_of_time(), accepted=step == "accept",
+            out_of_time=self.out_of_time(task.until), accepted=step == "accept",
             vouched=[Tried.of(pick).trusted[0], Tried.of(pick).trusted[1]],
             notes=[f"the check of {path} against the spec yielded (the same answer came "
                    f"back twice; the check may be the one that is wrong): {a}"

@@ -71,6 +71,8 @@ class ModuleTask(BaseModel):
     """The coder's last words (the reviewer)."""
     history: list[dict[str, Any]] = Field(default_factory=list)
     """The coder's other answers in its task: score, first failure (the reviewer)."""
+    until: float | None = None
+    """Epoch seconds by which this module's rounds end (its share of the run's budget)."""
 
     @property
     def path(self) -> str:

@@ -80,30 +80,40 @@ def _ordered(paths: list[str], uses: dict[str, list[str]]) -> list[str]:
     return done
 
 
-def _plan_route(plan: ProjectPlan, task: Task, writes: Writes) -> None:
-    spec = PlanTask.model_validate(task.input).spec
-    writes.plans.append(plan.model_dump(mode="json"))
-    for d in plan.decisions:
-        writes.notes.append(NewNote(f"{d.decision} — because {d.reason}", ("decision",)))
-    by_path = {m.path: m for m in plan.modules}
-    for path, module in by_path.items():  # the spec's own signatures, where it gives them
-        api = spec_signatures(spec, path, [p for p in by_path if p != path])
-        by_path[path] = module.model_copy(update={"public_api": api or module.public_api})
-    uses = _uses(plan, spec)
-    fan_out(
-        writes, "tester",
-        (ModuleTask(module=by_path[path].model_copy(update={"uses": uses[path]}), round=1,
-                    spec=spec, uses=[by_path[p] for p in uses[path]],
-                    stated=stated(spec, path, by_path[path].public_api)).model_dump(mode="json")
-         for path in _ordered(list(by_path), uses)),
-        note="write this module's tests from the spec",
-        key=lambda item: f"tests:{item['module']['path']}:1")
+def _plan_route(deadline: float | None) -> Any:
+    def route(plan: ProjectPlan, task: Task, writes: Writes) -> None:
+        spec = PlanTask.model_validate(task.input).spec
+        writes.plans.append(plan.model_dump(mode="json"))
+        for d in plan.decisions:
+            writes.notes.append(NewNote(f"{d.decision} — because {d.reason}", ("decision",)))
+        by_path = {m.path: m for m in plan.modules}
+        for path, module in by_path.items():  # the spec's own signatures, where it gives them
+            api = spec_signatures(spec, path, [p for p in by_path if p != path])
+            by_path[path] = module.model_copy(update={"public_api": api or module.public_api})
+        uses = _uses(plan, spec)
+        order = _ordered(list(by_path), uses)
+        # each module's rounds end by its share of the time left (in build order), so the
+        # first cannot spend what the others need; a route runs once: no replay
+        now = time.time()
+        share = (deadline - now) / len(order) if deadline is not None else None
+        fan_out(
+            writes, "tester",
+            (ModuleTask(module=by_path[path].model_copy(update={"uses": uses[path]}),
+                        round=1, spec=spec, uses=[by_path[p] for p in uses[path]],
+                        stated=stated(spec, path, by_path[path].public_api),
+                        until=None if share is None else now + share * (i + 1),
+                        ).model_dump(mode="json")
+             for i, path in enumerate(order)),
+            note="write this module's tests from the spec",
+            key=lambda item: f"tests:{item['module']['path']}:1")
+
+    return route
 
 
 def _tests_route(deadline: float | None) -> Any:
     def route(result: TestsAnswer, task: Task, writes: Writes) -> None:
         done = module_task(task.input)
-        if done.round > 1 and deadline is not None and time.time() >= deadline:
+        if done.round > 1 and _spent(deadline, done):
             # corrected tests past the budget: the module keeps the code it has
             _failed(writes, done.path, done.round - 1, "the run's time budget is spent; its "
                     "tests were corrected but its code was not tried again")
@@ -113,9 +123,15 @@ def _tests_route(deadline: float | None) -> Any:
     return route
 
 
+def _spent(deadline: float | None, done: ModuleTask) -> bool:
+    """The run's time budget, or the module's share of it, is spent."""
+    ends = [t for t in (deadline, done.until) if t is not None]
+    return bool(ends) and time.time() >= min(ends)
+
+
 def _to_coder(done: ModuleTask, writes: Writes) -> None:
     payload = ModuleTask(module=done.module, spec=done.spec, stated=done.stated,
-                         uses=done.uses, round=done.round)
+                         uses=done.uses, round=done.round, until=done.until)
     if done.round > 1:  # the tests were wrong: the code is tried again against the new ones
         payload.current = done.code
         payload.comments = ["The tests were corrected (the reviewer found them wrong "
@@ -171,7 +187,7 @@ def _failed(writes: Writes, path: str, rnd: int, reason: str) -> None:
 
 def _to_review(result: CodeAnswer, done: ModuleTask, writes: Writes) -> None:
     payload = ModuleTask(module=done.module, round=done.round, spec=done.spec,
-                         stated=done.stated, uses=done.uses,
+                         stated=done.stated, uses=done.uses, until=done.until,
                          code=result.files.get(done.path, ""), tests=result.tests,
                          report=result.report, summary=result.text[:500],
                          history=result.history)
@@ -192,12 +208,12 @@ def _review_route(max_rounds: int, deadline: float | None) -> Any:
         if rnd >= max_rounds:
             _failed(writes, path, rnd, reason)
             return
-        if deadline is not None and time.time() >= deadline:  # a route runs once: no replay
+        if _spent(deadline, done):  # a route runs once: no replay
             _failed(writes, path, rnd, f"the run's time budget is spent ({reason})")
             return
         base = ModuleTask(module=done.module, round=rnd + 1, spec=done.spec,
                           stated=done.stated, uses=done.uses, comments=review.comments,
-                          report=done.report)
+                          report=done.report, until=done.until)
         if review.fix == "tests":
             payload = base.model_copy(update={"tests": done.tests, "code": done.code})
             writes.handoffs.append(NewHandoff(
@@ -243,7 +259,7 @@ def build_pipeline(run_input: Any) -> Pipeline:
             spec=inp["spec"], workspace_files=workspace.existing_files()).model_dump(),
             key="plan")],
         routes={
-            "architect": _plan_route,
+            "architect": _plan_route(deadline),
             "tester": _tests_route(deadline),
             "coder": _code_route(review),
             "reviewer": _review_route(max_rounds, deadline),

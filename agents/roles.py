@@ -110,10 +110,11 @@ class WorkspaceRole(Role):
         """Epoch seconds after which the role takes what it has instead of another round
         (the run's time budget; None: no budget)."""
 
-    def out_of_time(self) -> bool:
-        """True once the run's time budget is spent (read in journaled checks only, so a
-        replay decides as the first execution did)."""
-        return self.deadline is not None and time.time() >= self.deadline
+    def out_of_time(self, until: float | None = None) -> bool:
+        """True once the run's time budget (or ``until``, a module's share of it) is spent
+        (read in journaled checks only, so a replay decides as the first execution did)."""
+        ends = [t for t in (self.deadline, until) if t is not None]
+        return bool(ends) and time.time() >= min(ends)
 
     async def tests(self, target: str | None, limit_s: float = 60.0) -> dict[str, Any]:
         report: TestReport = await run_pytest(self.workspace.root, target, timeout=limit_s)

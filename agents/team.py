@@ -84,10 +84,10 @@ class Tester(WorkspaceRole):
                     for r in ctx.rejections)
         rounds = type(self).example_rounds if again else len(ctx.rejections)
         try:
-            self._usable(task, text, rounds, self.out_of_time())
+            self._usable(task, text, rounds, self.out_of_time(task.until))
         except ModelRetry:
             if (len(ctx.rejections) + 1 < type(self).fallback_after
-                    and not self.out_of_time()):
+                    and not self.out_of_time(task.until)):
                 raise
             # the spec's examples alone (or, when it states none, a test that the module
             # imports) beat a run stopped here

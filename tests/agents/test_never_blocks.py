@@ -127,3 +127,24 @@ async def test_no_review_where_no_test_the_spec_vouches_for_fails(tmp_path: Path
     assert run.status == "completed", run.error
     assert "reviewer" not in seen and len(seen["coder"]) == 4
     assert (tmp_path / "ws/tokens.py").read_text() == TOKENS
+
+
+def test_each_module_gets_its_share_of_the_time_left_in_build_order() -> None:
+    import time
+    from types import SimpleNamespace
+
+    from agents.pipeline import _plan_route
+    from agents.roles import ProjectPlan
+    from orchestra.store import Writes
+
+    task = SimpleNamespace(input={"spec": CALC_SPEC, "workspace_files": []})
+    writes = Writes()
+    deadline = time.time() + 300
+    _plan_route(deadline)(ProjectPlan.model_validate(PLAN), task, writes)  # type: ignore[arg-type]
+    until = {h.payload["module"]["path"]: h.payload["until"] for h in writes.handoffs}
+    # tokens.py is built first (evaluator.py builds on it): its share ends first
+    assert until["tokens.py"] < until["evaluator.py"] <= deadline + 1
+    assert abs(until["evaluator.py"] - until["tokens.py"] - 150) < 5
+    none = Writes()
+    _plan_route(None)(ProjectPlan.model_validate(PLAN), task, none)  # type: ignore[arg-type]
+    assert all(h.payload["until"] is None for h in none.handoffs)
