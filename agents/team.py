@@ -10,7 +10,10 @@ which one is wrong against the spec when they disagree.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, ClassVar
+
+from pydantic import BaseModel
 
 from agents.briefs import report_tail, reviewer_brief, tester_brief
 from agents.checks import (
@@ -27,7 +30,7 @@ from agents.inputs import ModuleTask, module_task
 from agents.moduletask import cases, cases_file
 from agents.roles import Review, TestsAnswer, WorkspaceRole
 from agents.speccases import case_strings
-from agents.testsplit import guard_imports, split_tests
+from agents.testsplit import guard_imports, salvage, split_tests
 from agents.workspace import WorkspaceError
 from orchestra import ModelRetry, ModelSettings, SlidingWindow, ToolContext
 from orchestra.answers import FileBlocks
@@ -37,6 +40,18 @@ __all__ = ["Coder", "Reviewer", "Tester", "_missing_import"]
 
 def _test_path(task_input: Any) -> list[str]:
     return [module_task(task_input).test_path]
+
+
+@dataclass(frozen=True)
+class _TestBlocks(FileBlocks):
+    """The test file as a fenced block; one cut off at the token limit keeps its complete
+    tests (see :func:`agents.testsplit.salvage`)."""
+
+    def parse(self, text: str, *, truncated: bool, task_input: Any) -> BaseModel:
+        kept = salvage(text) if truncated else None
+        if kept is not None:
+            return super().parse(kept, truncated=False, task_input=task_input)
+        return super().parse(text, truncated=truncated, task_input=task_input)
 
 
 def _smoke_tests(path: str) -> str:
@@ -55,10 +70,10 @@ class Tester(WorkspaceRole):
 
     name = "tester"
     input = ModuleTask
-    answer = FileBlocks(paths=_test_path, output=TestsAnswer)
+    answer = _TestBlocks(paths=_test_path, output=TestsAnswer)
     # short on purpose: a small model left alone enumerates a table of cases until the
     # limit (seen: 1,500 tokens of parametrize rows, four minutes, for one function)
-    settings = ModelSettings(max_tokens=1000, temperature=0.0)
+    settings = ModelSettings(max_tokens=800, temperature=0.0)
     compaction = SlidingWindow(last=12)
     output_retries = 4
     concurrency = 1

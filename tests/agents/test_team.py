@@ -354,3 +354,21 @@ def test_a_name_the_tests_guess_fails_only_the_tests_that_use_it() -> None:
         "Oops = getattr(_tested_module, 'Oops', None)\nimport os\n\n\ndef test_a():\n"
         "    assert add\n")
     assert guard_imports("def broken(:\n", "calc.add") == "def broken(:\n"
+
+
+def test_tests_cut_off_at_the_token_limit_keep_their_complete_functions() -> None:
+    from agents.team import Tester
+
+    cut = ("Here:\n\ntests/test_add.py\n```python\nfrom calc.add import add\n\n\n"
+           "def test_one():\n    assert add(1, 2) == 3\n\n\n@pytest.mark.x\ndef test_two():\n"
+           "    assert add(0, 0) == 0\n\n\ndef test_three():\n    assert add(2, ")
+    answer = Tester.answer.parse(cut, truncated=True, task_input={"module": PLAN["modules"][0]})
+    kept = answer.files["tests/test_add.py"]  # type: ignore[attr-defined]
+    assert "def test_two" in kept and "test_three" not in kept
+    import pytest
+
+    from orchestra._errors import OutputError
+
+    with pytest.raises(OutputError):  # nothing complete to keep: cut off, as before
+        Tester.answer.parse("tests/test_add.py\n```python\ndef test_one():\n    assert (",
+                            truncated=True, task_input={"module": PLAN["modules"][0]})
