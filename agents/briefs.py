@@ -28,8 +28,11 @@ def _api(module: ModuleSpec) -> str:
     api = read_api(module.public_api)
     lines, owner = [], False
     for sig in module.public_api:
-        name = sig.removeprefix("class ").split("(")[0].split(".")[0].strip()
-        if name in api.classes:
+        head = sig.removeprefix("class ").split("(")[0].strip()
+        name, _, member = head.partition(".")
+        if member and name in api.classes:
+            lines.append(f"    - method {sig.removeprefix(name + '.')}")
+        elif name in api.classes:
             owner = not name.endswith(("Error", "Exception"))
             lines.append(f"- {sig}" if sig.startswith("class ") or not owner else
                          f"- class {name}, built as {sig}")

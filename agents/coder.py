@@ -23,7 +23,6 @@ from agents.checks import (
     dotted,
     imports_module,
     spec_paths,
-    spec_signatures,
 )
 from agents.decide import Tried, best, decide, yielded
 from agents.failures import how_it_failed
@@ -32,6 +31,7 @@ from agents.imports_fix import absolute_imports, add_missing_imports
 from agents.inputs import ModuleTask, module_task
 from agents.moduletask import cases, first_failure, score, summary, trusted
 from agents.roles import CodeAnswer, ModuleSpec, WorkspaceRole
+from agents.specapi import spec_signatures
 from agents.speccases import CASE_PREFIX
 from agents.testsplit import failed_tests
 from agents.workspace import WorkspaceError

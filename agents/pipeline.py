@@ -24,10 +24,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from agents.checks import dotted, spec_section, spec_signatures
+from agents.checks import dotted, spec_section
 from agents.inputs import ModuleTask, PlanTask, module_task
 from agents.moduletask import stated
 from agents.roles import Architect, CodeAnswer, ProjectPlan, Review, TestsAnswer
+from agents.specapi import spec_signatures
 from agents.specplan import stated_uses
 from agents.summary import run_story
 from agents.team import Coder, Reviewer, Tester

@@ -13,7 +13,8 @@ import re
 from pathlib import PurePosixPath
 from typing import Any
 
-from agents.checks import dotted, spec_paths, spec_section, spec_signatures
+from agents.checks import dotted, spec_paths, spec_section
+from agents.specapi import spec_signatures
 
 __all__ = ["plan_from_spec", "stated_uses"]
 

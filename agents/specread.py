@@ -75,9 +75,9 @@ def _parse_params(params: str) -> ast.arguments | None:
 
 def read_api(entries: Sequence[str]) -> Api:
     """The API of signatures such as ``f(a: int) -> str``, ``class X``, ``X(cap: int)``,
-    ``X.put(key)``. A lower-case name listed after a class that is not an exception
-    (``LRUCache(...)`` then ``put(key, value)``) is taken for that class's method: a
-    call of it needs an instance, so no sentence can be a test of it alone."""
+    ``X.put(key)``. A lower-case name listed after a constructor that is not an
+    exception's (``LRUCache(...)`` then ``put(key, value)``) is taken for that class's
+    method: a call of it needs an instance, so no sentence can be a test of it alone."""
     functions: dict[str, Function] = {}
     classes: set[str] = set()
     methods: set[str] = set()
@@ -92,7 +92,9 @@ def read_api(entries: Sequence[str]) -> Api:
             bases = params or ""
             exception = name.endswith(("Error", "Exception")) or bool(
                 re.search(r"(Error|Exception)\b", bases))
-            owner = None if exception else name
+            # "X(capacity)" then "put(key)": X's method; after "class X" (a class named in
+            # prose or a listing) a bare name is a function: its methods come as "X.m"
+            owner = None if exception or is_class or params is None else name
             if member:
                 methods.add(member)
             continue

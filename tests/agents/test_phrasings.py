@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from agents.checks import spec_signatures
+from agents.specapi import spec_signatures
 from agents.speccases import SpecCase, render_cases, spec_cases
 from agents.specplan import stated_uses
 from agents.specread import fits, literal_prefix, read_api
@@ -70,7 +70,8 @@ def test_a_script_with_results_in_comments_keeps_its_state_and_skips_alternative
             "c.bump()      # 1, or 2 after a reset by another\n"
             "assert c.bump() == 2\n```\n")
     api = spec_signatures(spec, "m.py")
-    assert api == ["Counter(start: int = 0)", "bump(by: int = 1) -> int", "reset() -> None"]
+    assert api == ["Counter(start: int = 0)", "Counter.bump(by: int = 1) -> int",
+                   "Counter.reset() -> None"]
     got = cases(spec, api)
     assert got[0] == SpecCase("c.bump()", "3", setup=("c = Counter(2)",))
     assert got[1] == SpecCase("c.bump()", "8", setup=("c = Counter(2)", "c.bump()",
@@ -109,13 +110,17 @@ def test_classes_in_every_phrasing_own_their_methods() -> None:
     bullets = ("# m\n\nWrite `m.py` with a class `Shelf`:\n\n- `add(item: str, qty: int) -> "
                "None`\n- `count(item: str) -> int`\n\n`count(\"x\")` is `0` on a new shelf.\n")
     api = spec_signatures(bullets, "m.py")
-    assert api == ["class Shelf", "add(item: str, qty: int) -> None", "count(item: str) -> int"]
+    assert api == ["class Shelf", "Shelf.add(item: str, qty: int) -> None",
+                   "Shelf.count(item: str) -> int"]
     listing = ("# m\n\n`m.py`:\n\n```python\nclass Shelf:\n    def add(self, item: str, "
-               "qty: int) -> None: ...\n    def count(self, item: str) -> int: ...\n```\n")
-    assert spec_signatures(listing, "m.py")[0] == "class Shelf"
+               "qty: int) -> None: ...\n    def count(self, item: str) -> int: ...\n"
+               "    def _secret(self): ...\n\n\ndef make_shelf() -> Shelf: ...\n```\n")
+    assert spec_signatures(listing, "m.py") == [
+        "class Shelf", "Shelf.add(item: str, qty: int) -> None", "Shelf.count(item: str) -> int",
+        "make_shelf() -> Shelf"]
     for api in (spec_signatures(bullets, "m.py"), spec_signatures(listing, "m.py"),
                 ["Shelf()", "add(item, qty)", "count(item)"]):
-        assert read_api(api).functions == {}  # methods, not module functions
+        assert "add" not in read_api(api).functions  # methods, not module functions
         assert cases(bullets, api) == []  # a method's call needs an instance
     errors = read_api(["class NotFound(KeyError)", "find(key: str) -> int"])
     assert list(errors.functions) == ["find"]  # an exception's class owns no methods
@@ -187,3 +192,11 @@ def test_a_setup_string_over_several_lines_keeps_its_value(tmp_path: Path) -> No
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                            "test_m.py"], cwd=tmp_path, capture_output=True, text=True)
     assert "1 passed" in done.stdout, done.stdout + text
+
+
+def test_dataclasses_and_exceptions_named_in_prose_are_classes() -> None:
+    spec = ("# m\n\n`m.py` defines a frozen dataclass `Point` and an exception `BadPoint`, "
+            "and `distance(a: Point, b: Point) -> float`.\n")
+    api = spec_signatures(spec, "m.py")
+    assert api == ["class Point", "class BadPoint", "distance(a: Point, b: Point) -> float"]
+    assert list(read_api(api).functions) == ["distance"]  # after a class, still a function

@@ -299,7 +299,8 @@ async def test_a_module_must_import_the_one_it_is_built_on(tmp_path: Path) -> No
 
 
 def test_the_specs_own_signatures_are_the_public_api() -> None:
-    from agents.checks import api_problem, spec_signatures
+    from agents.checks import api_problem
+    from agents.specapi import spec_signatures
 
     spec = ("# kit\n\n## `kit/a.py`\n\n`to_roman(n: int) -> str`; `to_roman(4)` is `\"IV\"`.\n\n"
             "## `kit/b.py`\n\n`Inventory()` with `add(item: str, quantity: int) -> None` and "

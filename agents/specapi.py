@@ -1,0 +1,161 @@
+"""The public API a spec states for each module: signatures in backticks, signature lines
+and ``class X:`` listings in code blocks (a listing that parses is read as Python: its
+classes own their methods), "a class `X`" in prose (with the methods its bullets list),
+and, in a text about several modules, each signature given to the module it follows.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Sequence
+
+from agents.checks import _SIGNATURE, _params, spec_section
+
+__all__ = ["spec_signatures"]
+
+
+_BACKTICKED_CALL = re.compile(r"`((?:def\s+|class\s+)?[A-Za-z_][\w.]*\([^`]*\)(?:\s*->\s*[^`]+)?)`")
+
+
+def spec_signatures(spec: str, path: str, others: Sequence[str] = ()) -> list[str]:
+    """The signatures the spec's part about ``path`` gives in backticks
+    (``to_roman(n: int) -> str``), without those its parts about ``others`` give and
+    without calls with values (``add(1, 2)``): the public API as the spec states it."""
+    section = spec_section(spec, path)
+    theirs = {s for o in others for s in _signatures_in(spec_section(spec, o))
+              if spec_section(spec, o) is not spec}
+    found = [s for s in _signatures_in(section) if s not in theirs]
+    if section is not spec or not others:
+        return found
+    # one text for several modules: a signature belongs to the module named last before
+    # it ("`tokens.py` with `tokenize(...)`, and `evaluator.py` with `evaluate(...)`")
+    named = sorted((m.start(), p) for p in (path, *others)
+                   for m in re.finditer(rf"(?<![\w/]){re.escape(p)}(?!\w)", spec)
+                   if not _BUILT_ON.search(spec[max(0, m.start() - 30):m.start()]))
+    mine = []
+    for sig in found:
+        at = spec.find(sig)
+        owner = next((p for start, p in reversed(named) if start < at), None)
+        if at < 0 or owner in (None, path):
+            mine.append(sig)
+    return mine
+
+
+_BUILT_ON = re.compile(r"(?:builds? on|built on|uses|imports?|from|depends on|on top of|"
+                       r"after)\s*`?$")
+_SIGNATURE_LINE = re.compile(
+    r"^[ \t]*(?:[-*][ \t]+)?(?:def[ \t]+)?([A-Za-z_]\w*[ \t]*\([^()\n]*(?:\([^()\n]*\)[^()\n]*)*\)"
+    r"(?:[ \t]*->[ \t]*[^\n:]+?)?)[ \t]*:?[ \t]*$", re.M)
+_CLASS_LINE = re.compile(r"^[ \t]*class[ \t]+([A-Za-z_]\w*)[ \t]*(\([^)\n]*\))?[ \t]*:", re.M)
+_CLASS_NAMED = re.compile(
+    r"\b(?:(?:[Dd]ata)?[Cc]lass(?:es)?|[Ee]xception|[Ee]num)[ \t]+`([A-Z]\w*)`")
+_FENCED = re.compile(r"^[ \t]*```[^\n]*\n(.*?)^[ \t]*```", re.S | re.M)
+_BUILTINS = frozenset(dir(__import__("builtins")))
+
+
+def _python_listing(block: str) -> list[str] | None:
+    """The API a code block that parses as Python declares (``def``s, ``class``es and
+    their methods as ``X.m(...)``); None when it declares none (an example script)."""
+    try:
+        tree = ast.parse(block)
+    except SyntaxError:
+        return None
+    out: list[str] = []
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            out.append(_def(node.name, node))
+        elif isinstance(node, ast.ClassDef):
+            bases = ", ".join(ast.unparse(b) for b in node.bases)
+            out.append(f"class {node.name}({bases})" if bases else f"class {node.name}")
+            out += [_def(f"{node.name}.{f.name}", f, method=True) for f in node.body
+                    if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+                    and (not f.name.startswith("_") or f.name.endswith("__"))
+                    and f.name != "__init__"]
+    return out or None
+
+
+def _def(name: str, fn: ast.FunctionDef | ast.AsyncFunctionDef, method: bool = False) -> str:
+    args = fn.args
+    if method and (args.posonlyargs or args.args):
+        args = ast.arguments(posonlyargs=args.posonlyargs[1:] if args.posonlyargs else [],
+                             args=args.args if args.posonlyargs else args.args[1:],
+                             vararg=args.vararg, kwonlyargs=args.kwonlyargs,
+                             kw_defaults=args.kw_defaults, kwarg=args.kwarg,
+                             defaults=args.defaults)
+    returns = f" -> {ast.unparse(fn.returns)}" if fn.returns else ""
+    return f"{name}({ast.unparse(args)}){returns}"
+
+
+def _bulleted_methods(text: str) -> dict[str, str]:
+    """Signatures listed as bullets right under "a class `X`:" (or "... `X` with"):
+    signature -> its class."""
+    out: dict[str, str] = {}
+    for m in _CLASS_NAMED.finditer(text):
+        line_end = text.find("\n", m.end())
+        rest = text[m.end():line_end if line_end >= 0 else len(text)]
+        if not re.search(r":\s*$|\bwith\b|\bmethods?\b", rest):
+            continue
+        for line in text[line_end + 1:].split("\n") if line_end >= 0 else []:
+            if not line.strip():
+                continue
+            if not re.match(r"\s*[-*+] ", line):
+                break
+            for sig in _BACKTICKED_CALL.findall(line):
+                if sig[:1].islower():
+                    out.setdefault(sig.removeprefix("def ").strip(), m.group(1))
+    return out
+
+
+def _signatures_in(text: str) -> list[str]:
+    """Signatures in backticks, signature lines of code blocks (annotated, or with a
+    return type: a call with values is an example, not a signature), code blocks that
+    declare an API in Python, ``class X:`` lines and "a class `X`"; without builtins
+    (``len(cache)``), methods of values (``text.split()``) and names that are another
+    signature's parameters (``clock()``)."""
+    fenced = _FENCED.findall(text)
+    listed = [(m, sigs) for m in fenced if (sigs := _python_listing(m)) is not None]
+    blocks = "\n".join(b for b in fenced if all(b is not m for m, _ in listed))
+    found: list[str] = []
+    candidates = [*_BACKTICKED_CALL.findall(text), *(
+        s for s in _SIGNATURE_LINE.findall(blocks) if ":" in s or "->" in s)]
+    candidates += [f"class {m.group(1)}{m.group(2) or ''}" for m in _CLASS_LINE.finditer(blocks)]
+    candidates += [sig for _, sigs in listed for sig in sigs]
+    for sig in candidates:
+        m = _SIGNATURE.match(sig)
+        params = m.group(3) if m and m.group(2) else None
+        if params is None or _params(params) is None:
+            if sig.startswith("class ") and m:
+                found.append(sig)
+            continue  # a call with values ("add(1, 2)") or not a signature at all
+        if params.strip() and not any(c in params for c in ":=*") and re.search(
+                r"(?:^|,)\s*(?:\d|['\"\[{(-])", params):
+            continue
+        sig = sig.removeprefix("def ").strip()
+        name = sig.split("(")[0].removeprefix("class ").strip()
+        owner, _, member = name.partition(".")
+        if (name in _BUILTINS or (member and not owner[:1].isupper())
+                or any(f.split("(")[0] == sig.split("(")[0] for f in found)):
+            continue  # the first, fullest form
+        found.append(sig)
+    params_of = {p for sig in found for p in (_params(sig[sig.find("(") + 1:sig.rfind(")")])
+                                              or [])}
+    found = [s for s in found if s.split("(")[0].removeprefix("class ").strip()
+             not in params_of or s.startswith("class ")]
+    owned = _bulleted_methods(text)
+    named = [(m.start(), f"class {m.group(1)}") for m in _CLASS_NAMED.finditer(text)
+             if not any(re.match(rf"(?:class\s+)?{m.group(1)}\b", f) for f in found)]
+    # in the order the spec gives them
+    placed = [(_position(text, f), f"{owned[f]}.{f}" if f in owned else f) for f in found]
+    return [f for _, f in sorted([*placed, *named], key=lambda p: p[0])]
+
+
+def _position(text: str, sig: str) -> int:
+    """Where the spec gives ``sig`` (a listing's method by its ``def``), for its order."""
+    head = sig.split("(")[0]
+    member = head.rpartition(".")[2]
+    for probe in (f"`{sig}", sig, f"class {head}", f"def {member}(", f"{member}("):
+        at = text.find(probe)
+        if at >= 0:
+            return at
+    return 0
