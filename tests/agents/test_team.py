@@ -366,10 +366,13 @@ def test_tests_cut_off_at_the_token_limit_keep_their_complete_functions() -> Non
     answer = Tester.answer.parse(cut, truncated=True, task_input={"module": PLAN["modules"][0]})
     kept = answer.files["tests/test_add.py"]  # type: ignore[attr-defined]
     assert "def test_two" in kept and "test_three" not in kept
-    import pytest
 
-    from orchestra._errors import OutputError
 
-    with pytest.raises(OutputError):  # nothing complete to keep: cut off, as before
-        Tester.answer.parse("tests/test_add.py\n```python\ndef test_one():\n    assert (",
-                            truncated=True, task_input={"module": PLAN["modules"][0]})
+def test_tests_cut_off_before_one_complete_test_are_the_specs_examples() -> None:
+    from agents.team import CUT_OFF, Tester
+
+    task = {"module": PLAN["modules"][0], "spec": SPEC}
+    answer = Tester.answer.parse("tests/test_add.py\n```python\ndef test_one():\n    assert (",
+                                 truncated=True, task_input=task)
+    assert answer.text == CUT_OFF  # type: ignore[attr-defined]
+    assert "_spec_module.add(1, 2) == 3" in answer.files["tests/test_add.py"]  # type: ignore[attr-defined]
