@@ -50,6 +50,8 @@ _SIGNATURE_LINE = re.compile(
 _CLASS_LINE = re.compile(r"^[ \t]*class[ \t]+([A-Za-z_]\w*)[ \t]*(\([^)\n]*\))?[ \t]*:", re.M)
 _CLASS_NAMED = re.compile(
     r"\b(?:(?:[Dd]ata)?[Cc]lass(?:es)?|[Ee]xception|[Ee]num)[ \t]+`([A-Z]\w*)`")
+_SUBCLASS = re.compile(r"`([A-Z]\w*)`,?\s*(?:\(|which is\s+|that is\s+)?an?\s+subclass\s+of\s+"
+                       r"`([A-Z]\w*)`")
 _FENCED = re.compile(r"^[ \t]*```[^\n]*\n(.*?)^[ \t]*```", re.S | re.M)
 _BUILTINS = frozenset(dir(__import__("builtins")))
 
@@ -145,6 +147,11 @@ def _signatures_in(text: str) -> list[str]:
     owned = _bulleted_methods(text)
     named = [(m.start(), f"class {m.group(1)}") for m in _CLASS_NAMED.finditer(text)
              if not any(re.match(rf"(?:class\s+)?{m.group(1)}\b", f) for f in found)]
+    # "`LexError`, a subclass of `ValueError`": a class of this module, with its base
+    for m in _SUBCLASS.finditer(text):
+        if not any(re.match(rf"(?:class\s+)?{m.group(1)}\b", f) for f in found):
+            named = [(at, f) for at, f in named if f != f"class {m.group(1)}"]
+            named.append((m.start(), f"class {m.group(1)}({m.group(2)})"))
     # in the order the spec gives them
     placed = [(_position(text, f), f"{owned[f]}.{f}" if f in owned else f) for f in found]
     return [f for _, f in sorted([*placed, *named], key=lambda p: p[0])]

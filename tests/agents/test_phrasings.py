@@ -200,3 +200,12 @@ def test_dataclasses_and_exceptions_named_in_prose_are_classes() -> None:
     api = spec_signatures(spec, "m.py")
     assert api == ["class Point", "class BadPoint", "distance(a: Point, b: Point) -> float"]
     assert list(read_api(api).functions) == ["distance"]  # after a class, still a function
+
+
+def test_an_error_class_said_to_subclass_another_is_part_of_the_api() -> None:
+    spec = ("# m\n\n## `lex.py`\n\n`lex(s: str) -> list[str]`; bad input raises `LexError`, "
+            "a subclass of `ValueError` defined in this module.\n\n## `run.py`\n\n"
+            "`run(s: str) -> int`; a `LexError` passes through.\n")
+    assert spec_signatures(spec, "lex.py", ["run.py"]) == ["lex(s: str) -> list[str]",
+                                                           "class LexError(ValueError)"]
+    assert spec_signatures(spec, "run.py", ["lex.py"]) == ["run(s: str) -> int"]
