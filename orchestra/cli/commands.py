@@ -23,13 +23,9 @@ from orchestra.cli.estimate import dry_run
 from orchestra.cli.exit_codes import EXIT_CANCELLED, EXIT_FAILED, EXIT_OK, EXIT_PAUSED, EXIT_WAITING
 from orchestra.cli.interrupts import Interrupt
 from orchestra.cli.progress import Progress
-from orchestra.coordinator.coordinator import (
-    CANCELLABLE,
-    Coordinator,
-    CoordinatorSettings,
-    check_resumable,
-)
+from orchestra.coordinator.coordinator import Coordinator, CoordinatorSettings
 from orchestra.coordinator.pipeline import load_pipeline
+from orchestra.coordinator.resumable import CANCELLABLE, check_resumable
 from orchestra.coordinator.run_models import (
     SETTINGS_EVENT,
     model_settings,

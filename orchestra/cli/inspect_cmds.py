@@ -19,7 +19,7 @@ from orchestra._types import DEFAULT_CONCURRENCY, AgentId, Event, Run
 from orchestra.cli.board_text import _handoff_text, _plan_text, shorten
 from orchestra.cli.cost_text import resume_hint, usage_line, usd
 from orchestra.cli.live_text import delta_piece
-from orchestra.coordinator.coordinator import INTERRUPTED_EVENT
+from orchestra.coordinator.resumable import INTERRUPTED_EVENT
 from orchestra.coordinator.serving import served_now
 from orchestra.coordinator.usage_report import run_usage
 from orchestra.runtime.deltas import DELTA_EVENT

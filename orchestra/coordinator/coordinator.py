@@ -45,6 +45,7 @@ from orchestra.coordinator.execution import TaskExecutor, TaskServices
 from orchestra.coordinator.jobs import Jobs
 from orchestra.coordinator.owners import dead_local_owners, new_owner_id
 from orchestra.coordinator.pipeline import Pipeline
+from orchestra.coordinator.resumable import CANCELLABLE, INTERRUPTED_EVENT, check_resumable
 from orchestra.coordinator.settings import CoordinatorSettings as CoordinatorSettings
 from orchestra.mcp.calls import MCPSetup
 from orchestra.mcp.hub import MCPHub
@@ -60,32 +61,6 @@ log = get_logger("orchestra.coordinator")
 
 _LIVE = LIVE_RUN_STATUSES
 _PAUSED: tuple[RunStatus, ...] = ("paused",)
-
-
-INTERRUPTED_EVENT = "run.interrupted"
-"""The event a process writes when it is stopped (Ctrl-C) while driving a run."""
-CANCELLABLE: tuple[RunStatus, ...] = ("pending", "running", "waiting", "failed", "paused")
-"""A run in any of these may be cancelled (a completed or cancelled one may not)."""
-
-
-def check_resumable(run: Run, cap: int | None, *, how: str = "--max-tokens N",
-                    cost_cap: float | None = None, cost_how: str = "--max-cost USD") -> None:
-    """Raise ``UserError`` if ``run`` cannot be resumed: finished for good (completed or
-    cancelled), or paused by its token cap (``reason`` budget) while ``cap`` (the cap it
-    would resume with) is still no more than it used; likewise for its cost cap
-    (``cost_cap``, USD). ``how``/``cost_how``: how the caller raises each."""
-    if run.status == "completed":
-        raise UserError(f"run {run.id} is already completed; nothing to resume")
-    if run.status == "cancelled":
-        raise UserError(f"run {run.id} was cancelled; start a new run instead")
-    used = run.tokens_in + run.tokens_out
-    if run.reason == "budget" and cap is not None and used >= cap:
-        raise UserError(f"run {run.id} is paused: it used {used} tokens and its token cap is "
-                        f"still {cap}; raise the cap to resume it ({how} with N > {used})")
-    if run.reason == "budget" and cost_cap is not None and run.cost >= cost_cap:
-        raise UserError(f"run {run.id} is paused: it spent ${run.cost:.6f} and its cost cap is "
-                        f"still ${cost_cap:g}; raise the cap to resume it ({cost_how} above "
-                        f"{run.cost:.6f})")
 
 
 class Coordinator:

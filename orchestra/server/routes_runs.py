@@ -11,9 +11,10 @@ from fastapi.responses import JSONResponse, StreamingResponse
 
 from orchestra._errors import UserError
 from orchestra._types import Approval, Run, RunStatus
-from orchestra.coordinator.coordinator import CANCELLABLE, Coordinator, check_resumable
+from orchestra.coordinator.coordinator import Coordinator
 from orchestra.coordinator.owners import dead_local_owners
 from orchestra.coordinator.pipeline import load_pipeline
+from orchestra.coordinator.resumable import CANCELLABLE, check_resumable
 from orchestra.coordinator.run_models import (
     model_settings,
     models_for_run,
