@@ -34,6 +34,7 @@ from orchestra.models._replay_diff import (
     _shared_messages,
     _show,
 )
+from orchestra.models.testing import Chunks, stream_reply
 from orchestra.models.base import (
     DeltaSink,
     FinishReason,
@@ -279,8 +280,10 @@ class ReplayModel:
 
     def __init__(self, path: str | os.PathLike[str], *, strict: bool = True,
                  name: str = "replay", key: Literal["request", "task"] = "request",
-                 fallback: Model | None = None, warn_on_fallback: bool = True) -> None:
+                 fallback: Model | None = None, warn_on_fallback: bool = True,
+                 stream: Chunks | None = None) -> None:
         self.path = Path(path)
+        self.stream = stream
         self.warn_on_fallback = warn_on_fallback
         self.strict = strict
         self.name = name
@@ -336,6 +339,14 @@ class ReplayModel:
             position = self._next_unused(index)
         self._used.add(position)
         return self.recorded[position].response
+
+    async def request_stream(self, request: ModelRequest, sink: DeltaSink) -> ModelResponse:
+        """``request``'s answer, told to ``sink`` in pieces when ``stream`` is set: a replayed
+        session shows its agents writing, as a live model would (the answer is the same)."""
+        response = await self.request(request)
+        if self.stream is not None:
+            await stream_reply(response, sink, self.stream)
+        return response
 
     def _next_unused(self, index: int) -> int:
         for position in range(len(self.recorded)):
