@@ -243,3 +243,15 @@ async def test_wrappers_pass_the_stream_on_and_record_the_same_reply(tmp_path: P
     replay, replayed = ReplayModel(path), Sink()
     assert isinstance(await replay.request(ask()), ModelResponse)  # a replay has no stream
     assert replayed.pieces == []
+
+
+async def test_a_replay_streams_its_recorded_answer_only_when_asked(tmp_path: Path) -> None:
+    path = tmp_path / "rec.jsonl"
+    recorder = RecordingModel(ScriptedModel([ANSWER]), path)
+    await recorder.request(ask())
+    sink = Sink()
+    streamed = await ReplayModel(path, stream=Chunks(size=7)).request_stream(ask(), sink)
+    assert "".join(sink.pieces) == streamed.text == ANSWER and len(sink.pieces) > 1
+    silent = Sink()
+    assert await ReplayModel(path).request_stream(ask(), silent) == streamed
+    assert silent.pieces == []
