@@ -27,7 +27,7 @@ from agents.checks import (
 from agents.decide import Tried, best, decide, yielded
 from agents.failures import how_it_failed
 from agents.importcheck import import_error
-from agents.imports_fix import absolute_imports, add_missing_imports
+from agents.imports_fix import absolute_imports, add_missing_imports, usable_prefix
 from agents.inputs import ModuleTask, module_task
 from agents.moduletask import cases, first_failure, score, summary, trusted
 from agents.roles import CodeAnswer, ModuleSpec, WorkspaceRole
@@ -83,6 +83,9 @@ class Coder(WorkspaceRole):
         earlier = [r.data for r in ctx.rejections
                    if isinstance(r.data, dict) and "score" in r.data]
         problem = code_problem(path, code, tests=False)
+        kept = usable_prefix(code) if problem else None
+        if kept is not None and not code_problem(path, kept, tests=False):
+            code, problem = kept, ""  # the module before a tail that does not parse
         if problem:  # not a module at all: nothing to keep
             if earlier and (len(ctx.rejections) >= type(self).keep_best_after
                             or self.out_of_time(task.until)):

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import ast
 import builtins
+import re
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import PurePosixPath
 
-__all__ = ["absolute_imports", "add_missing_imports"]
+__all__ = ["absolute_imports", "add_missing_imports", "usable_prefix"]
 
 _KNOWN = frozenset(sys.stdlib_module_names) | {"pytest"}
 # names with one home in the standard library, which a small model uses without importing
@@ -120,3 +121,31 @@ def absolute_imports(text: str, path: str, modules: Sequence[str] = ()) -> str:
     for start, end, line in sorted(changes, reverse=True):
         lines[start - 1:end] = [line]
     return "\n".join(lines)
+
+
+_TOP_STATEMENT = re.compile(r"(?:def|class|async|import|from|if|@|[A-Za-z_]\w*\s*[=:(])")
+
+
+def usable_prefix(text: str) -> str | None:
+    """The longest run of ``text``'s top-level statements, from its start, that parses and
+    defines a function or class, when the whole does not parse (seen: a module followed by
+    tests a small model appended, one of them broken: the module itself was fine); None
+    when ``text`` parses or no such prefix exists."""
+    try:
+        ast.parse(text)
+        return None
+    except SyntaxError as exc:
+        bad = (exc.lineno or 1) - 1
+    lines = text.split("\n")
+    for end in range(min(bad, len(lines) - 1), 0, -1):
+        if not _TOP_STATEMENT.match(lines[end]):
+            continue
+        prefix = "\n".join(lines[:end]).rstrip() + "\n"
+        try:
+            tree = ast.parse(prefix)
+        except SyntaxError:
+            continue
+        if any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+               for n in tree.body):
+            return prefix
+    return None

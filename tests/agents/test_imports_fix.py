@@ -51,3 +51,13 @@ def test_relative_imports_become_the_ones_users_need() -> None:
         "from calc.tokens import tokenize\nimport os\n")
     assert absolute_imports(top, "calc/ev.py") == top  # a package's relative import works
     assert absolute_imports("def broken(:\n", "x.py") == "def broken(:\n"
+
+
+def test_a_module_whose_appended_tests_do_not_parse_keeps_the_module() -> None:
+    from agents.imports_fix import usable_prefix
+
+    module = "import re\n\n\ndef f(x):\n    return x\n\n\nclass K:\n    pass\n"
+    broken = module + "\n\ndef test_f:\n    assert f(1) == 1\n"
+    assert usable_prefix(broken) == module
+    assert usable_prefix(module) is None  # it parses: nothing to cut
+    assert usable_prefix("def broken(:\n    pass\n") is None  # nothing before the error
