@@ -29,9 +29,11 @@ from agents.inputs import ModuleTask, PlanTask, module_task
 from agents.moduletask import stated
 from agents.roles import Architect, CodeAnswer, ProjectPlan, Review, TestsAnswer
 from agents.specapi import spec_signatures
+from agents.speccases import CASE_PREFIX
 from agents.specplan import stated_uses
 from agents.summary import run_story
 from agents.team import Coder, Reviewer, Tester
+from agents.testsplit import failed_tests
 from agents.workspace import Workspace
 from orchestra import NewHandoff, NewNote, NewTask, Pipeline, Task, UserError, fan_out
 from orchestra.store import Writes
@@ -215,6 +217,13 @@ def _review_route(max_rounds: int, deadline: float | None) -> Any:
         base = ModuleTask(module=done.module, round=rnd + 1, spec=done.spec,
                           stated=done.stated, uses=done.uses, comments=review.comments,
                           report=done.report, until=done.until)
+        failing = failed_tests(str((done.report or {}).get("output", "")))
+        if review.fix == "tests" and failing and all(t.startswith(CASE_PREFIX) for t in failing):
+            # only the spec's own examples fail: no tester can change them; the code must
+            writes.notes.append(NewNote(
+                f"the review of {path} blamed the tests, but only the spec's own examples "
+                "fail: the code goes back instead", ("review", path)))
+            review = review.model_copy(update={"fix": "code"})
         if review.fix == "tests":
             payload = base.model_copy(update={"tests": done.tests, "code": done.code})
             writes.handoffs.append(NewHandoff(

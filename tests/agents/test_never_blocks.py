@@ -148,3 +148,27 @@ def test_each_module_gets_its_share_of_the_time_left_in_build_order() -> None:
     none = Writes()
     _plan_route(None)(ProjectPlan.model_validate(PLAN), task, none)  # type: ignore[arg-type]
     assert all(h.payload["until"] is None for h in none.handoffs)
+
+
+def test_a_review_blaming_only_the_specs_own_examples_sends_the_code_back() -> None:
+    from types import SimpleNamespace
+
+    from agents.inputs import ModuleTask
+    from agents.pipeline import _review_route
+    from agents.roles import ModuleSpec, Review
+    from orchestra.store import Writes
+
+    done = ModuleTask(module=ModuleSpec(**PLAN["modules"][0]), round=1, spec=CALC_SPEC,
+                      code=TOKENS, report={"output": "FAILED test_tokens.py::"
+                                                     "test_spec_example_2 - assert"})
+    task = SimpleNamespace(input=done.model_dump(mode="json"))
+    writes = Writes()
+    blame = Review(module="tokens.py", approved=False, fix="tests", comments=["wrong"])
+    _review_route(2, None)(blame, task, writes)  # type: ignore[arg-type]
+    assert [h.to_role for h in writes.handoffs] == ["coder"]
+    mixed = done.model_copy(update={"report": {"output": "FAILED t.py::test_x - a\n"
+                                                         "FAILED t.py::test_spec_example_1"}})
+    writes = Writes()
+    _review_route(2, None)(blame, SimpleNamespace(input=mixed.model_dump(mode="json")),  # type: ignore[arg-type]
+                           writes)
+    assert [h.to_role for h in writes.handoffs] == ["tester"]
