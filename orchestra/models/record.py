@@ -34,7 +34,6 @@ from orchestra.models._replay_diff import (
     _shared_messages,
     _show,
 )
-from orchestra.models.testing import Chunks, stream_reply
 from orchestra.models.base import (
     DeltaSink,
     FinishReason,
@@ -46,6 +45,7 @@ from orchestra.models.base import (
     runs_locally,
     streams,
 )
+from orchestra.models.testing import Chunks, stream_reply
 
 log = get_logger("orchestra.models")
 
