@@ -3,8 +3,10 @@ file, aiosqlite for the store's writer and reader) and the one connect hook (pra
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sqlite3
+import time
 from collections.abc import Sequence
 from urllib.parse import quote
 
@@ -65,17 +67,49 @@ def configure(conn: sqlite3.Connection, *, durability: Durability, busy_timeout:
       per step with 200 pipelines on one file than the 2 MiB default).
     * The reader connection is ``query_only``: a bug cannot write through it.
     """
+    deadline = time.monotonic() + busy_timeout
     for statement in pragmas(durability=durability, busy_timeout=busy_timeout, writer=writer):
-        row = conn.execute(statement).fetchone()
+        attempt = 0
+        while True:
+            try:
+                row = conn.execute(statement).fetchone()
+                break
+            except sqlite3.OperationalError as exc:
+                attempt += 1
+                time.sleep(_lock_retry_delay(exc, attempt, deadline))
         _check_wal(statement, row)
 
 
 async def configure_async(db: aiosqlite.Connection, *, durability: Durability,
                           busy_timeout: float, writer: bool) -> None:
     """:func:`configure` on an aiosqlite connection."""
+    deadline = time.monotonic() + busy_timeout
     for statement in pragmas(durability=durability, busy_timeout=busy_timeout, writer=writer):
-        rows = list(await db.execute_fetchall(statement))
+        attempt = 0
+        while True:
+            try:
+                rows = list(await db.execute_fetchall(statement))
+                break
+            except sqlite3.OperationalError as exc:
+                attempt += 1
+                await asyncio.sleep(_lock_retry_delay(exc, attempt, deadline))
         _check_wal(statement, rows[0] if rows else None)
+
+
+def _lock_retry_delay(exc: sqlite3.OperationalError, attempt: int, deadline: float) -> float:
+    """How long to wait before trying a pragma again, or re-raise ``exc``.
+
+    Switching a new file to WAL needs its exclusive lock. Two processes that both read
+    the (rollback-mode) file first and then both ask for that lock would deadlock, so
+    SQLite answers one of them "database is locked" at once, without calling the busy
+    handler. That answer is retried here (a few ms, growing) until ``busy_timeout``.
+    """
+    if "locked" not in str(exc) and "busy" not in str(exc):
+        raise exc
+    delay: float = min(0.005 * 2.0 ** min(attempt, 6), 0.25)
+    if time.monotonic() + delay > deadline:
+        raise exc
+    return delay
 
 
 def pragmas(*, durability: Durability, busy_timeout: float, writer: bool) -> list[str]:
