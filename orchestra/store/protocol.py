@@ -10,7 +10,7 @@ journal row: on replay a completed step's writes are never applied twice.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Collection, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -30,6 +30,14 @@ from orchestra._types import (
     StepKind,
     Task,
 )
+
+StatementTrace = Callable[[str, str], None]
+"""A store's statement hook, given when it opens (``trace=``), as sqlite3's
+``set_trace_callback``: called on the event loop with ``(connection, sql)`` for each
+statement the store sends, ``connection`` naming which of its connections sent it
+(SQLite: ``"writer"`` or ``"reader"``, as the statement goes; PostgreSQL: ``"pool"``,
+as it completes, through asyncpg's query logger). For tests and profiling: a store
+opened without one pays nothing per statement."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,7 @@ from orchestra._errors import UserError
 from orchestra._install import install_hint
 from orchestra._types import Durability
 from orchestra.store.postgres.dsn import is_postgres, redact
-from orchestra.store.protocol import Blackboard
+from orchestra.store.protocol import Blackboard, StatementTrace
 from orchestra.store.sqlite.store import SQLiteBlackboard
 
 _SQLITE = ("sqlite:///", "sqlite://", "sqlite:")
@@ -30,6 +30,7 @@ class SQLiteOptions(TypedDict, total=False):
     busy_timeout: float
     max_batch: int
     read_only: bool
+    trace: StatementTrace
 
 
 class PostgresOptions(TypedDict, total=False):
@@ -39,6 +40,7 @@ class PostgresOptions(TypedDict, total=False):
     verify_only: bool
     pool_size: int
     reconnect_seconds: float
+    trace: StatementTrace
 
 
 class StoreOptions(SQLiteOptions, PostgresOptions, total=False):

@@ -15,11 +15,13 @@ import asyncio
 import contextlib
 import random
 from collections.abc import Awaitable, Callable, Collection, Sequence
+from dataclasses import dataclass
 from functools import partial
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import asyncpg
+from asyncpg.connection import LoggedQuery
 
 from orchestra._errors import StoreError, UserError
 from orchestra._log import get_logger
@@ -36,12 +38,26 @@ from orchestra.store.postgres.store_history import HistoryMethods
 from orchestra.store.postgres.store_runs import RunCopyMethods
 from orchestra.store.postgres.store_tasks import TaskMethods
 from orchestra.store.postgres.txn import Txn
-from orchestra.store.protocol import Blackboard, NewTask
+from orchestra.store.protocol import Blackboard, NewTask, StatementTrace
 
 T = TypeVar("T")
 Write = Callable[[Txn], Awaitable[T]]
+
 _NOW = "SELECT extract(epoch FROM now())::float8"
 _log = get_logger("orchestra.store")
+
+
+@dataclass(frozen=True, slots=True)
+class StoreStats:
+    """What a PostgreSQL store handle is doing now (for tests and monitoring; free to
+    read). The same names as SQLite's ``StoreStats`` where the concept is the same."""
+
+    followers: int
+    """``follow`` iterators open on this handle (each woken by ``NOTIFY``, or polling)."""
+    listening: bool
+    """Whether the handle's ``LISTEN`` connection is open (followers are woken by
+    ``NOTIFY``); False until a first follower, and behind a pooler without
+    ``listen_dsn`` (followers poll)."""
 
 
 
@@ -80,8 +96,8 @@ class PostgresBlackboard(TaskMethods, HistoryMethods, BoardMethods, RunCopyMetho
 
     @classmethod
     async def open(cls, dsn: str, *, max_payload_bytes: int = 1 << 20, verify_only: bool = False,
-                   pool_size: int = 4, reconnect_seconds: float = 60.0
-                   ) -> PostgresBlackboard:
+                   pool_size: int = 4, reconnect_seconds: float = 60.0,
+                   trace: StatementTrace | None = None) -> PostgresBlackboard:
         """Connect (creating or migrating the schema if needed) to the store at ``dsn``.
 
         ``verify_only``: refuse to migrate (``SchemaVersionError`` if migrations are
@@ -90,6 +106,9 @@ class PostgresBlackboard(TaskMethods, HistoryMethods, BoardMethods, RunCopyMetho
         unreachable. ``?pooler=transaction`` in ``dsn``: behind PgBouncer's transaction
         mode (no named prepared statements; followers LISTEN on ``?listen_dsn=`` or poll).
         PostgreSQL commits durably: SQLite's options (``durability``...) are not taken.
+        ``trace``: told each statement the pool's connections complete, as ``"pool"``'s
+        (asyncpg's query logger, which does not see ``executemany``; see
+        ``StatementTrace``; for tests and profiling).
         """
         encoder = Encoder(max_payload_bytes)
         if pool_size < 1:
@@ -98,7 +117,8 @@ class PostgresBlackboard(TaskMethods, HistoryMethods, BoardMethods, RunCopyMetho
         try:
             pool = await asyncpg.create_pool(opts.dsn, min_size=pool_size, max_size=pool_size,
                                              statement_cache_size=opts.statement_cache_size,
-                                             reset=_reset)
+                                             reset=_reset,
+                                             init=None if trace is None else _logging(trace))
         except (asyncpg.PostgresError, *_LOST, ValueError) as exc:
             raise StoreError(f"{where}: cannot connect to PostgreSQL: "
                              f"{scrub(str(exc), dsn)}") from None
@@ -127,6 +147,12 @@ class PostgresBlackboard(TaskMethods, HistoryMethods, BoardMethods, RunCopyMetho
             with contextlib.suppress(Exception):
                 await self._listener.close()
         await self._pool.close()
+
+    def stats(self) -> StoreStats:
+        """The handle's counters now (see :class:`StoreStats`)."""
+        listener = self._listener
+        return StoreStats(followers=sum(len(s) for s in self._signals.values()),
+                          listening=listener is not None and not listener.is_closed())
 
     async def __aenter__(self) -> PostgresBlackboard:
         return self
@@ -224,6 +250,17 @@ class PostgresBlackboard(TaskMethods, HistoryMethods, BoardMethods, RunCopyMetho
                 c, enc, run_id, status, error, allowed))
         return await self._submit(lambda tx: _runs.set_run_status(tx, run_id, status, error,
                                                                   allowed))
+
+
+def _logging(trace: StatementTrace) -> Callable[[asyncpg.Connection], Awaitable[None]]:
+    """The pool's ``init``: each new connection tells ``trace`` its statements (asyncpg
+    calls a query logger soon after each statement, and only if one is added)."""
+    def logged(record: LoggedQuery) -> None:
+        trace("pool", record.query)
+
+    async def init(conn: asyncpg.Connection) -> None:
+        conn.add_query_logger(logged)
+    return init
 
 
 def _raw(conn: Any) -> asyncpg.Connection:

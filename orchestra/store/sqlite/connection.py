@@ -7,7 +7,7 @@ import asyncio
 import os
 import sqlite3
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from urllib.parse import quote
 
 import aiosqlite
@@ -81,10 +81,13 @@ def configure(conn: sqlite3.Connection, *, durability: Durability, busy_timeout:
 
 
 async def configure_async(db: aiosqlite.Connection, *, durability: Durability,
-                          busy_timeout: float, writer: bool) -> None:
-    """:func:`configure` on an aiosqlite connection."""
+                          busy_timeout: float, writer: bool,
+                          trace: Callable[[str], None] | None = None) -> None:
+    """:func:`configure` on an aiosqlite connection (``trace``: told each pragma)."""
     deadline = time.monotonic() + busy_timeout
     for statement in pragmas(durability=durability, busy_timeout=busy_timeout, writer=writer):
+        if trace is not None:
+            trace(statement)
         attempt = 0
         while True:
             try:

@@ -7,9 +7,11 @@ from __future__ import annotations
 import asyncio
 import os
 import sqlite3
+from functools import partial
 
 from orchestra._errors import SchemaVersionError, StoreAccessError, StoreError
 from orchestra._types import Durability
+from orchestra.store.protocol import StatementTrace
 from orchestra.store.sqlite import schema
 from orchestra.store.sqlite.connection import (
     configure,
@@ -18,7 +20,7 @@ from orchestra.store.sqlite.connection import (
     connect_async,
     read_only_uri,
 )
-from orchestra.store.sqlite.txn import Conn
+from orchestra.store.sqlite.txn import Conn, TracedConn
 
 
 def prepare(conn: sqlite3.Connection, *, path: str, durability: Durability,
@@ -58,28 +60,33 @@ def check_and_migrate(path: str, *, durability: Durability, busy_timeout: float,
 
 
 async def open_async(path: str, target: str, *, durability: Durability, busy_timeout: float,
-                     writer: bool, uri: bool = False) -> Conn:
-    """An aiosqlite connection to ``target`` (``path`` or a URI naming it), configured."""
+                     writer: bool, uri: bool = False, trace: StatementTrace | None = None,
+                     name: str = "") -> Conn:
+    """An aiosqlite connection to ``target`` (``path`` or a URI naming it), configured.
+    With ``trace``, the connection (its pragmas first) tells it each statement as
+    ``name``'s (see ``StatementTrace``)."""
     try:
         db = await connect_async(target, busy_timeout, uri=uri)
     except sqlite3.Error as exc:
         raise schema.open_error(path, exc) from exc
     try:
         await configure_async(db, durability=durability, busy_timeout=busy_timeout,
-                              writer=writer)
+                              writer=writer,
+                              trace=None if trace is None else partial(trace, name))
     except BaseException as exc:
         await db.close()
         if isinstance(exc, sqlite3.Error):
             raise schema.open_error(path, exc) from exc
         raise
-    return Conn(db)
+    return Conn(db) if trace is None else TracedConn(db, trace, name)
 
 
-async def open_read_only(path: str, busy_timeout: float) -> Conn:
+async def open_read_only(path: str, busy_timeout: float, *,
+                         trace: StatementTrace | None = None, name: str = "") -> Conn:
     """A checked ``mode=ro`` aiosqlite connection (see :func:`read_only_target`)."""
     target = await asyncio.to_thread(read_only_target, path, busy_timeout)
     return await open_async(path, target, durability="normal", busy_timeout=busy_timeout,
-                            writer=False, uri=True)
+                            writer=False, uri=True, trace=trace, name=name)
 
 
 def read_only_target(path: str, busy_timeout: float) -> str:

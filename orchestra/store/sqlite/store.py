@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, TypeVar
 from orchestra._errors import StoreAccessError, StoreError, UserError
 from orchestra._types import JSON, Durability, Run, RunStatus
 from orchestra.store.codec import Encoder
-from orchestra.store.protocol import Blackboard, NewTask
+from orchestra.store.protocol import Blackboard, NewTask, StatementTrace
 from orchestra.store.sqlite import reads as _reads
 from orchestra.store.sqlite import runs as _runs
 from orchestra.store.sqlite import schema
@@ -86,7 +86,8 @@ class SQLiteBlackboard(TaskMethods, HistoryMethods, BoardMethods, RunCopyMethods
     async def open(cls, path: str | os.PathLike[str], *, durability: Durability = "normal",
                    max_payload_bytes: int = 1 << 20, verify_only: bool = False,
                    busy_timeout: float = 30.0, max_batch: int = 256,
-                   read_only: bool = False) -> SQLiteBlackboard:
+                   read_only: bool = False, trace: StatementTrace | None = None
+                   ) -> SQLiteBlackboard:
         """Open (creating or migrating if needed) the store at ``path``.
 
         ``durability``: ``"normal"`` (``synchronous=NORMAL``) keeps every committed
@@ -99,7 +100,9 @@ class SQLiteBlackboard(TaskMethods, HistoryMethods, BoardMethods, RunCopyMethods
         to wait for another process's write lock. ``max_batch``: most writes per group
         commit (1 = one commit per write; for benchmarks). ``read_only``: open an existing
         store without writing to it (a read-only file or directory works; every write
-        raises ``StoreAccessError``).
+        raises ``StoreAccessError``). ``trace``: told each statement the store's two
+        connections send (``"writer"``, ``"reader"``), from their pragmas on (see
+        ``StatementTrace``; for tests and profiling).
 
         A file that is not SQLite, is corrupt, is another program's database or comes
         from a newer orchestra is refused before anything is written to it.
@@ -117,11 +120,13 @@ class SQLiteBlackboard(TaskMethods, HistoryMethods, BoardMethods, RunCopyMethods
         # the file checks read a few bytes; cheaper inline than a thread-pool start-up
         schema.check_file(path, verify_only=verify_only, read_only=read_only)
         if read_only:
-            return await cls._open_read_only(path, encoder, busy_timeout=busy_timeout)
+            return await cls._open_read_only(path, encoder, busy_timeout=busy_timeout,
+                                             trace=trace)
         variables = await asyncio.to_thread(_check_and_migrate, path, durability=durability,
                                             busy_timeout=busy_timeout, verify_only=verify_only)
         conn = await open_async(path, path, durability=durability,
-                                busy_timeout=busy_timeout, writer=True)
+                                busy_timeout=busy_timeout, writer=True, trace=trace,
+                                name="writer")
         try_for = min(busy_timeout, LOCK_TRY)  # SQLite's own wait per try for the lock
         try:
             await conn.execute(f"PRAGMA busy_timeout = {round(try_for * 1000)}")
@@ -131,19 +136,21 @@ class SQLiteBlackboard(TaskMethods, HistoryMethods, BoardMethods, RunCopyMethods
         writer = Writer(conn, max_batch=max_batch, lock_wait=busy_timeout, variables=variables)
         try:
             reader = await open_async(path, path, durability=durability,
-                                      busy_timeout=busy_timeout, writer=False)
+                                      busy_timeout=busy_timeout, writer=False, trace=trace,
+                                      name="reader")
         except BaseException:
             await writer.close()
             raise
         return cls(path, writer, reader, encoder, busy_timeout=busy_timeout)
 
     @classmethod
-    async def _open_read_only(cls, path: str, encoder: Encoder, *,
-                              busy_timeout: float) -> SQLiteBlackboard:
+    async def _open_read_only(cls, path: str, encoder: Encoder, *, busy_timeout: float,
+                              trace: StatementTrace | None) -> SQLiteBlackboard:
         """Two ``mode=ro`` connections (see ``read_only_target``); writes are refused."""
-        writer = Writer(await open_read_only(path, busy_timeout), max_batch=1)
+        writer = Writer(await open_read_only(path, busy_timeout, trace=trace, name="writer"),
+                        max_batch=1)
         try:
-            reader = await open_read_only(path, busy_timeout)
+            reader = await open_read_only(path, busy_timeout, trace=trace, name="reader")
         except BaseException:
             await writer.close()
             raise

@@ -17,6 +17,7 @@ import aiosqlite
 from orchestra._errors import StoreError
 from orchestra._types import Task
 from orchestra.store.codec import Encoder
+from orchestra.store.protocol import StatementTrace
 
 
 class NeedsTransaction(StoreError):
@@ -61,6 +62,27 @@ class Conn:
     @property
     def in_transaction(self) -> bool:
         return self.db.in_transaction
+
+
+class TracedConn(Conn):
+    """A :class:`Conn` that tells a store's ``trace`` hook (``StatementTrace``) each
+    statement as it sends it, naming itself (``"writer"``, ``"reader"``). Only a store
+    opened with ``trace=`` uses it: the others pay nothing per statement."""
+
+    __slots__ = ("name", "trace")
+
+    def __init__(self, db: aiosqlite.Connection, trace: StatementTrace, name: str) -> None:
+        super().__init__(db)
+        self.trace = trace
+        self.name = name
+
+    async def execute(self, sql: str, params: Sequence[Any] = ()) -> Rows:
+        self.trace(self.name, sql)
+        return await super().execute(sql, params)
+
+    async def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        self.trace(self.name, sql)
+        await super().executemany(sql, rows)
 
 
 class RunTally:
