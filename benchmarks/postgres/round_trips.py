@@ -3,7 +3,7 @@
     python -m benchmarks.postgres.round_trips [--pipelines 5]
 
 Runs S1's pipelines (17 model calls each, zero latency) on a store with ONE pooled
-connection whose statements asyncpg's query logger counts, after one warm-up
+connection whose statements its ``trace`` hook (asyncpg's query logger) counts, after one warm-up
 pipeline (a statement's first use also prepares it: one more round trip, once per
 connection). ``per_step`` is every statement of the measured pipelines (the run's
 creation and the coordinator's reads included) over their steps; ``writes_per_step``
@@ -31,19 +31,27 @@ from orchestra.store.postgres.local import shared_server
 _STEP_WRITES = ("SELECT * FROM orchestra_step(", "SELECT orchestra_start_step(")
 
 
-@contextlib.asynccontextmanager
-async def counted(store: PostgresBlackboard) -> AsyncIterator[list[str]]:
-    """The statements ``store`` sends while inside (open it with ``pool_size=1``)."""
-    sent: list[str] = []
-    logger = lambda record: sent.append(record.query)  # noqa: E731
-    async with store._pool.acquire() as conn:  # the logger stays on the connection
-        conn.add_query_logger(logger)
-    try:
-        yield sent
-        await asyncio.sleep(0)  # the logger is called soon after each statement
-    finally:
-        async with store._pool.acquire() as conn:
-            conn.remove_query_logger(logger)
+class Statements:
+    """A store's ``trace`` hook (``PostgresBlackboard.open(trace=...)``) keeping the
+    statements its pool's connections complete while :meth:`counting`."""
+
+    def __init__(self) -> None:
+        self._into: list[str] | None = None
+
+    def __call__(self, connection: str, sql: str) -> None:
+        if self._into is not None:
+            self._into.append(sql)
+
+    @contextlib.asynccontextmanager
+    async def counting(self) -> AsyncIterator[list[str]]:
+        """The statements completed while inside."""
+        sent: list[str] = []
+        self._into = sent
+        try:
+            yield sent
+            await asyncio.sleep(0)  # asyncpg calls its logger soon after each statement
+        finally:
+            self._into = None
 
 
 def writes(sent: list[str]) -> int:
@@ -53,11 +61,12 @@ def writes(sent: list[str]) -> int:
 
 async def per_step(dsn: str, pipelines: int) -> dict[str, float]:
     """Statements per S1 step over ``pipelines`` pipelines after one warm-up."""
-    store = await PostgresBlackboard.open(dsn, pool_size=1)
+    statements = Statements()
+    store = await PostgresBlackboard.open(dsn, pool_size=1, trace=statements)
     try:
         coord = Coordinator(store, pipeline(FakeAdapter(FakeModel(latency=0.0))))
         await coord.run({"i": -1})
-        async with counted(store) as sent:
+        async with statements.counting() as sent:
             for i in range(pipelines):
                 run = await coord.run({"i": i})
                 assert run.status == "completed", run.error

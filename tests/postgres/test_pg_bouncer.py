@@ -66,7 +66,7 @@ async def test_a_run_and_a_worker_through_pgbouncer_in_transaction_mode(
         seen = await asyncio.wait_for(following, 30)
         assert (await store.get_run(run.id)).status == "completed"
         assert seen[-1].kind == "run.completed"
-        assert (store._listener is not None) is listen  # never LISTEN through the pooler
+        assert store.stats().listening is listen  # never LISTEN through the pooler
         assert [e.seq for e in seen] == list(range(1, len(seen) + 1))
         assert [e.seq for e in seen] == [e.seq for e in await store.events(run.id)]
         tasks = await store.list_tasks(run.id)

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
+import asyncpg
 import pytest
 
-from benchmarks.postgres.round_trips import counted, per_step
+from benchmarks.postgres.round_trips import Statements, per_step
 from orchestra._errors import LeaseLostError, NotFoundError, StoreError, UserError
 from orchestra._types import Message
 from orchestra.store import (
@@ -22,8 +23,13 @@ from orchestra.store.postgres import PostgresBlackboard
 
 
 @pytest.fixture
-async def store(dsn: str) -> AsyncIterator[PostgresBlackboard]:
-    handle = await PostgresBlackboard.open(dsn, pool_size=1)
+def statements() -> Statements:
+    return Statements()
+
+
+@pytest.fixture
+async def store(dsn: str, statements: Statements) -> AsyncIterator[PostgresBlackboard]:
+    handle = await PostgresBlackboard.open(dsn, pool_size=1, trace=statements)
     yield handle
     await handle.close()
 
@@ -33,7 +39,8 @@ def _step(task_id: str, n: int) -> StepResult:
                       tokens_out=4)
 
 
-async def _cycle(store: PostgresBlackboard) -> tuple[str, str, list[str]]:
+async def _cycle(store: PostgresBlackboard, statements: Statements
+                 ) -> tuple[str, str, list[str]]:
     """A task's life on a new run: a tool step started and completed, then its last model
     step with messages and a handoff, handing in and claiming the handoff's task. Returns
     the run, the task and the statements sent for the three step writes."""
@@ -44,7 +51,7 @@ async def _cycle(store: PostgresBlackboard) -> tuple[str, str, list[str]]:
     writes = Writes(messages=[Message("user", "do it"), Message("assistant", "done")],
                     handoffs=[NewHandoff("reviewer", {"v": 1}, note="look")])
     spec = ClaimSpec("w", {"reviewer": 1}, limit=1, run_id=run.id)
-    async with counted(store) as sent:
+    async with statements.counting() as sent:
         await store.start_step(task.id, 0, 2, "tool", "t", "d", lease)
         await store.complete_step(_step(task.id, 2), lease, agent_id=agent,
                                   writes=Writes(messages=[Message("user", "x")]))
@@ -55,9 +62,10 @@ async def _cycle(store: PostgresBlackboard) -> tuple[str, str, list[str]]:
     return run.id, task.id, sent
 
 
-async def test_each_step_write_is_one_statement(store: PostgresBlackboard) -> None:
-    await _cycle(store)  # first use: asyncpg prepares each statement and learns its types
-    run_id, task_id, sent = await _cycle(store)
+async def test_each_step_write_is_one_statement(store: PostgresBlackboard,
+                                                statements: Statements) -> None:
+    await _cycle(store, statements)  # first use: asyncpg prepares each statement (its types)
+    run_id, task_id, sent = await _cycle(store, statements)
     assert len(sent) == 3, sent
     # what the one statements wrote is what the general path writes
     events = await store.events(run_id)
@@ -83,19 +91,23 @@ async def test_one_statement_keeps_fencing_and_the_journal(store: PostgresBlackb
         await store.complete_step(_step(claimed.id, 1), lease, agent_id=agent)
 
 
-async def test_a_run_status_change_is_one_statement(store: PostgresBlackboard) -> None:
+async def test_a_run_status_change_is_one_statement(store: PostgresBlackboard,
+                                                    statements: Statements, dsn: str) -> None:
     """Any status but ``cancelled`` (which cancels the run's tasks too) is one call of
     ``orchestra_set_run_status``: the general path's checks, row and event."""
     run = await store.create_run("p", {})
     await store.set_run_status(run.id, "running")  # first use: asyncpg prepares it
-    async with counted(store) as sent:
+    async with statements.counting() as sent:
         moved = await store.set_run_status(run.id, "failed", error="boom",
                                            only_from=("running",))
     assert len(sent) == 1, sent
     assert (moved.status, moved.error, moved.last_seq) == ("failed", "boom", 3)
-    async with store._pool.acquire() as conn:  # the event's bytes, as the general path's
+    conn = await asyncpg.connect(dsn)  # the event's bytes, as the general path's
+    try:
         data = await conn.fetchval("SELECT data FROM events WHERE run_id = $1 AND seq = 3",
                                    run.id)
+    finally:
+        await conn.close()
     assert data == '{"status":"failed","previous":"running","error":"boom"}'
     with pytest.raises(UserError, match=r"is failed; this change needs it to be one of "
                                         r"\['running'\]"):
@@ -105,12 +117,13 @@ async def test_a_run_status_change_is_one_statement(store: PostgresBlackboard) -
     assert (await store.get_run(run.id)).last_seq == 3  # a refused change wrote nothing
 
 
-async def test_a_run_is_created_in_one_statement(store: PostgresBlackboard) -> None:
+async def test_a_run_is_created_in_one_statement(store: PostgresBlackboard,
+                                                 statements: Statements) -> None:
     """A run with tasks without keys is one call of ``orchestra_create_run``: the run,
     its tasks in order and their events, seqs from 1; a task with a key (looked up
     first) takes the general path; a taken id is refused either way."""
     await store.create_run("p", {})  # first use: asyncpg prepares it
-    async with counted(store) as sent:
+    async with statements.counting() as sent:
         run = await store.create_run("p", {"x": 1}, run_id="r1", settings={"s": 1},
                                      tasks=[_new("a"), NewTask("b", {"n": 2}, max_attempts=2)])
     assert len(sent) == 1, sent
@@ -128,7 +141,7 @@ async def test_a_run_is_created_in_one_statement(store: PostgresBlackboard) -> N
         with pytest.raises(UserError, match="'r1' already exists"):
             await store.create_run("p", {}, run_id="r1",
                                    tasks=[NewTask("a", {}, key="k" if keyed else None)])
-    async with counted(store) as sent:
+    async with statements.counting() as sent:
         await store.create_run("p", {}, run_id="r2", tasks=[NewTask("a", {}, key="k")])
     assert len(sent) > 1 and [t.key for t in await store.list_tasks("r2")] == ["k"]
 

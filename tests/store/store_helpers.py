@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
-from collections.abc import Awaitable, Callable
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -62,3 +65,35 @@ def query(path: Path, sql: str, *args: object) -> list[tuple[Any, ...]]:
         return conn.execute(sql, args).fetchall()
     finally:
         conn.close()
+
+
+class Statements:
+    """A store's ``trace`` hook (``SQLiteBlackboard.open(trace=...)``) keeping the first
+    line of each statement its writer and its reader send while :meth:`counting`."""
+
+    def __init__(self) -> None:
+        self._into: dict[str, list[str]] | None = None
+
+    def __call__(self, connection: str, sql: str) -> None:
+        if self._into is not None:
+            self._into[connection].append(sql.strip().split("\n")[0])
+
+    @contextmanager
+    def counting(self) -> Iterator[tuple[list[str], list[str]]]:
+        """The statements (writer's, reader's) sent while inside."""
+        writes: list[str] = []
+        reads: list[str] = []
+        self._into = {"writer": writes, "reader": reads}
+        try:
+            yield writes, reads
+        finally:
+            self._into = None
+
+
+async def until(check: Callable[[], object], what: str, within: float = 30.0) -> None:
+    """Until ``check()`` is true (polled on the loop); fail naming ``what`` after ``within``
+    seconds. For conditions nothing signals (another connection's progress)."""
+    deadline = time.monotonic() + within
+    while not check():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.005)

@@ -4,26 +4,26 @@ aiosqlite's thread), and each caller gets what its own read would have returned.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
+from store_helpers import Statements
 
 from orchestra._types import Message
 from orchestra.store import Lease, NewTask, SQLiteBlackboard, StepResult, Writes
-from orchestra.store.sqlite.txn import Conn, Rows
 
 
-class _Counted(Conn):
-    __slots__ = ("sent",)
+@pytest.fixture
+def statements() -> Statements:
+    return Statements()
 
-    def __init__(self, conn: Conn) -> None:
-        super().__init__(conn.db)
-        self.sent: list[str] = []
 
-    async def execute(self, sql: str, params: Sequence[Any] = ()) -> Rows:
-        self.sent.append(sql)
-        return await super().execute(sql, params)
+@pytest.fixture
+async def store(db_path: Path, statements: Statements) -> AsyncIterator[SQLiteBlackboard]:
+    """The store, telling ``statements`` what its connections send (its ``trace``)."""
+    async with await SQLiteBlackboard.open(db_path, trace=statements) as board:
+        yield board
 
 
 async def _histories(store: SQLiteBlackboard) -> dict[str, list[tuple[int, str]]]:
@@ -42,29 +42,23 @@ async def _histories(store: SQLiteBlackboard) -> dict[str, list[tuple[int, str]]
     return want
 
 
-async def test_reads_asked_together_are_one_statement(store: SQLiteBlackboard) -> None:
+async def test_reads_asked_together_are_one_statement(store: SQLiteBlackboard,
+                                                      statements: Statements) -> None:
     want = await _histories(store)
     agents = list(want)
-    reader = store._reader
-    store._reader = counted = _Counted(reader)
-    try:
+    with statements.counting() as (_, reads):
         asks = [(a, after) for a in agents for after in (0, 1)] + [(agents[0], 0), ("nobody", 0)]
         got = await asyncio.gather(*(store.get_messages(a, after_seq=s) for a, s in asks))
-    finally:
-        store._reader = reader
-    assert len(counted.sent) == 1, counted.sent
+    assert len(reads) == 1, reads
     for (agent, after), messages in zip(asks, got, strict=True):
         assert [(m.seq, m.content) for m in messages] == [
             (seq, text) for seq, text in want.get(agent, []) if seq > after]
         assert all(m.agent_id == agent for m in messages)
     # alone, a read is the plain statement; with a limit, too
-    store._reader = counted = _Counted(reader)
-    try:
+    with statements.counting() as (_, reads):
         assert [m.seq for m in await store.get_messages(agents[2], after_seq=1)] == [2, 3]
         assert [m.seq for m in await store.get_messages(agents[2], limit=1)] == [1]
-    finally:
-        store._reader = reader
-    assert len(counted.sent) == 2 and "json_each" not in counted.sent[0]
+    assert len(reads) == 2 and "json_each" not in reads[0]
 
 
 async def test_a_cancelled_reader_leaves_the_read_to_the_others(

@@ -41,12 +41,21 @@ async def test_new_store_is_marked_and_at_the_latest_version(db_path: Path) -> N
 
 
 async def test_durability_sets_synchronous(db_path: Path) -> None:
-    cases: tuple[tuple[Durability, int], ...] = (("normal", 1), ("full", 2))
-    for durability, expected in cases:
-        store = await SQLiteBlackboard.open(db_path, durability=durability)
-        level = (await store._writer.conn.execute("PRAGMA synchronous")).fetchone()[0]
-        assert level == expected
-        await store.close()
+    """Both connections are set to the level asked for (``synchronous`` is a setting of
+    each connection: seen in the statements the store sends, its ``trace``)."""
+    cases: tuple[tuple[Durability, str], ...] = (("normal", "NORMAL"), ("full", "FULL"))
+    for durability, level in cases:
+        assert await _synchronous_sent(db_path, durability) == [
+            ("writer", f"PRAGMA synchronous = {level}"),
+            ("reader", f"PRAGMA synchronous = {level}")]
+
+
+async def _synchronous_sent(db_path: Path, durability: Durability) -> list[tuple[str, str]]:
+    sent: list[tuple[str, str]] = []
+    store = await SQLiteBlackboard.open(db_path, durability=durability,
+                                        trace=lambda conn, sql: sent.append((conn, sql)))
+    await store.close()
+    return [(conn, sql) for conn, sql in sent if sql.startswith("PRAGMA synchronous")]
 
 
 def test_a_failing_migration_does_not_bump_the_version(tmp_path: Path) -> None:

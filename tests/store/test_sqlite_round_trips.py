@@ -7,13 +7,11 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-from store_helpers import query
+from store_helpers import Statements, query, until
 
 from benchmarks.sides.orchestra_side import FakeAdapter, pipeline
 from benchmarks.workload import CALLS_PER_PIPELINE, FakeModel
@@ -29,38 +27,18 @@ from orchestra.store import (
     StepResult,
     Writes,
 )
-from orchestra.store.sqlite.txn import Conn, Rows
 
 
-class _Counted(Conn):
-    """The store's connection, recording the first line of each statement it runs."""
-
-    __slots__ = ("sent",)
-
-    def __init__(self, conn: Conn, sent: list[str]) -> None:
-        super().__init__(conn.db)
-        self.sent = sent
-
-    async def execute(self, sql: str, params: Sequence[Any] = ()) -> Rows:
-        self.sent.append(sql.strip().split("\n")[0])
-        return await super().execute(sql, params)
-
-    async def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        self.sent.append(sql.strip().split("\n")[0])
-        await super().executemany(sql, rows)
+@pytest.fixture
+def statements() -> Statements:
+    return Statements()
 
 
-@contextmanager
-def counted(store: SQLiteBlackboard) -> Iterator[tuple[list[str], list[str]]]:
-    """The statements (writer's, reader's) ``store`` runs while inside."""
-    writes: list[str] = []
-    reads: list[str] = []
-    writer, reader = store._writer.conn, store._reader
-    store._writer.conn, store._reader = _Counted(writer, writes), _Counted(reader, reads)
-    try:
-        yield writes, reads
-    finally:
-        store._writer.conn, store._reader = writer, reader
+@pytest.fixture
+async def store(db_path: Path, statements: Statements) -> AsyncIterator[SQLiteBlackboard]:
+    """The store, telling ``statements`` what its connections send (its ``trace``)."""
+    async with await SQLiteBlackboard.open(db_path, trace=statements) as board:
+        yield board
 
 
 def _step(task_id: str, n: int) -> StepResult:
@@ -69,7 +47,7 @@ def _step(task_id: str, n: int) -> StepResult:
 
 
 async def test_a_task_end_is_one_statement_when_the_process_knows_its_task(
-        store: SQLiteBlackboard, db_path: Path) -> None:
+        store: SQLiteBlackboard, statements: Statements, db_path: Path) -> None:
     async with await SQLiteBlackboard.open(db_path) as maker:  # another process made the run
         run = await maker.create_run("p", {}, tasks=[NewTask("coder", {})])
     task = await store.claim_task("w", run_id=run.id)  # the store learns the task's run
@@ -78,7 +56,7 @@ async def test_a_task_end_is_one_statement_when_the_process_knows_its_task(
     spec = ClaimSpec("w", {"reviewer": 1}, limit=1, run_id=run.id)
     writes = Writes(messages=[Message("user", "do it"), Message("assistant", "done")],
                     handoffs=[NewHandoff("reviewer", {"v": 1}, note="look")])
-    with counted(store) as (sent, _):
+    with statements.counting() as (sent, _):
         [nxt] = await store.complete_task(task.id, lease, {"ok": True}, agent_id=agent,
                                                     writes=writes, step=_step(task.id, 1),
                                                     claim=spec)
@@ -86,7 +64,7 @@ async def test_a_task_end_is_one_statement_when_the_process_knows_its_task(
     # ONE statement, then the record; a lone write, so no BEGIN/COMMIT (one statement each)
     assert [s.split(" ")[0] for s in sent] == ["SELECT", "INSERT"], sent
     # the reviewer's task came from the claim: its end (no messages) is the record alone
-    with counted(store) as (sent, _):
+    with statements.counting() as (sent, _):
         await store.complete_task(
             nxt.id, Lease("w", nxt.attempt), {"ok": 2}, agent_id=f"{run.id}/reviewer",
             step=_step(nxt.id, 1), claim=ClaimSpec("w", {"coder": 1}, limit=1, run_id=run.id))
@@ -104,7 +82,7 @@ async def test_a_task_end_is_one_statement_when_the_process_knows_its_task(
     await store.add_tasks(run.id, [NewTask("coder", {})])
     mine = await store.claim_task("w", run_id=run.id)
     assert mine is not None
-    with counted(store) as (sent, _):
+    with statements.counting() as (sent, _):
         await store.complete_task(
             mine.id, Lease("w", mine.attempt), {"ok": 3}, agent_id=agent,
             writes=Writes(messages=[Message("assistant", "mine")]), step=_step(mine.id, 1),
@@ -119,7 +97,7 @@ async def test_a_task_end_is_one_statement_when_the_process_knows_its_task(
     [last] = await store.add_tasks(run.id, [NewTask("coder", {})])
     claimed = await store.claim_task("w", run_id=run.id)
     assert claimed is not None and claimed.id == last.id
-    with counted(store) as (sent, _), pytest.raises(LeaseLostError, match="lease lost"):
+    with statements.counting() as (sent, _), pytest.raises(LeaseLostError, match="lease lost"):
         await store.complete_task(
             last.id, Lease("w", 99), {}, agent_id=f"{run.id}/coder", step=_step(last.id, 1),
             claim=ClaimSpec("w", {"coder": 1}, limit=1))
@@ -128,13 +106,14 @@ async def test_a_task_end_is_one_statement_when_the_process_knows_its_task(
     assert (await store.get_task(last.id)).status == "running"
 
 
-async def test_a_run_is_created_and_moved_in_few_statements(store: SQLiteBlackboard) -> None:
-    with counted(store) as (sent, _):
+async def test_a_run_is_created_and_moved_in_few_statements(
+        store: SQLiteBlackboard, statements: Statements) -> None:
+    with statements.counting() as (sent, _):
         run = await store.create_run("p", {"x": 1}, tasks=[NewTask("a", {}), NewTask("b", {})])
     # the run (a taken id inserts nothing), its tasks, its last seq, its events
     assert len(sent) == 2 + 5, sent
     assert run.last_seq == 3 and run == await store.get_run(run.id)
-    with counted(store) as (sent, reads):
+    with statements.counting() as (sent, reads):
         moved = await store.set_run_status(run.id, "running", only_from=("pending",))
     # the change, its event and its guard are one statement (schema v8); the run is read
     assert [s.split(" (")[0] for s in sent] == ["INSERT INTO run_status_changes"], sent
@@ -154,7 +133,7 @@ async def test_a_run_is_created_and_moved_in_few_statements(store: SQLiteBlackbo
         await store.set_run_status("nosuch", "running")
     assert (await store.get_run(run.id)).last_seq == 4
     # with an error text it is the general way (its row, the change with its seq, the event)
-    with counted(store) as (sent, _):
+    with statements.counting() as (sent, _):
         failed = await store.set_run_status(run.id, "failed", error="boom")
     assert len(sent) == 2 + 3, sent
     assert failed.error == "boom" and failed.last_seq == 5
@@ -163,14 +142,15 @@ async def test_a_run_is_created_and_moved_in_few_statements(store: SQLiteBlackbo
     assert (await store.get_run(run.id)).input == {"x": 1}
 
 
-async def test_a_batch_takes_no_savepoints_unless_a_write_fails(store: SQLiteBlackboard) -> None:
+async def test_a_batch_takes_no_savepoints_unless_a_write_fails(
+        store: SQLiteBlackboard, statements: Statements) -> None:
     run = await store.create_run("p", {})
-    with counted(store) as (sent, _):
+    with statements.counting() as (sent, _):
         await asyncio.gather(*(store.append_event(run.id, "ok", {"i": i}) for i in range(10)))
     assert not [s for s in sent if "SAVEPOINT" in s or "RELEASE" in s], sent
     # a write that fails after writing (its first task inserted, its second refused) rolls
     # back alone: the batch runs again, each write in a savepoint
-    with counted(store) as (sent, _):
+    with statements.counting() as (sent, _):
         results = await asyncio.gather(
             store.append_event(run.id, "before", {}),
             store.add_tasks(run.id, [NewTask("a", {}), NewTask("", {})]),
@@ -185,12 +165,12 @@ async def test_a_batch_takes_no_savepoints_unless_a_write_fails(store: SQLiteBla
         "BEGIN IMMEDIATE", "ROLLBACK", "BEGIN IMMEDIATE", "ROLLBACK TO op", "COMMIT"], sent
 
 
-async def test_s1_statements_per_step(store: SQLiteBlackboard) -> None:
+async def test_s1_statements_per_step(store: SQLiteBlackboard, statements: Statements) -> None:
     """One pipeline after another: each task's end a lone write of one statement."""
     coord = Coordinator(store, pipeline(FakeAdapter(FakeModel(latency=0.0))))
     await coord.run({"i": -1})
     pipelines = 3
-    with counted(store) as (writes, reads):
+    with statements.counting() as (writes, reads):
         for i in range(pipelines):
             assert (await coord.run({"i": i})).status == "completed"
     steps = pipelines * CALLS_PER_PIPELINE
@@ -202,14 +182,14 @@ async def test_s1_statements_per_step(store: SQLiteBlackboard) -> None:
 
 
 async def test_an_agent_seq_comes_from_a_run_made_here_or_from_a_whole_read(
-        store: SQLiteBlackboard, db_path: Path) -> None:
+        store: SQLiteBlackboard, statements: Statements, db_path: Path) -> None:
     """No read before a first append to an agent of a run this process made (it has no
     messages yet), nor after this process read the agent's history to its end; a wrong
     guess (another process appended first) is refused by the record and read again."""
     async def end(run_id: str, role: str, text: str) -> list[str]:
         task = await store.claim_task("w", run_id=run_id, roles=[role])
         assert task is not None
-        with counted(store) as (sent, _):
+        with statements.counting() as (sent, _):
             await store.complete_task(
                 task.id, Lease("w", task.attempt), {}, agent_id=f"{run_id}/{role}",
                 writes=Writes(messages=[Message("assistant", text)]), step=_step(task.id, 1),
@@ -237,8 +217,8 @@ async def test_an_agent_seq_comes_from_a_run_made_here_or_from_a_whole_read(
         (1, "theirs"), (2, "z")]
 
 
-async def test_a_lone_record_waits_for_a_lock_held_elsewhere(store: SQLiteBlackboard,
-                                                             db_path: Path) -> None:
+async def test_a_lone_record_waits_for_a_lock_held_elsewhere(
+        store: SQLiteBlackboard, statements: Statements, db_path: Path) -> None:
     """Its statement finds the lock taken (the writer connection waits only 2 ms per try):
     it wrote nothing, and is tried again (the record alone, no transaction around it)
     until the lock frees."""
@@ -247,12 +227,13 @@ async def test_a_lone_record_waits_for_a_lock_held_elsewhere(store: SQLiteBlackb
     assert task is not None
     other = sqlite3.connect(db_path, isolation_level=None)
     other.execute("BEGIN IMMEDIATE")  # another process holds the write lock
-    with counted(store) as (sent, _):
+    with statements.counting() as (sent, _):
         try:
             write = asyncio.ensure_future(store.complete_task(
                 task.id, Lease("w", task.attempt), {"ok": True}, agent_id=f"{run.id}/coder",
                 step=_step(task.id, 1), claim=ClaimSpec("w", {"coder": 1}, limit=1)))
-            await asyncio.sleep(0.2)
+            # the record was sent, found the lock taken, and is being sent again
+            await until(lambda: len(sent) >= 2, "the record's second try")
             assert not write.done()
         finally:
             other.execute("COMMIT")
@@ -265,11 +246,12 @@ async def test_a_lone_record_waits_for_a_lock_held_elsewhere(store: SQLiteBlackb
                                                                  "task.completed"]
 
 
-async def test_renewals_of_one_batch_are_one_statement(store: SQLiteBlackboard) -> None:
+async def test_renewals_of_one_batch_are_one_statement(
+        store: SQLiteBlackboard, statements: Statements) -> None:
     """Serving renewals queued together are one upsert; one of a run that does not exist
     fails alone, as it would by itself."""
     runs = [await store.create_run("p", {}) for _ in range(3)]
-    with counted(store) as (sent, _):
+    with statements.counting() as (sent, _):
         done = await asyncio.gather(*(store.serve_run(r.id, "w", 30.0) for r in runs),
                                     store.serve_run("nosuch", "w", 30.0), return_exceptions=True)
     assert done[:3] == [None, None, None]
@@ -279,19 +261,20 @@ async def test_renewals_of_one_batch_are_one_statement(store: SQLiteBlackboard) 
     assert all(v is not None and v > time.time() + 20 for v in until.values())
 
 
-async def test_a_claim_with_nothing_to_take_takes_no_write_lock(store: SQLiteBlackboard) -> None:
+async def test_a_claim_with_nothing_to_take_takes_no_write_lock(
+        store: SQLiteBlackboard, statements: Statements) -> None:
     """A run-scoped claim that finds nothing is one read (a busy worker asks after every
     task, and most find nothing); with work to take, it claims as before, expired leases
     included."""
     run = await store.create_run("p", {}, tasks=[NewTask("coder", {})])
-    with counted(store) as (writes, reads):
+    with statements.counting() as (writes, reads):
         [task] = await store.claim_tasks("w", capacity={"coder": 2}, limit=2, run_id=run.id)
         assert await store.claim_tasks("w", capacity={"coder": 2}, limit=2, run_id=run.id) == []
     assert len(reads) == 2 and writes and writes[0].startswith("BEGIN")
     assert len([w for w in writes if w == "BEGIN IMMEDIATE"]) == 1  # the first claim only
     # its lease lapses (its worker died): the next claim takes it over
     await store.heartbeat(task.id, Lease("w", task.attempt), lease_seconds=0.0)
-    await asyncio.sleep(0.01)
+    await asyncio.sleep(0.01)  # the clock passes the lease's end (now): no event to wait on
     [taken] = await store.claim_tasks("w2", capacity={"coder": 1}, limit=1, run_id=run.id)
     assert taken.id == task.id and taken.attempt == task.attempt + 1
     with pytest.raises(UserError, match="owner"):  # bad input still gets the claim's error
@@ -299,7 +282,7 @@ async def test_a_claim_with_nothing_to_take_takes_no_write_lock(store: SQLiteBla
 
 
 async def test_a_stale_record_among_many_is_found_and_the_others_commit(
-        store: SQLiteBlackboard, db_path: Path) -> None:
+        store: SQLiteBlackboard, statements: Statements, db_path: Path) -> None:
     """Task ends queued together are one statement; one whose agent another process wrote
     to meanwhile is refused (its trigger undoes the whole statement), found by halves,
     read again and written at the right seqs; every other end is written once."""
@@ -311,7 +294,7 @@ async def test_a_stale_record_among_many_is_found_and_the_others_commit(
         await other.complete_step(_step(t.id, 1), Lease("o", t.attempt),
                                   agent_id=f"{runs[3].id}/coder",
                                   writes=Writes(messages=[Message("user", "theirs")]))
-    with counted(store) as (sent, _):
+    with statements.counting() as (sent, _):
         await asyncio.gather(*(store.complete_task(
             t.id, Lease("w", t.attempt), {"i": i}, agent_id=f"{r.id}/coder",
             writes=Writes(messages=[Message("assistant", f"mine {i}")]), step=_step(t.id, 1),
