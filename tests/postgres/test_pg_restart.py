@@ -4,6 +4,7 @@ nothing committed is lost."""
 from __future__ import annotations
 
 import asyncio
+import threading
 
 import pytest
 
@@ -28,6 +29,7 @@ async def test_a_server_restart_mid_run_loses_nothing() -> None:
                                                      for i in range(TASKS)])
         done: list[str] = []
         restarting: list[asyncio.Future[None]] = []
+        stopped = threading.Event()
 
         async def work() -> None:
             while (task := await store.claim_task("w", run_id=run.id, lease_seconds=300)):
@@ -35,9 +37,11 @@ async def test_a_server_restart_mid_run_loses_nothing() -> None:
                                           agent_id=f"{run.id}/a")
                 done.append(task.id)
                 if len(done) == TASKS // 3:  # the server goes down while we keep working
-                    restarting.append(asyncio.ensure_future(asyncio.to_thread(restart,
-                                                                              server)))
-                    await asyncio.sleep(0.2)
+                    restarting.append(asyncio.ensure_future(asyncio.to_thread(
+                        restart, server, stopped)))
+                    # until it is down: the next write finds its connection cut and
+                    # reconnects while the server starts again
+                    assert await asyncio.to_thread(stopped.wait, 60)
 
         await asyncio.wait_for(work(), timeout=300)
         await restarting[0]
@@ -53,6 +57,7 @@ async def test_a_server_restart_mid_run_loses_nothing() -> None:
         server.close()
 
 
-def restart(server: LocalPostgres) -> None:
+def restart(server: LocalPostgres, stopped: threading.Event) -> None:
     server.stop()
+    stopped.set()
     server.start()

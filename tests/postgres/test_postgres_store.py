@@ -10,13 +10,14 @@ from pathlib import Path
 
 import asyncpg
 import pytest
-from pg_helpers import with_password
+from pg_helpers import until, with_password
 
 from orchestra._errors import NotAStoreError, SchemaVersionError, StoreError, UserError
 from orchestra.store import NewTask, SQLiteBlackboard
 from orchestra.store.postgres import PostgresBlackboard
 from orchestra.store.postgres import schema as pg_schema
 from orchestra.store.postgres.dsn import redact
+from orchestra.store.postgres.store import StoreStats as PgStoreStats
 from orchestra.store.url import label, open_store
 
 
@@ -105,24 +106,28 @@ async def test_leases_follow_the_database_clock_not_the_hosts(
 
 
 async def test_follow_is_woken_by_notify_from_another_handle(dsn: str) -> None:
-    a, b = await PostgresBlackboard.open(dsn), await PostgresBlackboard.open(dsn)
+    sent: list[str] = []
+    a = await PostgresBlackboard.open(dsn, trace=lambda conn, sql: sent.append(sql))
+    b = await PostgresBlackboard.open(dsn)
     try:
         run = await a.create_run("p", {})
-        seen: list[float] = []
+        seen: list[str] = []
 
         async def follow() -> None:
             # a poll would take safety_interval (60 s) to see it
-            async for _event in a.follow(run.id, starting_after=1, safety_interval=60):
-                seen.append(time.monotonic() - sent)
+            async for event in a.follow(run.id, starting_after=1, safety_interval=60):
+                seen.append(event.kind)
                 return
 
         follower = asyncio.create_task(follow())
-        await asyncio.sleep(0.5)  # the follower has read and is waiting
-        sent = time.monotonic()
+        # the follower LISTENs, then reads (nothing yet), then waits
+        await until(lambda: any(" FROM events " in sql for sql in sent), "the follower's read")
+        assert a.stats() == PgStoreStats(followers=1, listening=True)
         await b.append_event(run.id, "ping", {})
-        async with asyncio.timeout(20):
+        async with asyncio.timeout(20):  # well within safety_interval: NOTIFY woke it
             await follower
-        assert seen and seen[0] < 15
+        assert seen == ["ping"]
+        assert a.stats().followers == 0
     finally:
         await a.close()
         await b.close()

@@ -13,30 +13,32 @@ import time
 from pathlib import Path
 
 import pytest
+from store_helpers import Statements, until
 
 from orchestra._errors import StoreError
 from orchestra.store import SQLiteBlackboard
 
 
-async def test_a_lock_held_elsewhere_is_waited_for_off_the_loop(
-        store: SQLiteBlackboard, db_path: Path) -> None:
-    run = await store.create_run("p", {})
-    other = sqlite3.connect(db_path, isolation_level=None)
-    other.execute("BEGIN IMMEDIATE")  # another process holds the write lock
-    try:
-        write = asyncio.ensure_future(store.append_event(run.id, "blocked", {}))
-        ticks = 0
-        for _ in range(20):  # the loop keeps running while the write waits for the lock
-            await asyncio.sleep(0.01)
-            ticks += 1
-        assert ticks == 20 and not write.done()
-    finally:
-        other.execute("COMMIT")
-        other.close()
-    event = await asyncio.wait_for(write, 10.0)
-    assert event.kind == "blocked"
-    # the writer is not stuck: the next write follows in order
-    assert (await store.append_event(run.id, "after", {})).seq == event.seq + 1
+async def test_a_lock_held_elsewhere_is_waited_for_off_the_loop(db_path: Path) -> None:
+    statements = Statements()
+    async with await SQLiteBlackboard.open(db_path, trace=statements) as store:
+        run = await store.create_run("p", {})
+        other = sqlite3.connect(db_path, isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")  # another process holds the write lock
+        with statements.counting() as (writes, _):
+            try:
+                write = asyncio.ensure_future(store.append_event(run.id, "blocked", {}))
+                # the loop keeps running (this poll among it) while the writer tries
+                # for the lock again and again
+                await until(lambda: len(writes) >= 3, "the writer's third try for the lock")
+                assert not write.done()
+            finally:
+                other.execute("COMMIT")
+                other.close()
+            event = await asyncio.wait_for(write, 10.0)
+        assert event.kind == "blocked"
+        # the writer is not stuck: the next write follows in order
+        assert (await store.append_event(run.id, "after", {})).seq == event.seq + 1
 
 
 async def test_a_coroutine_that_only_writes_lets_others_run(store: SQLiteBlackboard) -> None:

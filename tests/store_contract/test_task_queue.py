@@ -43,7 +43,7 @@ async def test_task_keys_are_idempotent(store: Blackboard) -> None:
 
 async def test_a_stale_lease_writes_nothing(store: Blackboard, claimed: Claimed) -> None:
     run, task, lease = await claimed(lease_seconds=0.01)
-    await asyncio.sleep(0.05)
+    await asyncio.sleep(0.05)  # the store's clock passes the lease's end: no event to wait on
     released = await store.release_leases(run.id)
     assert [t.id for t in released] == [task.id]
     again = await store.claim_task("w2", run_id=run.id)
