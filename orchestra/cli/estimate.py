@@ -19,7 +19,7 @@ from orchestra.cli.exit_codes import EXIT_OK
 from orchestra.cli.inspect_cmds import emit
 from orchestra.coordinator.pipeline import Pipeline
 from orchestra.models.prices import Price, PriceBook, Pricer, layered
-from orchestra.store import Blackboard
+from orchestra.store import Blackboard, RunStore
 from orchestra.store import url as store_url
 
 PAST_RUNS = 50
@@ -33,7 +33,7 @@ def _rates(price: Price | None) -> str:
     return f"${price.input:g} in, ${price.output:g} out{cached} per million tokens"
 
 
-async def history(store: Blackboard, pipeline: str) -> dict[str, Any] | None:
+async def history(store: RunStore, pipeline: str) -> dict[str, Any] | None:
     """Medians of the pipeline's latest completed runs, or None when there are none."""
     runs = await store.list_runs(status="completed", pipeline=pipeline, limit=PAST_RUNS)
     if not runs:

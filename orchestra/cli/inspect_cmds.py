@@ -23,7 +23,7 @@ from orchestra.coordinator.resumable import INTERRUPTED_EVENT
 from orchestra.coordinator.serving import served_now
 from orchestra.coordinator.usage_report import run_usage
 from orchestra.runtime.deltas import DELTA_EVENT
-from orchestra.store import Blackboard
+from orchestra.store import Blackboard, EventLog, RunStore
 from orchestra.store.url import label
 
 OpenStore = Callable[..., AbstractAsyncContextManager[Blackboard]]
@@ -37,7 +37,7 @@ def emit(args: argparse.Namespace, data: Any, text: str) -> None:
         print(text)
 
 
-async def resolve_run(store: Blackboard, ref: str) -> str:
+async def resolve_run(store: RunStore, ref: str) -> str:
     """A run id, or a unique prefix of one (`orchestra show 52d2`)."""
     try:
         return (await store.get_run(ref)).id
@@ -111,7 +111,7 @@ async def orphans(store: Blackboard, runs: list[Run]) -> dict[str, Orphan]:
             if (since := until.get(r.id)) is None or since < now}
 
 
-async def _interrupted(store: Blackboard, run: Run) -> bool:
+async def _interrupted(store: EventLog, run: Run) -> bool:
     last = await store.events(run.id, starting_after=run.last_seq - 1, limit=1) \
         if run.last_seq else []
     return bool(last) and last[-1].kind == INTERRUPTED_EVENT
@@ -347,7 +347,7 @@ def _role_limits(run: Run) -> dict[str, int] | None:
     return {r.name: type(r).concurrency for r in pipeline.roles}
 
 
-async def concurrency_waits(store: Blackboard, run_id: str, *,
+async def concurrency_waits(store: RunStore, run_id: str, *,
                             limits: dict[str, int] | None = None) -> dict[str, Any]:
     """Ready tasks that are not running because a limit is full: a role's ``concurrency``
     (``DEFAULT_ROLE_CONCURRENCY``) or the coordinators' (``--concurrency``,

@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 from orchestra._errors import StoreError
 from orchestra._log import get_logger
-from orchestra.store.protocol import Blackboard
+from orchestra.store.protocol import RunStore
 
 log = get_logger("orchestra.coordinator")
 
@@ -27,7 +27,7 @@ OnCancel = Callable[[str], None]
 class CancelWatch:
     """Calls each watcher's ``on_cancel(run_id)`` for each watched run found cancelled."""
 
-    def __init__(self, store: Blackboard, poll: float) -> None:
+    def __init__(self, store: RunStore, poll: float) -> None:
         self.store, self.poll = store, poll
         self._runs: dict[str, list[OnCancel]] = {}
         self._task: asyncio.Task[None] | None = None

@@ -23,7 +23,7 @@ from orchestra._errors import UserError
 from orchestra._types import Run
 from orchestra.coordinator.pipeline import Pipeline
 from orchestra.models.base import Model
-from orchestra.store.protocol import Blackboard, EventLog
+from orchestra.store.protocol import EventLog
 
 SETTINGS_EVENT = "run.settings"
 """Replaces a run's settings (its data is the whole new settings)."""
@@ -146,7 +146,7 @@ def models_for_run(pipeline: Pipeline, settings: Mapping[str, Any],
     return out
 
 
-async def run_cap(store: Blackboard, run: Run, flag: int | None) -> int | None:
+async def run_cap(store: EventLog, run: Run, flag: int | None) -> int | None:
     """The run's token cap: ``--max-tokens`` now (recorded, so it holds for later resumes),
     else the one its settings hold (:func:`recorded_settings`: the last recorded)."""
     if flag is not None:
@@ -161,7 +161,7 @@ def recorded_cap(recorded: Mapping[str, Any]) -> int | None:
     return cap if isinstance(cap, int) else None
 
 
-async def run_cost_cap(store: Blackboard, run: Run, flag: float | None) -> float | None:
+async def run_cost_cap(store: EventLog, run: Run, flag: float | None) -> float | None:
     """The run's cost cap in USD: ``--max-cost`` now (recorded), else the recorded one."""
     if flag is not None:
         await store.append_event(run.id, BUDGET_EVENT, {"max_cost": flag})

@@ -13,10 +13,10 @@ import time
 from collections.abc import Iterable
 
 from orchestra._types import Run
-from orchestra.store.protocol import Blackboard
+from orchestra.store.protocol import RunStore, TaskQueue
 
 
-async def needs_driving(store: Blackboard, run: Run) -> bool:
+async def needs_driving(store: RunStore, run: Run) -> bool:
     """Whether a serving process should drive ``run`` now."""
     if run.status in ("pending", "running"):
         return True
@@ -41,7 +41,7 @@ def why_not_served(run: Run, db: str) -> str:
 class ParkedRuns:
     """Keeps this process's claim on the waiting runs it will continue once decided."""
 
-    def __init__(self, store: Blackboard, owner: str, lease_seconds: float) -> None:
+    def __init__(self, store: TaskQueue, owner: str, lease_seconds: float) -> None:
         self._store, self._owner, self._lease = store, owner, lease_seconds
         self._renewed: dict[str, float] = {}
 
@@ -56,7 +56,7 @@ class ParkedRuns:
                 self._renewed[run_id] = now
 
 
-async def active_runs(store: Blackboard, page: int = 1000) -> list[Run]:
+async def active_runs(store: RunStore, page: int = 1000) -> list[Run]:
     """Every active run, newest first, page by page: a worker serves them all, not only
     the newest ``list_runs`` page (with more active runs than a page, every worker would
     serve the same newest ones and the older ones would wait for them to finish)."""
@@ -69,7 +69,7 @@ async def active_runs(store: Blackboard, page: int = 1000) -> list[Run]:
     return runs + batch
 
 
-async def served_now(store: Blackboard, run_id: str) -> bool:
+async def served_now(store: TaskQueue, run_id: str) -> bool:
     """Whether a live process serves (or holds) ``run_id`` right now."""
     until = (await store.served_until([run_id])).get(run_id)
     return until is not None and until >= time.time()

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import structlog
 
 from orchestra._types import Event
-from orchestra.store.protocol import Blackboard
+from orchestra.store.protocol import EventLog
 
 log = structlog.get_logger("orchestra.server")
 
@@ -65,7 +65,7 @@ class _Feed:
 class Feeds:
     """The live feeds of this server's streams, one per run that has subscribers."""
 
-    def __init__(self, store: Blackboard, *, queue_size: int = 1000,
+    def __init__(self, store: EventLog, *, queue_size: int = 1000,
                  linger: float = 5.0) -> None:
         self._store = store
         self._queue_size = queue_size
@@ -138,7 +138,7 @@ class Feeds:
         return len(self._feeds)
 
 
-async def backlog(store: Blackboard, run_id: str, after: int,
+async def backlog(store: EventLog, run_id: str, after: int,
                   until: int | None = None) -> AsyncIterator[Frame]:
     """The stored events after ``after`` (up to ``until``), read in pages."""
     while until is None or after < until:

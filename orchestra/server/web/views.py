@@ -17,7 +17,7 @@ from orchestra._types import AgentInfo, Message, Run, Task
 from orchestra.compaction import CompactionPolicy, SummaryRequest, View
 from orchestra.coordinator.pipeline import Pipeline, load_pipeline
 from orchestra.runtime.agent_state import agent_id_for
-from orchestra.store.protocol import Blackboard
+from orchestra.store.protocol import AgentHistory
 
 MAX_TASKS = 300
 """Newest tasks shown in a run's timeline (the count says how many exist)."""
@@ -114,7 +114,7 @@ def _lane_status(tasks: list[Task]) -> tuple[str, Task | None]:
     return ("done" if tasks else "idle"), None
 
 
-async def lanes(store: Blackboard, pipelines: Pipelines, run: Run,
+async def lanes(store: AgentHistory, pipelines: Pipelines, run: Run,
                 tasks: list[Task]) -> list[Lane]:
     infos = {a.role: a for a in await store.agent_infos(run.id)}
     roles = list(dict.fromkeys([t.role for t in tasks] + list(infos)))
@@ -181,7 +181,7 @@ class AgentView:
         return "dropped"
 
 
-async def agent_view(store: Blackboard, pipelines: Pipelines, run: Run, role: str,
+async def agent_view(store: AgentHistory, pipelines: Pipelines, run: Run, role: str,
                      before: int | None) -> AgentView:
     """``before``: show the page of messages ending just before this seq (newest page
     when ``None``)."""
