@@ -5,6 +5,7 @@ never leaving the process."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from pathlib import Path
 
@@ -115,9 +116,11 @@ async def test_follow_is_woken_by_notify_from_another_handle(dsn: str) -> None:
 
         async def follow() -> None:
             # a poll would take safety_interval (60 s) to see it
-            async for event in a.follow(run.id, starting_after=1, safety_interval=60):
-                seen.append(event.kind)
-                return
+            following = a.follow(run.id, starting_after=1, safety_interval=60)
+            async with contextlib.aclosing(following) as events:
+                async for event in events:
+                    seen.append(event.kind)
+                    return
 
         follower = asyncio.create_task(follow())
         # the follower LISTENs, then reads (nothing yet), then waits

@@ -28,7 +28,7 @@ async def test_a_sqlite_option_is_refused_for_postgresql() -> None:
     with pytest.raises(UserError) as info:
         await open_store("postgresql://u@127.0.0.1:1/db", durability="full")
     assert "unknown option 'durability' for a PostgreSQL store" in str(info.value)
-    assert "max_payload_bytes, pool_size, reconnect_seconds, verify_only" in str(info.value)
+    assert "max_payload_bytes, pool_size, reconnect_seconds, trace, verify_only" in str(info.value)
 
 
 async def test_known_options_reach_the_backend(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
-from collections.abc import Awaitable, Callable, Collection, Sequence
+from collections.abc import Awaitable, Callable, Collection, Coroutine, Sequence
 from dataclasses import dataclass
 from functools import partial
 from types import TracebackType
@@ -252,7 +252,8 @@ class PostgresBlackboard(TaskMethods, HistoryMethods, BoardMethods, RunCopyMetho
                                                                   allowed))
 
 
-def _logging(trace: StatementTrace) -> Callable[[asyncpg.Connection], Awaitable[None]]:
+def _logging(trace: StatementTrace
+             ) -> Callable[[asyncpg.Connection], Coroutine[Any, Any, None]]:
     """The pool's ``init``: each new connection tells ``trace`` its statements (asyncpg
     calls a query logger soon after each statement, and only if one is added)."""
     def logged(record: LoggedQuery) -> None:
