@@ -122,11 +122,9 @@ class Role(Generic[In, Out]):
             if not isinstance(server, MCPServer):
                 raise RoleDefinitionError(role, "mcp", f"{server!r} is not an MCPServer "
                                           "(MCPServer.stdio(...) or MCPServer.http(...))")
-        unknown = set(cls.needs_approval) - set(cls._declared_tools)
-        if unknown and not cls.mcp:  # MCP tools are known when listed (checked then)
-            raise RoleDefinitionError(role, "needs_approval",
-                                      f"unknown tool(s) {sorted(unknown)}; declared: "
-                                      f"{sorted(cls._declared_tools)}")
+        # needs_approval may name tools no Python tool has: an MCP server's, the role's own
+        # or its pipeline's, known once listed (checked then, and by ``Pipeline`` for a role
+        # that has no server)
 
     # -- what the runtime asks of a role -------------------------------------------
     def bound_tools(self) -> dict[str, Tool]:

@@ -33,7 +33,7 @@ from typing import Any
 
 import pydantic
 
-from orchestra._errors import OrchestraError, UserError
+from orchestra._errors import OrchestraError, RoleDefinitionError, UserError
 from orchestra._types import Task
 from orchestra.coordinator.pipeline_ref import HOW_TO_REF, derive_ref, import_ref, module_ref
 from orchestra.mcp.declare import MCPServer
@@ -77,6 +77,18 @@ def _role_name(ref: Any) -> str:
     raise UserError(f"{ref!r} names no role: use a Role class or a role name")
 
 
+def _check_approvals(role: Role, shared: Sequence[MCPServer]) -> None:
+    """A role's ``needs_approval`` names only its tools. An MCP server's tools are known
+    once listed (at the task's start: ``orchestra.mcp.listing``); a role without servers
+    is checked now."""
+    unknown = set(type(role).needs_approval) - set(role.bound_tools())
+    if unknown and not type(role).mcp and not shared:
+        raise RoleDefinitionError(role.name, "needs_approval",
+                                  f"unknown tool(s) {sorted(unknown)}; its tools: "
+                                  f"{sorted(role.bound_tools())} (and it has no MCP servers, "
+                                  "of its own or of the pipeline)")
+
+
 def handoff(to: RoleRef, payload: Any, *, note: str = "", key: str | None = None,
             max_attempts: int = 3) -> NewHandoff:
     """A handoff to a role given by class (or name); a pydantic payload is sent as JSON."""
@@ -118,6 +130,7 @@ class Pipeline:
             if role.name in by_name:
                 raise UserError(f"pipeline {self.name!r}: two roles named {role.name!r}")
             by_name[role.name] = role
+            _check_approvals(role, self.mcp)
         self.by_name = by_name
         self._routes: dict[str, Route | str] = {}  # a function, or the role to forward to
         for source, target in self.routes.items():

@@ -26,8 +26,7 @@ from orchestra.mcp.listing import (
     MCPTool,
     build_tools,
     changes,
-    compile_all,
-    compiled,
+    import_jsonschema,
     offered,
 )
 from orchestra.mcp.results import record_result
@@ -84,10 +83,9 @@ async def open_toolset(setup: MCPSetup | None, role: Any, python_tools: Collecti
             json.dumps(sorted(lists))), lambda: _done({"servers": lists}), wait_start=False)
     else:
         recorded = rec.output
+    await import_jsonschema()  # its validators are compiled once, for this tool list
     tools = build_tools(servers, recorded["servers"], role=role.name,
                         python_tools=python_tools, approvals=type(role).needs_approval)
-    if not compiled(tools.values()):
-        await asyncio.to_thread(compile_all, tools.values())
     return MCPToolset(setup.hub, tools, recorded["servers"], rec is not None, store=store,
                       task=task, lease=lease, journal=journal, agent_id=agent_id,
                       approvals=frozenset(type(role).needs_approval))
@@ -208,9 +206,6 @@ class MCPToolset:
         else:
             attempts = prior.attempts
             verdict = rules.in_doubt(tool.server.policy(tool.name), tool.annotations)
-            log.warning("MCP call was in flight at a crash", run=self.task.run_id,
-                        task=self.task.id, step=n, server=tool.server.name, tool=tool.name,
-                        decision=verdict)
             refusal = await self._in_doubt(tool, args, n, attempts, verdict, "a crash")
             if refusal is not None:
                 return await self._record(call, tool, n, digest, refusal)
@@ -222,12 +217,17 @@ class MCPToolset:
 
         key = keys.idempotency_key(self.task, n)
         conn = await self.hub.connection(tool.server)
-        # a call sent again anyway when in doubt needs no durable start: like a model
-        # call's, its start commits with its outcome (one commit instead of two)
+        # a call sent again anyway when in doubt (read-only, idempotent) need not wait for
+        # its ``started`` record: it commits while the call is out (a crash before it did
+        # leaves no trace, and the call is sent again as a new one: harmless, by its hints)
         resend = rules.in_doubt(tool.server.policy(tool.name), tool.annotations) == "resend"
         for restarted in (False, True):
-            if not resend or restarted:  # durable before the request leaves: a crash
-                await self._start(tool, n, digest)  # from here on finds it in flight
+            started: asyncio.Future[None] | None = None
+            if resend and not restarted:
+                started = asyncio.ensure_future(self._start(tool, n, digest))
+                started.add_done_callback(_consume)
+            else:  # durable before the request leaves: a crash from here on finds it
+                await self._start(tool, n, digest)  # in flight
             attempts += 1
             self._calls += 1
             self.journal.executed += 1
@@ -235,6 +235,8 @@ class MCPToolset:
             try:
                 output = await _call(conn, tool, args, key)
             except ServerGone as gone:
+                if started is not None:
+                    await started
                 if restarted:
                     raise await conn.failure(
                         f"ended again during a call to {tool.name!r}: {gone}") from None
@@ -245,7 +247,7 @@ class MCPToolset:
                 if refusal is not None:
                     return await self._record(call, tool, n, digest, refusal)
                 continue
-            return await self._record(call, tool, n, digest, output, started=not resend)
+            return await self._record(call, tool, n, digest, output, started=started)
         raise AssertionError("unreachable")
 
     def _start(self, tool: MCPTool, n: int, digest: str) -> Awaitable[None]:
@@ -253,12 +255,13 @@ class MCPToolset:
                                      digest, self.lease)
 
     async def _record(self, call: ToolCall, tool: MCPTool, n: int, digest: str,
-                      output: dict[str, Any], *, started: bool = True) -> ToolResult:
-        done = self.store.complete_step(
+                      output: dict[str, Any], *,
+                      started: Awaitable[None] | None = None) -> ToolResult:
+        if started is not None:  # committed while the call was out, nearly always
+            await started
+        await self.store.complete_step(
             StepResult(self.task.id, self.task.retries, n, "tool", tool.exposed, digest, output),
             self.lease, agent_id=self.agent_id)
-        # sent together, a start and its outcome share one group commit (in this order)
-        await (done if started else asyncio.gather(self._start(tool, n, digest), done))
         self.journal.committed(None)
         return _result(call, output)
 
@@ -266,7 +269,13 @@ class MCPToolset:
                         verdict: InDoubt, cause: str) -> dict[str, Any] | None:
         """None: send it (again); else the result that tells the model it was not.
         Raises ApprovalWait while a person has not decided."""
-        if verdict == "resend":
+        log.warning("MCP call in doubt: sent, no answer recorded", run=self.task.run_id,
+                    task=self.task.id, agent=self.agent_id, step=n, server=tool.server.name,
+                    tool=tool.name, cause=cause, decision=verdict)
+        if verdict == "resend":  # read-only or idempotent (or so set): said, then sent
+            await self.store.append_event(self.task.run_id, "mcp.call_resent", {
+                "task": self.task.id, "step": n, "server": tool.server.name,
+                "tool": tool.name, "cause": cause})
             return None
         lost = (f"This call to {tool.exposed!r} (MCP server {tool.server.name!r}) was sent "
                 f"before {cause} and its answer was lost; it was not sent again")
@@ -337,6 +346,11 @@ async def _call(conn: Any, tool: MCPTool, args: dict[str, Any], key: str) -> dic
         return {"content": f"MCP tool {tool.exposed!r} (server {s.name!r}) failed: "
                 f"{type(exc).__name__}: {str(exc)[:2000]}", "is_error": True}
     return record_result(result)
+
+
+def _consume(fut: asyncio.Future[None]) -> None:
+    if not fut.cancelled():
+        fut.exception()  # awaited by the call's end; a failure is raised there
 
 
 def _result(call: ToolCall, output: dict[str, Any]) -> ToolResult:

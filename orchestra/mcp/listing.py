@@ -7,9 +7,11 @@ resumed or replayed task is offered exactly that list, whatever the servers say 
 
 from __future__ import annotations
 
-import json
+import asyncio
+import importlib
+import sys
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from orchestra._errors import UserError
@@ -31,16 +33,21 @@ class MCPTool:
     description: str
     input_schema: dict[str, Any]
     annotations: dict[str, Any]
+    validator: Any = field(default=None, compare=False, repr=False)
+    """The input schema compiled (jsonschema), once per tool list: compiling costs far
+    more than validating, and a call is checked before every send."""
 
     def schema(self) -> ToolSchema:
         return ToolSchema(self.exposed, self.description, self.input_schema)
 
     def check(self, args: dict[str, Any]) -> str | None:
         """What is wrong with ``args`` for the server's input schema (None: nothing)."""
-        problems = validator(self.input_schema).iter_errors(args)
-        found = sorted(problems, key=lambda e: list(e.absolute_path))[:10]
-        if not found:
+        check = self.validator if self.validator is not None else compile_schema(
+            self.input_schema)
+        problems = list(check.iter_errors(args))
+        if not problems:
             return None
+        found = sorted(problems, key=lambda e: list(e.absolute_path))[:10]
         return "; ".join(f"{'.'.join(str(p) for p in e.absolute_path) or '(arguments)'}: "
                          f"{e.message}" for e in found)
 
@@ -78,7 +85,8 @@ def build_tools(servers: Sequence[MCPServer], recorded: Mapping[str, Any], *, ro
                     "prefix or exclude=[...] the tool")
             tools[exposed] = MCPTool(server, entry["name"], exposed, entry["description"]
                                      or entry["name"], entry["inputSchema"],
-                                     entry.get("annotations") or {})
+                                     entry.get("annotations") or {},
+                                     compile_schema(entry["inputSchema"]))
     unknown = set(approvals) - set(tools) - set(python_tools)
     if unknown:
         raise UserError(f"role {role!r}: needs_approval names {sorted(unknown)}, which are "
@@ -97,29 +105,15 @@ def changes(recorded: Sequence[Mapping[str, Any]], now: Sequence[Mapping[str, An
     return {k: v for k, v in diff.items() if v}
 
 
-_VALIDATORS: dict[str, Any] = {}
-"""Compiled JSON-schema validators by the schema's text (compiling costs far more than
-validating; the text alone decides what a validator says, so a replay is unaffected)."""
+def compile_schema(schema: dict[str, Any]) -> Any:
+    """A jsonschema validator for ``schema`` (the module is imported by
+    :func:`import_jsonschema` first, off the event loop: its first import reads files)."""
+    from jsonschema.validators import validator_for  # comes with the mcp SDK
+
+    return validator_for(schema)(schema)
 
 
-def validator(schema: dict[str, Any]) -> Any:
-    key = json.dumps(schema, sort_keys=True)
-    found = _VALIDATORS.get(key)
-    if found is None:
-        from jsonschema.validators import validator_for  # comes with the mcp SDK
-
-        found = _VALIDATORS[key] = validator_for(schema)(schema)
-        if len(_VALIDATORS) > 512:
-            _VALIDATORS.pop(next(iter(_VALIDATORS)))
-    return found
-
-
-def compiled(tools: Collection[MCPTool]) -> bool:
-    """Every tool's validator is ready (else compile them off the loop: the first import of
-    jsonschema and its first compile read files)."""
-    return all(json.dumps(t.input_schema, sort_keys=True) in _VALIDATORS for t in tools)
-
-
-def compile_all(tools: Collection[MCPTool]) -> None:
-    for t in tools:
-        validator(t.input_schema)
+async def import_jsonschema() -> None:
+    """Import jsonschema in a thread, once per process (later calls return at once)."""
+    if "jsonschema.validators" not in sys.modules:
+        await asyncio.to_thread(importlib.import_module, "jsonschema.validators")

@@ -210,7 +210,8 @@ class TaskRunner:
             return (f"Your reply was far too long ({record['cut']} characters; the "
                     f"limit is {MAX_REPLY_CHARS}). Answer briefly.", calls)
         if not calls and text:
-            recovered = recover_text_tool_calls(text, self.tools)
+            recovered = recover_text_tool_calls(text, [*self.tools, *(
+                self.mcp_tools.tools if self.mcp_tools is not None else ())])
             if isinstance(recovered, str):
                 return recovered, calls
             if recovered:

@@ -5,7 +5,15 @@ from __future__ import annotations
 import pytest
 from pydantic import BaseModel
 
-from orchestra import Role, RoleDefinitionError, SlidingWindow, ToolContext, tool
+from orchestra import (
+    NewTask,
+    Pipeline,
+    Role,
+    RoleDefinitionError,
+    SlidingWindow,
+    ToolContext,
+    tool,
+)
 
 
 class Verdict(BaseModel):
@@ -79,11 +87,15 @@ def test_bad_limits_and_approval_names() -> None:
             """x"""
 
             max_turns = 0
-    with pytest.raises(RoleDefinitionError, match="needs_approval"):
-        class Ghost(Role):
-            """x"""
+    class Ghost(Role):  # "deploy" may be an MCP server's tool: known once listed
+        """x"""
 
-            needs_approval = frozenset({"deploy"})
+        needs_approval = frozenset({"deploy"})
+
+    # in a pipeline that gives the role no MCP server, it is no tool at all
+    with pytest.raises(RoleDefinitionError,
+                       match=r"needs_approval: unknown tool\(s\) \['deploy'\]"):
+        Pipeline("p", roles=[Ghost()], start=lambda i: [NewTask("ghost", i)])
     with pytest.raises(RoleDefinitionError, match="compaction"):
         class NoPolicy(Role):
             """x"""

@@ -20,6 +20,7 @@ from orchestra.store.sqlite import reads as _reads
 from orchestra.store.sqlite import runs as _runs
 from orchestra.store.sqlite import servers as _servers
 from orchestra.store.sqlite import step as _step
+from orchestra.store.sqlite import step_rows as _step_rows
 from orchestra.store.sqlite import tasks as _tasks
 from orchestra.store.sqlite.events import batched_events
 from orchestra.store.sqlite.known import Known
@@ -185,13 +186,22 @@ class TaskMethods:
 
     async def start_step(self, task_id: str, retry: int, step: int, kind: StepKind,
                          name: str, input_digest: str, lease: Lease) -> None:
+        """One row (``step_rows``) when this process claimed the task, else the general way."""
+        known = self._known
         await self._write(lambda tx: _journal.start_step(
-            tx, task_id, retry, step, kind, name, input_digest, lease))
+            tx, task_id, retry, step, kind, name, input_digest, lease),
+            row=lambda enc, now: _step_rows.start_row(enc, now, known, task_id, retry, step,
+                                                      kind, name, input_digest, lease))
 
     async def complete_step(self, result: StepResult, lease: Lease, *, agent_id: str,
                             writes: Writes | None = None) -> None:
+        """One row (``step_rows``) when the step writes nothing but its outcome and this
+        process claimed the task, else the general way."""
+        known = self._known
         await self._write(lambda tx: _journal.complete_step(tx, result, lease, agent_id,
-                                                                  writes))
+                                                                  writes),
+                          row=lambda enc, now: _step_rows.end_row(enc, now, known, result,
+                                                                  lease, agent_id, writes))
 
     async def step_counts(self, run_id: str) -> dict[str, int]:
         """Journal totals of a run: steps ``completed``, ``failed``, ``cancelled`` and
