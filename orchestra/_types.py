@@ -38,6 +38,9 @@ LIVE_RUN_STATUSES: tuple[RunStatus, ...] = ("pending", "running", "waiting")
 """Runs workers serve (``runs --active``); the others stay as they are until someone acts:
 a ``failed`` or ``paused`` run continues only when resumed."""
 TERMINAL_RUN_STATUSES: frozenset[str] = frozenset(RUN_STATUSES) - frozenset(LIVE_RUN_STATUSES)
+DELTA_EVENT = "model.delta"
+"""The kind of the events that carry a model call's answer while it is written
+(``runtime.deltas``); a prune folds a completed call's into its step (``store.folding``)."""
 
 DEFAULT_CONCURRENCY = 16
 """Tasks one coordinator runs at once unless told otherwise (``CoordinatorSettings``,
@@ -111,7 +114,9 @@ class Task:
     writes carry the attempt it claimed, so a worker whose lease expired cannot
     write over the next claimant. ``retries`` counts failed attempts that were
     retried; the step journal is keyed per retry so a retry starts fresh while a
-    resume after a crash replays.
+    resume after a crash replays. ``retry_attempt`` is the claim that began the
+    current retry: a later claim of the same retry (its process died) runs the
+    retry's first step again, a reissue.
     """
 
     id: str
@@ -132,6 +137,7 @@ class Task:
     key: str | None = None
     created_at: float = 0.0
     updated_at: float = 0.0
+    retry_attempt: int = 1
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,14 +15,13 @@ from typing import Any
 
 from orchestra._errors import NotFoundError, UserError
 from orchestra._ids import resolve_prefix
-from orchestra._types import DEFAULT_CONCURRENCY, AgentId, Event, Run
+from orchestra._types import DEFAULT_CONCURRENCY, DELTA_EVENT, AgentId, Event, Run
 from orchestra.cli.board_text import _handoff_text, _plan_text, shorten
 from orchestra.cli.cost_text import resume_hint, usage_line, usd
 from orchestra.cli.live_text import delta_piece
 from orchestra.coordinator.resumable import INTERRUPTED_EVENT
 from orchestra.coordinator.serving import served_now
 from orchestra.coordinator.usage_report import run_usage
-from orchestra.runtime.deltas import DELTA_EVENT
 from orchestra.store import Blackboard, EventLog, RunStore
 from orchestra.store.url import label
 

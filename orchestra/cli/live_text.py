@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from orchestra._types import Event
-from orchestra.runtime.deltas import DELTA_EVENT
+from orchestra._types import DELTA_EVENT, Event
 
 _TAIL = 4000  # characters of a call kept for its terminal line
 # a model's text never drives the terminal: control characters (an escape sequence, a

@@ -16,11 +16,10 @@ import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
-from orchestra._types import Event, Run
+from orchestra._types import DELTA_EVENT, Event, Run
 from orchestra.cli.cost_text import local_line, resume_hint, unpriced_line, usage_line
 from orchestra.cli.inspect_cmds import _role_limits, concurrency_waits, event_line, show_data
 from orchestra.cli.live_text import LiveText
-from orchestra.runtime.deltas import DELTA_EVENT
 from orchestra.store import Blackboard
 
 QUIET_KINDS = frozenset({"step.started", "task.claimed"})

@@ -27,10 +27,8 @@ from dataclasses import dataclass
 from typing import Protocol, cast
 
 from orchestra._log import get_logger
-from orchestra._types import JSON, Event, Step, Task
+from orchestra._types import DELTA_EVENT, JSON, Event, Step, Task
 from orchestra.models.base import Model, ModelRequest, ModelResponse, StreamingModel
-
-DELTA_EVENT = "model.delta"
 
 log = get_logger("orchestra.runtime")
 
@@ -180,12 +178,13 @@ def delta_writer(log_: EventAppender, task: Task, agent_id: str, step: int,
                  recorded: Step | None, pace: DeltaPace) -> DeltaWriter:
     """The writer of model step ``step`` of ``task``; ``recorded``: the step's journal
     row, if any (not completed, or it would replay: it was in flight when its process
-    died). A retry's first step has no row while in flight (its claim journals it): a
-    claim after the task's first, on its first retry, re-issues it too."""
+    died). A retry's first step has no row while in flight (its claim journals it): any
+    claim of the retry after the one that began it (``Task.retry_attempt``) re-issues
+    it too, on the task's first go and on each retry alike."""
     return DeltaWriter(log_, task.run_id, {
         "task": task.id, "agent": agent_id, "role": task.role, "step": step,
         "retry": task.retries, "attempt": task.attempt}, pace,
-        reissue=recorded is not None or (step == 1 and task.attempt > 1 and not task.retries))
+        reissue=recorded is not None or (step == 1 and task.attempt > task.retry_attempt))
 
 
 async def ask(model: Model, request: ModelRequest, writer: DeltaWriter | None) -> ModelResponse:

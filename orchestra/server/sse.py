@@ -16,8 +16,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 
-from orchestra._types import TERMINAL_RUN_STATUSES, run_finished_after
-from orchestra.runtime.deltas import DELTA_EVENT
+from orchestra._types import DELTA_EVENT, TERMINAL_RUN_STATUSES, run_finished_after
 from orchestra.server.feeds import Feeds, Frame, Subscriber, backlog
 from orchestra.store.protocol import Blackboard
 

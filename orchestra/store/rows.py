@@ -42,7 +42,8 @@ RUN_COLS = ("id, pipeline, input, status, created_at, updated_at, error, tokens_
 TASK_COLS = ('id, run_id, role, input, status, attempt, retries, max_attempts, lease_owner, '
              'lease_expires_at, not_before, '
              'COALESCE(result, (SELECT m.content FROM messages m WHERE m.rowid = '
-             'tasks.result_msg)), error, parent_id, cause, "key", created_at, updated_at')
+             'tasks.result_msg)), error, parent_id, cause, "key", created_at, updated_at, '
+             'retry_attempt')
 PLAN_COLS = "run_id, version, author, body, created_at"
 HANDOFF_COLS = "id, run_id, from_agent, to_role, payload, note, task_id, created_at"
 NOTE_COLS = "id, run_id, author, body, tags, created_at"
@@ -100,7 +101,7 @@ def task(row: Row) -> Task:
     return Task(key, row[1], row[2], json_of("tasks", key, "input", row[3]),
                 _enum("tasks", key, "status", row[4], _TASK_STATUSES), row[5], row[6], row[7],
                 row[8], row[9], float(row[10]), json_of("tasks", key, "result", row[11]), row[12],
-                row[13], row[14], row[15], row[16], row[17])
+                row[13], row[14], row[15], row[16], row[17], row[18])
 
 
 def plan(row: Row) -> Plan:

@@ -3,10 +3,13 @@
 ``writer`` and ``critic`` each answer with a few lines of text, streamed ``size``
 characters every ``every`` seconds (run input), both at once (two start tasks). With
 ``outline: true`` the writer first calls its ``outline`` tool (its arguments streamed
-too), then answers."""
+too), then answers. With ``fail_once: PATH`` the writer's first call fails (it creates
+PATH; every call after that, in any process, answers): its task fails, and the run
+with it, until ``orchestra resume`` retries it."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from orchestra import (
@@ -51,6 +54,10 @@ def build(run_input: Any) -> Pipeline:
 
     def script(request: ModelRequest) -> ModelResponse | str:
         writer = "[writer]" in request.messages[0].content
+        marker = Path(inp["fail_once"]) if writer and inp.get("fail_once") else None
+        if marker is not None and not marker.exists():
+            marker.touch()
+            raise RuntimeError("the writer's model failed once (fail_once)")
         if writer and inp.get("outline") and not any(m.role == "tool"
                                                      for m in request.messages):
             return reply("", tool_call("outline", {"points": [f"point {i}: " + "idea " * 5

@@ -9,7 +9,16 @@ import json
 from pathlib import Path
 
 import pytest
-from e2e_helpers import StoreWatch, cli, event_seqs_gap_free, events, kill_group, logs, spawn
+from e2e_helpers import (
+    StoreWatch,
+    cli,
+    event_seqs_gap_free,
+    events,
+    kill_group,
+    logs,
+    only_run_id,
+    spawn,
+)
 
 from orchestra._types import Event
 from orchestra.cli.live_text import LiveText
@@ -105,3 +114,36 @@ def test_a_step_completed_before_the_kill_replays_without_deltas(tmp_path: Path)
     again = [d for d in answer if d["attempt"] == 2]
     assert again[0].get("first") and again[0].get("reissue")
     assert "".join(d.get("text", "") for d in again).startswith("writer line 1")
+
+
+def test_a_retrys_first_call_cut_by_a_kill_is_reissued(tmp_path: Path) -> None:
+    """The first call of a retry is journaled by its claim, not by a row of its own: when
+    the process running a retry dies in that call, the call made again by the next claim
+    of the same retry is marked ``reissue`` too (before: only on the task's first go)."""
+    db, log = tmp_path / "o.db", tmp_path / "run"
+    run_input = json.dumps({**SLOW, "fail_once": str(tmp_path / "failed-once")})
+    failed = cli("run", "--pipeline", PIPELINE, "--input", run_input, "--db", db)
+    assert failed.code != 0 and (tmp_path / "failed-once").exists(), failed
+    run_id = only_run_id(db)
+    proc = spawn("resume", run_id, "--db", db, log=log)  # the writer's retry begins
+    try:
+        with StoreWatch(db) as watch:
+            watch.wait("SELECT run_id FROM events WHERE kind = 'model.delta' AND "
+                       "json_extract(data, '$.role') = 'writer' AND "
+                       "json_extract(data, '$.retry') = 1 GROUP BY run_id HAVING count(*) >= 3",
+                       what="the writer's retry writing", proc=proc)
+            kill_group(proc)
+    finally:
+        if proc.poll() is None:
+            kill_group(proc)
+    assert proc.returncode == -9, logs(log)
+    resumed = cli("resume", run_id, "--db", db)
+    assert resumed.code == 0, resumed
+    writer = [d for _, k, d in events(db, run_id) if k == "model.delta" and d["role"] == "writer"]
+    assert writer and {d["retry"] for d in writer} == {1}  # the failed call wrote nothing
+    cut, again = sorted({d["attempt"] for d in writer})  # the retry's two claims
+    firsts = {d["attempt"]: d for d in writer if d.get("first")}
+    assert not firsts[cut].get("reissue")  # the retry's own first claim starts anew
+    assert firsts[again].get("reissue")  # its next claim re-issued the call
+    answer = "".join(d.get("text", "") for d in writer if d["attempt"] == again)
+    assert answer.startswith("writer line 1") and answer.endswith("words ")

@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from pydantic import BaseModel
 
 from orchestra import (
@@ -23,9 +24,9 @@ from orchestra import (
     tool,
     tool_call,
 )
-from orchestra._types import Event
+from orchestra._types import DELTA_EVENT, Event, Step, Task
 from orchestra.models import Chunks
-from orchestra.runtime.deltas import DELTA_EVENT, DeltaPace, DeltaWriter
+from orchestra.runtime.deltas import STREAMED, DeltaPace, DeltaWriter, delta_writer
 from orchestra.store import Blackboard
 
 LONG = "The answer, written slowly: " + "la " * 120
@@ -144,3 +145,30 @@ async def test_the_writer_batches_in_order_one_append_at_a_time() -> None:
     assert [e.get("first") for e in log.events].count(True) == 2
     assert first[0]["first"] and second[0]["first"]
     assert len(log.events) < 60  # 1,200 characters in batches, not 300 appends
+
+
+@pytest.mark.parametrize(("attempt", "retries", "retry_attempt", "step", "in_flight", "reissue"), [
+    (1, 0, 1, 1, False, False),  # the task's first claim
+    (2, 0, 1, 1, False, True),  # its process died in the first call: claimed again
+    (3, 0, 1, 1, False, True),  # ... twice
+    (2, 1, 2, 1, False, False),  # a retry's own first claim starts anew
+    (3, 1, 2, 1, False, True),  # a retry claimed again after its process died
+    (6, 3, 4, 1, False, True),  # ... twice, on a later retry
+    (3, 1, 2, 2, False, False),  # a later step never begun before
+    (2, 1, 2, 2, True, True),  # a later step left in flight (its journal row says so)
+])
+async def test_a_call_made_again_after_its_process_died_says_reissue(
+        attempt: int, retries: int, retry_attempt: int, step: int, in_flight: bool,
+        reissue: bool) -> None:
+    log = SlowLog()
+    task = Task("t1", "r1", "coder", {}, "running", attempt=attempt, retries=retries,
+                retry_attempt=retry_attempt)
+    started = Step("t1", retries, step, "model", "m", "d", "started", None, None, 1)
+    writer = delta_writer(log, task, "r1/coder", step, started if in_flight else None, STREAMED)
+    writer.text("def f")
+    writer.text("(x):")
+    await writer.close()
+    assert log.events[0]["first"] is True
+    assert log.events[0].get("reissue", False) is reissue
+    assert (log.events[0]["attempt"], log.events[0]["retry"]) == (attempt, retries)
+    assert not any(e.get("reissue") for e in log.events[1:])

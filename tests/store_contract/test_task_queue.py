@@ -88,6 +88,33 @@ async def test_fail_retries_within_budget_then_fails(store: Blackboard) -> None:
     assert [(t.id, t.status, t.retries) for t in again] == [(task.id, "pending", 2)]
 
 
+async def test_a_claim_says_which_claim_began_the_tasks_retry(store: Blackboard) -> None:
+    """``retry_attempt``: the claim that began the current retry, so a later claim of the
+    same retry (its worker died, by a takeover or a resume) is known to re-issue the
+    retry's first step, on the first go and on every retry alike."""
+    run = await store.create_run("p", {}, tasks=[NewTask("a", {}, max_attempts=3)])
+    first = await store.claim_task("w", run_id=run.id, lease_seconds=-1)
+    assert first is not None and (first.attempt, first.retry_attempt) == (1, 1)
+    (taken,) = await store.claim_tasks("w2", capacity={"a": 1}, limit=1, run_id=run.id)
+    assert (taken.attempt, taken.retries, taken.retry_attempt) == (2, 0, 1)
+    await store.fail_task(taken.id, Lease("w2", taken.attempt), "e1", retry_at=0.0)
+    retry = await store.claim_task("w", run_id=run.id)
+    assert retry is not None and (retry.attempt, retry.retries, retry.retry_attempt) == (3, 1, 3)
+    await store.release_leases(owners=["w"])
+    again = await store.claim_task("w", run_id=run.id)
+    assert again is not None and (again.attempt, again.retries, again.retry_attempt) == (4, 1, 3)
+    await store.fail_task(again.id, Lease("w", again.attempt), "e2", retry_at=0.0)
+    third = await store.claim_task("w", run_id=run.id)
+    assert third is not None and (third.attempt, third.retries, third.retry_attempt) == (5, 2, 5)
+    failed = await store.fail_task(third.id, Lease("w", 5), "e3", retry_at=0.0)
+    assert failed.status == "failed"  # its budget spent; a resume gives it another go
+    (revived,) = await store.retry_failed_tasks(run.id)
+    assert (revived.status, revived.retries, revived.retry_attempt) == ("pending", 3, 6)
+    last = await store.claim_task("w", run_id=run.id)
+    assert last is not None and (last.attempt, last.retry_attempt) == (6, 6)
+    assert (await store.get_task(last.id)).retry_attempt == 6
+
+
 async def test_concurrent_claims_from_two_handles_never_share_a_task(open_store: Opener) -> None:
     a, b = await open_store(), await open_store()
     run = await a.create_run("p", {}, tasks=[NewTask("x", {"i": i}) for i in range(60)])

@@ -26,7 +26,7 @@ from orchestra.store.rules import check_new_task
 TASK_COLS = ", ".join("tasks." + c.strip() for c in (
     'id, run_id, role, input, status, attempt, retries, max_attempts, lease_owner, '
     'lease_expires_at, not_before, result, error, parent_id, cause, "key", created_at, '
-    'updated_at').split(", "))
+    'updated_at, retry_attempt').split(", "))
 TASK_NAMES = [c.removeprefix("tasks.").strip('"') for c in TASK_COLS.split(", ")]
 """The columns of ``TASK_COLS`` by name (to read a task from a row of ``tasks``)."""
 _BY_KEY = f'SELECT {TASK_COLS} FROM tasks WHERE run_id = $1 AND "key" = $2'
@@ -144,16 +144,18 @@ async def claim(tx: Txn, owner: str, *, run_id: str | None, roles: Collection[st
     role_list = None if roles is None else sorted(roles)
     taken = await tx.fetch(_TAKE_OVER, owner, tx.now + lease_seconds, tx.now, run_id, role_list,
                            limit) if expired else []
-    for r in sorted(taken, key=lambda r: (r[16], r[18])):
+    # each row: the task's columns, then its position (then, taken over, its old owner)
+    n = len(TASK_NAMES)
+    for r in sorted(taken, key=lambda r: (r[16], r[n])):
         await append_event(tx, r[1], "task.requeued",
                            {"task": r[0], "role": r[2], "attempt": r[5] - 1,
-                            "owner": r[19], "cause": "lease expired"})
-    rows = [tuple(r)[:19] for r in taken]
+                            "owner": r[n + 1], "cause": "lease expired"})
+    rows = [tuple(r)[:n + 1] for r in taken]
     if len(rows) < limit:
         rows += [tuple(r) for r in await tx.fetch(_CLAIM, owner, tx.now + lease_seconds, tx.now,
                                                   run_id, role_list, limit - len(rows))]
-    rows = sorted(rows, key=lambda r: (r[16], r[18]))  # RETURNING has no order: oldest first
-    tasks = [_rows.task(tuple(r)[:18]) for r in rows]
+    rows = sorted(rows, key=lambda r: (r[16], r[n]))  # RETURNING has no order: oldest first
+    tasks = [_rows.task(tuple(r)[:n]) for r in rows]
     for task in tasks:
         await append_event(tx, task.run_id, "task.claimed",
                            {"task": task.id, "role": task.role, "attempt": task.attempt,
