@@ -288,11 +288,13 @@ async def cmd_prune(args: argparse.Namespace) -> int:
         raise UserError("prune needs --finished-before DATE or --keep N (or both)")
     async with open_store(args, must_exist=True) as store:
         pruned = await store.prune_runs(finished_before=before, keep=args.keep,
-                                        vacuum=args.vacuum)
+                                        vacuum=args.vacuum, fold=not args.keep_tokens)
     freed = f"; {pruned.freed_bytes / 1e6:.1f} MB returned to the OS" if args.vacuum else ""
+    folded = f"; {pruned.folded} token event(s) folded into their steps" if pruned.folded else ""
     inspect_cmds.emit(args, {"runs": pruned.runs, "rows": pruned.rows,
-                             "freed_bytes": pruned.freed_bytes},
-                      f"pruned {len(pruned.runs)} finished run(s), {pruned.rows} rows{freed}")
+                             "freed_bytes": pruned.freed_bytes, "folded": pruned.folded},
+                      f"pruned {len(pruned.runs)} finished run(s), {pruned.rows} rows"
+                      f"{folded}{freed}")
     return EXIT_OK
 
 

@@ -187,7 +187,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="event seq to fork after (see `orchestra events RUN`)")
     p.add_argument("--no-run", action="store_true", help="only create the fork")
 
-    p = sub.add_parser("prune", help="delete finished runs completely")
+    p = sub.add_parser("prune", help="delete finished runs completely; fold the token "
+                       "deltas of the runs kept into their steps")
     _common(p)
     p.add_argument("--finished-before", metavar="DATE",
                    help="runs finished before this local date/time (2026-11-01, "
@@ -195,6 +196,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--keep", type=int, metavar="N", help="keep the N most recently finished")
     p.add_argument("--vacuum", action="store_true",
                    help="also return the freed space to the OS (rewrites the file)")
+    p.add_argument("--keep-tokens", action="store_true",
+                   help="keep every model.delta event of the runs kept (by default a "
+                        "completed call's are folded: its step holds the whole answer)")
 
     p = sub.add_parser("migrate", help="create the store or bring its schema up to date")
     _common(p)

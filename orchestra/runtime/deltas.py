@@ -16,7 +16,7 @@ The first event of a call says ``first``; when the adapter tries the call again,
 after its process died says ``reissue`` on its first event: the text of the attempt
 before it stops there, interrupted. The deltas are for people watching: the journal
 records the whole answer once, usage is counted from it alone, and a replayed step
-writes none.
+writes none; a prune folds a completed call's deltas into its step (``store.folding``).
 """
 
 from __future__ import annotations

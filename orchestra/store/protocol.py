@@ -119,11 +119,13 @@ class StepResult:
 
 @dataclass(frozen=True, slots=True)
 class Pruned:
-    """What a prune deleted: the runs, the rows, the bytes returned to the OS."""
+    """What a prune deleted: the runs, the rows, the bytes returned to the OS, and the
+    token deltas it folded into their steps in the runs it kept."""
 
     runs: list[str]
     rows: int
     freed_bytes: int = 0
+    folded: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,12 +160,13 @@ class RunStore(Protocol):
 
 
 class Retention(Protocol):
-    """Deleting finished runs completely (every row and index entry they own)."""
+    """Deleting finished runs completely (every row and index entry they own), and
+    folding the token deltas of the runs kept into their steps (``store.folding``)."""
 
     async def delete_run(self, run_id: str) -> None: ...
     async def prune_runs(self, *, finished_before: float | None = None,
                          keep: int | None = None, vacuum: bool = False,
-                         batch_rows: int = 20_000) -> Pruned: ...
+                         batch_rows: int = 20_000, fold: bool = True) -> Pruned: ...
 
 
 class TaskQueue(Protocol):
@@ -278,7 +281,9 @@ class Approvals(Protocol):
 class EventLog(Protocol):
     """Each run's append-only log. Its ``seq`` is 1, 2, 3... with no gap and no
     duplicate, whichever processes write: an event commits with the change it
-    reports, and a change rolled back takes its event with it."""
+    reports, and a change rolled back takes its event with it. (A prune may later fold
+    a completed call's token deltas into its step: the seqs left keep their order, and
+    a reader continues past the holes; ``store.folding``.)"""
 
     async def append_event(self, run_id: str, kind: str, data: JSON) -> Event: ...
     async def events(self, run_id: str, *, starting_after: int = 0, limit: int = 500,

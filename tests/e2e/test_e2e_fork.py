@@ -125,8 +125,18 @@ def test_the_prune_command(reference: Reference, tmp_path: Path) -> None:
     db = copy_store(reference, tmp_path)
     assert cli("prune", "--db", db).code == 2
     assert cli("prune", "--finished-before", "yesterday", "--db", db).code == 2
+    deltas = "SELECT COUNT(*) FROM events WHERE kind = 'model.delta'"
+    streamed = query(db, deltas)[0][0]
+    assert streamed > 0  # the demo's models stream their answers
+    res = cli("prune", "--finished-before", "2000-01-01", "--keep-tokens", "--db", db)
+    assert res.code == 0 and "pruned 0 finished run(s)" in res.stdout, res
+    assert "folded" not in res.stdout and query(db, deltas)[0][0] == streamed
     res = cli("prune", "--finished-before", "2000-01-01", "--db", db)
     assert res.code == 0 and "pruned 0 finished run(s)" in res.stdout, res
+    # every call of the demo completed its step: the steps hold all their answers
+    assert f"{streamed} token event(s) folded into their steps" in res.stdout, res
+    assert query(db, deltas) == [(0,)]
+    assert show(db, reference.run_id)["status"] == "completed"
     res = cli("prune", "--keep", "0", "--vacuum", "--db", db, "--json")
     assert res.code == 0, res
     assert query(db, "SELECT COUNT(*) FROM runs") == [(0,)]

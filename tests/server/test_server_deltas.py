@@ -1,9 +1,11 @@
 """The models' text over SSE: a stream cut mid-answer and resumed with ``Last-Event-ID``
 delivers every delta once, in order, and the pieces add up to the stored answers;
-``?tokens=0`` (and the client's ``tokens=False``) leaves them out."""
+``?tokens=0`` (and the client's ``tokens=False``) leaves them out; once a prune folded
+them, a stream resumed from a folded delta's seq goes on with the next event stored."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
 from pathlib import Path
@@ -13,6 +15,7 @@ import httpx
 from server_helpers import Server, read_events
 
 from orchestra.client import Client
+from orchestra.store import SQLiteBlackboard
 
 PIPELINE = "tests.cli.stream_pipeline:build"
 
@@ -96,3 +99,31 @@ def test_tokens_0_leaves_the_deltas_out(server: Server) -> None:
         assert "model.delta" not in kinds and kinds[-1] == "run.completed"
         every = list(api.runs.stream(run_id))
     assert [(e.seq, e.kind) for e in every] == stored
+
+
+async def _prune(db: Path) -> int:
+    store = await SQLiteBlackboard.open(db)
+    try:
+        return (await store.prune_runs(finished_before=0)).folded  # deletes no run
+    finally:
+        await store.close()
+
+
+def test_a_stream_resumed_inside_folded_deltas_goes_on_with_the_next_event(
+        server: Server) -> None:
+    run_id = _start(server.url, lines=2, size=16, every=0.01)
+    url = f"{server.url}/v1/runs/{run_id}/stream"
+    with httpx.stream("GET", url, timeout=30) as r:
+        whole = read_events(r)
+    deltas = [seq for seq, kind, _ in whole if kind == "model.delta"]
+    assert len(deltas) >= 4 and whole[-1][1] == "run.completed"
+    assert asyncio.run(_prune(server.db)) >= len(deltas)  # this run's, and earlier runs'
+    stored = _stored(server.db, run_id)  # every call completed its step: all folded
+    assert stored == [(seq, kind) for seq, kind, _ in whole if kind != "model.delta"]
+    for cursor in (deltas[0] - 1, deltas[0], deltas[1], deltas[-1]):
+        with httpx.stream("GET", url, headers={"Last-Event-ID": str(cursor)},
+                          timeout=30) as r:
+            rest = read_events(r)
+        assert [(seq, kind) for seq, kind, _ in rest] == [e for e in stored if e[0] > cursor]
+    with Client(server.url) as api:  # the client's own resumption reads the same
+        assert [(e.seq, e.kind) for e in api.runs.stream(run_id)] == stored

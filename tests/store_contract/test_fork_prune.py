@@ -160,3 +160,87 @@ async def test_prune_deletes_finished_runs_completely_and_nothing_else(store: Bl
     assert (await store.prune_runs(finished_before=0)).runs == []
     with pytest.raises(UserError, match="--finished-before DATE or --keep N"):
         await store.prune_runs()
+
+
+async def streamed_run(store: Blackboard, *, finish: bool = True) -> tuple[Run, dict[str, int]]:
+    """A run whose calls streamed their answers (``model.delta``): task a's step 1
+    completes; its step 2 is cut by a dead worker, re-issued by the next claim and
+    completes; task b's call fails. Returns the run and each call's first delta's seq."""
+    run = await store.create_run("p", {}, tasks=[NewTask("a", {}), NewTask("b", {})])
+    first: dict[str, int] = {}
+
+    async def stream(name: str, task: str, step: int, attempt: int, n: int) -> None:
+        for i in range(n):
+            e = await store.append_event(run.id, "model.delta", {
+                "task": task, "agent": f"{run.id}/x", "role": "x", "step": step, "retry": 0,
+                "attempt": attempt, "text": f"{name}{i} ", **({"first": True} if not i else {})})
+            first.setdefault(name, e.seq)
+
+    a = await store.claim_task("w1", run_id=run.id, roles=["a"], lease_seconds=-1)
+    assert a is not None
+    lease, agent = Lease("w1", a.attempt), f"{run.id}/a"
+    await stream("a1", a.id, 1, 1, 3)
+    await store.complete_step(StepResult(a.id, 0, 1, "model", "m", "d", {"text": "a1"}),
+                              lease, agent_id=agent)
+    await store.complete_step(StepResult(a.id, 0, 2, "tool", "t", "d", {"ok": 1}), lease,
+                              agent_id=agent)
+    await stream("cut", a.id, 3, 1, 2)  # w1 dies mid-answer: its lease runs out
+    (again,) = await store.claim_tasks("w2", capacity={"a": 1}, limit=1, run_id=run.id)
+    lease = Lease("w2", again.attempt)
+    await stream("a3", a.id, 3, again.attempt, 2)
+    await store.complete_task(a.id, lease, {"r": 1}, agent_id=agent, step=StepResult(
+        a.id, 0, 3, "model", "m", "d", {"text": "a3"}))
+    b = await store.claim_task("w1", run_id=run.id, roles=["b"])
+    assert b is not None
+    await stream("b1", b.id, 1, 1, 2)
+    await store.complete_step(StepResult(b.id, 0, 1, "model", "m", "d", error="boom"),
+                              Lease("w1", b.attempt), agent_id=f"{run.id}/b")
+    if finish:
+        await store.set_run_status(run.id, "failed", error="b failed")
+    return await store.get_run(run.id), first
+
+
+def texts(events: list[Event]) -> list[str]:
+    return [e.data["text"] for e in events if e.kind == "model.delta"]
+
+
+async def test_prune_folds_a_completed_calls_deltas_and_keeps_an_interrupted_ones(
+        store: Blackboard) -> None:
+    """A finished run that prune keeps loses the deltas of each call that completed its
+    step (the step holds the answer); the text of a call cut by a dead worker and of a
+    failed call stays. A reader resuming from a cursor inside the folded deltas goes on
+    with the next event still stored, and misses none of them."""
+    run, first = await streamed_run(store)
+    live, _ = await streamed_run(store, finish=False)
+    before = await store.events(run.id, limit=10_000)
+    live_before = await store.events(live.id, limit=10_000)
+    pruned = await store.prune_runs(keep=5, batch_rows=2)  # small writes: chunks too
+    assert pruned.runs == [] and pruned.folded == 5
+    after = await store.events(run.id, limit=10_000)
+    assert texts(after) == ["cut0 ", "cut1 ", "b10 ", "b11 "]
+    assert after == [e for e in before if e.kind != "model.delta"
+                     or not e.data["text"].startswith(("a1", "a3"))]
+    assert (await store.get_run(run.id)).last_seq == run.last_seq  # new events count on
+    for cursor in range(run.last_seq + 1):  # from anywhere, into the holes too
+        rest = await store.events(run.id, starting_after=cursor, limit=10_000)
+        assert rest == [e for e in after if e.seq > cursor]
+    assert (await store.events(run.id, starting_after=first["a3"], limit=1))[0].kind == \
+        "step.completed"
+    fork = await store.fork_run(run.id, first["a1"] + 1)  # at a folded delta: the event before
+    assert [e.kind for e in await store.events(fork.id)][-2:] == ["task.claimed", "run.forked"]
+    assert await store.events(live.id, limit=10_000) == live_before  # a live run is kept whole
+    assert (await store.prune_runs(keep=5)).folded == 0  # nothing left to fold
+    assert (await store.prune_runs(finished_before=time.time() + 60, fold=False)).folded == 0
+    assert len(await store.events(live.id, limit=10_000)) == len(live_before)
+
+
+async def test_prune_before_a_date_folds_runs_untouched_since_whatever_their_status(
+        store: Blackboard) -> None:
+    live, _ = await streamed_run(store, finish=False)
+    assert live.status not in ("completed", "failed", "cancelled")
+    assert (await store.prune_runs(finished_before=0)).folded == 0
+    pruned = await store.prune_runs(finished_before=time.time() + 60, keep=5)
+    assert pruned.runs == [] and pruned.folded == 5
+    assert texts(await store.events(live.id, limit=10_000)) == ["cut0 ", "cut1 ", "b10 ",
+                                                                "b11 "]
+    assert (await store.get_run(live.id)).status == live.status

@@ -27,7 +27,9 @@ from orchestra.store.postgres.events import whole
 from orchestra.store.postgres.txn import Txn
 
 _RUN = "SELECT pipeline, input, last_seq FROM runs WHERE id = $1"
-_AT = "SELECT at FROM events WHERE run_id = $1 AND seq = $2"
+# the event itself, or the last one before it still stored (a prune folds token deltas,
+# which change no state: forking right after one is forking right after the event before)
+_AT = "SELECT seq, at FROM events WHERE run_id = $1 AND seq <= $2 ORDER BY seq DESC LIMIT 1"
 _SAME_WRITE = "SELECT seq, at FROM events WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT 256"
 _TASK_EVENTS = f"""
 SELECT kind, data::jsonb ->> 'task', data::jsonb -> 'retries', data::jsonb ->> 'approval'
@@ -163,7 +165,10 @@ async def fork_run(tx: Txn, run_id: str, at_seq: int, fork_id: str | None, input
     fork_id = fork_id_for(run_id, at_seq, last_seq, fork_id)
     if await tx.fetchval("SELECT 1 FROM runs WHERE id = $1", fork_id):
         raise fork_exists(fork_id)
-    at = await tx.fetchval(_AT, run_id, at_seq)
+    found = await tx.fetchrow(_AT, run_id, at_seq)
+    if found is None:
+        raise NotFoundError(f"run {run_id!r} has no events left: a prune is deleting it")
+    at_seq, at = found
     end = await _end_of_write(tx.conn, run_id, at_seq, at)
     ids, run_status = await _state_at(tx.conn, run_id, end)
     status = fork_status(ids, run_status)

@@ -6,6 +6,10 @@ one write transaction touching at most about ``batch_rows`` rows. A run larger t
 a batch has its events and messages (its big tables) deleted in ranges first; its
 row goes last, so a prune interrupted half-way still sees the run and finishes it
 next time.
+
+The runs a prune keeps have their completed calls' token deltas folded into their
+steps (``store/folding.py`` decides which): read per run, deleted by seq in
+transactions of at most ``batch_rows`` events.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import asyncpg
 
 from orchestra._errors import NotFoundError, UserError
 from orchestra._types import TERMINAL_RUN_STATUSES
+from orchestra.store.folding import FOLD_KINDS_SQL, folded_seqs
 from orchestra.store.postgres.txn import Txn
 
 _LOCK = "SELECT status FROM runs WHERE id = $1 FOR UPDATE"
@@ -43,6 +48,15 @@ _FIRST_MESSAGE = """
 SELECT m.agent_id, MIN(m.seq) FROM agents a JOIN messages m ON m.agent_id = a.id
 WHERE a.run_id = $1 GROUP BY m.agent_id LIMIT 1"""
 _MESSAGE_RANGE = "DELETE FROM messages WHERE agent_id = $1 AND seq < $2"
+# finished runs, and (given a date) runs of any status untouched since then
+_FOLD_CANDIDATES = f"""
+SELECT id FROM runs WHERE status IN {_TERMINAL} OR ($1::float8 IS NOT NULL AND updated_at < $1)
+ORDER BY updated_at, id"""
+_FOLD_EVENTS = f"""
+SELECT seq, kind, d ->> 'task', (d ->> 'step')::bigint, (d ->> 'attempt')::bigint
+FROM (SELECT seq, kind, data::jsonb AS d FROM events
+      WHERE run_id = $1 AND kind IN ({FOLD_KINDS_SQL})) e ORDER BY seq"""
+_DELETE_SEQS = "DELETE FROM events WHERE run_id = $1 AND seq = ANY($2::bigint[])"
 
 
 async def candidates(c: asyncpg.Connection, finished_before: float | None,
@@ -81,3 +95,18 @@ async def delete_some(tx: Txn, run_id: str, batch_rows: int) -> bool:
         return False
     await tx.execute(_MESSAGE_RANGE, row[0], row[1] + batch_rows)
     return True
+
+
+async def fold_candidates(c: asyncpg.Connection, finished_before: float | None) -> list[str]:
+    """Runs whose completed calls' deltas a prune folds (as SQLite's ``fold_candidates``)."""
+    return [r[0] for r in await c.fetch(_FOLD_CANDIDATES, finished_before)]
+
+
+async def deltas_to_fold(c: asyncpg.Connection, run_id: str) -> list[int]:
+    """The seqs of ``run_id``'s deltas whose call completed its step (``folding``)."""
+    return folded_seqs(tuple(r) for r in await c.fetch(_FOLD_EVENTS, run_id))
+
+
+async def delete_events(tx: Txn, run_id: str, seqs: Sequence[int]) -> int:
+    """Delete these events of ``run_id``; returns how many there were."""
+    return int((await tx.execute(_DELETE_SEQS, run_id, list(seqs))).rsplit(" ", 1)[-1])

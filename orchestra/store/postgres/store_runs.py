@@ -14,6 +14,7 @@ import asyncpg
 
 from orchestra._types import JSON, Run
 from orchestra.store.codec import Encoder
+from orchestra.store.folding import chunks
 from orchestra.store.postgres import fork as _fork
 from orchestra.store.postgres import retention as _retention
 from orchestra.store.postgres.txn import Txn
@@ -45,9 +46,10 @@ class RunCopyMethods:
 
     async def prune_runs(self, *, finished_before: float | None = None,
                          keep: int | None = None, vacuum: bool = False,
-                         batch_rows: int = 20_000) -> Pruned:
+                         batch_rows: int = 20_000, fold: bool = True) -> Pruned:
         """Delete finished runs completely, each transaction about ``batch_rows`` rows at
-        most; ``vacuum`` then runs ``VACUUM`` (space is reused; the size change is reported)."""
+        most, and (``fold``) fold the kept runs' completed calls' token deltas (see SQLite's);
+        ``vacuum`` then runs ``VACUUM`` (space is reused; the size change is reported)."""
         if batch_rows < 1:
             raise ValueError(f"batch_rows must be >= 1, got {batch_rows}")
         runs = await self._read(lambda c: _retention.candidates(c, finished_before, keep))
@@ -58,8 +60,21 @@ class RunCopyMethods:
                                                  batch_rows=batch_rows)):
                     pass
             rows += await self._submit(partial(_retention.delete_runs, run_ids=group))
+        folded = await self._fold(finished_before, batch_rows) if fold else 0
         freed = await self._read(_vacuum) if vacuum else 0
-        return Pruned(runs=[run_id for run_id, _ in runs], rows=rows, freed_bytes=freed)
+        return Pruned(runs=[run_id for run_id, _ in runs], rows=rows, freed_bytes=freed,
+                      folded=folded)
+
+    async def _fold(self, finished_before: float | None, batch_rows: int) -> int:
+        """Fold the token deltas of the runs a prune keeps; returns the events deleted."""
+        folded = 0
+        for run_id in await self._read(partial(_retention.fold_candidates,
+                                               finished_before=finished_before)):
+            seqs = await self._read(partial(_retention.deltas_to_fold, run_id=run_id))
+            for part in chunks(seqs, batch_rows):
+                folded += await self._submit(partial(_retention.delete_events, run_id=run_id,
+                                                   seqs=part))
+        return folded
 
 
 async def _vacuum(c: asyncpg.Connection) -> int:

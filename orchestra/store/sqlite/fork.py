@@ -32,7 +32,9 @@ from orchestra.store.fork_replay import (
 from orchestra.store.sqlite.txn import Conn, Txn
 
 _RUN = "SELECT pipeline, input, last_seq FROM runs WHERE id = ?"
-_AT = "SELECT at FROM events WHERE run_id = ? AND seq = ?"
+# the event itself, or the last one before it still stored (a prune folds token deltas,
+# which change no state: forking right after one is forking right after the event before)
+_AT = "SELECT seq, at FROM events WHERE run_id = ? AND seq <= ? ORDER BY seq DESC LIMIT 1"
 _SAME_WRITE = "SELECT seq, at FROM events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT 256"
 _TASK_EVENTS = f"""
 SELECT kind, json_extract(data, '$.task'), json_extract(data, '$.retries'),
@@ -163,7 +165,10 @@ async def fork_run(tx: Txn, run_id: str, at_seq: int, fork_id: str | None, input
     fork_id = fork_id_for(run_id, at_seq, last_seq, fork_id)
     if (await tx.execute("SELECT 1 FROM runs WHERE id = ?", (fork_id,))).fetchone():
         raise fork_exists(fork_id)
-    at = (await tx.execute(_AT, (run_id, at_seq))).fetchone()[0]
+    found = (await tx.execute(_AT, (run_id, at_seq))).fetchone()
+    if found is None:
+        raise NotFoundError(f"run {run_id!r} has no events left: a prune is deleting it")
+    at_seq, at = found
     end = await _end_of_write(tx.conn, run_id, at_seq, at)
     ids, run_status = await _state_at(tx.conn, run_id, end)
     status = fork_status(ids, run_status)

@@ -5,6 +5,10 @@ one write transaction touching at most about ``batch_rows`` rows, so live runs'
 writes queue behind it only briefly. A run larger than a batch has its events and
 messages (its big tables) deleted in ranges first; its row goes last, so a prune
 interrupted half-way still sees the run and finishes it next time.
+
+The runs a prune keeps have their completed calls' token deltas folded into their
+steps (``store/folding.py`` decides which): read per run, deleted by seq in writes
+of at most ``batch_rows`` events.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from collections.abc import Sequence
 
 from orchestra._errors import NotFoundError, UserError
 from orchestra._types import TERMINAL_RUN_STATUSES
+from orchestra.store.folding import FOLD_KINDS_SQL, folded_seqs
 from orchestra.store.sqlite.txn import Conn, Txn
 
 _TERMINAL = "(" + ", ".join(f"'{s}'" for s in sorted(TERMINAL_RUN_STATUSES)) + ")"
@@ -40,6 +45,16 @@ _FIRST_MESSAGE = """
 SELECT a.id, (SELECT MIN(seq) FROM messages m WHERE m.agent_id = a.id) AS first
 FROM agents a WHERE a.run_id = ? AND first IS NOT NULL LIMIT 1"""
 _MESSAGE_RANGE = "DELETE FROM messages WHERE agent_id = ? AND seq < ?"
+# finished runs, and (given a date) runs of any status untouched since then
+_FOLD_CANDIDATES = f"""
+SELECT id FROM runs WHERE status IN {_TERMINAL} OR (?1 IS NOT NULL AND updated_at < ?1)
+ORDER BY updated_at, id"""
+_FOLD_EVENTS = f"""
+SELECT seq, kind, json_extract(data, '$.task'), json_extract(data, '$.step'),
+       json_extract(data, '$.attempt')
+FROM events WHERE run_id = ? AND kind IN ({FOLD_KINDS_SQL}) ORDER BY seq"""
+_DELETE_SEQS = """
+DELETE FROM events WHERE run_id = ?1 AND seq IN (SELECT value FROM json_each(?2)) RETURNING 1"""
 
 
 async def candidates(conn: Conn, finished_before: float | None,
@@ -85,3 +100,19 @@ async def delete_some(tx: Txn, run_id: str, batch_rows: int) -> bool:
         return False
     await tx.execute(_MESSAGE_RANGE, (row[0], row[1] + batch_rows))
     return True
+
+
+async def fold_candidates(conn: Conn, finished_before: float | None) -> list[str]:
+    """Runs whose completed calls' deltas a prune folds: every finished run, and with
+    ``finished_before`` every run untouched since then."""
+    return [r[0] for r in await conn.execute(_FOLD_CANDIDATES, (finished_before,))]
+
+
+async def deltas_to_fold(conn: Conn, run_id: str) -> list[int]:
+    """The seqs of ``run_id``'s deltas whose call completed its step (``folding``)."""
+    return folded_seqs(await conn.execute(_FOLD_EVENTS, (run_id,)))
+
+
+async def delete_events(tx: Txn, run_id: str, seqs: Sequence[int]) -> int:
+    """Delete these events of ``run_id``; returns how many there were."""
+    return len((await tx.execute(_DELETE_SEQS, (run_id, json.dumps(list(seqs))))).fetchall())

@@ -15,6 +15,7 @@ from typing import TypeVar
 
 from orchestra._types import JSON, Run
 from orchestra.store.codec import Encoder
+from orchestra.store.folding import chunks
 from orchestra.store.protocol import Pruned
 from orchestra.store.rules import batches
 from orchestra.store.sqlite import fork as _fork
@@ -56,9 +57,14 @@ class RunCopyMethods:
 
     async def prune_runs(self, *, finished_before: float | None = None,
                          keep: int | None = None, vacuum: bool = False,
-                         batch_rows: int = 20_000) -> Pruned:
+                         batch_rows: int = 20_000, fold: bool = True) -> Pruned:
         """Delete finished runs (updated before ``finished_before``, and beyond the ``keep``
         most recently finished) completely, each write at most about ``batch_rows`` rows.
+
+        With ``fold``, the runs it keeps (every finished run, and with ``finished_before``
+        every run untouched since then) have their completed calls' token deltas folded
+        into their steps (``store/folding.py``: the step holds the whole answer; the text
+        of an interrupted call stays until the run goes).
 
         Freed pages are reused by later writes; ``vacuum`` also returns them to the
         operating system (``incremental_vacuum`` on a store created with
@@ -74,8 +80,21 @@ class RunCopyMethods:
                                                 batch_rows=batch_rows)):
                     pass
             rows += await self._write(partial(_retention.delete_runs, run_ids=group))
+        folded = await self._fold(finished_before, batch_rows) if fold else 0
         freed = await asyncio.to_thread(self._vacuum) if vacuum else 0
-        return Pruned(runs=[run_id for run_id, _ in runs], rows=rows, freed_bytes=freed)
+        return Pruned(runs=[run_id for run_id, _ in runs], rows=rows, freed_bytes=freed,
+                      folded=folded)
+
+    async def _fold(self, finished_before: float | None, batch_rows: int) -> int:
+        """Fold the token deltas of the runs a prune keeps; returns the events deleted."""
+        folded = 0
+        for run_id in await self._read(partial(_retention.fold_candidates,
+                                               finished_before=finished_before)):
+            seqs = await self._read(partial(_retention.deltas_to_fold, run_id=run_id))
+            for part in chunks(seqs, batch_rows):
+                folded += await self._write(partial(_retention.delete_events, run_id=run_id,
+                                                   seqs=part))
+        return folded
 
     def _vacuum(self) -> int:
         """On a worker thread, on a connection of its own: return free pages to the OS."""
