@@ -143,7 +143,9 @@ class Progress:
         lines += [f"  waiting on a concurrency limit: {w}"[:150] for w in self.waits]
         lines.append("  latest events:")
         lines += ["   " + r[:110] for r in reversed(self.recent)]
-        out.write("\n".join(lines) + "\n")
+        # one screen line each: a line that wraps takes two, and the next redraw, moving
+        # up by the lines it counted, would leave the top of this panel behind
+        out.write("\n".join(line[:width - 1] for line in lines) + "\n")
         out.flush()
         self._drawn = len(lines)
 
