@@ -17,6 +17,7 @@ commits by polling, as any reader in another process does). One JSON line of res
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import sqlite3
@@ -57,7 +58,7 @@ class _FirstToken:
         if not self.seen:
             self.seen = True
             with self.log.open("a") as f:
-                f.write(json.dumps({"task": self.task, "at": time.time()}) + "\n")
+                f.write(json.dumps({"prompt": self.task, "at": time.time()}) + "\n")
 
     def text(self, delta: str) -> None:
         self._note()
@@ -72,40 +73,56 @@ class _FirstToken:
 
 
 class TimedModel:
-    """The served model, noting each call's first token in ``$BENCH_FIRST_TOKENS``."""
+    """The served model, noting each call's first token in ``$BENCH_FIRST_TOKENS``; no
+    call begins before the file ``$BENCH_GO`` exists (both readers are up by then)."""
 
-    def __init__(self, inner: OpenAIModel, log: Path) -> None:
-        self.inner, self.log, self.name = inner, log, inner.name
+    def __init__(self, inner: OpenAIModel, log: Path, go: Path) -> None:
+        self.inner, self.log, self.go, self.name = inner, log, go, inner.name
 
     async def request(self, request: ModelRequest) -> ModelResponse:
         return await self.inner.request(request)
 
     async def request_stream(self, request: ModelRequest, sink: DeltaSink) -> ModelResponse:
-        task = request.messages[-1].content[-40:]
-        return await self.inner.request_stream(request, _FirstToken(sink, self.log, task))
+        # the task's input is its last user message (the agent's history holds the others)
+        prompt = next((m.content for m in reversed(request.messages) if m.role == "user"), "")
+        while not self.go.exists():  # noqa: ASYNC110 (a file the benchmark's process makes)
+            await asyncio.sleep(0.01)
+        return await self.inner.request_stream(request, _FirstToken(sink, self.log, prompt))
+
+
+def topic(i: int) -> str:
+    """Call ``i``'s task input, unique (how a first token is matched to its task)."""
+    return f"Topic: {TOPICS[i % len(TOPICS)]} (#{i + 1})"
 
 
 def build(run_input: Any) -> Pipeline:
     calls = int(run_input.get("calls", 6)) if isinstance(run_input, dict) else 6
     model = TimedModel(OpenAIModel("local", base_url=os.environ["BENCH_BASE_URL"],
                                    timeout=600, name="local-bench"),
-                       Path(os.environ["BENCH_FIRST_TOKENS"]))
+                       Path(os.environ["BENCH_FIRST_TOKENS"]), Path(os.environ["BENCH_GO"]))
     return Pipeline("token-latency", roles=[Writer()], model=model,
-                    start=lambda _: [NewTask("writer", f"Topic: {TOPICS[i % len(TOPICS)]}",
-                                             max_attempts=1) for i in range(calls)],
+                    start=lambda _: [NewTask("writer", topic(i), max_attempts=1)
+                                     for i in range(calls)],
                     ref=REF)
+
+
+_TERMINAL = ("run.completed", "run.failed", "run.cancelled")
+_READY = ""
+"""The key under which a reader notes when it received its first event (it was up)."""
 
 
 def _sse(url: str, seen: dict[str, float]) -> None:
     with httpx.stream("GET", url, timeout=httpx.Timeout(30, read=600)) as r:
         frame: dict[str, str] = {}
         for line in r.iter_lines():
+            if line == "" and "data" in frame:
+                seen.setdefault(_READY, time.time())
             if line == "" and frame.get("event") == "model.delta":
                 data = json.loads(frame["data"])["data"]
                 if data.get("first"):
                     seen.setdefault(data["task"], time.time())
             if line == "":
-                if frame.get("event") == "run.completed":
+                if frame.get("event") in _TERMINAL:
                     return
                 frame = {}
             elif not line.startswith(":"):
@@ -117,8 +134,19 @@ def _follow(proc: subprocess.Popen[str], seen: dict[str, float]) -> None:
     assert proc.stdout is not None
     for line in proc.stdout:
         event = json.loads(line)
+        seen.setdefault(_READY, time.time())
         if event["kind"] == "model.delta" and event["data"].get("first"):
             seen.setdefault(event["data"]["task"], time.time())
+
+
+def _lags(seen: dict[str, float], first_token: dict[str, float]) -> dict[str, Any]:
+    """Each call's first token to its first delta seen by a reader; calls whose first
+    token came before the reader was up (its start-up, not the delay) are left out."""
+    ready = seen.get(_READY, float("inf"))
+    lags = [seen[task] - at for task, at in first_token.items() if task in seen and at >= ready]
+    out: dict[str, Any] = _stats(lags) if lags else {"n": 0}
+    out["left_out"] = len(first_token) - len(lags)
+    return out
 
 
 def _stats(lags: list[float]) -> dict[str, float]:
@@ -171,9 +199,9 @@ def main(argv: list[str] | None = None) -> None:
     if not args.base_url:
         p.error("give --base-url URL (an OpenAI-compatible server) or --fake")
     root = Path(tempfile.mkdtemp(prefix="token-latency-"))
-    db, firsts = root / "l.db", root / "first.jsonl"
+    db, firsts, go = root / "l.db", root / "first.jsonl", root / "go"
     env = {**os.environ, "BENCH_BASE_URL": args.base_url, "BENCH_FIRST_TOKENS": str(firsts),
-           "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+           "BENCH_GO": str(go), "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     cli = [sys.executable, "-m", "orchestra.cli.main"]
     serve = subprocess.Popen([*cli, "serve", "--db", str(db), "--port", "0"], env=env,
                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
@@ -191,6 +219,10 @@ def main(argv: list[str] | None = None) -> None:
                    threading.Thread(target=_follow, args=(follow, by_follow))]
         for t in readers:
             t.start()
+        deadline = time.monotonic() + 120
+        while not (_READY in by_sse and _READY in by_follow) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        go.touch()  # the calls begin: a reader's start-up is not counted as its delay
         for t in readers:
             t.join(timeout=1800)
         follow.wait(timeout=60)
@@ -200,31 +232,43 @@ def main(argv: list[str] | None = None) -> None:
     with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
         items = [{"kind": k, "data": json.loads(d), "at": at} for k, d, at in conn.execute(
             "SELECT kind, data, at FROM events WHERE run_id = ? ORDER BY seq", (run_id,))]
-    first_tokens = [json.loads(line) for line in firsts.read_text().splitlines()]
-    # first tokens are noted in call order: the i-th call's first delta is the i-th first
+        inputs = {task: json.loads(text) for task, text in conn.execute(
+            "SELECT id, input FROM tasks WHERE run_id = ?", (run_id,))}
+    print(json.dumps(summary(items, inputs, firsts, by_sse, by_follow) | {
+        "server": "fake" if args.fake else args.base_url,
+        "load_avg": [round(x, 2) for x in os.getloadavg()]}))
+
+
+def summary(items: list[dict[str, Any]], inputs: dict[str, str], firsts: Path,
+            by_sse: dict[str, float], by_follow: dict[str, float]) -> dict[str, Any]:
+    """The figures: each call's first token (matched to its task by the task's input in
+    the prompt) to its first delta at each reader; the delta writes a call adds a second
+    while it streams, and all calls together."""
+    first_token: dict[str, float] = {}
+    for line in firsts.read_text().splitlines():
+        noted = json.loads(line)
+        for task, text in inputs.items():
+            if text in noted["prompt"]:
+                first_token.setdefault(task, noted["at"])
     deltas = [e for e in items if e["kind"] == "model.delta"]
-    starts = [e for e in deltas if e["data"].get("first")]
-    tasks = [e["data"]["task"] for e in starts]
-    t0 = [f["at"] for f in first_tokens]
-    per_call = {}
+    per_call: dict[str, list[float]] = {}
     for e in deltas:
         per_call.setdefault(e["data"]["task"], []).append(e["at"])
-    rates = [(len(ats) - 1) / (ats[-1] - t) for (task, ats), t in zip(
-        per_call.items(), t0, strict=False) if len(ats) > 1 and ats[-1] > t]
-    print(json.dumps({
-        "calls": len(tasks), "server": "fake" if args.fake else args.base_url,
-        "load_avg": [round(x, 2) for x in os.getloadavg()],
-        "first_token_to_sse": _stats([by_sse[k] - t for k, t in zip(tasks, t0, strict=False)
-                                      if k in by_sse]),
-        "first_token_to_follow": _stats([by_follow[k] - t for k, t in zip(tasks, t0,
-                                                                          strict=False)
-                                         if k in by_follow]),
+    rates = [(len(ats) - 1) / (ats[-1] - first_token[task]) for task, ats in per_call.items()
+             if task in first_token and len(ats) > 1 and ats[-1] > first_token[task]]
+    span = (max(e["at"] for e in deltas) - min(first_token.values())
+            if deltas and first_token else 0.0)
+    return {
+        "calls": len(first_token),
+        "first_token_to_sse": _lags(by_sse, first_token),
+        "first_token_to_follow": _lags(by_follow, first_token),
         "delta_events": len(deltas), "events": len(items),
         "delta_writes_per_s_per_streaming_call": round(statistics.median(rates), 2)
         if rates else None,
+        "delta_writes_per_s_all_calls": round(len(deltas) / span, 2) if span > 0 else None,
         "chars_per_delta_event": round(statistics.median(
             [len(e["data"].get("text", "")) for e in deltas]), 1) if deltas else None,
-    }))
+    }
 
 
 if __name__ == "__main__":

@@ -134,3 +134,17 @@ def test_looks_quick() -> None:
     _, out = _run_module("benchmarks.looks", "--stores", "sqlite", "--reps", "2",
                          "--scale", "0.01")
     assert len(out) == 4 and all(f["now_ms"] > 0 and f["grouped_ms"] > 0 for f in out.values())
+
+
+@pytest.mark.slow
+def test_token_latency_on_its_loopback_server() -> None:
+    """The token-latency benchmark end to end (``orchestra serve``, an SSE client and an
+    ``events --follow`` process) on its fake model server: every call's first token is
+    matched to its task and seen by both readers, and the delta writes are counted."""
+    _, out = _run_module("benchmarks.token_latency", "--fake", "--calls", "3",
+                         "--tokens-per-s", "100")
+    assert out["calls"] == 3, out
+    for reader in ("first_token_to_sse", "first_token_to_follow"):
+        assert (out[reader]["n"], out[reader]["left_out"]) == (3, 0), out
+    assert out["delta_events"] >= 3 and out["delta_writes_per_s_per_streaming_call"] > 0
+    assert out["delta_writes_per_s_all_calls"] > 0
