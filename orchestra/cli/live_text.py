@@ -1,11 +1,12 @@
 """What each agent is writing, read from the run's ``model.delta`` events.
 
-``LiveText`` follows each role's current model call: its text (and its tool calls'
+``LiveText`` follows each task's current model call: its text (and its tool calls'
 arguments, shown as ``tool(arguments``), the last of it kept for a redrawn terminal
-line, and its finished lines handed out for a plain log (``role | line``). A call's
-text ends when its step completes, or when a new call of the same task and step
-begins instead (a process died mid-answer, or the adapter tried again): that text
-is marked interrupted.
+line (one per role: its latest call; a role may write for several tasks at once), and
+its finished lines handed out for a plain log (``role | line``). A call's text ends
+when its step completes (or fails), or when a new call of the same task and step begins
+instead (a process died mid-answer, or the adapter tried again): that text is marked
+interrupted.
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ class _Call:
     """The current line, not printed yet (plain mode)."""
     tool: int | None = None
     """The tool call whose arguments came last."""
-    done: bool = False
+    seen: int = 0
+    """When it last wrote (a count of deltas): a role's latest call is on its line."""
 
 
 def delta_piece(data: dict[str, object], tool: int | None,
@@ -50,31 +52,35 @@ def delta_piece(data: dict[str, object], tool: int | None,
 
 
 class LiveText:
-    """The live text of each role (one current model call per role)."""
+    """The live text of each role's calls (one current model call per task)."""
 
     def __init__(self) -> None:
-        self.calls: dict[str, _Call] = {}
+        self.calls: dict[tuple[str, object], _Call] = {}
+        """(role, task) -> its current call"""
+        self._deltas = 0
 
     def apply(self, e: Event) -> list[str]:
         """Take one event; returns the finished lines to print in a plain log."""
         data = e.data if isinstance(e.data, dict) else {}
-        if e.kind == "step.completed":
-            return self._complete(data)
+        if e.kind in ("step.completed", "step.failed"):
+            return self._end(data)
         if e.kind != DELTA_EVENT:
             return []
         role = str(data.get("role", "?"))
         key = (data.get("task"), data.get("retry"), data.get("step"), data.get("attempt"),
                data.get("try", 1))
         out: list[str] = []
-        call = self.calls.get(role)
+        call = self.calls.get((role, key[0]))
         if call is None or call.key != key:
-            if call is not None and not call.done:
+            if call is not None:
                 if call.line:
                     out.append(f"{role} | {call.line}")
                 if call.key[:3] == key[:3]:  # the same step again: this one never finished
                     out.append(f"{role} | [attempt {call.key[3]} interrupted: the call "
                                f"was made again]")
-            call = self.calls[role] = _Call(key)
+            call = self.calls[role, key[0]] = _Call(key)
+        self._deltas += 1
+        call.seen = self._deltas
         piece, call.tool = delta_piece(data, call.tool, not call.line)
         piece = piece.translate(_CONTROLS)
         call.tail = (call.tail + piece)[-_TAIL:]
@@ -82,16 +88,19 @@ class LiveText:
         out += [f"{role} | {line}" for line in finished]
         return out
 
-    def _complete(self, data: dict[str, object]) -> list[str]:
-        for role, call in self.calls.items():
-            if not call.done and call.key[0] == data.get("task") and \
-                    call.key[2] == data.get("step"):
-                call.done = True
-                line, call.line = call.line, ""
-                return [f"{role} | {line}"] if line else []
+    def _end(self, data: dict[str, object]) -> list[str]:
+        """A step completed (or failed): its call's text ends; its last line is done."""
+        for (role, task), call in self.calls.items():
+            if task == data.get("task") and call.key[2] == data.get("step"):
+                del self.calls[role, task]
+                return [f"{role} | {call.line}"] if call.line else []
         return []
 
     def active(self) -> dict[str, str]:
-        """Each role still writing, and the end of what it wrote, on one line."""
-        return {role: call.tail.replace("\n", " ⏎ ") for role, call in sorted(self.calls.items())
-                if not call.done}
+        """Each role still writing, and the end of what it wrote (its latest call), on one
+        line."""
+        latest: dict[str, _Call] = {}
+        for (role, _), call in self.calls.items():
+            if role not in latest or call.seen > latest[role].seen:
+                latest[role] = call
+        return {role: call.tail.replace("\n", " ⏎ ") for role, call in sorted(latest.items())}

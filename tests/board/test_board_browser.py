@@ -196,3 +196,24 @@ def test_an_agent_lane_shows_its_text_before_the_step_completes(
     assert w.page.inner_text(lane) == answer[-1]["content"]
     assert w.page.locator("#events li[data-kind='model.delta']").count() == 0  # not listed
     assert w.errors == []
+
+
+def test_a_lane_keeps_each_answer_whole_when_its_role_writes_two_at_once(
+        browser: Any, server: Server) -> None:  # noqa: F811
+    """Two writer tasks stream at once, their pieces interleaved in the log: the lane
+    shows the call written to last, whole (before: only what came since the other's last
+    piece)."""
+    r = httpx.post(f"{server.url}/v1/runs", headers=AUTH, json={
+        "pipeline": "tests.cli.stream_pipeline:build",
+        "input": {"lines": 4, "size": 4, "every": 0.02, "writers": 2}})
+    run_id = r.json()["run_id"]
+    w = _page(browser, server)
+    w.page.goto(f"/runs/{run_id}")
+    w.page.wait_for_selector(FINISHED, timeout=60_000)
+    lane = "pre.writing[data-role='writer']"
+    w.page.wait_for_selector(f"{lane}.done")
+    answers = {m["content"] for m in messages(server.url, run_id, "writer")
+               if m["role"] == "assistant"}
+    assert len(answers) == 1  # both wrote the same answer
+    assert w.page.inner_text(lane) in answers
+    assert w.errors == []

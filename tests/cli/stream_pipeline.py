@@ -5,7 +5,8 @@ characters every ``every`` seconds (run input), both at once (two start tasks). 
 ``outline: true`` the writer first calls its ``outline`` tool (its arguments streamed
 too), then answers. With ``fail_once: PATH`` the writer's first call fails (it creates
 PATH; every call after that, in any process, answers): its task fails, and the run
-with it, until ``orchestra resume`` retries it."""
+with it, until ``orchestra resume`` retries it. ``writers: N``: N writer tasks, written
+at once (the role's concurrency allows it)."""
 
 from __future__ import annotations
 
@@ -66,7 +67,8 @@ def build(run_input: Any) -> Pipeline:
         return answer("writer" if writer else "critic", lines)
 
     return Pipeline("stream-demo", roles=[Writer(), Critic()],
-                    start=lambda i: [NewTask("writer", i, max_attempts=1),
+                    start=lambda i: [*(NewTask("writer", i, max_attempts=1)
+                                       for _ in range(int(inp.get("writers", 1)))),
                                      NewTask("critic", i, max_attempts=1)],
                     model=FunctionModel(script, name="stream-demo", stream=Chunks(
                         size=int(inp.get("size", 6)), every=float(inp.get("every", 0.02)))),

@@ -35,3 +35,26 @@ def test_a_models_control_characters_never_reach_the_terminal() -> None:
     out = text.apply(delta(1, "coder", text="a\x1b[2J\rb\x9bc\n"))
     assert out == ["coder | a [2J b c"]
     assert "\x1b" not in text.active()["coder"]
+
+
+def test_a_role_writing_for_two_tasks_at_once_keeps_each_answer_whole() -> None:
+    """A role with concurrency > 1 writes several answers at once: their pieces interleave
+    in the log, each line stays whole, and the role's one line shows its latest call."""
+    text = LiveText()
+
+    def piece(seq: int, task: str, words: str, **data: Any) -> list[str]:
+        return text.apply(Event("r", seq, "model.delta", {
+            "task": task, "role": "coder", "step": 1, "retry": 0, "attempt": 1,
+            "text": words, **data}, 0.0))
+
+    out = piece(1, "t1", "def one", first=True)
+    out += piece(2, "t2", "def two", first=True)
+    out += piece(3, "t1", "():\n    return 1\n")
+    assert text.active() == {"coder": "def one(): ⏎     return 1 ⏎ "}
+    out += piece(4, "t2", "():\n")
+    assert text.active() == {"coder": "def two(): ⏎ "}
+    assert text.apply(Event("r", 5, "step.failed", {"task": "t2", "step": 1}, 0.0)) == []
+    assert text.active() == {"coder": "def one(): ⏎     return 1 ⏎ "}  # t1 still writing
+    assert text.apply(Event("r", 6, "step.completed", {"task": "t1", "step": 1}, 0.0)) == []
+    assert out == ["coder | def one():", "coder |     return 1", "coder | def two():"]
+    assert text.active() == {}

@@ -46,14 +46,16 @@ function eventLine(ev) {
   return li;
 }
 
-// What each role is writing: its current model call's text, from model.delta events.
-// A call ends when its step completes, or is cut off when the same step is asked again
-// (the process died mid-answer, or the adapter tried again).
+// What each role is writing: its latest model call's text, from model.delta events (a
+// role may write for several tasks at once: each task's call is kept whole). A call ends
+// when its step completes, or is cut off when the same step is asked again (the process
+// died mid-answer, or the adapter tried again).
 const DELTA = "model.delta";
+let deltasSeen = 0;
 
 function writingOf(writing, ev) {
   const d = ev.data || {};
-  if (ev.kind === "step.completed") {
+  if (ev.kind === "step.completed" || ev.kind === "step.failed") {
     let ended = false;
     for (const w of Object.values(writing)) {
       if (!w.done && w.task === d.task && w.step === d.step) w.done = ended = true;
@@ -62,13 +64,18 @@ function writingOf(writing, ev) {
   }
   if (ev.kind !== DELTA) return false;
   const key = [d.task, d.retry, d.step, d.attempt, d.try || 1].join("/");
-  let w = writing[d.role];
+  const id = `${d.role}\n${d.task}`;
+  let w = writing[id];
   if (!w || w.key !== key) {
-    const cut = w && !w.done && w.task === d.task && w.step === d.step ?
+    const cut = w && !w.done && w.step === d.step ?
       `attempt ${w.attempt} was interrupted; asked again:\n` : "";
-    w = writing[d.role] = { key, task: d.task, step: d.step, attempt: d.attempt, text: "",
-      cut, tool: null, done: false };
+    for (const [other, o] of Object.entries(writing)) {  // the role's ended calls: gone
+      if (o.role === d.role && o.done) delete writing[other];
+    }
+    w = writing[id] = { key, role: d.role, task: d.task, step: d.step, attempt: d.attempt,
+      text: "", cut, tool: null, done: false, seen: 0 };
   }
+  w.seen = ++deltasSeen;
   w.text += d.text || "";
   for (const [index, name, args] of d.calls || []) {
     if (index !== w.tool) {
@@ -82,8 +89,12 @@ function writingOf(writing, ev) {
 }
 
 function paintWriting(writing) {
+  const latest = {}; // role -> the call it wrote to last
+  for (const w of Object.values(writing)) {
+    if (!latest[w.role] || w.seen > latest[w.role].seen) latest[w.role] = w;
+  }
   for (const pre of document.querySelectorAll("pre.writing[data-role]")) {
-    const w = writing[pre.dataset.role];
+    const w = latest[pre.dataset.role];
     if (!w) continue;
     pre.hidden = false;
     pre.classList.toggle("done", w.done);
