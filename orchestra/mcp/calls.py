@@ -31,6 +31,7 @@ from orchestra.mcp.listing import (
 )
 from orchestra.mcp.results import record_result
 from orchestra.models.base import ToolCall, ToolSchema
+from orchestra.models.tape import ToolTape
 from orchestra.runtime import keys
 from orchestra.runtime.journal import Journal, Outcome
 from orchestra.runtime.tool_calls import ApprovalWait, ToolResult
@@ -66,9 +67,12 @@ def role_servers(role: Any, setup: MCPSetup | None) -> tuple[MCPServer, ...]:
 
 async def open_toolset(setup: MCPSetup | None, role: Any, python_tools: Collection[str], *,
                        store: MCPStore, task: Task, lease: Lease, journal: Journal,
-                       agent_id: str) -> MCPToolset | None:
+                       agent_id: str, tape: ToolTape | None = None) -> MCPToolset | None:
     """The task's MCP tools: listed from the servers at its first run (a journaled step),
-    from the journal ever after. None when the role has no MCP servers."""
+    from the journal ever after. None when the role has no MCP servers.
+
+    ``tape``: the task's model's tool tape. A replaying model's tape gives the lists and
+    results its recording holds (no server is reached); a recording one keeps them."""
     servers = role_servers(role, setup)
     if not servers:
         return None
@@ -78,7 +82,7 @@ async def open_toolset(setup: MCPSetup | None, role: Any, python_tools: Collecti
     n = journal.reserve()
     rec = journal.lookup(n, "tool", LIST_STEP)
     if rec is None:  # listed before the step is journaled: a server that fails writes nothing
-        lists = {s.name: offered(s, await _list(setup.hub, s)) for s in servers}
+        lists = {s.name: await _offered(setup.hub, s, tape) for s in servers}
         recorded = await journal.run(n, "tool", LIST_STEP, keys.digest(
             json.dumps(sorted(lists))), lambda: _done({"servers": lists}), wait_start=False)
     else:
@@ -88,11 +92,24 @@ async def open_toolset(setup: MCPSetup | None, role: Any, python_tools: Collecti
                         python_tools=python_tools, approvals=type(role).needs_approval)
     return MCPToolset(setup.hub, tools, recorded["servers"], rec is not None, store=store,
                       task=task, lease=lease, journal=journal, agent_id=agent_id,
-                      approvals=frozenset(type(role).needs_approval))
+                      approvals=frozenset(type(role).needs_approval), tape=tape)
 
 
 async def _done(output: Any) -> Outcome:
     return Outcome(output)
+
+
+async def _offered(hub: MCPHub, server: MCPServer, tape: ToolTape | None
+                   ) -> list[dict[str, Any]]:
+    """The server's tools as journal data: from a replayed recording, or listed live."""
+    if tape is not None and tape.replaying:
+        taped = tape.tools(server.name)
+        if taped is not None:
+            return taped
+    listed = offered(server, await _list(hub, server))
+    if tape is not None:
+        await tape.note_tools(server.name, listed)
+    return listed
 
 
 async def _list(hub: MCPHub, server: MCPServer) -> list[Any]:
@@ -117,8 +134,10 @@ class MCPToolset:
 
     def __init__(self, hub: MCPHub, tools: dict[str, MCPTool], lists: dict[str, Any],
                  replayed: bool, *, store: MCPStore, task: Task, lease: Lease,
-                 journal: Journal, agent_id: str, approvals: frozenset[str]) -> None:
+                 journal: Journal, agent_id: str, approvals: frozenset[str],
+                 tape: ToolTape | None = None) -> None:
         self.hub, self.tools, self.lists, self.replayed = hub, tools, lists, replayed
+        self.tape = tape
         self.store, self.task, self.lease, self.journal = store, task, lease, journal
         self.agent_id, self.approvals = agent_id, approvals
         self._compared: set[str] = set()
@@ -215,6 +234,12 @@ class MCPToolset:
                     digest: str, attempts: int) -> ToolResult:
         from orchestra.mcp.session import ServerGone
 
+        taped = self.tape.result(tool.server.name, tool.name, args) \
+            if self.tape is not None and self.tape.replaying else None
+        if taped is not None:  # a replayed recording's answer: journaled, never sent
+            await self._start(tool, n, digest)
+            self.journal.executed += 1
+            return await self._record(call, tool, n, digest, taped)
         key = keys.idempotency_key(self.task, n)
         conn = await self.hub.connection(tool.server)
         # a call sent again anyway when in doubt (read-only, idempotent) need not wait for
@@ -247,6 +272,8 @@ class MCPToolset:
                 if refusal is not None:
                     return await self._record(call, tool, n, digest, refusal)
                 continue
+            if self.tape is not None:
+                await self.tape.note_call(tool.server.name, tool.name, args, output)
             return await self._record(call, tool, n, digest, output, started=started)
         raise AssertionError("unreachable")
 

@@ -18,12 +18,11 @@ import asyncio
 import hashlib
 import json
 import os
-import threading
 from collections import deque
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, Literal
 
 from orchestra._errors import UserError
 from orchestra._log import get_logger
@@ -36,15 +35,22 @@ from orchestra.models._replay_diff import (
 )
 from orchestra.models.base import (
     DeltaSink,
-    FinishReason,
     Model,
     ModelRequest,
     ModelResponse,
-    ToolCall,
-    Usage,
     runs_locally,
     streams,
 )
+from orchestra.models.recording_file import (
+    RecordedCall,
+    dump_response,
+    load_response,
+    read_recording,
+    recorded_calls,
+    recording_rows,
+    responses_from_file,
+)
+from orchestra.models.tape import APPEND_LOCK, TapePlayer, TapeRecorder
 from orchestra.models.testing import Chunks, stream_reply
 
 log = get_logger("orchestra.models")
@@ -62,9 +68,6 @@ __all__ = [
     "responses_from_file",
     "task_local",
 ]
-
-_FINISH_REASONS: frozenset[str] = frozenset(get_args(FinishReason))
-
 
 def canonical_request(request: ModelRequest) -> dict[str, Any]:
     """The parts of ``request`` that decide the answer, as plain JSON data."""
@@ -112,101 +115,6 @@ def request_key(request: ModelRequest) -> str:
     return _digest(canonical_request(request))
 
 
-def dump_response(response: ModelResponse) -> dict[str, Any]:
-    """A response as plain JSON data (the inverse of :func:`load_response`)."""
-    return {
-        "text": response.text,
-        "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments}
-                       for c in response.tool_calls],
-        "usage": _dump_usage(response.usage),
-        "finish_reason": response.finish_reason,
-        "model": response.model,
-    }
-
-
-_USAGE_EXTRA = ("cached_input_tokens", "cache_write_tokens", "reasoning_tokens")
-"""Usage counts beyond input and output, in :class:`Usage`'s field order; a session
-recorded before they were counted has none (read as 0), and writes none when all are 0."""
-
-
-def _dump_usage(usage: Usage) -> dict[str, Any]:
-    out: dict[str, Any] = {"input_tokens": usage.input_tokens,
-                           "output_tokens": usage.output_tokens, "cost": usage.cost}
-    out.update({name: getattr(usage, name) for name in _USAGE_EXTRA if getattr(usage, name)})
-    return out
-
-
-def _field(data: Mapping[str, Any], name: str, kind: type | tuple[type, ...], default: Any) -> Any:
-    value = data.get(name, default)
-    if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
-        raise ValueError(f"{name!r} must be {getattr(kind, '__name__', kind)}, got {value!r}")
-    return value
-
-
-def load_response(data: object) -> ModelResponse:
-    """A response from :func:`dump_response` data; ``ValueError`` says what is wrong."""
-    if not isinstance(data, Mapping):
-        raise ValueError(f"a response must be a JSON object, got {type(data).__name__}")
-    calls = []
-    for raw in _field(data, "tool_calls", list, []):
-        if not isinstance(raw, Mapping):
-            raise ValueError(f"a tool call must be a JSON object, got {raw!r}")
-        calls.append(ToolCall(id=_field(raw, "id", str, ""), name=_field(raw, "name", str, ""),
-                              arguments=_field(raw, "arguments", str, "")))
-    usage = _field(data, "usage", Mapping, {})
-    finish = _field(data, "finish_reason", str, "stop")
-    if finish not in _FINISH_REASONS:
-        raise ValueError(f"'finish_reason' {finish!r} is not one of {sorted(_FINISH_REASONS)}")
-    return ModelResponse(
-        text=_field(data, "text", str, ""), tool_calls=tuple(calls),
-        usage=Usage(_field(usage, "input_tokens", int, 0), _field(usage, "output_tokens", int, 0),
-                    float(_field(usage, "cost", (int, float), 0.0)),
-                    *(_field(usage, name, int, 0) for name in _USAGE_EXTRA)),
-        finish_reason=finish, model=_field(data, "model", str, ""))
-
-
-@dataclass(frozen=True, slots=True)
-class RecordedCall:
-    """One line of a recording."""
-
-    key: str
-    index: int
-    request: dict[str, Any]
-    response: ModelResponse
-
-
-def read_recording(path: str | os.PathLike[str]) -> list[RecordedCall]:
-    """Every call in a recording, in file order; a bad line raises ``UserError``."""
-    file = Path(path)
-    try:
-        lines = file.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        raise UserError(f"recording '{file}' does not exist; record one with "
-                        "RecordingModel(model, path) first") from None
-    calls = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-            if not isinstance(row, dict):
-                raise ValueError("the line is not a JSON object")
-            call = RecordedCall(key=_field(row, "key", str, None),
-                                index=_field(row, "index", int, None),
-                                request=_field(row, "request", dict, None),
-                                response=load_response(row.get("response")))
-        except ValueError as exc:
-            raise UserError(f"recording '{file}' line {number} is not a recorded call: "
-                            f"{exc}") from None
-        calls.append(call)
-    return calls
-
-
-def responses_from_file(path: str | os.PathLike[str]) -> list[ModelResponse]:
-    """The recorded responses in file order (e.g. to script a ``ScriptedModel``)."""
-    return [call.response for call in read_recording(path)]
-
-
 class RecordingModel:
     """Wraps a model and appends every successful call to a JSON-lines file.
 
@@ -219,6 +127,8 @@ class RecordingModel:
         self.inner = inner
         self.path = Path(path)
         self.name = name or inner.name
+        self.tool_tape = TapeRecorder(self.path)
+        """What the MCP tools of the tasks it drives answered, recorded in the same file."""
 
     def __repr__(self) -> str:
         return f"RecordingModel({self.inner!r}, '{self.path}')"
@@ -239,15 +149,12 @@ class RecordingModel:
         return response
 
 
-_APPEND_LOCK = threading.Lock()
-
-
 def _append_call(path: Path, canonical: dict[str, Any], response: ModelResponse) -> None:
-    with _APPEND_LOCK:
+    with APPEND_LOCK:
         path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("a+b") as f:
             f.seek(0)
-            index = f.read().count(b"\n")
+            index = sum(1 for line in f.read().splitlines() if line.startswith(b'{"key"'))
             row = {"key": _digest(canonical), "index": index, "request": canonical,
                    "response": dump_response(response)}
             f.write(json.dumps(row, ensure_ascii=False).encode() + b"\n")
@@ -290,7 +197,13 @@ class ReplayModel:
         self.key_mode = key
         self.fallback = fallback
         self.fallbacks = 0
-        self.recorded = read_recording(self.path)
+        rows = recording_rows(self.path)
+        self.recorded = recorded_calls(self.path, rows)
+        taped = [r for _, r in rows if isinstance(r, dict) and "mcp" in r]
+        self.tool_tape = TapePlayer(self.path, taped, strict=strict and fallback is None
+                                    ) if taped else None
+        """The recorded MCP tool lists and results: a run it drives reaches no server
+        (None: a recording with no tape, whose runs reach their servers as before)."""
         if key == "task":
             # Keep the cut request too: a mismatch is explained against what was keyed.
             self.recorded = [replace(c, request=local, key=_digest(local))

@@ -21,6 +21,7 @@ from orchestra.compaction import SummaryRequest, View
 from orchestra.mcp.calls import MCPSetup, MCPToolset, open_toolset, schemas
 from orchestra.models.base import Model, ModelRequest, ModelSettings, ToolCall, streams
 from orchestra.models.prices import Pricer
+from orchestra.models.tape import tape_of
 from orchestra.roles import Role
 from orchestra.runtime import keys
 from orchestra.runtime.agent_state import ATTEMPT_FAILED, AgentState
@@ -125,7 +126,7 @@ class TaskRunner:
                                          streams=streams(self.model))
         self.mcp_tools = await open_toolset(
             self.mcp, self.role, self.tools, store=self.store, task=self.task, lease=self.lease,
-            journal=journal, agent_id=self.agent.agent_id)
+            journal=journal, agent_id=self.agent.agent_id, tape=tape_of(self.model))
         pinned = Message("user", self.role.task_message(self.task.input), name="task",
                          task_id=self.task.id)  # name="task": replay keys can be task-local
         return Turns(journal=journal, task_id=self.task.id,

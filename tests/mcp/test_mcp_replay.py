@@ -4,6 +4,7 @@ recorded, and a server whose tools changed meanwhile is reported, not mixed in."
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 from pathlib import Path
@@ -19,6 +20,7 @@ from orchestra import (
     reply,
     tool_call,
 )
+from orchestra.models.record import RecordingModel, ReplayModel, read_recording
 
 
 def _role(*servers: MCPServer, **attrs: object) -> Role:
@@ -91,4 +93,56 @@ async def test_a_resumed_task_keeps_its_tools_and_reports_a_changed_server(
         assert [ln.split()[1] for ln in lines(tmp_path / "effects.log")] == ["x"]
     finally:
         await coord.mcp.aclose()
+        await store.close()
+
+
+async def test_a_replay_model_run_takes_its_tools_from_the_recording(tmp_path: Path) -> None:
+    """A new run driven by ``replay:`` models reaches no server: the recording holds the
+    tool lists and results the recorded run's tasks saw (its tool tape)."""
+    recording = tmp_path / "session.jsonl"
+    run, store, coord = await drive(tmp_path / "o.db", pipeline(
+        _role(effects(tmp_path)), RecordingModel(ScriptedModel(_script()), recording)))
+    try:
+        await coord.mcp.aclose()
+        assert run.status == "completed", run.error
+        original = await _history(store, "r1")
+        absent = MCPServer.stdio("/nonexistent/effects-server", name="effects")
+        replay = await asyncio.to_thread(ReplayModel, recording)
+        coord = Coordinator(store, pipeline(_role(absent), replay))
+        again = await coord.run("go", run_id="r2")
+        assert again.status == "completed", again.error
+        assert (await _history(store, "r2")).replace("r2", "r1") == original
+        assert replay.remaining == 0
+        assert len(lines(tmp_path / "effects.log")) == 1  # nothing was sent again
+        calls = await asyncio.to_thread(read_recording, recording)
+        assert len(calls) == 3  # the model's calls; the tape's lines are skipped
+    finally:
+        await store.close()
+
+
+async def test_a_replayed_call_the_recording_lacks_is_an_error_naming_it(
+        tmp_path: Path) -> None:
+    recording = tmp_path / "session.jsonl"
+    run, store, coord = await drive(tmp_path / "o.db", pipeline(
+        _role(effects(tmp_path)), RecordingModel(ScriptedModel(_script()), recording)))
+    try:
+        await coord.mcp.aclose()
+        assert run.status == "completed", run.error
+        # the recorded answer now asks to append something else: the tape has no such call
+        text = await asyncio.to_thread(recording.read_text)
+        rows = [json.loads(line) for line in text.splitlines()]
+        assert sum("mcp" in r for r in rows) == 1 + 3  # a tool list, three calls
+        for row in rows:
+            if "key" in row and row["response"]["tool_calls"]:
+                for call in row["response"]["tool_calls"]:
+                    call["arguments"] = call["arguments"].replace('"one"', '"two"')
+        await asyncio.to_thread(recording.write_text, "".join(json.dumps(r) + "\n"
+                                                               for r in rows))
+        absent = MCPServer.stdio("/nonexistent/effects-server", name="effects")
+        replay = await asyncio.to_thread(ReplayModel, recording)
+        again = await Coordinator(store, pipeline(_role(absent), replay)).run("go", run_id="r2")
+        assert again.status == "failed"
+        assert "holds no (unused) call of MCP tool 'append'" in (again.error or "")
+        assert '"two"' in (again.error or "")
+    finally:
         await store.close()
