@@ -123,10 +123,10 @@ def literal(text: str) -> str | None:
     return ast.unparse(tree)
 
 
-def _ends(text: str) -> Iterator[int]:
-    """Positions in ``text`` after which a value may end: outside strings, brackets closed,
-    before whitespace, a comma, a backtick or the end (a '.' or ':' only before a space)."""
-    depth, quote, i = 0, "", 0
+def _code(text: str, start: int = 0) -> Iterator[tuple[int, str, int]]:
+    """Each character of ``text`` from ``start`` that is not inside a string literal (a
+    closing quote is outside), as (index, character, bracket depth after it)."""
+    depth, quote, i = 0, "", start
     while i < len(text):
         c = text[i]
         if quote:
@@ -141,14 +141,22 @@ def _ends(text: str) -> Iterator[int]:
             depth += 1
         elif c in ")]}":
             depth -= 1
-            if depth < 0:
-                return
+        if not quote:
+            yield i, c, depth
         i += 1
-        if not quote and depth == 0 and c not in ",. \t\n":  # "1, and" is 1, not (1,)
-            nxt = text[i:i + 2]
+
+
+def _ends(text: str) -> Iterator[int]:
+    """Positions in ``text`` after which a value may end: outside strings, brackets closed,
+    before whitespace, a comma, a backtick or the end (a '.' or ':' only before a space)."""
+    for i, c, depth in _code(text):
+        if depth < 0:
+            return
+        if depth == 0 and c not in ",. \t\n":  # "1, and" is 1, not (1,)
+            nxt = text[i + 1:i + 3]
             if (not nxt or nxt[0] in " \t\n,;`)|" or (nxt[0] in ".:" and (
                     len(nxt) == 1 or nxt[1] in " \t\n"))):
-                yield i
+                yield i + 1
 
 
 def literal_prefix(text: str, limit: int = 600) -> tuple[str, int] | None:
@@ -179,24 +187,9 @@ def literal_before(text: str, limit: int = 300) -> str | None:
 
 def _close(text: str, start: int) -> int:
     """The index of the ``)`` closing the ``(`` at ``start`` (-1 when none)."""
-    depth, quote, i = 0, "", start
-    while i < len(text):
-        c = text[i]
-        if quote:
-            if c == "\\":
-                i += 2
-                continue
-            if c == quote:
-                quote = ""
-        elif c in "\"'":
-            quote = c
-        elif c in "([{":
-            depth += 1
-        elif c in ")]}":
-            depth -= 1
-            if depth == 0:
-                return i if c == ")" else -1
-        i += 1
+    for i, c, depth in _code(text, start):
+        if depth == 0 and c in ")]}":
+            return i if c == ")" else -1
     return -1
 
 
