@@ -164,7 +164,8 @@ class TaskRunner:
                 # by the task's key when it has one: the same task of another run of the
                 # pipeline samples alike, so a recorded session replays there too
                 self.settings, task_id=self.task.key or self.task.id, retries=self.task.retries,
-                failures=st.failures + len(st.rejections)))
+                failures=st.failures + len(st.rejections),
+                sample=bool(st.rejections) and st.rejections[-1].fresh))
 
     async def _model_step(self, st: Turns, request: ModelRequest
                           ) -> tuple[dict[str, Any], Message, PendingStep | None]:

@@ -205,6 +205,7 @@ async def test_the_same_answer_sent_back_again_starts_the_task_afresh(tmp_path: 
 
 async def test_a_check_can_ask_for_a_new_sample_instead_of_a_revision(tmp_path: Any) -> None:
     from orchestra import ModelRetry
+    from orchestra.runtime.retry_sampling import SAMPLE_TEMPERATURE
 
     seen: list[tuple[bool, ...]] = []
 
@@ -238,6 +239,8 @@ async def test_a_check_can_ask_for_a_new_sample_instead_of_a_revision(tmp_path: 
     assert [m.role for m in requests[1].messages] == ["system", "user"]
     assert requests[1].messages[-1].content.endswith("# Note\n\nWrite it again, a new version.")
     assert requests[1].settings.seed != requests[0].settings.seed
+    # warm enough to differ (a small model asked afresh at 0.4 repeats its greedy answer)
+    assert requests[1].settings.temperature == SAMPLE_TEMPERATURE
     assert seen == [(), (True,)]
 
 

@@ -294,3 +294,17 @@ def test_retry_sampling_keeps_a_role_s_own_settings_until_a_failure() -> None:
     seeds = {retry_settings(base, task_id=t, retries=r, failures=f).seed
              for t in "ab" for r in range(3) for f in range(3) if r + f}
     assert len(seeds) == 16
+
+
+def test_a_new_sample_a_check_asks_for_is_sampled_warm_from_the_first_retry() -> None:
+    from orchestra.models.base import ModelSettings
+    from orchestra.runtime.retry_sampling import SAMPLE_TEMPERATURE, retry_settings
+
+    greedy = ModelSettings(temperature=0.0)
+    revision = retry_settings(greedy, task_id="t", retries=0, failures=1)
+    sample = retry_settings(greedy, task_id="t", retries=0, failures=1, sample=True)
+    assert revision.temperature is not None and revision.temperature < SAMPLE_TEMPERATURE
+    assert sample.temperature == SAMPLE_TEMPERATURE and sample.seed == revision.seed
+    later = retry_settings(greedy, task_id="t", retries=0, failures=3, sample=True)
+    assert later.temperature is not None and later.temperature > SAMPLE_TEMPERATURE
+    assert retry_settings(greedy, task_id="t", retries=0, failures=0, sample=True) is greedy
