@@ -1,0 +1,129 @@
+"""Tests a small model appends to the module it was asked for, taken out of it.
+
+Asked for one module, a small model often writes its tests into the same file: a second
+file's heading (``# test_versions.py``) and the tests under it, bare ``assert`` lines at
+module level, ``def test_...`` functions, ``import pytest``. At best these are dead
+weight; at worst the module fails at import (seen: ``assert parse_version("1.4.2") ==
+...`` at module level, one wrong expectation, and the whole module was unusable; a
+``from test_versions import *`` importing a file the tester had not written yet).
+The tests of a module are the tester's; what runs at import belongs to the module.
+
+Only what can be nothing but a test goes: the heading of a test file and all below it,
+module-level ``assert`` statements and ``print(...)`` calls, functions named ``test_*``
+and classes named ``Test*`` (unless the spec names them), functions decorated with
+``pytest`` (fixtures), and imports of pytest, of a test module or of the module itself
+once nothing uses them. A module that would define nothing without them is left as it is.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterable
+from pathlib import PurePosixPath
+
+__all__ = ["without_tests"]
+
+# a comment line that heads another file of the answer: "# test_x.py", "# File: tests/x_test.py"
+_TEST_FILE_HEADING = re.compile(
+    r"^#+\s*(?:file(?:name)?\s*:\s*)?`?(?:[\w./-]*/)?(?:test_\w+|\w+_test)\.py`?\s*:?\s*$",
+    re.IGNORECASE)
+
+
+def _imports_tests(node: ast.stmt) -> bool:
+    """An import of pytest, unittest or a test module (``test_x``, ``x_test``)."""
+    if isinstance(node, ast.Import):
+        names = [a.name for a in node.names]
+    elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+        names = [node.module]
+    else:
+        return False
+    return all(n.split(".")[0] in ("pytest", "unittest") or n.split(".")[-1].startswith(
+        "test_") or n.split(".")[-1].endswith("_test") for n in names)
+
+
+def _imports_itself(node: ast.stmt, own: str, defined: set[str]) -> bool:
+    """``from <this module> import f`` of names it defines (at the top, a circular import
+    that fails; below, a no-op)."""
+    return (isinstance(node, ast.ImportFrom) and node.level == 0 and node.module == own
+            and all(a.name in defined and not a.asname for a in node.names))
+
+
+def _is_pytest(decorator: ast.expr) -> bool:
+    target = decorator.func if isinstance(decorator, ast.Call) else decorator
+    while isinstance(target, ast.Attribute):
+        target = target.value
+    return isinstance(target, ast.Name) and target.id == "pytest"
+
+
+def _is_test(node: ast.stmt, keep: set[str]) -> bool:
+    if isinstance(node, ast.Assert):
+        return True
+    if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+        func = node.value.func
+        return isinstance(func, ast.Name) and func.id == "print"
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return node.name not in keep and (node.name.startswith("test_") or any(
+            _is_pytest(d) for d in node.decorator_list))
+    if isinstance(node, ast.ClassDef):
+        return node.name not in keep and node.name.startswith("Test")
+    return False
+
+
+def _defines(tree: ast.Module) -> bool:
+    return any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+               for n in tree.body)
+
+
+
+def _before_test_file(text: str) -> str:
+    """``text`` up to the heading of a test file that follows some code ('' when none)."""
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        if i and _TEST_FILE_HEADING.match(line.strip()) and any(
+                s.strip() and not s.lstrip().startswith("#") for s in lines[:i]):
+            return "\n".join(lines[:i]).rstrip() + "\n"
+    return ""
+
+
+def without_tests(text: str, path: str, keep: Iterable[str] = ()) -> str:
+    """``text`` (the module at ``path``) without the tests a model wrote into it; ``keep``:
+    names the spec gives the module (never taken out). ``text`` unchanged when it holds
+    no test, or would define nothing without them."""
+    head = _before_test_file(text)
+    if head:
+        try:
+            if _defines(ast.parse(head)):
+                text = head
+        except SyntaxError:
+            pass
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return text
+    names = set(keep)
+    own = ".".join(PurePosixPath(path).with_suffix("").parts)
+    defined = {n.name for n in tree.body
+               if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+    drop = [n for n in tree.body if _is_test(n, names) or _imports_itself(n, own, defined)]
+    rest = [n for n in tree.body if n not in drop]
+    used = {n.id for node in rest for n in ast.walk(node) if isinstance(n, ast.Name)}
+    drop += [n for n in rest if _imports_tests(n) and not any(
+        (a.asname or a.name).split(".")[0] in used for a in getattr(n, "names", []))]
+    kept = [n for n in tree.body if n not in drop]
+    # a statement sharing a line with one that stays (`import x; assert y`) stays too
+    shared = {line for n in kept for line in range(n.lineno, (n.end_lineno or n.lineno) + 1)}
+    drop = [n for n in drop if not shared & set(range(_first(n), (n.end_lineno or n.lineno) + 1))]
+    if not drop or not _defines(ast.Module(body=[n for n in tree.body if n not in drop],
+                                           type_ignores=[])):
+        return text
+    lines = text.split("\n")
+    for node in sorted(drop, key=_first, reverse=True):
+        lines[_first(node) - 1:node.end_lineno or node.lineno] = []
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _first(node: ast.stmt) -> int:
+    """The first line of ``node``, its decorators included."""
+    decorators: list[ast.expr] = getattr(node, "decorator_list", [])
+    return min([node.lineno, *(d.lineno for d in decorators)])
