@@ -61,3 +61,16 @@ def test_a_module_whose_appended_tests_do_not_parse_keeps_the_module() -> None:
     assert usable_prefix(broken) == module
     assert usable_prefix(module) is None  # it parses: nothing to cut
     assert usable_prefix("def broken(:\n    pass\n") is None  # nothing before the error
+
+
+def test_more_names_with_one_standard_home_are_imported() -> None:
+    code = ("def top(xs, k):\n    heap = []\n    for x in xs:\n        heappush(heap, -x)\n"
+            "    return list(chain([1], islice(heap, k))), sqrt(4), deepcopy(xs)\n")
+    fixed = add_missing_imports(code)
+    assert set(fixed.split("\n")[:5]) == {
+        "from copy import deepcopy", "from heapq import heappush", "from itertools import chain",
+        "from itertools import islice", "from math import sqrt"}
+    assert fixed.endswith(code)
+    # a name the module binds itself (a parameter, an assignment) is its own
+    mine = "def f(chain, sqrt=1):\n    pi = 3\n    return chain, sqrt, pi\n"
+    assert add_missing_imports(mine) == mine
