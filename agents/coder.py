@@ -31,6 +31,7 @@ from agents.imports_fix import absolute_imports, add_missing_imports, usable_pre
 from agents.inputs import ModuleTask, module_task
 from agents.moduletask import cases, first_failure, score, summary, trusted
 from agents.roles import CodeAnswer, ModuleSpec, WorkspaceRole
+from agents.scaffold import without_tests
 from agents.specapi import spec_signatures
 from agents.speccases import CASE_PREFIX
 from agents.testsplit import failed_tests
@@ -77,14 +78,12 @@ class Coder(WorkspaceRole):
         re-run after a crash writes the same bytes."""
         task = module_task(ctx.task_input)
         path = task.path
-        code = absolute_imports(
-            add_missing_imports(self._resolve(path, output, ctx), _project(task)),
-            path, spec_paths(task.spec)[0])
+        code = _tidy(self._resolve(path, output, ctx), task)
         earlier = [r.data for r in ctx.rejections
                    if isinstance(r.data, dict) and "score" in r.data]
         problem = code_problem(path, code, tests=False)
         kept = usable_prefix(code) if problem else None
-        if kept is not None and not code_problem(path, kept, tests=False):
+        if kept is not None and not code_problem(path, kept := _tidy(kept, task), tests=False):
             code, problem = kept, ""  # the module before a tail that does not parse
         if problem:  # not a module at all: nothing to keep
             if earlier and (len(ctx.rejections) >= type(self).keep_best_after
@@ -106,10 +105,11 @@ class Coder(WorkspaceRole):
         report = mine["report"]
         passed, total = mine["score"][:2]
         if step == "sample":
-            raise ModelRetry(
+            raise ModelRetry(  # the examples the spec states, when some failed: the aim
                 f"Write {path} again from the start, as a new version: an earlier version "
-                f"passed {passed} of its {total} tests{_first(report)}. Reply with the "
-                f"complete file in one fenced block labelled {path}.", data=mine, fresh=True)
+                f"passed {passed} of its {total} tests{_first(report)}.\n\n"
+                f"{_spec_failures(report, task)}Reply with the complete file in one fenced "
+                f"block labelled {path}.", data=mine, fresh=True)
         raise ModelRetry(_revision(mine, task, yielded(
             [Tried.of(d) for d in tried])), data=mine)
 
@@ -181,6 +181,17 @@ class Coder(WorkspaceRole):
             return apply_edits(path, str(base), output.edits)
         except EditError as exc:
             raise ModelRetry(f"Your edit cannot be applied: {exc}.") from None
+
+
+def _tidy(text: str, task: ModuleTask) -> str:
+    """The module an answer holds, as its users will import it: without the tests a model
+    wrote into it, with the imports it forgot, its imports of the project's modules
+    written as those are imported (pure: a replay tidies alike)."""
+    path = task.path
+    api = {part for sig in task.module.public_api
+           for part in sig.split("(")[0].removeprefix("class ").strip().split(".")}
+    return absolute_imports(add_missing_imports(without_tests(text, path, api), _project(task)),
+                            path, spec_paths(task.spec)[0])
 
 
 def _first(report: dict[str, Any]) -> str:

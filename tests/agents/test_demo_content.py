@@ -86,7 +86,7 @@ async def test_the_demo_model_answers_requests_its_session_lacks() -> None:
 
     replay = ReplayModel(DEMO / "session.jsonl", key="task", fallback=director_model())
     calls = read_recording(DEMO / "session.jsonl")
-    coder = next(c for c in calls if "ran against your module"
+    coder = next(c for c in calls if "again from the start"
                  in c.request["messages"][-1]["content"])
     recorded = coder.response
     messages = _messages(coder.request["messages"])

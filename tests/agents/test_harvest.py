@@ -50,20 +50,38 @@ async def test_a_failing_module_still_goes_to_the_reviewer(tmp_path: Path) -> No
     assert (tmp_path / "ws/calc/add.py").read_text() == GOOD
 
 
-async def test_after_a_failed_revision_the_coder_samples_the_task_afresh(
+async def test_a_failing_answer_is_followed_by_a_fresh_warm_sample_not_a_revision(
         tmp_path: Path) -> None:
+    """Revising in view of its answer and a failing assertion, a small model sends the
+    same file back; a new sample, warm enough to differ, is what is worth its cost."""
+    from orchestra.runtime.retry_sampling import SAMPLE_TEMPERATURE
+
     run, _tasks, seen = await run_pipeline(tmp_path, {
         "architect": [plan], "tester": [says(fenced("tests/test_add.py", TESTS))],
-        "coder": [says(fenced("calc/add.py", HALF)), says(fenced("calc/add.py", HALF + "\n")),
-                  says(fenced("calc/add.py", GOOD))], "reviewer": [approve]}, spec=SPEC)
+        "coder": [says(fenced("calc/add.py", HALF)), says(fenced("calc/add.py", GOOD))],
+        "reviewer": [approve]}, spec=SPEC)
     assert run.status == "completed", run.error
-    assert Coder.test_rounds >= 3 and len(seen["coder"]) == 3
-    revise, fresh = (r.messages for r in seen["coder"][1:])
-    assert any(HALF.strip() in m.content for m in revise if m.role == "assistant")
-    # the new sample sees its task and a short word of what failed, not the answers
+    assert Coder.test_rounds >= 2 and len(seen["coder"]) == 2
+    fresh = seen["coder"][1].messages
+    # the new sample sees its task and a short word of what failed, not the answer
     assert not any(m.role == "assistant" for m in fresh[2:])
     assert "again from the start" in fresh[-1].content
-    assert seen["coder"][2].settings.seed != seen["coder"][1].settings.seed
+    first, second = (r.settings for r in seen["coder"])
+    assert second.seed != first.seed and second.temperature == SAMPLE_TEMPERATURE
+    assert (tmp_path / "ws/calc/add.py").read_text() == GOOD
+
+
+async def test_a_module_that_does_not_import_is_revised_in_view_of_its_traceback(
+        tmp_path: Path) -> None:
+    broken = GOOD + "\nLIMIT = undefined_limit + 1\n"  # NameError at import
+    run, _tasks, seen = await run_pipeline(tmp_path, {
+        "architect": [plan], "tester": [says(fenced("tests/test_add.py", TESTS))],
+        "coder": [says(fenced("calc/add.py", broken)), says(fenced("calc/add.py", GOOD))],
+        "reviewer": [approve]}, spec=SPEC)
+    assert run.status == "completed", run.error
+    revision = seen["coder"][1].messages
+    assert any("undefined_limit" in m.content for m in revision if m.role == "assistant")
+    assert "NameError" in revision[-1].content and "import calc.add" in revision[-1].content
     assert (tmp_path / "ws/calc/add.py").read_text() == GOOD
 
 

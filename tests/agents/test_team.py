@@ -103,8 +103,8 @@ async def test_failing_tests_come_back_as_the_next_turn_until_they_pass(tmp_path
     # (`add(1, 2)` gives 3) as a test of its own
     assert written.startswith(split_tests(guard_imports(TESTS, "calc.add")))
     assert "_spec_module.add(1, 2) == 3" in written
-    second = seen["coder"][1].messages[-1].content
-    assert "2 of 3 passed" in second and "test_zero" in second
+    second = seen["coder"][1].messages[-1].content  # a new sample, told what failed
+    assert "passed 2 of its 3 tests" in second and "test_zero" in second
     # the tester never saw code; the reviewer saw code, tests and the passing report
     assert "def add" not in seen["tester"][0].messages[-1].content
     review = seen["reviewer"][0].messages[-1].content
