@@ -2,8 +2,9 @@
 
 It plays architect, tester, coder and reviewer for the bundled ``textkit`` spec.
 Files are really written and tests really run; the deliberately buggy first version
-of ``wrap`` is caught by the coder's own test run, whose failures come back as its
-next turn, and fixed; the reviewer's verdict follows the real test result.
+of ``wrap`` is caught by the coder's own test run; a new sample, told what failed,
+is right (a revision, asked for after an error, comes as an edit of the answer that
+failed); the reviewer's verdict follows the real test result.
 
 The shipped ``session.jsonl`` is this director's traffic recorded with
 :class:`orchestra.models.record.RecordingModel` (``python -m agents.demo.record``);
@@ -94,11 +95,15 @@ def _tester(path: str) -> ModelResponse:
                                                                       mod["tests"]))
 
 
-def _coder(path: str, after: list[Any]) -> ModelResponse:
+def _coder(path: str, after: list[Any], request: ModelRequest) -> ModelResponse:
     mod = _by_path(path)
     told = [m for m in after if m.role == "user" and "ran against your module" in m.content]
-    if not told and "buggy_code" in mod:
+    # a new sample's note travels in the task's own message (the view afresh)
+    anew = [m for m in request.messages if m.role == "user" and "again from the start" in m.content]
+    if not told and not anew and "buggy_code" in mod:
         return reply(f"Here is {path}:\n\n" + _fenced(path, mod["buggy_code"]))
+    if anew:  # a new sample: the whole file, right this time
+        return reply(f"{mod.get('fix_note')}\n\n" + _fenced(path, mod["code"]))
     if told:  # the fix as a search/replace edit of the answer that failed
         return reply(f"{mod.get('fix_note')}\n\n" + _edits(path, mod["buggy_code"], mod["code"]))
     return reply(f"implemented {path}\n\n" + _fenced(path, mod["code"]))
@@ -132,7 +137,7 @@ def direct(request: ModelRequest) -> ModelResponse:
     if role == "tester":
         return _tester(path)
     if role == "coder":
-        return _coder(path, after)
+        return _coder(path, after, request)
     return _reviewer(path, request)
 
 

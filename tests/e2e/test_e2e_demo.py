@@ -104,8 +104,8 @@ def test_demo_board_holds_plan_handoffs_decisions_and_approvals(reference: Refer
 
 
 def test_demo_wrap_was_fixed_because_its_real_tests_failed(reference: Reference) -> None:
-    """The coder's first wrap is buggy: its task runs the tester's tests for real, gives
-    the failures back as the next turn, and the second answer passes; the reviewer gets
+    """The coder's first wrap is buggy: its task runs the tester's tests for real, asks
+    for a new sample told what failed, and the second answer passes; the reviewer gets
     the passing report and the history."""
     db, run_id = reference.db, reference.run_id
     (coder_id,) = [tid for tid, i in query(
@@ -118,13 +118,15 @@ def test_demo_wrap_was_fixed_because_its_real_tests_failed(reference: Reference)
     rejected, accepted = checks
     failed_names = {"test_word_that_would_overflow_by_one_moves_to_next_line",
                     "test_no_line_exceeds_width"}
-    assert all(name in rejected["problem"] for name in failed_names)
+    assert any(name in rejected["problem"] for name in failed_names)  # the first failure
+    assert rejected.get("fresh") is True
     assert rejected["data"]["score"][0] < rejected["data"]["score"][1]
     assert accepted["problem"] == "" and accepted["output"]["report"]["passed"] is True
-    # the model saw the failures as its next turn
+    # the model was asked for a new sample, told what failed
     feedback = query(db, "SELECT content FROM messages WHERE task_id = ? AND role = 'user' "
                          "AND name = 'feedback'", (coder_id,))
-    assert len(feedback) == 1 and "ran against your module" in feedback[0][0]
+    assert len(feedback) == 1 and "again from the start" in feedback[0][0]
+    assert "test_word_that_would_overflow_by_one_moves_to_next_line" in feedback[0][0]
     (review,) = [json.loads(i) for (i,) in query(
         db, "SELECT input FROM tasks WHERE run_id = ? AND role = 'reviewer'", (run_id,))
         if json.loads(i)["module"]["path"] == "textkit/wrap.py"]
