@@ -59,14 +59,14 @@ FROM (SELECT seq, kind, data::jsonb AS d FROM events
 _DELETE_SEQS = "DELETE FROM events WHERE run_id = $1 AND seq = ANY($2::bigint[])"
 
 
-async def candidates(c: asyncpg.Connection, finished_before: float | None,
+async def candidates(conn: asyncpg.Connection, finished_before: float | None,
                      keep: int | None) -> list[tuple[str, int]]:
     """Finished runs to prune (id, event count), as in SQLite's ``sqlite/retention.py``."""
     if finished_before is None and keep is None:
         raise UserError("prune needs --finished-before DATE or --keep N (or both)")
     if keep is not None and keep < 0:
         raise UserError(f"--keep must be >= 0, got {keep}")
-    return [(r[0], r[1]) for r in await c.fetch(_CANDIDATES, finished_before, keep or 0)]
+    return [(r[0], r[1]) for r in await conn.fetch(_CANDIDATES, finished_before, keep or 0)]
 
 
 async def delete_runs(tx: Txn, run_ids: Sequence[str]) -> int:
@@ -97,14 +97,15 @@ async def delete_some(tx: Txn, run_id: str, batch_rows: int) -> bool:
     return True
 
 
-async def fold_candidates(c: asyncpg.Connection, finished_before: float | None) -> list[str]:
+async def fold_candidates(conn: asyncpg.Connection, finished_before: float | None
+                          ) -> list[str]:
     """Runs whose completed calls' deltas a prune folds (as SQLite's ``fold_candidates``)."""
-    return [r[0] for r in await c.fetch(_FOLD_CANDIDATES, finished_before)]
+    return [r[0] for r in await conn.fetch(_FOLD_CANDIDATES, finished_before)]
 
 
-async def deltas_to_fold(c: asyncpg.Connection, run_id: str) -> list[int]:
+async def deltas_to_fold(conn: asyncpg.Connection, run_id: str) -> list[int]:
     """The seqs of ``run_id``'s deltas whose call completed its step (``folding``)."""
-    return folded_seqs(tuple(r) for r in await c.fetch(_FOLD_EVENTS, run_id))
+    return folded_seqs(tuple(r) for r in await conn.fetch(_FOLD_EVENTS, run_id))
 
 
 async def delete_events(tx: Txn, run_id: str, seqs: Sequence[int]) -> int:

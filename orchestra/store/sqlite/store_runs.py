@@ -10,14 +10,12 @@ import asyncio
 import os
 import sqlite3
 from collections.abc import Awaitable, Callable
-from functools import partial
 from typing import TypeVar
 
 from orchestra._types import JSON, Run
 from orchestra.store.codec import Encoder
-from orchestra.store.folding import chunks
 from orchestra.store.protocol import Pruned
-from orchestra.store.rules import batches
+from orchestra.store.pruning import prune
 from orchestra.store.sqlite import fork as _fork
 from orchestra.store.sqlite import retention as _retention
 from orchestra.store.sqlite.txn import Conn, Txn
@@ -70,31 +68,11 @@ class RunCopyMethods:
         operating system (``incremental_vacuum`` on a store created with
         ``auto_vacuum=INCREMENTAL``, else ``VACUUM``, which rewrites the file).
         """
-        if batch_rows < 1:
-            raise ValueError(f"batch_rows must be >= 1, got {batch_rows}")
-        runs = await self._read(lambda c: _retention.candidates(c, finished_before, keep))
-        rows = 0
-        for group in batches(runs, batch_rows):
-            if len(group) == 1:  # possibly larger than a batch: trim it in bounded writes
-                while await self._write(partial(_retention.delete_some, run_id=group[0],
-                                                batch_rows=batch_rows)):
-                    pass
-            rows += await self._write(partial(_retention.delete_runs, run_ids=group))
-        folded = await self._fold(finished_before, batch_rows) if fold else 0
+        runs, rows, folded = await prune(self._read, self._write, _retention,
+                                         finished_before=finished_before, keep=keep,
+                                         batch_rows=batch_rows, fold=fold)
         freed = await asyncio.to_thread(self._vacuum) if vacuum else 0
-        return Pruned(runs=[run_id for run_id, _ in runs], rows=rows, freed_bytes=freed,
-                      folded=folded)
-
-    async def _fold(self, finished_before: float | None, batch_rows: int) -> int:
-        """Fold the token deltas of the runs a prune keeps; returns the events deleted."""
-        folded = 0
-        for run_id in await self._read(partial(_retention.fold_candidates,
-                                               finished_before=finished_before)):
-            seqs = await self._read(partial(_retention.deltas_to_fold, run_id=run_id))
-            for part in chunks(seqs, batch_rows):
-                folded += await self._write(partial(_retention.delete_events, run_id=run_id,
-                                                   seqs=part))
-        return folded
+        return Pruned(runs=runs, rows=rows, freed_bytes=freed, folded=folded)
 
     def _vacuum(self) -> int:
         """On a worker thread, on a connection of its own: return free pages to the OS."""
