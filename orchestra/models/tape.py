@@ -146,5 +146,5 @@ class TapePlayer:
 
 def tape_of(model: object) -> ToolTape | None:
     """The tool tape a model offers (a recording or replaying model), else None."""
-    tape = getattr(model, "tool_tape", None)
-    return tape if tape is not None else None
+    tape: ToolTape | None = getattr(model, "tool_tape", None)
+    return tape
