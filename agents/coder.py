@@ -24,7 +24,8 @@ from agents.checks import (
     imports_module,
     spec_paths,
 )
-from agents.decide import Tried, best, decide, yielded
+from agents.compose import Answer, compose
+from agents.decide import Tried, best, decide, passes, yielded
 from agents.failures import how_it_failed
 from agents.importcheck import import_error
 from agents.imports_fix import absolute_imports, add_missing_imports, usable_prefix
@@ -98,8 +99,18 @@ class Coder(WorkspaceRole):
             return output.model_copy(update={"files": {path: code}, "report": {
                 "passed": None, "output": "no tests exist for this module"}})
         tried = [*earlier, mine]
-        step, chosen = decide([Tried.of(d) for d in tried], rounds=type(self).test_rounds,
+        ranked = [Tried.of(d) for d in tried]
+        step, chosen = decide(ranked, rounds=type(self).test_rounds,
                               out_of_time=self.out_of_time(task.until))
+        made = await self._composite(task, tried) if step != "accept" else None
+        if made is not None:  # the best parts of the answers, as one more candidate
+            if passes(Tried.of(made), yielded(ranked)):
+                return await self._finish(task, [*tried, made], len(tried), "accept")
+            if step == "keep_best":
+                chosen = best(ranked, [Tried.of(made)])
+                return await self._finish(task, [*tried, made], chosen, step,
+                                          output if chosen == len(tried) - 1 else None)
+            await self.workspace.write_file(path, code)  # the answer sent back, on disk
         if step in ("accept", "keep_best"):
             return await self._finish(task, tried, chosen, step, output)
         report = mine["report"]
@@ -136,6 +147,25 @@ class Coder(WorkspaceRole):
                 "imports": not failed, "advice": advice, "files": {path: code}, "text": text,
                 "report": report}
 
+    async def _composite(self, task: ModuleTask, tried: list[dict[str, Any]]
+                         ) -> dict[str, Any] | None:
+        """The composite of the answers tried (:func:`agents.compose.compose`), tested as
+        a candidate; None when there is none, or it is one of them or does not import."""
+        path = task.path
+        usable = [d for d in tried if _failures_known(d)]
+        if len(usable) < 2:
+            return None
+        tests = await self.workspace.read_file(task.test_path)
+        vouched = trusted(tests, task)
+        own = {t for t in vouched if t.startswith(CASE_PREFIX)}
+        code = compose([Answer(d["files"][path], frozenset(failed_tests(
+            str(d["report"].get("output", ""))))) for d in usable],
+            best([Tried.of(d) for d in usable]), tests, _public(task), [own, vouched])
+        if code is None or any(d["files"].get(path) == code for d in tried):
+            return None
+        made = await self._try(task, code, "")
+        return made if made is not None and made["imports"] else None
+
     async def _finish(self, task: ModuleTask, tried: list[dict[str, Any]],
                       chosen: int, step: str, output: Any = None) -> CodeAnswer:
         """The answer chosen (or the round before's, when a review sent the module back
@@ -146,8 +176,7 @@ class Coder(WorkspaceRole):
         if step == "keep_best" and before:
             pool = [Tried.of(before), *(Tried.of(d) for d in tried)]
             pick = [before, *tried][best(pool)]
-        if pick is not tried[-1]:
-            await self.workspace.write_file(path, pick["files"][path])
+        await self.workspace.write_file(path, pick["files"][path])  # a composite may be there
         tests = await self.workspace.read_file(test_path)
         gave_up = sorted(yielded([Tried.of(d) for d in tried]))
         fields = dict(
@@ -192,6 +221,22 @@ def _tidy(text: str, task: ModuleTask) -> str:
            for part in sig.split("(")[0].removeprefix("class ").strip().split(".")}
     return absolute_imports(add_missing_imports(without_tests(text, path, api), _project(task)),
                             path, spec_paths(task.spec)[0])
+
+
+def _public(task: ModuleTask) -> list[str]:
+    """The module-level names of the module's public API (a class for its methods)."""
+    return [sig.split("(")[0].removeprefix("class ").strip().split(".")[0]
+            for sig in task.module.public_api]
+
+
+def _failures_known(data: dict[str, Any]) -> bool:
+    """An answer that imports and whose report names every test it failed (a report cut
+    short, or failing at collection, cannot score its functions one by one)."""
+    report = data.get("report") or {}
+    run = data.get("score") or [0, 0]
+    bad = int(report.get("tests_failed") or 0) + int(report.get("tests_errors") or 0)
+    return bool(data.get("imports", True)) and run[1] > 0 and "files" in data and len(
+        failed_tests(str(report.get("output", "")))) == bad
 
 
 def _first(report: dict[str, Any]) -> str:

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["Next", "Tried", "best", "decide", "rank", "yielded"]
+__all__ = ["Next", "Tried", "best", "decide", "passes", "rank", "yielded"]
 
 Next = Literal["accept", "revise", "sample", "keep_best"]
 
@@ -71,12 +71,14 @@ def rank(t: Tried, ignored: set[str] | frozenset[str] = frozenset()) -> tuple[in
     return (int(t.imports), t.spec[0], t.trusted[0], t.tests[0], int(heeded))
 
 
-def best(tried: Sequence[Tried]) -> int:
+def best(tried: Sequence[Tried], extra: Sequence[Tried] = ()) -> int:
     """The index of the best answer; the first of equals (a later answer that is no
-    better never replaces an earlier one)."""
+    better never replaces an earlier one). ``extra``: candidates no model gave (a
+    composite of the answers), ranked after them, never counted in :func:`yielded`."""
     ignored = yielded(tried)
-    top = max(rank(t, ignored) for t in tried)
-    return next(i for i, t in enumerate(tried) if rank(t, ignored) == top)
+    pool = [*tried, *extra]
+    top = max(rank(t, ignored) for t in pool)
+    return next(i for i, t in enumerate(pool) if rank(t, ignored) == top)
 
 
 def passes(t: Tried, ignored: set[str] | frozenset[str] = frozenset(), *,
