@@ -12,6 +12,7 @@ never ends with less than its first usable answer.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from pathlib import PurePosixPath
 from typing import Any, ClassVar
@@ -39,6 +40,7 @@ from agents.testsplit import failed_tests
 from agents.workspace import WorkspaceError
 from orchestra import ModelRetry, ModelSettings, SlidingWindow, ToolContext
 from orchestra.answers import EditBlocks, EditError, apply_edits
+from orchestra.runtime.retry_sampling import SAMPLE_TEMPERATURE
 
 __all__ = ["Coder"]
 
@@ -71,6 +73,18 @@ class Coder(WorkspaceRole):
 
     def render_task(self, task_input: Any) -> str:
         return coder_brief(task_input)
+
+    def settings_for(self, task_input: Any) -> ModelSettings | None:
+        """A round a review sent back samples warm (a 1.5B model asked greedily again,
+        with its module and the comments in view, sent the same file back); its seed
+        is the round's, so a resumed task asks alike. The round before's module stays a
+        candidate: a worse answer never replaces it."""
+        task = module_task(task_input)
+        settings = type(self).settings
+        if task.round <= 1 or not task.current or settings is None:
+            return settings
+        return dataclasses.replace(settings, temperature=max(
+            settings.temperature or 0.0, SAMPLE_TEMPERATURE), seed=task.round)
 
     async def check_output(self, ctx: ToolContext, output: Any) -> Any:
         """Writes, imports and tests the answer, then does what :func:`decide` says.

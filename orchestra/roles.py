@@ -159,6 +159,13 @@ class Role(Generic[In, Out]):
         """
         return None
 
+    def settings_for(self, task_input: Any) -> ModelSettings | None:
+        """The sampling of one task's model calls: ``settings`` unless overridden (a task
+        that asks again what an earlier one asked, sampled warmer than greedy so that it
+        can answer otherwise). Keep it a function of the input alone: a resumed task
+        then asks with the same settings."""
+        return type(self).settings
+
     def render_task(self, task_input: Any) -> str:
         """The user message for a task; override to shape how work is presented."""
         if isinstance(task_input, str):

@@ -127,6 +127,7 @@ class TaskRunner:
         self.mcp_tools = await open_toolset(
             self.mcp, self.role, self.tools, store=self.store, task=self.task, lease=self.lease,
             journal=journal, agent_id=self.agent.agent_id, tape=tape_of(self.model))
+        self.settings = self.role.settings_for(self.task.input) or self.settings
         pinned = Message("user", self.role.task_message(self.task.input), name="task",
                          task_id=self.task.id)  # name="task": replay keys can be task-local
         return Turns(journal=journal, task_id=self.task.id,

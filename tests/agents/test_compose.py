@@ -85,7 +85,7 @@ def test_each_name_comes_from_the_answer_that_passes_its_tests() -> None:
     code = compose(answers, 0, TESTS, ["area", "perimeter", "Box"])
     assert code is not None
     ns: dict[str, object] = {}
-    exec(compile(code, "shapes.py", "exec"), ns)  # noqa: S102 - the composite, run here
+    exec(compile(code, "shapes.py", "exec"), ns)
     area, perimeter, box = ns["area"], ns["perimeter"], ns["Box"]
     assert area(2, 3) == 6 and perimeter(2, 3) == 10 and box(2).side == 2  # type: ignore[operator]
     # the donor's helper and constant come with its function, its import at the top
@@ -160,7 +160,7 @@ async def test_the_coder_accepts_a_composite_that_passes_where_no_answer_did(
     assert len(seen["coder"]) == 2
     written = (tmp_path / "ws/shapes.py").read_text()
     ns: dict[str, object] = {}
-    exec(compile(written, "shapes.py", "exec"), ns)  # noqa: S102 - the module written
+    exec(compile(written, "shapes.py", "exec"), ns)
     assert ns["area"](2, 3) == 6 and ns["perimeter"](2, 3) == 10  # type: ignore[operator]
     (coder,) = [t for t in tasks if t.role == "coder"]
     assert coder.result["report"]["passed"] is True and coder.result["accepted"] is True

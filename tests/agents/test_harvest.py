@@ -48,6 +48,10 @@ async def test_a_failing_module_still_goes_to_the_reviewer(tmp_path: Path) -> No
     assert run.status == "completed", run.error
     assert len(seen["reviewer"]) == 1  # round 2 passed: approved by its tests
     assert (tmp_path / "ws/calc/add.py").read_text() == GOOD
+    # round 1 began greedy; round 2 (its module and the comments in view) samples warm
+    first, again = seen["coder"][0].settings, seen["coder"][Coder.test_rounds].settings
+    assert first.temperature == 0.0 and again.temperature is not None
+    assert again.temperature >= 0.7 and again.seed == 2
 
 
 async def test_a_failing_answer_is_followed_by_a_fresh_warm_sample_not_a_revision(

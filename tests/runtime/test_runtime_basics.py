@@ -280,6 +280,37 @@ async def test_each_try_after_a_failure_is_another_sample(tmp_path: Path) -> Non
     await store.close()
 
 
+async def test_a_role_may_choose_each_task_s_sampling_from_its_input(tmp_path: Path) -> None:
+    """``settings_for``: the settings of one task's calls, from its input (the class's
+    ``settings`` when not overridden); a later failure still warms them."""
+    from orchestra import ModelSettings
+
+    class Picky(Calc):
+        """You add numbers with the add tool, then answer {"value": n}."""
+
+        name = "calc"
+        settings = ModelSettings(max_tokens=99)
+
+        def settings_for(self, task_input: object) -> ModelSettings | None:
+            return ModelSettings(max_tokens=77, temperature=0.3, seed=len(str(task_input)))
+
+    replies = iter(["not json", '{"value": 5}'])
+    model = FunctionModel(lambda req: next(replies))
+    store, run_id = await run_with(tmp_path, model, Picky())
+    assert (await store.get_run(run_id)).status == "completed"
+    first, second = (c.settings for c in model.calls)
+    assert (first.max_tokens, first.temperature, first.seed) == (77, 0.3, len("add 2 and 3"))
+    assert second.max_tokens == 77 and second.temperature is not None
+    assert second.temperature > 0.3 and second.seed != first.seed
+    await store.close()
+    plain = FunctionModel(lambda req: '{"value": 5}')
+    (tmp_path / "plain").mkdir()
+    store, _ = await run_with(tmp_path / "plain", plain, type("Plain", (Calc,), {
+        "__doc__": Calc.__doc__, "name": "calc", "settings": ModelSettings(max_tokens=99)})())
+    assert plain.calls[0].settings.max_tokens == 99
+    await store.close()
+
+
 def test_retry_sampling_keeps_a_role_s_own_settings_until_a_failure() -> None:
     from orchestra.models.base import ModelSettings
     from orchestra.runtime.retry_sampling import retry_settings
