@@ -248,7 +248,12 @@ _QUOTED = re.compile(r"`(\"(?:[^\"\\`]|\\.)*\"|'(?:[^'\\`]|\\.)*')`")
 
 def spec_section(spec: str, path: str) -> str:
     """The part of a markdown spec about ``path``: from the heading that names it to the
-    next heading of the same or a higher level; the whole spec when no heading names it."""
+    next heading of the same or a higher level; the whole spec when no heading names it,
+    or when the spec names no other module (all of it is about this one: a heading like
+    "How it reads durations" names ``durations.py``'s stem as a plain word)."""
+    if not [p for p in spec_paths(spec)[0] if p != path and PurePosixPath(p).name !=
+            "__init__.py"]:
+        return spec
     lines = spec.split("\n")
     stem = PurePosixPath(path).stem
     for i, line in enumerate(lines):
