@@ -49,7 +49,10 @@ _SIGNATURE_LINE = re.compile(
     r"(?:[ \t]*->[ \t]*[^\n:]+?)?)[ \t]*:?[ \t]*$", re.M)
 _CLASS_LINE = re.compile(r"^[ \t]*class[ \t]+([A-Za-z_]\w*)[ \t]*(\([^)\n]*\))?[ \t]*:", re.M)
 _CLASS_NAMED = re.compile(
-    r"\b(?:(?:[Dd]ata)?[Cc]lass(?:es)?|[Ee]xception|[Ee]num)[ \t]+`([A-Z]\w*)`")
+    r"\b(?:(?:[Dd]ata)?[Cc]lass(?:es)?|[Ee]xception|[Ee]num),?[ \t]+`([A-Z]\w*)`")
+_CLASS_PROSE = re.compile(  # "the first dataclass is `Point`", "`Rect` is a frozen dataclass"
+    r"\b(?:[Dd]ata)?[Cc]lass\s+(?:is|named|called)\s+`([A-Z]\w*)`"
+    r"|`([A-Z]\w*)`,?\s+(?:is\s+)?an?\s+(?:[\w-]+\s+){0,2}(?:data)?class\b")
 _SUBCLASS = re.compile(r"`([A-Z]\w*)`,?\s*(?:\(|which is\s+|that is\s+)?an?\s+subclass\s+of\s+"
                        r"`([A-Z]\w*)`")
 _FENCED = re.compile(r"^[ \t]*```[^\n]*\n(.*?)^[ \t]*```", re.S | re.M)
@@ -109,6 +112,37 @@ def _bulleted_methods(text: str) -> dict[str, str]:
     return out
 
 
+def _class_mentions(text: str) -> list[tuple[int, str]]:
+    """Where prose names a class of the module ("a class `X`", "the dataclass is `X`",
+    "`X` is a frozen dataclass"), in order."""
+    found = [(m.start(), m.group(1)) for m in _CLASS_NAMED.finditer(text)]
+    found += [(m.start(), m.group(1) or m.group(2)) for m in _CLASS_PROSE.finditer(text)]
+    return sorted(found)
+
+
+def _prose_methods(text: str, sigs: Sequence[str]) -> dict[str, str]:
+    """Lower-case signatures the prose gives as a class's methods: in a paragraph that
+    speaks of methods (or in bullets under one), after a class is named and before the
+    next; a signature the prose calls a function stays one. Signature -> its class."""
+    mentions = _class_mentions(text)
+    blocks = [(m.start(), m.group()) for m in re.finditer(r"(?:[^\n]+\n?)+", text)]
+    out: dict[str, str] = {}
+    for sig in sigs:
+        at = text.find(f"`{sig}`")
+        owner = [name for pos, name in mentions if pos < at]
+        if at < 0 or not owner or not sig[:1].islower() or "." in sig.split("(")[0]:
+            continue
+        here = [i for i, (start, b) in enumerate(blocks) if start <= at < start + len(b)]
+        intro = here[0] if here else 0
+        while intro > 0 and re.match(r"\s*[-*+] ", blocks[intro][1]):
+            intro -= 1  # bullets: the paragraph that introduces them speaks for them
+        said = " ".join(b for _, b in blocks[intro:(here[0] + 1) if here else 0])
+        if re.search(r"\bmethods?\b", said) and not re.search(
+                r"\bfunctions?\b", text[max(0, at - 40):at], re.I):
+            out[sig] = owner[-1]
+    return out
+
+
 def _signatures_in(text: str) -> list[str]:
     """Signatures in backticks, signature lines of code blocks (annotated, or with a
     return type: a call with values is an example, not a signature), code blocks that
@@ -144,9 +178,12 @@ def _signatures_in(text: str) -> list[str]:
                                               or [])}
     found = [s for s in found if s.split("(")[0].removeprefix("class ").strip()
              not in params_of or s.startswith("class ")]
-    owned = _bulleted_methods(text)
-    named = [(m.start(), f"class {m.group(1)}") for m in _CLASS_NAMED.finditer(text)
-             if not any(re.match(rf"(?:class\s+)?{m.group(1)}\b", f) for f in found)]
+    owned = {**_prose_methods(text, found), **_bulleted_methods(text)}
+    first: dict[str, int] = {}
+    for at, name in _class_mentions(text):
+        first.setdefault(name, at)
+    named = [(at, f"class {name}") for name, at in first.items()
+             if not any(re.match(rf"(?:class\s+)?{name}\b", f) for f in found)]
     # "`LexError`, a subclass of `ValueError`": a class of this module, with its base
     for m in _SUBCLASS.finditer(text):
         if not any(re.match(rf"(?:class\s+)?{m.group(1)}\b", f) for f in found):
