@@ -51,12 +51,51 @@ def _literal(text: str) -> str | None:
     return ast.unparse(tree)
 
 
-def _call(text: str, functions: dict[str, list[str]]) -> str | None:
-    """``text`` as source if it calls one of ``functions`` with literal arguments."""
+def _built(node: ast.expr, classes: frozenset[str], *, methods: bool) -> bool:
+    """``node`` is a value built from literals and the module's classes alone
+    (``Point(4, 3)``), or with ``methods``, a method called on one
+    (``Rect(0, 0, 4, 3).contains(Point(4, 3))``): it needs no state a sentence omits."""
+    try:
+        ast.literal_eval(node)
+        return True
+    except ValueError:
+        pass
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        return all(_built(e, classes, methods=False) for e in node.elts)
+    if not isinstance(node, ast.Call) or any(k.arg is None for k in node.keywords) or any(
+            isinstance(a, ast.Starred) for a in node.args):
+        return False
+    args = [*node.args, *(k.value for k in node.keywords)]
+    if isinstance(node.func, ast.Name) and node.func.id in classes:
+        return all(_built(a, classes, methods=False) for a in args)
+    return (methods and isinstance(node.func, ast.Attribute) and isinstance(
+        node.func.value, ast.Call) and _built(node.func.value, classes, methods=False)
+        and all(_built(a, classes, methods=False) for a in args))
+
+
+def _value(text: str, classes: frozenset[str]) -> str | None:
+    """``text`` as an expected value: a literal, or a value of the module's classes."""
+    literal = _literal(text)
+    if literal is not None or not classes:
+        return literal
     try:
         node = ast.parse(text.strip(), mode="eval").body
     except SyntaxError:
         return None
+    return ast.unparse(node) if isinstance(node, ast.Call) and _built(
+        node, classes, methods=False) else None
+
+
+def _call(text: str, functions: dict[str, list[str]],
+          classes: frozenset[str] = frozenset()) -> str | None:
+    """``text`` as source if it calls one of ``functions`` with literal arguments, or a
+    method of an instance of one of ``classes`` built in place."""
+    try:
+        node = ast.parse(text.strip(), mode="eval").body
+    except SyntaxError:
+        return None
+    if classes and isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        return ast.unparse(node) if _built(node, classes, methods=True) else None
     if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
             and node.func.id in functions):
         return None
@@ -103,13 +142,14 @@ def spec_cases(section: str, public_api: Sequence[str]) -> list[SpecCase]:
     classes: backticked sentences (below), then every other phrasing
     :mod:`agents.specexamples` reads."""
     functions = _functions(public_api)
+    api = read_api(public_api)
+    classes = frozenset(c for c in api.classes if not c.endswith(("Error", "Exception")))
     only = next(iter(functions)) if len(functions) == 1 else None
     cases: list[SpecCase] = []
-    for sentence in _sentences(section) if functions else []:
+    for sentence in _sentences(section) if functions or classes else []:
         named = [t for t in _TICKED.findall(sentence) if t.strip() in functions]
         subject = named[0].strip() if len(set(named)) == 1 else only
-        cases += _sentence_cases(sentence, functions, subject)
-    api = read_api(public_api)
+        cases += _sentence_cases(sentence, functions, subject, classes)
     cases += stated_cases(section, api)
     written = {call for call, _, _ in calls_in(section, sorted(api.functions))}
     return [c for c in dict.fromkeys(cases) if _verbatim(c, section)
@@ -141,7 +181,8 @@ def _typed(case: SpecCase, api: Api) -> bool:
 
 
 def _sentence_cases(sentence: str, functions: dict[str, list[str]],
-                    subject: str | None) -> list[SpecCase]:
+                    subject: str | None, classes: frozenset[str] = frozenset()
+                    ) -> list[SpecCase]:
     parts = _TICKED.split(sentence)  # even: prose, odd: backticked
     out: list[SpecCase] = []
     pending: list[str] = []  # calls joined by "and" before a verb
@@ -165,9 +206,9 @@ def _sentence_cases(sentence: str, functions: dict[str, list[str]],
                 raising = tick
             pending = []
             continue
-        call = _call(tick, functions) or _implied(tick, subject, functions)
+        call = _call(tick, functions, classes) or _implied(tick, subject, functions)
         if pending and _EQUAL.match(before):
-            expected = _literal(tick)
+            expected = _value(tick, classes)
             if expected is not None:
                 out += [SpecCase(c, expected=expected) for c in pending]
             pending = []
