@@ -124,7 +124,9 @@ def _value_cases(text: str, api: Api) -> list[SpecCase]:
     return out
 
 
-_QUOTED_OR_TICKED = re.compile(r"`([^`]+)`|(\"(?:[^\"\\\n]|\\.)*\"|'(?:[^'\\\n]|\\.)*')")
+# a quote inside a word is an apostrophe ("it's given something that isn't"), not a string
+_QUOTED_OR_TICKED = re.compile(
+    r"`([^`]+)`|(?<!\w)(\"(?:[^\"\\\n]|\\.)*\"|'(?:[^'\\\n]|\\.)*')(?!\w)")
 
 
 def _raise_cases(text: str, api: Api) -> list[SpecCase]:

@@ -209,3 +209,53 @@ def test_an_error_class_said_to_subclass_another_is_part_of_the_api() -> None:
     assert spec_signatures(spec, "lex.py", ["run.py"]) == ["lex(s: str) -> list[str]",
                                                            "class LexError(ValueError)"]
     assert spec_signatures(spec, "run.py", ["lex.py"]) == ["run(s: str) -> int"]
+
+
+def test_a_single_module_spec_is_all_about_that_module_whatever_its_headings() -> None:
+    """A heading that uses the module's stem as a plain word ("How it parses prices"
+    for ``prices.py``) is no section of its own when the spec names no other module."""
+    from agents.checks import spec_section
+
+    spec = ("# prices\n\nOne file, `prices.py`, with `parse_price(text)` and "
+            "`show_price(cents)`.\n\n## How it parses prices\n\n`parse_price(\"1.50\")` "
+            "is `150`.\n\n## How it shows prices\n\n`show_price(150)` is `\"1.50\"`.\n")
+    assert spec_section(spec, "prices.py") == spec
+    api = spec_signatures(spec, "prices.py", ["test_prices.py"])
+    assert api == ["parse_price(text)", "show_price(cents)"]
+    assert spec_cases(spec, api) == [SpecCase("parse_price('1.50')", "150"),
+                                     SpecCase("show_price(150)", "'1.50'")]
+    two = spec.replace("One file, `prices.py`", "Two files, `prices.py` and `money.py`")
+    assert "show_price(150)" not in spec_section(two, "prices.py")  # sections again
+
+
+def test_classes_named_in_prose_own_the_methods_their_paragraphs_list() -> None:
+    spec = ("# shop\n\nAll of `shop.py`. The first dataclass is `Item`, frozen. An item has "
+            "one method, `cost(qty)`, the price of `qty` of it.\n\n`Basket` is a small "
+            "class. It has these methods:\n\n- `add(item)` puts an item in.\n- `total()` "
+            "sums the costs.\n\nThe module-level function `cheapest(items)` returns the "
+            "cheapest item.\n\nEverything else lives in one class, `Till`, whose methods "
+            "are `start()` and `close()`.\n")
+    assert spec_signatures(spec, "shop.py") == [
+        "class Item", "Item.cost(qty)", "class Basket", "Basket.add(item)", "Basket.total()",
+        "cheapest(items)", "class Till", "Till.start()", "Till.close()"]
+    api = read_api(spec_signatures(spec, "shop.py"))
+    assert set(api.functions) == {"cheapest"} and api.classes >= {"Item", "Basket", "Till"}
+
+
+def test_a_method_of_an_instance_built_in_place_is_a_case() -> None:
+    """``Box(2, 3).area()`` needs no state a sentence leaves out: a case, whose expected
+    value may itself be a value of the module's classes."""
+    spec = ("# m\n\n`m.py` has a class `Box(w: int, h: int)` with methods `area()` and "
+            "`grow(by: int)`.\n\n`Box(2, 3).area()` is `6`; `Box(1, 1).grow(2)` returns "
+            "`Box(3, 3)`. `box.area()` is `6` too. `Box(1, open('f')).area()` is `1`.\n")
+    assert cases(spec) == [SpecCase("Box(2, 3).area()", "6"),
+                           SpecCase("Box(1, 1).grow(2)", "Box(3, 3)")]
+    text = render_cases(cases(spec), "m")
+    assert "Box = _spec_module.Box" in text and "assert Box(1, 1).grow(2) == Box(3, 3)" in text
+
+
+def test_an_apostrophe_is_no_quote_of_a_value_that_raises() -> None:
+    spec = ("# m\n\n`m.py`: `to_int(text: str) -> int`.\n\nIt raises `ValueError` when it's "
+            "given text that isn't a number (e.g. `\"x\"` or 'y').\n")
+    assert cases(spec) == [SpecCase("to_int('x')", error="ValueError"),
+                           SpecCase("to_int('y')", error="ValueError")]
