@@ -147,8 +147,11 @@ def spec_cases(section: str, public_api: Sequence[str]) -> list[SpecCase]:
     only = next(iter(functions)) if len(functions) == 1 else None
     cases: list[SpecCase] = []
     for sentence in _sentences(section) if functions or classes else []:
-        named = [t for t in _TICKED.findall(sentence) if t.strip() in functions]
-        subject = named[0].strip() if len(set(named)) == 1 else only
+        # a function named bare or by its signature (a bullet that opens with
+        # `f(cents: int) -> str` and then gives `1250` -> `"12.50"`)
+        named = [n for t in _TICKED.findall(sentence)
+                 if (n := t.split("(")[0].strip()) in functions]
+        subject = named[0] if len(set(named)) == 1 else only
         cases += _sentence_cases(sentence, functions, subject, classes)
     cases += stated_cases(section, api)
     written = {call for call, _, _ in calls_in(section, sorted(api.functions))}

@@ -259,3 +259,10 @@ def test_an_apostrophe_is_no_quote_of_a_value_that_raises() -> None:
             "given text that isn't a number (e.g. `\"x\"` or 'y').\n")
     assert cases(spec) == [SpecCase("to_int('x')", error="ValueError"),
                            SpecCase("to_int('y')", error="ValueError")]
+
+
+def test_values_for_values_under_a_bullet_that_opens_with_the_signature() -> None:
+    spec = ("# m\n\n`m.py` has three functions:\n\n- `load(path: str) -> list[str]`: reads "
+            "it.\n- `show(cents: int) -> str`: as money, `150` -> `\"1.50\"`, `-5` -> "
+            "`\"-0.05\"`.\n- `keep(items: list[str]) -> list[str]`: `5` -> `6` is no case.\n")
+    assert cases(spec) == [SpecCase("show(150)", "'1.50'"), SpecCase("show(-5)", "'-0.05'")]
