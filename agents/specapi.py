@@ -76,8 +76,15 @@ def _python_listing(block: str) -> list[str] | None:
             out += [_def(f"{node.name}.{f.name}", f, method=True) for f in node.body
                     if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
                     and (not f.name.startswith("_") or f.name.endswith("__"))
-                    and f.name != "__init__"]
+                    and f.name != "__init__" and not _attribute(f)]
     return out or None
+
+
+def _attribute(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """A ``@property`` (or its setter): read as ``obj.name``, no method to list as a call
+    (listed as ``balance()``, a small model writes a method its users cannot read)."""
+    return any(ast.unparse(d) == "property" or ast.unparse(d).endswith((".setter", ".deleter"))
+               for d in fn.decorator_list)
 
 
 def _def(name: str, fn: ast.FunctionDef | ast.AsyncFunctionDef, method: bool = False) -> str:

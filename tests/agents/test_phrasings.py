@@ -266,3 +266,11 @@ def test_values_for_values_under_a_bullet_that_opens_with_the_signature() -> Non
             "it.\n- `show(cents: int) -> str`: as money, `150` -> `\"1.50\"`, `-5` -> "
             "`\"-0.05\"`.\n- `keep(items: list[str]) -> list[str]`: `5` -> `6` is no case.\n")
     assert cases(spec) == [SpecCase("show(150)", "'1.50'"), SpecCase("show(-5)", "'-0.05'")]
+
+
+def test_a_property_in_a_skeleton_is_no_method_to_call() -> None:
+    spec = ("# m\n\nFill in `m.py`:\n\n```python\nclass Tank:\n    def __init__(self) -> None:"
+            "\n        ...\n\n    @property\n    def level(self) -> int:\n        ...\n\n"
+            "    @level.setter\n    def level(self, value: int) -> None:\n        ...\n\n"
+            "    def fill(self, litres: int) -> int:\n        ...\n```\n")
+    assert spec_signatures(spec, "m.py") == ["class Tank", "Tank.fill(litres: int) -> int"]
