@@ -25,6 +25,7 @@ from agents.checks import (
     imports_module,
     spec_paths,
 )
+from agents.codereply import CodeBlocks, copied_line
 from agents.compose import Answer, compose
 from agents.decide import Tried, best, decide, passes, yielded
 from agents.failures import how_it_failed
@@ -39,7 +40,7 @@ from agents.speccases import CASE_PREFIX
 from agents.testsplit import failed_tests
 from agents.workspace import WorkspaceError
 from orchestra import ModelRetry, ModelSettings, SlidingWindow, ToolContext
-from orchestra.answers import EditBlocks, EditError, apply_edits
+from orchestra.answers import EditError, apply_edits
 from orchestra.runtime.retry_sampling import SAMPLE_TEMPERATURE
 
 __all__ = ["Coder"]
@@ -58,7 +59,7 @@ class Coder(WorkspaceRole):
 
     name = "coder"
     input = ModuleTask
-    answer = EditBlocks(paths=_module_path, output=CodeAnswer, whole_files_first=True)
+    answer = CodeBlocks(paths=_module_path, output=CodeAnswer, whole_files_first=True)
     # the first answer greedy, as the one-shot baseline's (a server's default is often 0.8:
     # a worse first answer); revisions and new samples are warmer (retry_settings' ladder)
     settings = ModelSettings(max_tokens=2000, temperature=0.0)
@@ -105,6 +106,12 @@ class Coder(WorkspaceRole):
                             or self.out_of_time(task.until)):
                 return await self._finish(task, earlier, best(
                     [Tried.of(d) for d in earlier]), "keep_best")
+            copied = copied_line(code, task.spec)
+            if copied:  # out of view: shown its copy, a small model copies it again
+                raise ModelRetry(f"Your reply copied the spec's words into the module ("
+                                 f"{copied!r}) instead of writing it. Reply with Python code "
+                                 f"only: the complete module {path} in one fenced block.",
+                                 data={"files": {path: code}}, fresh=True)
             raise ModelRetry(f"Your module is not usable yet: {problem}. Reply with the "
                              f"complete corrected file in one fenced block labelled {path}.",
                              data={"files": {path: code}})

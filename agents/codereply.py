@@ -1,0 +1,66 @@
+"""What a coder's reply holds when it is not a clean file: a reply cut off inside its
+file (the definitions before the cut are kept), or the spec's words copied as code."""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Any
+
+from pydantic import BaseModel
+
+from orchestra.answers import EditBlocks
+
+__all__ = ["CodeBlocks", "complete_part", "copied_line"]
+
+
+def copied_line(code: str, spec: str) -> str:
+    """The line where ``code`` stops parsing, when it is a line of the spec's prose (a
+    small model asked afresh may answer with its task's text in a code block); ''."""
+    try:
+        ast.parse(code)
+        return ""
+    except SyntaxError as exc:
+        lines = code.split("\n")
+        line = lines[exc.lineno - 1].strip() if exc.lineno and exc.lineno <= len(lines) else ""
+    return line if len(line) >= 30 and line in spec else ""
+
+
+def complete_part(text: str) -> str | None:
+    """A reply cut off at the token limit inside its last fenced block, that block ended
+    before the definition (or method) it was cut in, when what is left parses and
+    defines something; None otherwise. Another try would cost as many tokens and may be
+    cut off again; what is complete is a candidate like any answer, its missing names
+    said as advice."""
+    lines = text.split("\n")
+    fences = [i for i, line in enumerate(lines) if line.lstrip().startswith(("```", "~~~"))]
+    if len(fences) % 2 == 0:
+        return None
+    body = lines[fences[-1] + 1:]
+    starts = [i for i, line in enumerate(body) if _DEF_START.match(line)]
+    for cut in reversed(starts[1:]):
+        kept = body[:cut]
+        while kept and (not kept[-1].strip() or kept[-1].lstrip().startswith("@")):
+            kept.pop()
+        try:
+            tree = ast.parse("\n".join(kept))
+        except SyntaxError:
+            continue
+        if any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+               for n in tree.body):
+            return "\n".join([*lines[:fences[-1] + 1], *kept, "```", ""])
+    return None
+
+
+_DEF_START = re.compile(r"\s*(?:async\s+def|def|class)\s|\s*@")
+
+
+class CodeBlocks(EditBlocks):
+    """The module as a fenced file (or edits); a reply cut off inside its file keeps
+    the definitions before the cut (:func:`complete_part`)."""
+
+    def parse(self, text: str, *, truncated: bool, task_input: Any) -> BaseModel:
+        kept = complete_part(text) if truncated else None
+        if kept is not None:
+            return super().parse(kept, truncated=False, task_input=task_input)
+        return super().parse(text, truncated=truncated, task_input=task_input)

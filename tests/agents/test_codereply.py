@@ -1,0 +1,60 @@
+"""A coder's reply that is not a clean file: cut off inside its file (what is complete is
+kept as a candidate), or the spec's words copied as code (asked afresh, out of view)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from test_harvest import SPEC, plan
+from test_team import GOOD, TESTS, approve, fenced, run_pipeline, says
+
+from agents.codereply import complete_part, copied_line
+from orchestra.models.base import ModelRequest, ModelResponse
+
+CLASS = ("```python\nclass Box:\n    def __init__(self, w):\n        self.w = w\n\n"
+         "    def area(self):\n        return self.w * self.w\n\n    def grow(self, by):\n"
+         "        return Box(self.w +")
+
+
+def test_a_reply_cut_off_keeps_the_definitions_before_the_cut() -> None:
+    kept = complete_part("Here it is:\n" + CLASS)
+    assert kept is not None and kept.startswith("Here it is:\n```python\nclass Box:")
+    assert "def area" in kept and "def grow" not in kept and kept.rstrip().endswith("```")
+    two = "```python\nimport math\n\n\ndef a():\n    return 1\n\n\n@cache\ndef b():\n    return ("
+    kept = complete_part(two)
+    assert kept is not None and "def a" in kept and "@cache" not in kept and "def b" not in kept
+    assert complete_part("```python\ndef a():\n    return (") is None  # nothing complete
+    assert complete_part("```python\ndef a():\n    return 1\n```\n") is None  # not cut off
+
+
+def test_a_line_of_the_spec_where_the_code_stops_parsing_is_a_copy() -> None:
+    spec = "# m\n\nWe need a module that keeps the boxes of the warehouse in order.\n"
+    assert copied_line("# m\n\nWe need a module that keeps the boxes of the warehouse in "
+                       "order.\n", spec).startswith("We need a module")
+    assert copied_line("def f(:\n    pass\n", spec) == ""  # a real syntax error
+    assert copied_line("x = 1\n", spec) == ""
+
+
+async def test_the_coder_tests_what_a_cut_off_reply_completed(tmp_path: Path) -> None:
+    cut = ModelResponse(text=fenced("calc/add.py", GOOD + "\n\ndef extra(x):\n    return (")
+                        .rsplit("```", 1)[0], finish_reason="length")
+    run, _tasks, seen = await run_pipeline(tmp_path, {
+        "architect": [plan], "tester": [says(fenced("tests/test_add.py", TESTS))],
+        "coder": [lambda _: cut], "reviewer": [approve]}, spec=SPEC)
+    assert run.status == "completed", run.error
+    assert len(seen["coder"]) == 1  # no second try for the same tokens
+    assert (tmp_path / "ws/calc/add.py").read_text().strip() == GOOD.strip()
+
+
+async def test_a_copy_of_the_spec_is_answered_by_a_fresh_sample(tmp_path: Path) -> None:
+    def copy(request: ModelRequest) -> ModelResponse:
+        return ModelResponse(text="```python\n" + SPEC + "\n```\n")
+
+    run, _tasks, seen = await run_pipeline(tmp_path, {
+        "architect": [plan], "tester": [says(fenced("tests/test_add.py", TESTS))],
+        "coder": [copy, says(fenced("calc/add.py", GOOD))], "reviewer": [approve]}, spec=SPEC)
+    assert run.status == "completed", run.error
+    again = seen["coder"][1]
+    assert not any(m.role == "assistant" for m in again.messages)  # the copy is out of view
+    assert "copied the spec's words" in again.messages[-1].content
+    assert again.settings.temperature is not None and again.settings.temperature >= 0.7
