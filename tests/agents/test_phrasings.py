@@ -274,3 +274,18 @@ def test_a_property_in_a_skeleton_is_no_method_to_call() -> None:
             "    @level.setter\n    def level(self, value: int) -> None:\n        ...\n\n"
             "    def fill(self, litres: int) -> int:\n        ...\n```\n")
     assert spec_signatures(spec, "m.py") == ["class Tank", "Tank.fill(litres: int) -> int"]
+
+
+
+def test_a_call_before_a_check_that_raises_fails_only_its_own_case(tmp_path: Path) -> None:
+    """A session's earlier calls are each case's state; one that raises in a wrong module
+    is passed over, so the later case tests its own call (a right module runs them all)."""
+    spec = ("# m\n\n`m.py`: `double(n: int) -> int`.\n\n```\n>>> double(2)\n4\n"
+            ">>> double(5)\n10\n```\n")
+    assert cases(spec)[1] == SpecCase("double(5)", "10", setup=("double(2)",))
+    (tmp_path / "test_m.py").write_text(render_cases(cases(spec), "m"))
+    (tmp_path / "m.py").write_text("def double(n):\n    if n == 2:\n        raise ValueError\n"
+                                   "    return 2 * n\n")
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+                         cwd=tmp_path, capture_output=True, text=True).stdout
+    assert "1 failed, 1 passed" in out, out
