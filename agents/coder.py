@@ -69,6 +69,9 @@ class Coder(WorkspaceRole):
     keep_best_after: ClassVar[int] = 6
     """Answers sent back after which an unusable one ends the task with the best tested
     answer (below ``output_retries``, which would fail the attempt and lose them)."""
+    last_tries: ClassVar[int] = 2
+    """Unusable answers after which a module with none usable gives up once the run's
+    time budget is spent (a 0.5B model kept a run 5 minutes past it, trying)."""
     test_rounds: ClassVar[int] = 4
     """Answers whose tests run within one task; the best of them is kept."""
 
@@ -106,6 +109,12 @@ class Coder(WorkspaceRole):
                             or self.out_of_time(task.until)):
                 return await self._finish(task, earlier, best(
                     [Tried.of(d) for d in earlier]), "keep_best")
+            if not earlier and self.out_of_time() and len(ctx.rejections) >= self.last_tries:
+                # past the run's budget with no usable answer: the run ends on time, the
+                # module unwritten and said so (its notes), not after ever more tries
+                return CodeAnswer(text=f"no usable {path} before the run's time budget "
+                                  f"ended: {problem}", out_of_time=True, report={
+                                      "passed": False, "output": problem})
             copied = copied_line(code, task.spec)
             if copied:  # out of view: shown its copy, a small model copies it again
                 raise ModelRetry(f"Your reply copied the spec's words into the module ("

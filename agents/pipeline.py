@@ -160,6 +160,8 @@ def _code_route(review: str) -> Any:
                                         ("approval", path)))
             writes.events.append(("module.approved", {"module": path, "round": rnd,
                                                       "by": "tests"}))
+        elif result.out_of_time and not result.files:
+            _failed(writes, path, rnd, f"the run's time budget is spent: {result.text}")
         elif result.out_of_time and not passed:
             _failed(writes, path, rnd, "the run's time budget is spent; its best code is kept "
                                        f"({_tally(result.report)})")
