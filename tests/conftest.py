@@ -5,6 +5,7 @@ suites, no blocking call by orchestra on the loop at all (blockbuster)."""
 from __future__ import annotations
 
 import asyncio
+import signal
 import sqlite3
 import sys
 from collections.abc import Iterator
@@ -117,3 +118,18 @@ def _no_sql_on_the_loop(request: pytest.FixtureRequest) -> Iterator[None]:
 
 # -- no blocking call on the event loop (the runtime, CLI and server suites) -------------
 _no_blocking_on_the_loop = pytest.fixture(autouse=True)(no_blocking_on_the_loop)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _ctrl_c_reaches_children() -> Iterator[None]:
+    """Children the tests start take Ctrl-C as a person's terminal gives it, however the
+    suite was started: a shell's background job (``cmd &`` without job control) ignores
+    SIGINT, the ignoring is inherited across exec, and every Ctrl-C test then saw its
+    child run on. A handled signal is reset to the default at exec, so handle it here."""
+    before = signal.getsignal(signal.SIGINT)
+    if before == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    if before == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
