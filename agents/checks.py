@@ -189,10 +189,21 @@ def _top_level(tree: ast.Module) -> dict[str, ast.AST]:
     return names
 
 
+def _is_property(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """``@property`` / ``@functools.cached_property``: read without a call, so a caller
+    who calls it (``rect.area()``) calls the value it gives and fails."""
+    for d in fn.decorator_list:
+        name = d.attr if isinstance(d, ast.Attribute) else getattr(d, "id", "")
+        if name in ("property", "cached_property"):
+            return True
+    return False
+
+
 def api_problem(path: str, text: str, public_api: Sequence[str]) -> str:
     """Why ``text`` does not provide the public names the plan gives, at module top level
     and with their parameters ('' when it does). ``Class.method(x)`` asks for a class with
-    that method; a signature that does not parse is checked by name only."""
+    that method, called (a small model makes ``area()`` a property, which every call
+    fails); a signature that does not parse is checked by name only."""
     try:
         tree = ast.parse(text)
     except SyntaxError:
@@ -230,6 +241,10 @@ def api_problem(path: str, text: str, public_api: Sequence[str]) -> str:
                                                                           ast.AsyncFunctionDef))}
                 if member not in methods:
                     return f"class {owner} in {path} has no method {member!r} (the plan: {entry})"
+                if m.group(2) and _is_property(methods[member]):
+                    return (f"{owner}.{member} in {path} is a property, but the plan says "
+                            f"{entry}: callers call it with parentheses, so make it a plain "
+                            "method (no @property)")
                 node, params = methods[member], (["self", *params] if params is not None
                                                  and params[:1] != ["self"] else params)
             else:

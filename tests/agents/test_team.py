@@ -260,6 +260,14 @@ def test_api_check_reads_signatures_classes_and_methods() -> None:
                                          "class Account"]) == ""
     assert "no method 'withdraw'" in api_problem("m.py", account, ["Account.withdraw(x)"])
     assert "no top-level 'Ledger'" in api_problem("m.py", account, ["Ledger()"])
+    # a method the spec calls, written as a property: every call of it fails
+    rect = ("import functools\n\n\nclass Rect:\n    @property\n    def area(self):\n"
+            "        return 1\n\n    @functools.cached_property\n    def center(self):\n"
+            "        return 0\n")
+    assert "Rect.area in m.py is a property" in api_problem("m.py", rect, ["Rect.area()"])
+    assert "Rect.center in m.py is a property" in api_problem("m.py", rect, ["Rect.center()"])
+    assert "is a property" in api_problem("m.py", rect, ["class Rect", "area()"])
+    assert api_problem("m.py", rect, ["Rect.area", "class Rect"]) == ""  # read, not called
 
 
 def test_spec_examples_and_sections() -> None:
