@@ -132,8 +132,15 @@ class Coder(WorkspaceRole):
         ranked = [Tried.of(d) for d in tried]
         step, chosen = decide(ranked, rounds=type(self).test_rounds,
                               out_of_time=self.out_of_time(task.until))
-        made = await self._composite(task, tried) if step != "accept" else None
-        if made is not None:  # the best parts of the answers, as one more candidate
+        # the best parts of the answers, as one more candidate; also when the answer
+        # accepted (the spec's tests pass) fails tests an earlier answer passed
+        made = (await self._composite(task, tried)
+                if step != "accept" or not ranked[chosen].every_test else None)
+        if made is not None and step == "accept":
+            if not (passes(Tried.of(made), yielded(ranked))
+                    and best(ranked, [Tried.of(made)]) == len(tried)):
+                made = None  # no better than the answer accepted: that one stands
+        if made is not None:
             if passes(Tried.of(made), yielded(ranked)):
                 return await self._finish(task, [*tried, made], len(tried), "accept")
             if step == "keep_best":

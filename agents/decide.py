@@ -46,6 +46,11 @@ class Tried:
     """What the checks read from the spec (public names, signatures, imports of the
     modules it builds on) say is missing ('' when nothing)."""
 
+    @property
+    def every_test(self) -> bool:
+        """It passes every test of the module (and there are some)."""
+        return self.tests[1] > 0 and self.tests[0] == self.tests[1]
+
     @classmethod
     def of(cls, data: dict[str, object]) -> Tried:
         """From a candidate as the coder journals it (``score``: [passed, run, trusted
@@ -89,9 +94,8 @@ def passes(t: Tried, ignored: set[str] | frozenset[str] = frozenset(), *,
     view of them costs one call and may pass a case the spec did not state)."""
     if not t.imports or (t.advice and t.advice not in ignored):
         return False
-    every = t.tests[1] > 0 and t.tests[0] == t.tests[1]
     vouched = t.trusted[1] > 0 and t.trusted[0] == t.trusted[1]
-    return every or (vouched and revised)
+    return t.every_test or (vouched and revised)
 
 
 def decide(tried: Sequence[Tried], *, rounds: int, out_of_time: bool) -> tuple[Next, int]:
