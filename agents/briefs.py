@@ -14,7 +14,7 @@ from typing import Any
 from agents.checks import dotted, spec_section
 from agents.inputs import ModuleTask, module_task
 from agents.roles import ModuleSpec
-from agents.specread import read_api
+from agents.specread import import_names, read_api
 
 __all__ = ["coder_brief", "reviewer_brief", "tester_brief"]
 
@@ -49,7 +49,7 @@ def _uses(task: ModuleTask) -> str:
     lines = ["", "It builds on these modules of the project (written before it; import them "
                  "by these names, do not copy their code):"]
     for u in task.uses:
-        names = ", ".join(str(s).split("(")[0].strip() for s in u.public_api)
+        names = ", ".join(import_names(u.public_api))
         lines.append(f"- {u.path}: from {dotted(u.path)} import {names}")
         lines += [f"    {sig}" for sig in u.public_api]
     return "\n".join(lines)

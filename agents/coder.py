@@ -37,6 +37,7 @@ from agents.roles import CodeAnswer, ModuleSpec, WorkspaceRole
 from agents.scaffold import without_tests
 from agents.specapi import spec_signatures
 from agents.speccases import CASE_PREFIX
+from agents.specread import import_names
 from agents.testsplit import failed_tests
 from agents.workspace import WorkspaceError
 from orchestra import ModelRetry, ModelSettings, SlidingWindow, ToolContext
@@ -351,7 +352,7 @@ def _missing_import(code: str, uses: Sequence[ModuleSpec | dict[str, Any]]) -> s
             {"purpose": "", "test_path": "", "public_api": [], **one})
         other = used.path
         if other and not imports_module(code, other):
-            names = ", ".join(s.split("(")[0].strip() for s in used.public_api)
+            names = ", ".join(import_names(used.public_api))
             return (f"the spec builds it on {other}: import from it (from {dotted(other)} "
                     f"import {names or '...'}) instead of writing that code again")
     return ""

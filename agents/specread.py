@@ -15,8 +15,8 @@ import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-__all__ = ["Api", "Function", "SpecCase", "call_source", "calls_in", "fits", "literal",
-           "literal_before", "literal_prefix", "read_api", "stated_result"]
+__all__ = ["Api", "Function", "SpecCase", "call_source", "calls_in", "fits", "import_names",
+           "literal", "literal_before", "literal_prefix", "read_api", "stated_result"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +112,23 @@ def read_api(entries: Sequence[str]) -> Api:
             (a.arg, ast.unparse(a.annotation) if a.annotation else None, i >= first_default)
             for i, a in enumerate(every)), returns.strip() if returns else None)
     return Api(functions, frozenset(classes), frozenset(methods))
+
+
+def import_names(entries: Sequence[str]) -> list[str]:
+    """The module-level names an API offers, each once, in order: what a module built on
+    it imports (``class LexError`` and ``Point.translated(dx)`` give ``LexError`` and
+    ``Point``; a method listed under its class gives nothing: it is not importable)."""
+    api = read_api(entries)
+    names: list[str] = []
+    for entry in entries:
+        m = _ENTRY.match(str(entry))
+        if not m:
+            continue
+        is_class, name, member = m.groups()[:3]
+        if (is_class or member or name[:1].isupper() or name in api.functions
+                or name not in api.methods) and name not in names:
+            names.append(name)
+    return names
 
 
 def literal(text: str) -> str | None:

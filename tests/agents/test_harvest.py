@@ -251,3 +251,27 @@ def test_the_spec_s_own_examples_rank_first() -> None:
     spec_pleased = Tried.of({"score": [5, 10, 5, 2, 10, 2]})  # the spec's two examples
     assert best([tester_pleased, spec_pleased]) == 1
     assert Tried.of({"score": [3, 4, 2]}).trusted == (2, 0)  # an older, shorter score
+
+
+def test_the_import_a_module_is_told_to_write_is_python() -> None:
+    """The coder of a module built on another is told which names to import from it: the
+    module-level names, never "class X" or a method (the 1.5B copied
+    ``from stack_lexer import tokenize, class LexError`` into three answers in a row)."""
+    import ast
+
+    from agents.briefs import coder_brief
+    from agents.specread import import_names
+    from agents.team import _missing_import
+
+    used = ["tokenize(source: str) -> list", "class LexError(ValueError)",
+            "Token(kind: str)", "Token.width() -> int", "Lexer(text: str)", "next() -> str"]
+    assert import_names(used) == ["tokenize", "LexError", "Token", "Lexer"]
+    task = {"spec": "# vm\n\n`vm.py` builds on `lexer.py`.\n", "module": {
+        "path": "vm.py", "test_path": "test_vm.py", "purpose": "run",
+        "public_api": ["run(source: str) -> list"]},
+        "uses": [{"path": "lexer.py", "test_path": "test_lexer.py", "purpose": "split",
+                  "public_api": used}]}
+    (line,) = [x for x in coder_brief(task).splitlines() if "from lexer import" in x]
+    ast.parse(line.split(": ", 1)[1])
+    advice = _missing_import("def run(source):\n    return []\n", task["uses"])
+    ast.parse(advice.split("(", 1)[1].split(")")[0])
