@@ -52,17 +52,21 @@ after every coder task."""
 
 
 def _uses(plan: ProjectPlan, spec: str) -> dict[str, list[str]]:
-    """For each module, the plan's other modules it builds on: those the architect
-    listed, and those its part of the spec names (by path or import name)."""
+    """For each module, the plan's other modules it builds on: those its part of the
+    spec names (by path or import name), those the spec's sentences say, and, when the
+    spec says nothing of which builds on which, those the architect listed (a guess: the
+    0.5B planned a lexer built on the parser built on the VM, against the spec's
+    ``stack_lexer.py ← stack_parser.py ← stack_vm.py``, and the VM was coded first)."""
     paths = [m.path for m in plan.modules]
     stated = stated_uses(spec, paths)
+    said = any(stated.values())
     out: dict[str, list[str]] = {}
     for m in plan.modules:
         section = spec_section(spec, m.path) if spec else ""
         named = {p for p in paths if p != m.path and section is not spec and (
             p in section or dotted(p) in section)}
         out[m.path] = [p for p in paths if p != m.path and (
-            p in m.uses or p in named or p in stated[m.path])]
+            (p in m.uses and not said) or p in named or p in stated[m.path])]
     return out
 
 

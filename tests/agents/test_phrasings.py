@@ -289,3 +289,26 @@ def test_a_call_before_a_check_that_raises_fails_only_its_own_case(tmp_path: Pat
     out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
                          cwd=tmp_path, capture_output=True, text=True).stdout
     assert "1 failed, 1 passed" in out, out
+
+
+def test_what_the_spec_says_builds_on_what_outweighs_the_plans_guess() -> None:
+    """A small model's plan had the chain backwards (a lexer built on the parser built on
+    the VM): where the spec says which module builds on which, the plan's guesses go;
+    where it says nothing, they are all there is."""
+    from agents.pipeline import _ordered, _uses
+    from agents.roles import ModuleSpec, ProjectPlan
+
+    def plan(uses: dict[str, list[str]]) -> ProjectPlan:
+        return ProjectPlan(modules=[ModuleSpec(path=p, purpose="", public_api=[],
+                                               test_path=f"test_{p}", uses=u)
+                                    for p, u in uses.items()])
+
+    backwards = plan({"vm.py": ["lexer.py", "parser.py"], "parser.py": ["lexer.py", "vm.py"],
+                      "lexer.py": ["parser.py"]})
+    spec = "# lang\n\nThree modules: `lexer.py` ← `parser.py` ← `vm.py`.\n"
+    uses = _uses(backwards, spec)
+    assert uses == {"vm.py": ["parser.py"], "parser.py": ["lexer.py"], "lexer.py": []}
+    assert _ordered(["vm.py", "parser.py", "lexer.py"], uses) == [
+        "lexer.py", "parser.py", "vm.py"]
+    silent = "# lang\n\nThree modules: `lexer.py`, `parser.py` and `vm.py`.\n"
+    assert _uses(backwards, silent)["parser.py"] == ["vm.py", "lexer.py"]
