@@ -133,14 +133,13 @@ class Coder(WorkspaceRole):
         ranked = [Tried.of(d) for d in tried]
         step, chosen = decide(ranked, rounds=type(self).test_rounds,
                               out_of_time=self.out_of_time(task.until))
-        # the best parts of the answers, as one more candidate; also when the answer
-        # accepted (the spec's tests pass) fails tests an earlier answer passed
-        made = (await self._composite(task, tried)
-                if step != "accept" or not ranked[chosen].every_test else None)
-        if made is not None and step == "accept":
-            if not (passes(Tried.of(made), yielded(ranked))
-                    and best(ranked, [Tried.of(made)]) == len(tried)):
-                made = None  # no better than the answer accepted: that one stands
+        if step == "accept":  # on the spec's tests alone, a composite may pass more
+            made = None if ranked[chosen].every_test else await self._composite(task, tried)
+            if made is not None and passes(Tried.of(made), yielded(ranked)) and best(
+                    ranked, [Tried.of(made)]) == len(tried):
+                return await self._finish(task, [*tried, made], len(tried), "accept")
+            return await self._finish(task, tried, chosen, step, output)
+        made = await self._composite(task, tried)  # the best parts of the answers
         if made is not None:
             if passes(Tried.of(made), yielded(ranked)):
                 return await self._finish(task, [*tried, made], len(tried), "accept")
@@ -149,7 +148,7 @@ class Coder(WorkspaceRole):
                 return await self._finish(task, [*tried, made], chosen, step,
                                           output if chosen == len(tried) - 1 else None)
             await self.workspace.write_file(path, code)  # the answer sent back, on disk
-        if step in ("accept", "keep_best"):
+        if step == "keep_best":
             return await self._finish(task, tried, chosen, step, output)
         report = mine["report"]
         passed, total = mine["score"][:2]

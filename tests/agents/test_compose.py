@@ -7,6 +7,7 @@ import ast
 import json
 from pathlib import Path
 
+import pytest
 from test_team import approve, fenced, run_pipeline, says
 
 from agents.compose import Answer, compose, name_tests
@@ -144,10 +145,14 @@ PERIMETER_RIGHT = ("def area(w, h):\n    return w + h\n\n\n"
                    "def perimeter(w, h):\n    return 2 * (w + h)\n")
 
 
-async def test_the_coder_accepts_a_composite_that_passes_where_no_answer_did(
-        tmp_path: Path) -> None:
+@pytest.mark.parametrize("spec", [SPEC, SPEC + "\nFor example, `perimeter(2, 3)` returns `10`.\n"],
+                         ids=["no-answer-passes", "accepted-on-the-spec-tests"])
+async def test_the_coder_takes_a_composite_of_two_answers_each_right_in_one_function(
+        tmp_path: Path, spec: str) -> None:
     """Two answers, each right in one function: the module written is both right ones,
-    after two model calls (no third answer asked for)."""
+    after two model calls (no third answer asked for). With a stated example of
+    ``perimeter``, the second answer passes it (so it is accepted) but fails the tester's
+    test of ``area``, which the first passed: the composite is taken instead."""
     def plan(_: ModelRequest) -> ModelResponse:
         return says(json.dumps(PLAN))(_)
 
@@ -155,35 +160,12 @@ async def test_the_coder_accepts_a_composite_that_passes_where_no_answer_did(
         "architect": [plan], "tester": [says(fenced("tests/test_shapes.py", SHAPE_TESTS))],
         "coder": [says(fenced("shapes.py", AREA_RIGHT)),
                   says(fenced("shapes.py", PERIMETER_RIGHT))],
-        "reviewer": [approve]}, spec=SPEC)
+        "reviewer": [approve]}, spec=spec)
     assert run.status == "completed", run.error
     assert len(seen["coder"]) == 2
     written = (tmp_path / "ws/shapes.py").read_text()
     ns: dict[str, object] = {}
     exec(compile(written, "shapes.py", "exec"), ns)
-    assert ns["area"](2, 3) == 6 and ns["perimeter"](2, 3) == 10  # type: ignore[operator]
-    (coder,) = [t for t in tasks if t.role == "coder"]
-    assert coder.result["report"]["passed"] is True and coder.result["accepted"] is True
-
-
-async def test_an_answer_accepted_for_the_spec_tests_gives_way_to_a_better_composite(
-        tmp_path: Path) -> None:
-    """The second answer passes the example the spec states (so it is accepted) but fails
-    the tester's test of ``area``, which the first answer passed: the module written takes
-    ``area`` from the first and ``perimeter`` from the second, with no third call."""
-    def plan(_: ModelRequest) -> ModelResponse:
-        return says(json.dumps(PLAN))(_)
-
-    stated = SPEC + "\nFor example, `perimeter(2, 3)` returns `10`.\n"
-    run, tasks, seen = await run_pipeline(tmp_path, {
-        "architect": [plan], "tester": [says(fenced("tests/test_shapes.py", SHAPE_TESTS))],
-        "coder": [says(fenced("shapes.py", AREA_RIGHT)),
-                  says(fenced("shapes.py", PERIMETER_RIGHT))],
-        "reviewer": [approve]}, spec=stated)
-    assert run.status == "completed", run.error
-    assert len(seen["coder"]) == 2
-    ns: dict[str, object] = {}
-    exec(compile((tmp_path / "ws/shapes.py").read_text(), "shapes.py", "exec"), ns)
     assert ns["area"](2, 3) == 6 and ns["perimeter"](2, 3) == 10  # type: ignore[operator]
     (coder,) = [t for t in tasks if t.role == "coder"]
     assert coder.result["report"]["passed"] is True and coder.result["accepted"] is True
