@@ -1,10 +1,19 @@
-"""The one-shot baseline: the same model asked once, in plain text, for a kata's modules.
+"""The one-shot baselines: the same model asked once, in plain text, for a kata's modules.
 
-One chat-completions request (temperature 0, no retries, no tools, no JSON), sent with
-the standard library so nothing between the model and the measurement changes the
-request. Its fenced code blocks become the kata's modules: a block labelled with a
-module's path (the line before the fence, the fence's info string, or a first-line
-comment) is that module; modules without one take the first unlabelled blocks in order.
+Requests go out with the standard library (no retries, no tools, no JSON) so nothing
+between the model and the measurement changes them. Two ways of asking:
+
+- **one-shot** (:func:`run_one_shot`), the baseline: one request per module, the spec
+  and "reply with the complete module in one fenced block", with a ``max_tokens`` no
+  answer reaches. A spec of several modules is asked module by module in the order it
+  names them (the sets name a module before the ones built on it), each request showing
+  the modules already written.
+- **module+tests** (:func:`run_baseline`): one request for every module and its tests
+  at once. Its fenced code blocks become the modules: a block labelled with a module's
+  path (the line before the fence, the fence's info string, or a first-line comment) is
+  that module; modules without one take the first unlabelled blocks in order. A small
+  model's answers to it often run into the token cap, which is why it is not the
+  baseline.
 """
 
 from __future__ import annotations
@@ -112,34 +121,116 @@ def chat(model: str, messages: list[dict[str, str]], *, max_tokens: int,
     return data
 
 
-def run_baseline(kata: Kata, model: str, workspace: Path, *, limit: float,
-                 max_tokens: int, temperature: float = 0.0,
-                 seed: int | None = None) -> dict[str, Any]:
-    """Ask once, write the modules the reply holds into ``workspace``; what happened."""
-    messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt(kata)}]
+def _ask(model: str, user: str, *, max_tokens: int, timeout: float, temperature: float,
+         seed: int | None) -> tuple[str, dict[str, Any]]:
+    """One request: the reply's text and its figures (an error is a figure, not raised)."""
+    messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
     started = time.monotonic()
-    row: dict[str, Any] = {"side": "baseline", "model_calls": 1, "ended_by_itself": True,
-                           "error": None}
+    facts: dict[str, Any] = {"ended_by_itself": True, "error": None}
     try:
-        data = chat(model, messages, max_tokens=max_tokens, timeout=limit,
+        data = chat(model, messages, max_tokens=max_tokens, timeout=timeout,
                     temperature=temperature, seed=seed)
     except (urllib.error.URLError, TimeoutError, OSError, ValueError) as exc:
         data = {}
-        row["error"] = f"{type(exc).__name__}: {exc}"
-        row["ended_by_itself"] = not isinstance(exc, TimeoutError) and "timed out" not in str(exc)
-    row["wall_s"] = round(time.monotonic() - started, 1)
+        facts["error"] = f"{type(exc).__name__}: {exc}"
+        facts["ended_by_itself"] = (not isinstance(exc, TimeoutError)
+                                    and "timed out" not in str(exc))
+    facts["wall_s"] = time.monotonic() - started
     choice = (data.get("choices") or [{}])[0]
-    reply = (choice.get("message") or {}).get("content") or ""
     usage, timings = data.get("usage") or {}, data.get("timings") or {}
-    row.update(tokens_in=usage.get("prompt_tokens", 0),
-               tokens_out=usage.get("completion_tokens", 0),
-               finish_reason=choice.get("finish_reason"),
-               prompt_evaluated=timings.get("prompt_n"), prompt_reused=timings.get("cache_n"))
-    files = module_files(reply, kata.modules, kata.tests)
+    facts.update(tokens_in=usage.get("prompt_tokens", 0),
+                 tokens_out=usage.get("completion_tokens", 0),
+                 finish_reason=choice.get("finish_reason"),
+                 prompt_evaluated=timings.get("prompt_n"), prompt_reused=timings.get("cache_n"))
+    return (choice.get("message") or {}).get("content") or "", facts
+
+
+def _write(workspace: Path, files: dict[str, str]) -> None:
     for path, code in files.items():
         target = workspace / path
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(code)
+
+
+def run_baseline(kata: Kata, model: str, workspace: Path, *, limit: float,
+                 max_tokens: int, temperature: float = 0.0,
+                 seed: int | None = None) -> dict[str, Any]:
+    """Ask once for modules and tests, write the modules the reply holds into
+    ``workspace``; what happened."""
+    reply, facts = _ask(model, prompt(kata), max_tokens=max_tokens, timeout=limit,
+                        temperature=temperature, seed=seed)
+    row: dict[str, Any] = {"side": "module+tests", "model_calls": 1, **facts,
+                           "wall_s": round(facts["wall_s"], 1)}
+    files = module_files(reply, kata.modules, kata.tests)
+    _write(workspace, files)
     row["files"] = sorted(files)
-    (workspace.parent / "baseline-reply.md").write_text(reply)
+    (workspace.parent / "module-tests-reply.md").write_text(reply)
+    return row
+
+
+def module_prompt(kata: Kata, module: str, written: dict[str, str]) -> str:
+    """The user message asking for one module: the spec, the modules already written,
+    then how to reply."""
+    parts = [kata.text.rstrip()]
+    if written:
+        parts.append("The modules already written:")
+        parts.extend(f"`{path}`:\n\n```python\n{code.rstrip()}\n```" for path, code in
+                     written.items())
+    parts.append(f"Write `{module}`. Reply with the complete module in one fenced "
+                 "```python block.")
+    return "\n\n".join(parts)
+
+
+_OPEN_FENCE = re.compile(r"^[ \t]*```[^\n`]*\n", re.M)
+
+
+def module_code(reply: str, module: str, others: tuple[str, ...] = ()) -> str | None:
+    """The module a module-alone reply holds: the block labelled with its path, else the
+    first block not labelled with one of ``others`` (the spec's other paths); a reply cut
+    off inside its block keeps what it wrote. None: no block."""
+    files = module_files(reply, (module,), others)
+    if files:
+        return files[module]
+    opened = _OPEN_FENCE.search(reply)
+    return reply[opened.end():] if opened else None
+
+
+def run_one_shot(kata: Kata, model: str, workspace: Path, *, limit: float,
+                 max_tokens: int, temperature: float = 0.0,
+                 seed: int | None = None) -> dict[str, Any]:
+    """The baseline: each module asked for once, in the order the spec names them, into
+    ``workspace``; what happened (figures summed over the requests)."""
+    row: dict[str, Any] = {"side": "one-shot", "model_calls": 0, "ended_by_itself": True,
+                           "error": None, "wall_s": 0.0, "tokens_in": 0, "tokens_out": 0,
+                           "finish_reasons": [], "prompt_evaluated": None,
+                           "prompt_reused": None}
+    written: dict[str, str] = {}
+    replies: list[str] = []
+    started = time.monotonic()
+    for module in kata.modules:
+        left = limit - (time.monotonic() - started)
+        if left <= 0:
+            row["ended_by_itself"] = False
+            break
+        reply, facts = _ask(model, module_prompt(kata, module, written), max_tokens=max_tokens,
+                            timeout=left, temperature=temperature, seed=seed)
+        replies.append(f"## {module}\n\n{reply}")
+        row["model_calls"] += 1
+        row["ended_by_itself"] = row["ended_by_itself"] and facts["ended_by_itself"]
+        row["error"] = row["error"] or facts["error"]
+        row["finish_reasons"].append(facts["finish_reason"])
+        for key in ("tokens_in", "tokens_out"):
+            row[key] += facts[key]
+        for key in ("prompt_evaluated", "prompt_reused"):
+            if facts[key] is not None:
+                row[key] = (row[key] or 0) + facts[key]
+        code = module_code(reply, module, tuple(
+            p for p in (*kata.modules, *kata.tests) if p != module))
+        if code is not None:
+            written[module] = code
+    row["wall_s"] = round(time.monotonic() - started, 1)
+    row["cut_off"] = row["finish_reasons"].count("length")
+    _write(workspace, written)
+    row["files"] = sorted(written)
+    (workspace.parent / f"one-shot-reply-{seed or 0}.md").write_text("\n\n".join(replies))
     return row

@@ -1,6 +1,8 @@
 """The quality benchmark's harness end to end against a fake OpenAI-compatible server
-(``python -m benchmarks.pipeline_quality``): the baseline's one request, its code written
-as the module and scored by the hidden tests; the ``orchestra run`` side's figures read
+(``python -m benchmarks.pipeline_quality``): the one-shot baseline's one request per
+module (greedy, a cap no answer reaches, the modules already written shown), its code
+written as the module and scored by the hidden tests; the module+tests request as a
+second side; the best of N sampled answers; the ``orchestra run`` side's figures read
 from its store; a run that does not end is killed at the limit and says so."""
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import pytest
 
 from benchmarks.katas import hidden_total, kata_names, load_kata
 from benchmarks.one_shot import module_files
-from benchmarks.pipeline_quality import main, read_rows, table
+from benchmarks.pipeline_quality import MAX_TOKENS, main, read_rows, summary, table
 
 sys.path.insert(0, str(Path(__file__).parent / "models"))
 from model_wire import Reply, WireServer
@@ -61,31 +63,85 @@ def test_every_kata_has_8_to_20_hidden_tests_and_names_its_paths() -> None:
     assert load_kata("calc").modules == ("calc/tokenizer.py", "calc/evaluator.py")
 
 
-def test_the_baseline_asks_once_and_its_module_passes_the_hidden_tests(
+def test_the_one_shot_asks_once_for_the_module_alone_and_it_passes_the_hidden_tests(
         server: WireServer, tmp_path: Path) -> None:
-    server.add(completion(f"Here it is.\n\n```python\n{FIZZBUZZ}```\n\nAnd its tests:\n\n"
-                          "```python\nfrom kata.fizzbuzz import fizzbuzz\n```\n"))
-    [row] = run(server, tmp_path, "--sides", "baseline", "--specs", "fizzbuzz")
+    server.add(completion(f"Here it is.\n\n```python\n{FIZZBUZZ}```\n\nUse it well."))
+    [row] = run(server, tmp_path, "--sides", "one-shot", "--specs", "fizzbuzz")
     assert server.count == 1
     sent = server.last
-    assert sent["temperature"] == 0 and sent["model"] == "fake"
+    assert (sent["temperature"], sent["max_tokens"], sent["model"]) == (0, MAX_TOKENS, "fake")
     assert [m["role"] for m in sent["messages"]] == ["system", "user"]
-    assert load_kata("fizzbuzz").text.strip() in sent["messages"][1]["content"]
+    asked = sent["messages"][1]["content"]
+    assert asked.startswith(load_kata("fizzbuzz").text.strip())
+    assert asked.endswith("Write `kata/fizzbuzz.py`. Reply with the complete module in one "
+                          "fenced ```python block.")
+    assert "tests" not in asked.split("\n\n")[-1]
+    assert row["side"] == "one-shot" and row["finish_reasons"] == ["stop"]
     assert row["hidden"] == [hidden_total(load_kata("fizzbuzz"))] * 2
     assert (row["tokens_in"], row["tokens_out"], row["model_calls"]) == (10, 5, 1)
-    assert (row["prompt_evaluated"], row["prompt_reused"]) == (7, 3)
+    assert (row["prompt_evaluated"], row["prompt_reused"], row["cut_off"]) == (7, 3, 0)
     assert row["ended_by_itself"] and row["wrote_every_module"]
     shown = table(read_rows(tmp_path / "quality.jsonl"))
-    assert "| fake | fizzbuzz | baseline | 1 | 10/10 (100%) |" in shown
+    assert "| fake | fizzbuzz | one-shot | 1 | 10/10 (100%) |" in shown
     assert "| 7 / 3 | 1/1 | 1/1 |" in shown
 
 
-def test_a_reply_without_code_fails_every_hidden_test(server: WireServer,
-                                                       tmp_path: Path) -> None:
-    server.add(completion("I would write a function that loops from 1 to n."))
-    [row] = run(server, tmp_path, "--sides", "baseline", "--specs", "roman")
-    assert row["hidden"] == [0, hidden_total(load_kata("roman"))]
-    assert row["files"] == [] and not row["wrote_every_module"]
+def test_a_spec_of_several_modules_is_asked_module_by_module_in_its_order(
+        server: WireServer, tmp_path: Path) -> None:
+    server.add(completion("```python\n# calc/evaluator.py\nWRONG = 1\n```\n"
+                          "```python\nTOKENS = 1\n```\n"),
+               Reply(body={"choices": [{"finish_reason": "length", "message": {
+                   "content": "calc/evaluator.py\n```python\nfrom calc.tokenizer import "
+                              "TOKENS\nVALUE = TOKENS"}}]}))
+    [row] = run(server, tmp_path, "--sides", "one-shot", "--specs", "calc", "--keep")
+    first, second = (r.body["messages"][1]["content"] for r in server.received)
+    assert "Write `calc/tokenizer.py`." in first and "already written" not in first
+    assert second.index("The modules already written:") < second.index(
+        "`calc/tokenizer.py`:\n\n```python\nTOKENS = 1\n```") < second.index(
+        "Write `calc/evaluator.py`.")
+    ws = Path(row["dir"]) / "ws"
+    assert (ws / "calc/tokenizer.py").read_text() == "TOKENS = 1\n"
+    assert (ws / "calc/evaluator.py").read_text().endswith("VALUE = TOKENS")  # cut off, kept
+    assert row["model_calls"] == 2 and row["finish_reasons"] == ["stop", "length"]
+    assert row["cut_off"] == 1 and row["wrote_every_module"]
+
+
+def test_the_module_and_tests_request_is_a_side_of_its_own(server: WireServer,
+                                                            tmp_path: Path) -> None:
+    server.add(completion(f"Here it is.\n\n```python\n{FIZZBUZZ}```\n\nAnd its tests:\n\n"
+                          "```python\nfrom kata.fizzbuzz import fizzbuzz\n```\n"))
+    [row] = run(server, tmp_path, "--sides", "module+tests", "--specs", "fizzbuzz",
+                "--max-tokens", "3000")
+    assert server.count == 1 and server.last["max_tokens"] == 3000
+    assert server.last["messages"][1]["content"].endswith(
+        "Reply with the module in one ```python block, then its tests.")
+    assert row["side"] == "module+tests" and row["hidden"] == [10, 10]
+
+
+def test_the_best_of_n_samples_module_alone_answers_and_the_summary_shows_every_side(
+        server: WireServer, tmp_path: Path) -> None:
+    server.add(completion("no code"), completion(f"```python\n{FIZZBUZZ}```"),
+               completion("```python\ndef fizzbuzz(n):\n    return []\n```"),
+               completion("```python\ndef fizzbuzz(n):\n    return None\n```"))
+    rows = run(server, tmp_path, "--sides", "one-shot", "module+tests", "--specs", "fizzbuzz",
+               "--best-of", "3")
+    temperatures = [r.body["temperature"] for r in server.received]
+    assert temperatures == [0, 0.7, 0.7, 0]  # the one-shot and its samples, then module+tests
+    one, both = rows
+    assert one["hidden"] == [0, 10] and one["samples"][0] == [0, 10]
+    assert one["samples"][1] == [10, 10] and both["hidden"][0] < 10
+    shown = summary(rows)
+    assert f"| fake | katas | fizzbuzz | n/a | 0/10 | {both['hidden'][0]}/10 | 10/10 |" in shown
+    assert "| fake | katas | **solved** | n/a | 0/1 (0%) | 0/1 (0%) | 1/1 (100%) |" in shown
+
+
+def test_a_results_file_of_before_the_module_alone_baseline_still_reads(
+        tmp_path: Path) -> None:
+    legacy = {"spec": "roman", "set": "katas", "side": "baseline", "model": "m#old",
+              "hidden": [3, 10], "samples": [[3, 10], [6, 10]], "wall_s": 5,
+              "model_calls": 1, "ended_by_itself": True}
+    shown = summary([legacy])
+    assert "| old | katas | roman | n/a | n/a | 3/10 | 6/10 |" in shown
 
 
 def test_blocks_are_matched_to_modules_by_path_then_in_order() -> None:
