@@ -198,14 +198,15 @@ def test_check(unit):
 '''
 
 
-def hidden_test(problem: Problem) -> str:
+def hidden_test(problem: Problem, seconds: int = UNIT_SECONDS) -> str:
+    """The hidden test file: one test per unit of ``check``, each failed past ``seconds``."""
     prelude, units = check_units(problem.test)
     return _HIDDEN.format(number=problem.number, name=problem.name,
                           entry=problem.entry_point, prompt=problem.prompt, prelude=prelude,
-                          units=units, seconds=UNIT_SECONDS)
+                          units=units, seconds=seconds)
 
 
-def write_set(problems: list[Problem], parent: Path) -> Path:
+def write_set(problems: list[Problem], parent: Path, seconds: int = UNIT_SECONDS) -> Path:
     """The problems as a kata set under ``parent/humaneval``: specs, hidden tests, COUNTS."""
     root = parent / SET_NAME
     (root / "specs").mkdir(parents=True, exist_ok=True)
@@ -215,7 +216,8 @@ def write_set(problems: list[Problem], parent: Path) -> Path:
         if problem.number > DEV_LAST:
             raise _refuse(problem.number)
         (root / "specs" / f"{problem.name}.md").write_text(spec_text(problem))
-        (root / "hidden" / f"test_hidden_{problem.name}.py").write_text(hidden_test(problem))
+        (root / "hidden" / f"test_hidden_{problem.name}.py").write_text(
+            hidden_test(problem, seconds))
         counts.append(f"{problem.name} {len(check_units(problem.test)[1])}\n")
     (root / "hidden" / "COUNTS").write_text("".join(counts))
     return root
