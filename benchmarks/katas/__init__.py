@@ -85,18 +85,22 @@ def load_kata(name: str, root: Path = KATAS_DIR) -> Kata:
     return Kata(name, spec, hidden)
 
 
-def run_pytest(workspace: Path, target: str, timeout: float = 120) -> tuple[int, int]:
+def run_pytest(workspace: Path, target: str, timeout: float = 120, *,
+               plugins: bool = True) -> tuple[int, int]:
     """(passed, ran) of ``pytest target`` in ``workspace``, read from its JUnit report.
 
     The code under test is a model's: it may loop forever, so the whole process group is
-    killed at ``timeout`` (then nothing counts as passed)."""
+    killed at ``timeout`` (then nothing counts as passed). ``plugins=False`` starts pytest
+    without the installed plugins (faster, for hidden tests that need none)."""
     with tempfile.TemporaryDirectory(prefix="kata-report-") as tmp:
         report = Path(tmp) / "report.xml"
         proc = subprocess.Popen(
             [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
              f"--junitxml={report}", target],
             cwd=workspace, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            env={**os.environ, "PYTHONPATH": str(workspace)}, start_new_session=True)
+            env={**os.environ, "PYTHONPATH": str(workspace),
+                 **({} if plugins else {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})},
+            start_new_session=True)
         try:
             proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -151,10 +155,10 @@ def hidden_totals(root: Path = KATAS_DIR) -> dict[str, int]:
     return {kata.name: ids.count(kata.name) for kata in katas}
 
 
-def score_hidden(kata: Kata, workspace: Path) -> tuple[int, int]:
+def score_hidden(kata: Kata, workspace: Path, *, plugins: bool = True) -> tuple[int, int]:
     """(passed, total) of the kata's hidden tests on a finished workspace."""
     target = workspace / HIDDEN_IN_WORKSPACE
     shutil.rmtree(target, ignore_errors=True)
     _copy_hidden(kata, target)
-    passed, _ = run_pytest(workspace, HIDDEN_IN_WORKSPACE)
+    passed, _ = run_pytest(workspace, HIDDEN_IN_WORKSPACE, plugins=plugins)
     return passed, hidden_total(kata)
