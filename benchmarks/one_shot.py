@@ -24,6 +24,7 @@ import re
 import time
 import urllib.error
 import urllib.request
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -168,6 +169,38 @@ def run_baseline(kata: Kata, model: str, workspace: Path, *, limit: float,
     return row
 
 
+CHARS_PER_TOKEN = 3
+"""A prompt's tokens are guessed from its length, on the safe side (code and English run
+at about 3.5-4 characters a token with Qwen's tokenizer)."""
+
+
+@cache
+def context_size(model: str) -> int | None:
+    """The server's context in tokens: the spec's ``context`` option, else what a
+    llama.cpp server says at ``/props``; None when neither says."""
+    stated = parse_model_spec(model).number("context")
+    if stated:
+        return int(stated)
+    base_url, _, _ = endpoint(model)
+    try:
+        with urllib.request.urlopen(f"{base_url.removesuffix('/v1')}/props", timeout=10) as r:
+            props = json.loads(r.read())
+    except (urllib.error.URLError, TimeoutError, OSError, ValueError):
+        return None
+    settings = props.get("default_generation_settings") if isinstance(props, dict) else None
+    n_ctx = (settings or {}).get("n_ctx") or props.get("n_ctx")
+    return int(n_ctx) if isinstance(n_ctx, int) and n_ctx > 0 else None
+
+
+def reply_room(model: str, prompt_text: str, cap: int) -> int:
+    """``cap``, or less where the server's context leaves less beside the prompt."""
+    context = context_size(model)
+    if context is None:
+        return cap
+    return max(256, min(cap, context - (len(SYSTEM) + len(prompt_text)) // CHARS_PER_TOKEN
+                        - 64))
+
+
 def module_prompt(kata: Kata, module: str, written: dict[str, str]) -> str:
     """The user message asking for one module: the spec, the modules already written,
     then how to reply."""
@@ -202,7 +235,7 @@ def run_one_shot(kata: Kata, model: str, workspace: Path, *, limit: float,
     ``workspace``; what happened (figures summed over the requests)."""
     row: dict[str, Any] = {"side": "one-shot", "model_calls": 0, "ended_by_itself": True,
                            "error": None, "wall_s": 0.0, "tokens_in": 0, "tokens_out": 0,
-                           "finish_reasons": [], "prompt_evaluated": None,
+                           "finish_reasons": [], "max_tokens": [], "prompt_evaluated": None,
                            "prompt_reused": None}
     written: dict[str, str] = {}
     replies: list[str] = []
@@ -212,8 +245,11 @@ def run_one_shot(kata: Kata, model: str, workspace: Path, *, limit: float,
         if left <= 0:
             row["ended_by_itself"] = False
             break
-        reply, facts = _ask(model, module_prompt(kata, module, written), max_tokens=max_tokens,
-                            timeout=left, temperature=temperature, seed=seed)
+        asked = module_prompt(kata, module, written)
+        room = reply_room(model, asked, max_tokens)
+        reply, facts = _ask(model, asked, max_tokens=room, timeout=left,
+                            temperature=temperature, seed=seed)
+        row["max_tokens"].append(room)
         replies.append(f"## {module}\n\n{reply}")
         row["model_calls"] += 1
         row["ended_by_itself"] = row["ended_by_itself"] and facts["ended_by_itself"]

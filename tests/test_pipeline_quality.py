@@ -77,6 +77,7 @@ def test_the_one_shot_asks_once_for_the_module_alone_and_it_passes_the_hidden_te
                           "fenced ```python block.")
     assert "tests" not in asked.split("\n\n")[-1]
     assert row["side"] == "one-shot" and row["finish_reasons"] == ["stop"]
+    assert row["max_tokens"] == [MAX_TOKENS]  # the fake server states no context
     assert row["hidden"] == [hidden_total(load_kata("fizzbuzz"))] * 2
     assert (row["tokens_in"], row["tokens_out"], row["model_calls"]) == (10, 5, 1)
     assert (row["prompt_evaluated"], row["prompt_reused"], row["cut_off"]) == (7, 3, 0)
@@ -84,6 +85,18 @@ def test_the_one_shot_asks_once_for_the_module_alone_and_it_passes_the_hidden_te
     shown = table(read_rows(tmp_path / "quality.jsonl"))
     assert "| fake | fizzbuzz | one-shot | 1 | 10/10 (100%) |" in shown
     assert "| 7 / 3 | 1/1 | 1/1 |" in shown
+
+
+def test_the_cap_is_bounded_by_the_context_the_model_spec_states(
+        server: WireServer, tmp_path: Path) -> None:
+    server.add(completion(f"```python\n{FIZZBUZZ}```"))
+    out = tmp_path / "q.jsonl"
+    assert main(["--model", f"openai-compatible:{server.url}/v1#fake?context=2048", "--out",
+                 str(out), "--sides", "one-shot", "--specs", "fizzbuzz"]) == 0
+    [row] = read_rows(out)
+    asked = server.last["messages"][1]["content"]
+    assert row["max_tokens"] == [server.last["max_tokens"]]
+    assert 2048 - len(asked) // 2 < server.last["max_tokens"] < 2048 - len(asked) // 4
 
 
 def test_a_spec_of_several_modules_is_asked_module_by_module_in_its_order(
