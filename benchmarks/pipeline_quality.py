@@ -117,6 +117,10 @@ def _figures(sides: dict[str, list[dict[str, Any]]]) -> list[list[int]]:
             fig(sampled, best=True)]
 
 
+def _seconds(wall: float, measured: object) -> str:
+    return f"{wall:g} s" if measured else "n/a"
+
+
 def _cell(passed: int, total: int, *_: int) -> str:
     return f"{passed}/{total}" if total else "n/a"
 
@@ -149,14 +153,15 @@ def summary(rows: list[dict[str, Any]]) -> str:
         run[4][2] = max(run[4][2], int(wall))
         run[4][3] = max(run[4][3], int(one_wall))
         out.append(f"| {label} | {kset} | {spec} | " + " | ".join(_cell(*f) for f in figures)
-                   + f" | {wall:g} s | {one_wall:g} s | "
+                   + f" | {_seconds(wall, mine)} | {_seconds(one_wall, one)} | "
                    f"{max((r['model_calls'] for r in mine), default=0)} | "
                    f"{ended}/{len(mine)} |")
     for (label, kset), (*columns, e) in sorted(totals.items()):
         pct = [f" ({100 * x[0] / x[1]:.0f}%)" if x[1] else "" for x in columns]
         out.append(f"| {label} | {kset} | **all** | " + " | ".join(
             _cell(*x) + p for x, p in zip(columns, pct, strict=True))
-            + f" | {e[2]} s | {e[3]} s | | {e[0]}/{e[1]} |")
+            + f" | {_seconds(e[2], columns[0][3])} | {_seconds(e[3], columns[1][3])} | | "
+            f"{e[0]}/{e[1]} |")
         solved = [f"{x[2]}/{x[3]} ({100 * x[2] / x[3]:.0f}%)" if x[3] else "n/a"
                   for x in columns]
         out.append(f"| {label} | {kset} | **solved** | " + " | ".join(solved) + " | | | | |")
