@@ -27,10 +27,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -215,6 +218,19 @@ def table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(out)
 
 
+def _commit() -> str:
+    """The checkout's commit, ``+dirty`` when it has changes: what a row was measured at."""
+    here = Path(__file__).resolve().parent
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=here, text=True,
+                              capture_output=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                               cwd=here, text=True, capture_output=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head + ("+dirty" if dirty.strip() else "")
+
+
 def read_rows(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
@@ -287,15 +303,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(summary(read_rows(args.summary)))
         return 0
     rows: list[dict[str, Any]] = []
+    commit = _commit()
     for i in range(args.runs):
         for kata in (load_kata(name, args.katas) for name in args.specs):
             # alternate which side goes first, so neither always meets a warm server cache
             sides = args.sides if i % 2 == 0 else list(reversed(args.sides))
             for side in sides:
+                started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
                 row = measure(kata, side, args.model, limit=args.limit,
                               max_tokens=args.max_tokens, keep=args.keep,
                               best_of=args.best_of)
-                row.update(run=i, label=args.label)
+                row.update(run=i, label=args.label, commit=commit, started=started,
+                           load_average=round(os.getloadavg()[0], 2))
                 rows.append(row)
                 with args.out.open("a") as f:
                     f.write(json.dumps(row) + "\n")

@@ -82,6 +82,7 @@ def test_the_one_shot_asks_once_for_the_module_alone_and_it_passes_the_hidden_te
     assert (row["tokens_in"], row["tokens_out"], row["model_calls"]) == (10, 5, 1)
     assert (row["prompt_evaluated"], row["prompt_reused"], row["cut_off"]) == (7, 3, 0)
     assert row["ended_by_itself"] and row["wrote_every_module"]
+    assert row["commit"] and row["started"].endswith(" UTC") and row["load_average"] >= 0
     shown = table(read_rows(tmp_path / "quality.jsonl"))
     assert "| fake | fizzbuzz | one-shot | 1 | 10/10 (100%) |" in shown
     assert "| 7 / 3 | 1/1 | 1/1 |" in shown
