@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestra._errors import OrchestraError, UserError
-from orchestra.coordinator.pipeline_options import PipelineOptions, Value
+from orchestra.coordinator.pipeline_options import OptionValue, PipelineOptions
 
 DEST = "pipeline_option:"
 """Where the parsed value of option ``name`` sits: ``args.<DEST><name>``."""
@@ -96,7 +96,7 @@ def run_input(args: argparse.Namespace) -> tuple[str, Any, list[Path]]:
     if args.input:
         raise UserError(f"pipeline {ref!r} makes its input from its options ({flags}); "
                         "--input is for a pipeline that declares none")
-    given: dict[str, Value] = {o.name: getattr(args, DEST + o.name) for o in options.options}
+    given: dict[str, OptionValue] = {o.name: getattr(args, DEST + o.name) for o in options.options}
     missing = [o.shown for o in options.options if o.required and given[o.name] is None]
     if missing:
         which = "" if args.pipeline else ", the default"

@@ -27,14 +27,14 @@ from typing import Any, Literal, TypeVar
 
 from orchestra._errors import UserError
 
-__all__ = ["Option", "OptionType", "OptionValues", "PipelineOptions", "declare_options",
-           "declared_options"]
+__all__ = ["Option", "OptionType", "OptionValue", "OptionValues", "PipelineOptions",
+           "declare_options", "declared_options"]
 
 OptionType = Literal["text", "int", "float", "flag", "file", "dir"]
 """``file``: an existing file (its path); ``dir``: a directory the run works in (made
 before the run is recorded, removed again if the command fails before that and it is
 still empty); ``flag``: present or not."""
-Value = str | int | float | bool | Path | None
+OptionValue = str | int | float | bool | Path | None
 _NAME = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)*")
 _METAVARS: dict[OptionType, str] = {"text": "TEXT", "int": "N", "float": "X", "flag": "",
                                     "file": "FILE", "dir": "DIR"}
@@ -95,7 +95,7 @@ class Option:
         value = self.metavar or _METAVARS[self.type]
         return f"{self.flag} {value}" if value else self.flag
 
-    def check(self, value: Value) -> Value:
+    def check(self, value: OptionValue) -> OptionValue:
         """``value`` as the pipeline gets it (a ``dir`` resolved), or a ``UserError``
         that quotes it and says what the option takes."""
         if value is None or isinstance(value, bool):
@@ -123,9 +123,9 @@ class Option:
 class OptionValues:
     """The checked values of a pipeline's options, read by option name and type."""
 
-    values: Mapping[str, Value]
+    values: Mapping[str, OptionValue]
 
-    def get(self, name: str) -> Value:
+    def get(self, name: str) -> OptionValue:
         if name not in self.values:
             raise UserError(f"no option {name!r} was declared; the options are "
                             f"{sorted(self.values)}")
@@ -152,7 +152,7 @@ class OptionValues:
         assert isinstance(value, Path)
         return value
 
-    def _given(self, name: str, kind: Any) -> Value:
+    def _given(self, name: str, kind: Any) -> OptionValue:
         value = self.get(name)
         if value is None or not isinstance(value, kind):
             raise UserError(f"option {name!r} holds {value!r}, not a {kind}: declare it with "
@@ -174,10 +174,10 @@ class PipelineOptions:
         if twice:
             raise UserError(f"PipelineOptions: option(s) {twice} declared twice")
 
-    def values(self, given: Mapping[str, Value]) -> OptionValues:
+    def values(self, given: Mapping[str, OptionValue]) -> OptionValues:
         """The values of the options, each checked (:meth:`Option.check`); an option not
         given takes its default."""
-        out: dict[str, Value] = {}
+        out: dict[str, OptionValue] = {}
         for option in self.options:
             value = given.get(option.name)
             if value is None:
