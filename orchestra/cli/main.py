@@ -171,8 +171,8 @@ def build_parser() -> argparse.ArgumentParser:
     _model_flags(p, live=True)
     p.add_argument("--pipeline", help="your pipeline factory, 'package.module:factory' "
                                       "(default: the installed demo's, the stock pipeline)")
-    p.add_argument("--input", help="run input as JSON (for a pipeline that declares no "
-                                   "options of its own)")
+    p.add_argument("--input", help="run input as JSON, as is (instead of the pipeline's "
+                                   "own options below, if it declares some)")
     p.add_argument("--dry-run", action="store_true",
                    help="run nothing: the models each role would use, their prices, and an "
                         "estimate of the cost from the pipeline's past runs")

@@ -3,8 +3,8 @@
 Which pipeline's options the command line has is decided before the arguments are
 parsed (so ``--help`` lists them): the one ``--pipeline`` names, else the installed
 demo's (``orchestra.cli.demo_entry``: the stock software pipeline, whose ``--spec``,
-``--workspace``... are its own declaration). A pipeline that declares none takes its
-input as ``--input JSON``.
+``--workspace``... are its own declaration). ``--input JSON`` gives any pipeline its
+input as is (the only way for one that declares no options).
 """
 
 from __future__ import annotations
@@ -87,16 +87,17 @@ def run_input(args: argparse.Namespace) -> tuple[str, Any, list[Path]]:
     options: PipelineOptions | None = args.pipeline_options
     if ref is None:
         raise UserError(f"`orchestra run` needs {HOW_OWN}: no default pipeline is installed")
-    if options is None:
+    given: dict[str, OptionValue] = {} if options is None else {
+        o.name: getattr(args, DEST + o.name) for o in options.options}
+    if options is None or args.input:  # the input as is: the pipeline's factory checks it
+        if any(v not in (None, False) for v in given.values()):
+            raise UserError(f"pipeline {ref!r} takes its input either from its options or "
+                            "as --input JSON, not both")
         try:
             return ref, json.loads(args.input) if args.input else {}, []
         except json.JSONDecodeError as exc:
             raise UserError(f"--input is not valid JSON: {exc}") from exc
     flags = ", ".join(o.flag for o in options.options)
-    if args.input:
-        raise UserError(f"pipeline {ref!r} makes its input from its options ({flags}); "
-                        "--input is for a pipeline that declares none")
-    given: dict[str, OptionValue] = {o.name: getattr(args, DEST + o.name) for o in options.options}
     missing = [o.shown for o in options.options if o.required and given[o.name] is None]
     if missing:
         which = "" if args.pipeline else ", the default"

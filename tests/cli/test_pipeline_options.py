@@ -5,6 +5,7 @@ the same way, ``orchestra run --help`` lists them, bad values are refused by nam
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import time
 from pathlib import Path
@@ -84,6 +85,15 @@ def test_a_users_options_make_its_run_input(tmp_path: Path,
         "topic": "owls", "drafts": 2, "tone": "warm", "loud": True, "notes": None})
 
 
+def test_input_as_json_is_still_taken_as_is(tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    brief = {"topic": "owls", "drafts": 5, "tone": "dry", "loud": False, "notes": "n"}
+    code = main(["run", "--pipeline", REF, "--input", json.dumps(brief),
+                 "--db", str(tmp_path / "o.db")])
+    assert code == 0, capsys.readouterr().err
+    assert _recorded_input(tmp_path / "o.db") == ("completed", brief)
+
+
 def test_help_lists_the_named_pipelines_options(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as done:
         main(["run", "--pipeline", REF, "--help"])
@@ -113,7 +123,8 @@ def test_help_without_a_pipeline_lists_the_stock_ones(
     (["--topic", "x", "--tone", "loud"], "argument --tone: invalid choice: 'loud'"),
     ([], f"`orchestra run` needs --topic TEXT (pipeline {REF}), or --pipeline"),
     (["--topic", "x", "--input", "{}"],
-     f"pipeline '{REF}' makes its input from its options (--topic, --drafts"),
+     f"pipeline '{REF}' takes its input either from its options or as --input JSON, not "
+     "both"),
     (["--topic", "x", "--spec", "s.md"],
      f"unrecognized arguments: --spec s.md (the options of pipeline {REF} are --topic,"),
 ])
