@@ -36,6 +36,7 @@ from agents.team import Coder, Reviewer, Tester
 from agents.testsplit import failed_tests
 from agents.workspace import Workspace
 from orchestra import NewHandoff, NewNote, NewTask, Pipeline, Task, UserError, fan_out
+from orchestra.coordinator.pipeline_options import declare_options
 from orchestra.store import Writes
 
 PIPELINE_REF = "agents.pipeline:build_pipeline"
@@ -244,6 +245,7 @@ def _review_route(max_rounds: int, deadline: float | None) -> Any:
     return route
 
 
+@declare_options("agents.cli_options:OPTIONS")  # its command line (`orchestra run --spec`)
 def build_pipeline(run_input: Any) -> Pipeline:
     """The pipeline for one run input (also how any process rebuilds it to resume)."""
     if not isinstance(run_input, dict) or "spec" not in run_input or "workspace" not in run_input:

@@ -10,6 +10,11 @@ surrounding whitespace, repr-escaped (``'\\r'`` as ``\\r``, as in ``b'Bearer ...
 JSON-escaped and URL-encoded. The registry is process-wide on purpose: a key must be
 masked even by code that never saw the model holding it (a log processor, the CLI's
 last-resort error handler), and a process has one environment.
+
+Only a value that can be a secret is masked (:func:`can_be_secret`): masking must never
+change what printed text means, and the placeholder a local server's user sets because
+the client wants some key (``none``, ``EMPTY``, ``sk-no-key-required``) is a word that
+ordinary text holds too (``approved: none`` would read ``approved: ***``).
 """
 
 from __future__ import annotations
@@ -24,12 +29,24 @@ from urllib.parse import quote, quote_plus, unquote, urlsplit, urlunsplit
 
 from orchestra._errors import UserError
 
-__all__ = ["MASK", "SECRETS", "RedactingStream", "Secrets", "check_key", "mask_url", "redact",
-           "url_secrets"]
+__all__ = ["MASK", "SECRETS", "RedactingStream", "Secrets", "can_be_secret", "check_key",
+           "mask_url", "redact", "url_secrets"]
 
 MASK = "***"
-MIN_SECRET_CHARS = 4
-"""Shorter values are not masked: they would garble ordinary text and guard nothing."""
+MIN_SECRET_CHARS = 8
+"""Shorter values are not masked: they would garble ordinary text and guard little (an
+API key is 20 characters or more; a password this short is guessed, not leaked)."""
+PLACEHOLDERS = frozenset({
+    "none", "null", "nil", "empty", "no", "na", "n/a", "-", "x", "xxx", "dummy", "fake",
+    "test", "testing", "placeholder", "unused", "not-needed", "not-used", "no-key", "nokey",
+    "no-key-required", "sk-no-key-required", "sk-xxx", "sk-dummy", "sk-fake", "sk-local",
+    "local", "anything", "any", "key", "apikey", "api-key", "api_key", "token", "secret",
+    "password", "changeme", "your-api-key", "your_api_key", "ollama", "lm-studio",
+    "lmstudio", "llama", "llama.cpp", "vllm", "sglang", "localai", "openai",
+})
+"""Values people set where a server needs no key but a client wants one (vLLM's docs say
+``EMPTY``, llama.cpp's ``sk-no-key-required``, Ollama's ``ollama``), compared lower-cased."""
+_WORD = re.compile(r"[A-Za-z]{1,12}")
 
 
 _ENCODERS: tuple[Callable[[str], str], ...] = (
@@ -53,7 +70,21 @@ def encodings(secret: str) -> set[str]:
     once = {encode(form) for form in forms for encode in _ENCODERS}
     twice = {encode(form) for form in once for encode in _ENCODERS}
     runs = set(_LONG_RUN.findall(secret))
-    return {f for f in forms | once | twice | runs if len(f) >= MIN_SECRET_CHARS}
+    return {f for f in forms | once | twice | runs if can_be_secret(f)}
+
+
+def can_be_secret(value: str) -> bool:
+    """Whether masking ``value`` wherever it occurs guards a secret without changing what
+    text says: not a no-key placeholder, not shorter than :data:`MIN_SECRET_CHARS`, and
+    not made of words (letters in one case, joined by ``-``, ``_``, ``.`` or spaces, as
+    in ``not-needed``): a real key or password holds a digit, a symbol, mixed case, or a
+    run of letters longer than a word."""
+    text = value.strip()
+    if len(text) < MIN_SECRET_CHARS or text.lower() in PLACEHOLDERS:
+        return False
+    return not all(_WORD.fullmatch(part) and (part.islower() or part.isupper()
+                                              or part.istitle())
+                   for part in re.split(r"[-_. ]", text))
 
 
 class Secrets:
@@ -65,9 +96,10 @@ class Secrets:
         self._needles: tuple[str, ...] = ()  # longest first: a form inside another masks last
 
     def add(self, *secrets: str | None) -> None:
-        """Register secrets (``None`` and values under 4 characters are ignored)."""
+        """Register secrets (``None`` and values that cannot be one, see
+        :func:`can_be_secret`, are ignored)."""
         with self._lock:
-            new = {s for s in secrets if s and len(s) >= MIN_SECRET_CHARS} - self._secrets
+            new = {s for s in secrets if s and can_be_secret(s)} - self._secrets
             if not new:
                 return
             self._secrets |= new
@@ -112,7 +144,7 @@ SECRETS = Secrets()
 
 def redact(text: str, extra: Iterable[str | None] = ()) -> str:
     """``text`` masked of the process's secrets and of ``extra`` ones."""
-    more = [s for s in extra if s and len(s) >= MIN_SECRET_CHARS]
+    more = [s for s in extra if s and can_be_secret(s)]
     if more:
         local = Secrets()
         local.add(*more)

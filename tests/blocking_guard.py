@@ -36,10 +36,10 @@ BLOCKING_ALLOWED: list[tuple[tuple[str, ...], str, set[str], str]] = [
      "opening a store reads the file's 16-byte header and checks its directory inline: "
      "cheaper than a hop to a thread, and done once per open, before any run is served"),
     (_FILE_CHECKS, "orchestra/cli/commands.py",
-     {"_spec_and_workspace", "_workspace", "open_store"},
-     "`orchestra run` checks and reads its spec file, makes its workspace and checks the "
-     "store's file before the run starts (nothing else is on the loop yet; ruff's "
-     "ASYNC240 is waived for the CLI for the same reason)"),
+     {"_workspace", "open_store"},
+     "`orchestra run` makes its workspace and checks the store's file before the run "
+     "starts (nothing else is on the loop yet; ruff's ASYNC240 is waived for the CLI for "
+     "the same reason)"),
     (_FILE_CHECKS, "orchestra/coordinator/pipeline.py", {"load_pipeline"},
      "a pipeline's factory is its author's code, called once before the run starts (the "
      "stock one makes the run's workspace directories)"),

@@ -1,4 +1,5 @@
-"""``orchestra/`` never imports ``agents/`` (issue 27, item 15): the demo reaches the CLI
+"""``orchestra/`` never imports ``agents/`` nor names it in a string (issue 27, item 15;
+issue 47, item 2): the demo reaches the CLI
 through public hooks any package has — an entry point (``orchestra.demo``), a model spec
 naming a factory (``python:module:factory``) and a pipeline's ``summary`` — so a user's
 pipeline gets the same powers."""
@@ -7,13 +8,14 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import re
 from pathlib import Path
 
 import pytest
 from pydantic import BaseModel
 
 from orchestra import NewTask, Pipeline, Role, ScriptedModel, SQLiteBlackboard, reply
-from orchestra.cli.demo_cmd import load_demo
+from orchestra.cli.demo_entry import load_demo
 from orchestra.cli.main import main
 from orchestra.models.spec import load_model
 from orchestra.store import Board
@@ -37,6 +39,44 @@ def test_the_library_imports_no_example_agents() -> None:
                                                       n.startswith("agents."))
                  for p in PACKAGE.rglob("*.py")}
     assert not {k: v for k, v in offenders.items() if v}
+
+
+STOCK = PACKAGE.parent / "agents"
+STOCK_MODULES = {p.stem if p.suffix else p.name for p in STOCK.iterdir()
+                 if (p.suffix == ".py" and p.stem != "__init__") or (p / "__init__.py").exists()}
+_REFERENCE = re.compile(r"(?<![\w.])agents\.(\w+)(?:[\w.]*:\w+)?")
+
+
+def _names_the_stock_package(text: str) -> bool:
+    """Whether ``text`` names a module of ``agents`` the way an import or a ``module:attr``
+    reference would (``agents.pipeline``, ``agents.x:y``); SQL's ``agents.last_seq``
+    (the table's column) names no module, nor does ``"agents"`` (the table, a JSON key)."""
+    return any(m.group(1) in STOCK_MODULES or ":" in m.group(0)
+               for m in _REFERENCE.finditer(text))
+
+
+def _stock_references(path: Path) -> list[str]:
+    """The string constants of ``path`` (docstrings and f-string parts too) that name
+    the stock package: a string can import it as surely as an import statement."""
+    return [node.value for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, ast.Constant) and isinstance(node.value, str)
+            and _names_the_stock_package(node.value)]
+
+
+def test_the_library_names_no_example_agents_in_a_string() -> None:
+    offenders = {str(p.relative_to(PACKAGE)): _stock_references(p)
+                 for p in PACKAGE.rglob("*.py")}
+    assert not {k: v for k, v in offenders.items() if v}
+
+
+@pytest.mark.parametrize(("text", "names"), [
+    ("agents.pipeline:build_pipeline", True), ("agents.pipeline", True), ("agents", False),
+    ("python:agents.demo.director:demo_model", True), ("see agents.cli_options", True),
+    ("agents.future:thing", True), ("SET last_seq = agents.last_seq + 1", False),
+    ("WHERE m.agent_id = agents.id", False), ("the agents. Each", False),
+    ("self.agents.get(key)", False)])
+def test_what_counts_as_naming_the_stock_package(text: str, names: bool) -> None:
+    assert _names_the_stock_package(text) is names
 
 
 def test_the_demo_is_an_entry_point_and_its_model_a_spec() -> None:

@@ -7,10 +7,8 @@ import argparse
 import asyncio
 import contextlib
 import dataclasses
-import json
 import os
 import sys
-import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +16,7 @@ from typing import Any
 from orchestra._errors import StoreAccessError, UserError
 from orchestra._install import install_hint
 from orchestra._types import Run
-from orchestra.cli import inspect_cmds
+from orchestra.cli import inspect_cmds, run_options
 from orchestra.cli.estimate import dry_run
 from orchestra.cli.exit_codes import EXIT_CANCELLED, EXIT_FAILED, EXIT_OK, EXIT_PAUSED, EXIT_WAITING
 from orchestra.cli.interrupts import Interrupt
@@ -138,51 +136,16 @@ def _exit_code(status: str) -> int:
 
 
 async def cmd_run(args: argparse.Namespace, state: Interrupt) -> int:
-    if args.pipeline and (args.spec or args.workspace):
-        raise UserError("--pipeline conflicts with --spec/--workspace (those are for the stock "
-                        "software pipeline); pass your pipeline's input with --input")
-    if args.pipeline:
-        try:
-            run_input = json.loads(args.input) if args.input else {}
-        except json.JSONDecodeError as exc:
-            raise UserError(f"--input is not valid JSON: {exc}") from exc
-        ref = args.pipeline
-    else:
-        if not args.spec or not args.workspace:
-            missing = " and ".join(f for f, v in (("--spec FILE", args.spec),
-                                                  ("--workspace DIR", args.workspace)) if not v)
-            raise UserError(f"`orchestra run` needs {missing} (the stock software pipeline), "
-                            "or --pipeline MODULE:FACTORY (your own pipeline, its input with "
-                            "--input JSON)")
-        spec, workspace = _spec_and_workspace(args)
-        run_input = {"spec": spec, "max_rounds": args.max_rounds,
-                     "review": args.review, "workspace": str(workspace)}
-        if args.time_budget < 0:
-            raise UserError(f"--time-budget {args.time_budget:g} is negative: give seconds "
-                            "(0 for no budget)")
-        if args.time_budget:  # from now: a budget is wall-clock time since the start
-            run_input["deadline"] = time.time() + args.time_budget
-        ref = "agents.pipeline:build_pipeline"
-        split_models(args.model)  # bad flags fail before anything is created
-        _settings(args)
-        if not args.model and not os.environ.get("ORCHESTRA_MODEL"):
-            raise UserError("no model for the stock pipeline: pass --model SPEC or set "
-                            "ORCHESTRA_MODEL (e.g. openai:gpt-4.1-mini, ollama:qwen2.5-coder)")
-        with _workspace(state, workspace):  # like `orchestra demo`
-            return await _start(args, state, ref, run_input)
-    return await _start(args, state, ref, run_input)
-
-
-def _spec_and_workspace(args: argparse.Namespace) -> tuple[str, Path]:
-    """The spec's text and the workspace's path, checked (on the loop: nothing else runs
-    on it yet, and these are a few small file-system calls)."""
-    spec_path = Path(args.spec)
-    if not spec_path.is_file():
-        raise UserError(f"spec file {spec_path} does not exist")
-    workspace = Path(args.workspace).resolve()
-    if workspace.exists() and not workspace.is_dir():
-        raise UserError(f"--workspace {workspace} is a file, not a directory")
-    return spec_path.read_text(), workspace
+    """Start the pipeline the command line names (its input from its own options, or
+    --input) and drive it: ``run_options`` knows which pipeline and which options."""
+    # the pipeline's own code checks and reads its options (a spec file): off the loop
+    ref, run_input, dirs = await asyncio.to_thread(run_options.run_input, args)
+    split_models(args.model)  # bad flags fail before anything is created
+    _settings(args)
+    with contextlib.ExitStack() as made:  # like `orchestra demo`
+        for directory in dirs:
+            made.enter_context(_workspace(state, directory))
+        return await _start(args, state, ref, run_input)
 
 
 @contextlib.contextmanager

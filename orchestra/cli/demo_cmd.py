@@ -1,33 +1,16 @@
-"""``orchestra demo``: the demo a package registers (entry point group ``orchestra.demo``;
-this project's is ``agents.demo:DEMO``), run like ``orchestra run`` would run it."""
+"""``orchestra demo``: the demo a package registers (``orchestra.cli.demo_entry``), run
+like ``orchestra run`` would run it."""
 
 from __future__ import annotations
 
 import argparse
-from importlib.metadata import entry_points
 from pathlib import Path
 
 from orchestra._errors import UserError
-from orchestra._install import DISTRIBUTION
 from orchestra.cli.commands import _cannot_write, _refuse, _start, _workspace, open_store
+from orchestra.cli.demo_entry import load_demo
 from orchestra.cli.interrupts import Interrupt
-from orchestra.coordinator.pipeline import Demo
 from orchestra.store import url as store_url
-
-GROUP = "orchestra.demo"
-
-
-def load_demo() -> Demo:
-    """The installed demo (the first registered, by name)."""
-    found = sorted(entry_points(group=GROUP), key=lambda e: e.name)
-    if not found:
-        raise UserError(f"no demo is installed (entry point group {GROUP!r}): pip install -e . "
-                        f"in an orchestra checkout, or pip install {DISTRIBUTION}")
-    demo = found[0].load()
-    if not isinstance(demo, Demo):
-        raise UserError(f"entry point {found[0].value!r} ({GROUP}) is not an "
-                        "orchestra.coordinator.pipeline.Demo")
-    return demo
 
 
 async def cmd_demo(args: argparse.Namespace, state: Interrupt) -> int:

@@ -7,7 +7,7 @@ import asyncio
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TextIO, cast
 
 from orchestra._errors import (
@@ -98,17 +98,27 @@ class _CommandParser(_Parser):
     """
 
     _inner = False
+    before_parse: Callable[[argparse.ArgumentParser, Sequence[str]], str] | None = None
+    """Adds what depends on the arguments themselves (``run``: its pipeline's options);
+    returns what an unrecognized argument means then."""
 
     def parse_known_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
                          namespace: argparse.Namespace | None = None,
                          ) -> tuple[argparse.Namespace, list[str]]:
         if self._inner:  # the intermixed parse's own two passes
             return super().parse_known_args(args, namespace)
+        add, why = self.before_parse, ""
+        if add is not None:
+            self.before_parse = None  # once
+            why = add(self, list(sys.argv[1:] if args is None else args))
         self._inner = True
         try:
-            return self.parse_known_intermixed_args(args, namespace)
+            parsed, extras = self.parse_known_intermixed_args(args, namespace)
         finally:
             self._inner = False
+        if extras and why:
+            raise UsageError(f"unrecognized arguments: {' '.join(extras)} ({why})")
+        return parsed, extras
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -159,17 +169,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("run", help="start a run of a pipeline")
     _common(p)
     _model_flags(p, live=True)
-    p.add_argument("--spec", help="spec file for the stock software pipeline")
-    p.add_argument("--workspace", help="directory the stock pipeline writes to")
-    p.add_argument("--max-rounds", type=int, default=2, help="review rounds per module")
-    p.add_argument("--time-budget", type=float, default=600.0, metavar="SECONDS",
-                   help="after this long no module starts another round: each keeps its "
-                        "best code so the run ends (default 600; 0: no budget)")
-    p.add_argument("--review", choices=("failures", "always"), default="failures",
-                   help="when the reviewer reads a module: only when its tests fail "
-                        "(default), or after every coder task")
-    p.add_argument("--pipeline", help="your pipeline factory, 'package.module:factory'")
-    p.add_argument("--input", help="run input as JSON (with --pipeline)")
+    p.add_argument("--pipeline", help="your pipeline factory, 'package.module:factory' "
+                                      "(default: the installed demo's, the stock pipeline)")
+    p.add_argument("--input", help="run input as JSON, as is (instead of the pipeline's "
+                                   "own options below, if it declares some)")
     p.add_argument("--dry-run", action="store_true",
                    help="run nothing: the models each role would use, their prices, and an "
                         "estimate of the cost from the pipeline's past runs")
@@ -262,6 +265,9 @@ def build_parser() -> argparse.ArgumentParser:
         sub.choices[name].add_argument(
             "--server", metavar="URL", help="work through `orchestra serve` at URL instead "
                                             "of the --db file (token: $ORCHESTRA_TOKEN)")
+    from orchestra.cli.run_options import add_pipeline_options
+
+    sub.choices["run"].before_parse = add_pipeline_options
     summaries = {a.dest: a.help for a in sub._choices_actions}
     for name, command in sub.choices.items():  # `orchestra X --help`: what, then an example
         text = str(summaries[name])
@@ -330,6 +336,8 @@ def _main(argv: Sequence[str] | None) -> int:
     except UsageError as exc:
         # a script asking for --json gets JSON on stdout even for bad arguments
         return _fail(argparse.Namespace(json="--json" in argv), EXIT_USAGE, exc.message)
+    except UserError as exc:  # `run`'s pipeline could not tell its options
+        return _fail(argparse.Namespace(json="--json" in argv), EXIT_USAGE, exc)
     if args.command is None:  # bare `orchestra`: what it can do
         build_parser().print_help()
         return EXIT_OK

@@ -56,8 +56,9 @@ Summary = Callable[[Board, str], Awaitable[list[str]]]
 @dataclass(frozen=True)
 class Demo:
     """What ``orchestra demo`` runs, registered by a package under the entry point group
-    ``orchestra.demo`` (the stock one: ``agents.demo:DEMO``), so the CLI imports no
-    example code and any package can ship its own demo the same way."""
+    ``orchestra.demo`` (the stock one in this project's pyproject.toml), so the CLI
+    imports no example code and any package can ship its own demo the same way. Its
+    pipeline is also what ``orchestra run`` runs when no ``--pipeline`` is given."""
 
     pipeline: str
     """The pipeline's reference, ``package.module:factory``."""
@@ -274,18 +275,24 @@ def fan_out(writes: Writes, to_role: RoleRef, items: Iterable[Any], *, note: str
                                           key=key(item) if key else None))
 
 
-def load_pipeline(ref: str, run_input: Any) -> Pipeline:
-    """Import ``module:factory`` and build the pipeline for ``run_input``."""
+def load_target(ref: str) -> Any:
+    """What ``module:attr`` names, imported: a factory or a Pipeline."""
     module_name, _, attr = ref.partition(":")
     if not module_name or not attr:
         raise UserError(f"pipeline {ref!r} cannot be rebuilt in this process (it was built "
                         f"where no import finds it, e.g. in a script's main block or a "
                         f"closure): {HOW_TO_REF}")
     module = import_ref(ref, module_name)
-    factory = getattr(module, attr, None)
-    if factory is None:
+    target = getattr(module, attr, None)
+    if target is None:
         raise UserError(f"module {module_name!r} has no {attr!r} (pipeline reference {ref!r}); "
                         f"{_offer(module)}")
+    return target
+
+
+def load_pipeline(ref: str, run_input: Any) -> Pipeline:
+    """Import ``module:factory`` and build the pipeline for ``run_input``."""
+    factory = load_target(ref)
     try:
         pipeline = factory(run_input) if callable(factory) and not isinstance(factory, Pipeline) \
             else factory

@@ -122,3 +122,67 @@ def test_a_secret_leaks_nowhere(name: str, server: int, tmp_path: Path) -> None:
         for where, text in outputs.items():
             assert form not in text, f"the {form_name} form of the secret is in {where}"
         assert form.encode() not in stored, f"the {form_name} form of the secret is in the store"
+
+
+PLAN = json.dumps({
+    "modules": [{"path": "textkit/slugify.py", "purpose": "slugs, with none of the accents",
+                 "public_api": ['slugify(text: str, sep: str = "-") -> str'],
+                 "test_path": "tests/test_slugify.py", "uses": []}],
+    "decisions": [{"decision": "no third-party packages", "reason": "there are none needed"}]})
+
+
+class _NoKeyServer(BaseHTTPRequestHandler):
+    """A local server that needs no key: the architect gets a plan (streamed when asked),
+    every later call a refusal, so the run fails soon after its plan is on the board."""
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers.get("content-length") or 0)))
+        if not body["messages"][0]["content"].startswith("You are the architect"):
+            self._send(401, "application/json", json.dumps({"error": {
+                "message": "no more answers here", "type": "invalid_request_error"}}))
+            return
+        if not body.get("stream"):
+            self._send(200, "application/json", json.dumps({
+                "id": "c1", "object": "chat.completion", "model": "m", "choices": [{
+                    "index": 0, "finish_reason": "stop",
+                    "message": {"role": "assistant", "content": PLAN}}]}))
+            return
+        cut = PLAN.index("none") + 2  # the word "none" split across two deltas
+        chunks: list[dict[str, object]] = [
+            {"choices": [{"index": 0, "delta": {"content": part}, "finish_reason": None}]}
+            for part in (PLAN[:cut], PLAN[cut:])]
+        chunks.append({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+        self._send(200, "text/event-stream", "".join(
+            f"data: {json.dumps({'id': 'c1', 'model': 'm', **c})}\n\n" for c in chunks)
+            + "data: [DONE]\n\n")
+
+    def _send(self, status: int, kind: str, text: str) -> None:
+        self.send_response(status)
+        self.send_header("content-type", kind)
+        self.send_header("content-length", str(len(text.encode())))
+        self.end_headers()
+        self.wfile.write(text.encode())
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.mark.parametrize("placeholder", ["none", "EMPTY", "sk-no-key-required"])
+def test_a_no_key_placeholder_masks_no_word_the_cli_prints(placeholder: str,
+                                                           tmp_path: Path) -> None:
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _NoKeyServer)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        env = {"OPENAI_COMPATIBLE_API_KEY": placeholder}
+        db = tmp_path / "s.db"
+        model = f"openai-compatible:http://127.0.0.1:{httpd.server_address[1]}/v1#m"
+        res = _cli("run", "--spec", SPEC, "--workspace", tmp_path / "ws", "--db", db,
+                   "--model", model, "--max-rounds", "1", env=env)
+        events = _cli("events", only_run_id(db), "--db", db, env=env)
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    assert res.code == 1, res
+    assert "approved: none" in res.stdout, res
+    assert "slugs, with none of" in events.stdout, events  # the model's streamed text
+    assert "***" not in res.stdout + res.stderr + events.stdout, (res, events)

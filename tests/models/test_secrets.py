@@ -9,7 +9,7 @@ from urllib.parse import quote, quote_plus
 import pytest
 
 from orchestra import UserError
-from orchestra._secrets import Secrets, check_key, mask_url, url_secrets
+from orchestra._secrets import Secrets, can_be_secret, check_key, mask_url, redact, url_secrets
 from orchestra.models.spec import parse_model_spec
 
 KEY = 'sk-A/b+C=d"e\\f\r'
@@ -30,6 +30,33 @@ def test_short_values_are_not_secrets() -> None:
     secrets = Secrets()
     secrets.add("abc", None, "")
     assert not secrets and secrets.redact("abc") == "abc"
+
+
+PRINTED = ("approved: none\nsandbox=none\n(there are none) EMPTY test dir; ollama said "
+           "sk-no-key-required is not-needed, placeholder, changeme")
+
+
+@pytest.mark.parametrize("placeholder", [
+    "none", "None", "EMPTY", "sk-no-key-required", "not-needed", "placeholder", "ollama",
+    "changeme", "dummy", " none\r", "no-key", "password", "Anything"])
+def test_a_no_key_placeholder_masks_no_word(placeholder: str) -> None:
+    secrets = Secrets()
+    secrets.add(placeholder, KEY)
+    assert not can_be_secret(placeholder)
+    assert secrets.redact(PRINTED) == PRINTED
+    assert secrets.redact(f"approved: none, key {KEY}") == "approved: none, key ***"
+    assert redact(PRINTED, [placeholder]) == PRINTED
+
+
+@pytest.mark.parametrize("key", [
+    "sk-proj-4f9Qm2LxT7", "hunter22", "AbCdEfGhIjKl", "correcthorsebatterystaple",
+    "gsk_live_00a1b2c3", "p/ss-w0rd", "sk-ant-api03-" + "x" * 40])
+def test_a_real_key_is_still_masked_everywhere(key: str) -> None:
+    secrets = Secrets()
+    secrets.add("none", key)
+    assert can_be_secret(key)
+    out = secrets.redact(f"approved: none; sent {key}; json {json.dumps(key)}")
+    assert key not in out and out.startswith("approved: none; sent ***"), out
 
 
 @pytest.mark.parametrize("value", ["sk-good\r", "sk-\x00bad", "sk-bad\n", "\tsk-bad"])

@@ -1,0 +1,43 @@
+"""The software pipeline's command line: ``orchestra run --spec FILE --workspace DIR``.
+
+Declared here, read by the CLI through ``agents.pipeline:build_pipeline``
+(``declare_options``), which knows nothing of specs or workspaces.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from agents.pipeline import DEFAULT_MAX_ROUNDS, REVIEWS
+from orchestra.coordinator.pipeline_options import Option, OptionValues, PipelineOptions
+
+DEFAULT_TIME_BUDGET_S = 600.0
+
+
+def run_input(values: OptionValues) -> dict[str, Any]:
+    """The pipeline's input: the spec's text, the workspace, and the time budget as the
+    pipeline takes it (a deadline from now)."""
+    out: dict[str, Any] = {"spec": values.path("spec").read_text(),
+                           "max_rounds": values.integer("max-rounds"),
+                           "review": values.text("review"),
+                           "workspace": str(values.path("workspace"))}
+    budget = values.number("time-budget")
+    if budget:  # from now: a budget is wall-clock time since the start
+        out["deadline"] = time.time() + budget
+    return out
+
+
+OPTIONS = PipelineOptions((
+    Option("spec", "file", required=True, help="the spec file: what to build"),
+    Option("workspace", "dir", required=True, help="the directory the agents write to"),
+    Option("max-rounds", "int", default=DEFAULT_MAX_ROUNDS, minimum=1,
+           help="review rounds per module"),
+    Option("time-budget", "float", default=DEFAULT_TIME_BUDGET_S, minimum=0,
+           metavar="SECONDS",
+           help=f"after this long no module starts another round: each keeps its best code "
+                f"so the run ends (default {DEFAULT_TIME_BUDGET_S:g}; 0: no budget)"),
+    Option("review", choices=REVIEWS, default=REVIEWS[0],
+           help="when the reviewer reads a module: only when its tests fail (default), or "
+                "after every coder task"),
+), run_input=run_input)
