@@ -1,0 +1,25 @@
+"""PostgreSQL's SQL for the shared facade (``store/facade*.py``): its modules by concern."""
+
+from __future__ import annotations
+
+import asyncpg
+
+from orchestra.store.backend import Backend
+from orchestra.store.postgres import (
+    approvals,
+    board,
+    board_reads,
+    events,
+    fork,
+    journal,
+    reads,
+    retention,
+    runs,
+    servers,
+    tasks,
+)
+from orchestra.store.postgres.txn import Txn
+
+POSTGRES: Backend[Txn, asyncpg.Connection] = Backend(
+    events=events, board=board, approvals=approvals, runs=runs, tasks=tasks, journal=journal,
+    fork=fork, retention=retention, servers=servers, board_reads=board_reads, reads=reads)
