@@ -4,8 +4,10 @@ The facade's logic is written once; a backend differs only in its SQL (its diale
 and its driver. Each backend's modules of the same name (``sqlite/board.py``,
 ``postgres/board.py``, ...) offer the same functions, each taking the backend's write
 transaction (``X``: a ``Txn``) or its read connection (``C``); the protocols below name
-the ones the facade calls, so mypy checks every backend's modules against them. The
-driver is the facade's ``_write`` and ``_read`` (see ``facade.Facade``).
+the ones the facade calls, so mypy checks every backend's modules against them. SQL
+written once for both (``approvals``) is an object built on the backend's dialect
+(``dialect``) in its place. The driver is the facade's ``_write`` and ``_read`` (see
+``facade.Facade``).
 """
 
 from __future__ import annotations
@@ -59,7 +61,8 @@ class BoardSQL(Protocol[X_contra]):
 
 
 class ApprovalSQL(Protocol[X_contra]):
-    """``approvals``: a tool call parked for a person, and that person's decision."""
+    """``approvals``: a tool call parked for a person, and that person's decision (written
+    once: ``store/approvals.py``'s ``Approvals`` on the backend's dialect)."""
 
     def request_approval(self, tx: X_contra, task_id: str, lease: Lease, /, *, retry: int,
                          step: int, tool: str, arguments: JSON) -> Awaitable[Approval]: ...
