@@ -6,6 +6,10 @@ each builds its op from the backend's SQL (``_sql``, see ``backend.Backend``) an
 it through the backend's driver. A backend's store class inherits the halves, sets
 ``_sql`` and provides the driver; what it does its own way (claims, a step's end, the
 fast paths, ``follow``) stays in its own ``store*.py``.
+
+A new concern follows the same shape: its functions in a module of the same name in
+each backend, a protocol for them and a field in ``backend.Backend`` (each backend's
+``backend.py`` fills it), and a ``facade_<concern>.py`` half both store classes inherit.
 """
 
 from __future__ import annotations
