@@ -87,8 +87,8 @@ async def _sqlite(shape: tuple[int, int, int], reps: int, workdir: Path) -> dict
 async def _postgres(shape: tuple[int, int, int], reps: int) -> dict[str, float]:
     import asyncpg
 
+    from benchmarks.postgres.local import shared_server
     from orchestra.store.postgres import PostgresBlackboard
-    from orchestra.store.postgres.local import shared_server
     from orchestra.store.postgres.servers import _CLAIMABLE as CLAIMABLE_POSTGRES
 
     dsn = shared_server().create_database("looks" + os.urandom(4).hex())

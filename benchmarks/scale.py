@@ -38,12 +38,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.postgres.local import LocalPostgres
 from benchmarks.scale_pipeline import build
 from benchmarks.scale_report import held, report
 from benchmarks.workers import spawn
 from orchestra import Coordinator
 from orchestra.store.postgres import PostgresBlackboard
-from orchestra.store.postgres.local import LocalPostgres
 
 KILL_AT, RESTART_AT = 0.3, 0.6
 """When in the window the worker is killed and the server restarted (fractions)."""

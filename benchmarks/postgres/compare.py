@@ -39,12 +39,12 @@ from benchmarks import measure
 from benchmarks.postgres import drivers as pg_drivers
 from benchmarks.postgres import round_trips as pg_round_trips
 from benchmarks.postgres import workers as pg_workers
+from benchmarks.postgres.local import LocalPostgres
 from benchmarks.sides.orchestra_side import FakeAdapter, pipeline
 from benchmarks.workload import FakeModel
 from orchestra import Coordinator, CoordinatorSettings
 from orchestra.store import Blackboard, SQLiteBlackboard
 from orchestra.store.postgres import PostgresBlackboard
-from orchestra.store.postgres.local import LocalPostgres
 
 SIDES = ("sqlite", "postgres", "langgraph-postgres-sync", "langgraph-postgres-async")
 METRIC = {"S1": "ms_per_step", "S2": "makespan_over_ideal"}

@@ -41,8 +41,8 @@ import asyncpg
 import psutil
 
 from benchmarks.postgres import workers as pg_workers
+from benchmarks.postgres.local import LocalPostgres, shared_server
 from benchmarks.workers import spawn
-from orchestra.store.postgres.local import LocalPostgres, shared_server
 
 Series = dict[int, list[tuple[float, tuple[float, float]]]]
 

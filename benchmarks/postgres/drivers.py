@@ -21,7 +21,7 @@ import statistics
 import time
 from collections.abc import Awaitable, Callable
 
-from orchestra.store.postgres.local import LocalPostgres, shared_server
+from benchmarks.postgres.local import LocalPostgres, shared_server
 
 SCHEMA = """
 CREATE TABLE runs (id text PRIMARY KEY, last_seq bigint NOT NULL, steps bigint NOT NULL);

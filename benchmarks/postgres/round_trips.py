@@ -22,11 +22,11 @@ import json
 import os
 from collections.abc import AsyncIterator
 
+from benchmarks.postgres.local import shared_server
 from benchmarks.sides.orchestra_side import FakeAdapter, pipeline
 from benchmarks.workload import CALLS_PER_PIPELINE, FakeModel
 from orchestra import Coordinator
 from orchestra.store.postgres import PostgresBlackboard
-from orchestra.store.postgres.local import shared_server
 
 _STEP_WRITES = ("SELECT * FROM orchestra_step(", "SELECT orchestra_start_step(")
 

@@ -24,8 +24,8 @@ from collections import Counter
 import asyncpg
 
 from benchmarks.postgres import workers as pg_workers
+from benchmarks.postgres.local import shared_server
 from benchmarks.workers import serve
-from orchestra.store.postgres.local import shared_server
 
 _ACTIVITY = """
 SELECT coalesce(a.wait_event_type || ':' || a.wait_event, 'CPU'),

@@ -31,10 +31,10 @@ import sys
 from typing import NamedTuple
 
 from benchmarks.fanout import build
+from benchmarks.postgres.local import LocalPostgres, shared_server
 from benchmarks.workers import serve
 from orchestra import Coordinator
 from orchestra.store.postgres import PostgresBlackboard
-from orchestra.store.postgres.local import LocalPostgres, shared_server
 
 MODES = {"cpu": (0.0, None), "latency": (0.025, 1)}
 """Per mode: seconds each model call waits, and tasks a worker runs at once per run

@@ -4,10 +4,13 @@
 
 Layout: the protocols and the records both backends share sit here (``protocol``,
 ``rows``, ``codec``, ``url``), and so do the rules both decide the same way without
-SQL (``rules``, ``leases``, ``fork_replay``); each backend has a folder (``sqlite/``,
-``postgres/``) with the same file name for the same concern (``tasks``, ``journal``,
-``board``, ``approvals``, ``retention``, ``servers``, ``txn``, ...), so one diffs against
-the other; ``copy/`` moves runs between any two stores.
+SQL (``rules``, ``leases``, ``fork_replay``), the store's methods whose logic is the
+same on both (``facade*.py``, over each backend's SQL as ``backend.Backend`` names it)
+and the SQL written once in PostgreSQL's words (``approvals``, over ``dialect``'s driver
+and dialect); each backend has a folder (``sqlite/``, ``postgres/``) with the same file
+name for the same concern (``tasks``, ``journal``, ``board``, ``retention``, ``servers``,
+``txn``, ...), so one diffs against the other; ``copy/`` moves runs between any two
+stores.
 """
 
 from orchestra.store.protocol import (

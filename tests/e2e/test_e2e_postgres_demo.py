@@ -23,7 +23,7 @@ MID_CODING = KILL_POINTS["mid-coding"]  # the same SQL reads both backends
 
 @pytest.fixture
 def dsn() -> str:
-    from orchestra.store.postgres.local import PostgresUnavailable, shared_server
+    from benchmarks.postgres.local import PostgresUnavailable, shared_server
 
     try:
         server = shared_server()

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from orchestra.store.postgres.local import LocalPostgres, PostgresUnavailable, shared_server
+from benchmarks.postgres.local import LocalPostgres, PostgresUnavailable, shared_server
 
 
 @pytest.fixture

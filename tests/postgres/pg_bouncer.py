@@ -13,7 +13,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from orchestra.store.postgres.local import LocalPostgres
+from benchmarks.postgres.local import LocalPostgres
 
 CONFIG = """\
 [databases]

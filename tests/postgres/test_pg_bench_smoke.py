@@ -12,7 +12,7 @@ import pytest
 from benchmarks.postgres import compare as bench
 from benchmarks.postgres import drivers as pg_drivers
 from benchmarks.postgres import workers as pg_workers
-from orchestra.store.postgres.local import LocalPostgres
+from benchmarks.postgres.local import LocalPostgres
 
 
 def _installed(module: str) -> bool:

@@ -18,13 +18,13 @@ import pytest
 from pg_bouncer import Bouncer
 
 from benchmarks.fanout import build
+from benchmarks.postgres.local import LocalPostgres
 from benchmarks.workers import spawn
 from orchestra import Coordinator
 from orchestra._errors import UserError
 from orchestra._types import Event
 from orchestra.store.postgres import PostgresBlackboard
 from orchestra.store.postgres.dsn import Options, options, redact, scrub
-from orchestra.store.postgres.local import LocalPostgres
 
 TASKS = 4
 

@@ -8,9 +8,9 @@ import threading
 
 import pytest
 
+from benchmarks.postgres.local import LocalPostgres, PostgresUnavailable
 from orchestra.store import Lease, NewTask
 from orchestra.store.postgres import PostgresBlackboard
-from orchestra.store.postgres.local import LocalPostgres, PostgresUnavailable
 
 TASKS = 60
 

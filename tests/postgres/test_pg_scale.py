@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from benchmarks import scale
-from orchestra.store.postgres.local import LocalPostgres
+from benchmarks.postgres.local import LocalPostgres
 
 
 @pytest.mark.slow

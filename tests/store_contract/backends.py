@@ -48,7 +48,7 @@ async def _open_postgres(spec: str, **options: Any) -> Blackboard:
 
 def _fresh_postgres(tmp: Path) -> str:
     """A new empty database on the session's PostgreSQL server (started on first use)."""
-    from orchestra.store.postgres.local import PostgresUnavailable, shared_server
+    from benchmarks.postgres.local import PostgresUnavailable, shared_server
 
     try:
         server = shared_server()

@@ -101,3 +101,15 @@ async def test_an_approval_parks_the_task_and_a_decision_requeues_it(
     same = await store.request_approval(task.id, Lease("w2", again.attempt), retry=0, step=2,
                                         tool="deploy", arguments={"to": "prod"})
     assert same.status == "approved" and (await store.get_task(task.id)).status == "running"
+
+
+async def test_a_cancelled_runs_approval_cannot_be_decided(store: Blackboard,
+                                                           claimed: Claimed) -> None:
+    run, task, lease = await claimed()
+    approval = await store.request_approval(task.id, lease, retry=0, step=1, tool="deploy",
+                                            arguments={})
+    await store.set_run_status(run.id, "cancelled")
+    with pytest.raises(UserError, match="which was cancelled"):
+        await store.decide_approval(approval.id, approved=True, by="me")
+    assert (await store.get_approval(approval.id)).status == "pending"
+    assert (await store.get_task(task.id)).status == "cancelled"

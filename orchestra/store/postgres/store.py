@@ -7,6 +7,11 @@ use ``FOR UPDATE SKIP LOCKED``; event seqs come from a per-run counter updated i
 the writing transaction; followers wake on ``LISTEN``/``NOTIFY``. A transaction
 aborted by a deadlock or a serialization failure, or whose connection dropped
 (the server restarted), is run again from the start with backoff.
+
+This module holds the handle's lifecycle, its driver (``_write``, ``_read``,
+``_statement``) and the run writes with one-statement paths; most methods are
+written once for both backends (``store/facade*.py``, over ``POSTGRES``'s modules),
+and PostgreSQL's own ways sit in ``store_tasks``, ``store_history`` and ``store_runs``.
 """
 
 from __future__ import annotations
@@ -27,15 +32,16 @@ from orchestra._errors import StoreError, UserError
 from orchestra._log import get_logger
 from orchestra._types import JSON, Run, RunStatus
 from orchestra.store.codec import Encoder
-from orchestra.store.postgres import reads as _reads
+from orchestra.store.facade_approvals import ApprovalFacade
+from orchestra.store.facade_board import BoardFacade
 from orchestra.store.postgres import runs as _runs
 from orchestra.store.postgres import schema
+from orchestra.store.postgres.backend import POSTGRES
 from orchestra.store.postgres.dsn import options, redact, scrub
 from orchestra.store.postgres.retry import LOST as _LOST
 from orchestra.store.postgres.retry import RERUN as _RERUN
-from orchestra.store.postgres.store_board import BoardMethods
 from orchestra.store.postgres.store_history import HistoryMethods
-from orchestra.store.postgres.store_runs import RunCopyMethods
+from orchestra.store.postgres.store_runs import RunMethods
 from orchestra.store.postgres.store_tasks import TaskMethods
 from orchestra.store.postgres.txn import Txn
 from orchestra.store.protocol import Blackboard, NewTask, StatementTrace
@@ -71,13 +77,17 @@ async def _reset(conn: asyncpg.Connection) -> None:
     if conn.is_in_transaction():
         await conn.execute("ROLLBACK")
 
-class PostgresBlackboard(TaskMethods, HistoryMethods, BoardMethods, RunCopyMethods):
+class PostgresBlackboard(TaskMethods, HistoryMethods, RunMethods,
+                         BoardFacade[Txn, asyncpg.Connection],
+                         ApprovalFacade[Txn, asyncpg.Connection]):
     """The durable store of runs, in a PostgreSQL database (or schema).
 
     Open it with ``await PostgresBlackboard.open("postgresql://user:pass@host/db")``
     and close it with ``await store.close()``. Any number of processes on any hosts
     may open the same database.
     """
+
+    _sql = POSTGRES
 
     def __init__(self, dsn: str, pool: asyncpg.Pool, encoder: Encoder, *,
                  reconnect_seconds: float, listen_dsn: str | None = None) -> None:
@@ -162,7 +172,7 @@ class PostgresBlackboard(TaskMethods, HistoryMethods, BoardMethods, RunCopyMetho
         await self.close()
 
     # -- plumbing -------------------------------------------------------------
-    async def _submit(self, op: Write[T]) -> T:
+    async def _write(self, op: Write[T]) -> T:
         """Run ``op(tx)`` in one transaction, again from the start if it was aborted
         by a deadlock or conflict, or its connection was lost before it committed."""
         return await self._call(partial(self._transaction, op), write=True)
@@ -170,7 +180,7 @@ class PostgresBlackboard(TaskMethods, HistoryMethods, BoardMethods, RunCopyMetho
     async def _statement(self, op: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:
         """Run a write that is ONE statement, outside an explicit transaction: PostgreSQL
         commits it alone, atomically, in one round trip (no BEGIN, clock read, COMMIT).
-        Retried as ``_submit`` is."""
+        Retried as ``_write`` is."""
         return await self._call(op, write=True)
 
     async def _transaction(self, op: Write[T], conn: asyncpg.Connection) -> T:
@@ -224,22 +234,8 @@ class PostgresBlackboard(TaskMethods, HistoryMethods, BoardMethods, RunCopyMetho
         if all(t.key is None for t in tasks):  # one statement (a key is looked up first)
             return await self._statement(lambda c: _runs.create_run_at_once(
                 c, enc, pipeline, input, run_id, tasks, settings))
-        return await self._submit(lambda tx: _runs.create_run(tx, pipeline, input, run_id,
-                                                              tasks, settings))
-
-    async def get_run(self, run_id: str) -> Run:
-        return await self._read(lambda c: _reads.get_run(c, run_id))
-
-    async def run_statuses(self, run_ids: Sequence[str]) -> dict[str, RunStatus]:
-        ids = tuple(run_ids)
-        return await self._read(lambda c: _reads.run_statuses(c, ids))
-
-    async def list_runs(self, *, active_only: bool = False, limit: int = 100,
-                        status: RunStatus | None = None, pipeline: str | None = None,
-                        before: tuple[float, str] | None = None) -> list[Run]:
-        """Runs newest first; ``before`` = ``(created_at, id)`` of the previous page's last run."""
-        return await self._read(lambda c: _reads.list_runs(c, active_only, limit, status,
-                                                           pipeline, before))
+        return await self._write(lambda tx: _runs.create_run(tx, pipeline, input, run_id,
+                                                             tasks, settings))
 
     async def set_run_status(self, run_id: str, status: RunStatus, *, error: str | None = None,
                              only_from: Collection[RunStatus] | None = None) -> Run:
@@ -248,8 +244,8 @@ class PostgresBlackboard(TaskMethods, HistoryMethods, BoardMethods, RunCopyMetho
         if status != "cancelled":  # one statement; a cancel also cancels the run's tasks
             return await self._statement(lambda c: _runs.set_run_status_at_once(
                 c, enc, run_id, status, error, allowed))
-        return await self._submit(lambda tx: _runs.set_run_status(tx, run_id, status, error,
-                                                                  allowed))
+        return await self._write(lambda tx: _runs.set_run_status(tx, run_id, status, error,
+                                                                 allowed))
 
 
 def _logging(trace: StatementTrace

@@ -1,40 +1,35 @@
-"""The history half of ``PostgresBlackboard``: agents' messages and the event log.
-
-Split from ``store.py`` to keep each module to one job. Followers wake on ``NOTIFY``
-(the run id as payload) through one ``LISTEN`` connection per store handle.
+"""The history half of ``PostgresBlackboard`` that is PostgreSQL's own: reading an
+agent's history and ``follow``, whose followers wake on ``NOTIFY`` (the run id as
+payload) through one ``LISTEN`` connection per store handle. The rest is shared
+(``store/facade_history.py``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from typing import TypeVar
+from collections.abc import AsyncIterator
 
 import asyncpg
 
 from orchestra._errors import StoreError
-from orchestra._types import JSON, AgentInfo, CompactionRecord, Event, Message
-from orchestra.store.codec import Encoder
+from orchestra._types import Event, Message
+from orchestra.store.facade_history import HistoryFacade
 from orchestra.store.postgres import board_reads as _board_reads
-from orchestra.store.postgres import reads as _reads
-from orchestra.store.postgres.events import append_event
 from orchestra.store.postgres.retry import LOST
 from orchestra.store.postgres.txn import Txn
 
-T = TypeVar("T")
 _FOLLOW_PAGE = 500
 _CHANNEL = "orchestra_events"
 POLL_SECONDS = 0.5
 """How often a follower reads new events where it cannot LISTEN (behind a pooler)."""
 
 
-class HistoryMethods:
-    """Mixed into ``PostgresBlackboard``, which provides ``_enc``, ``_submit``, ``_read``,
-    ``dsn``, ``_closed``, and the followers' ``_signals``, ``_listener``, ``_listening``,
+class HistoryMethods(HistoryFacade[Txn, asyncpg.Connection]):
+    """Mixed into ``PostgresBlackboard``, which provides ``_write``, ``_read``,
+    ``_dsn``, ``_closed``, and the followers' ``_signals``, ``_listener``, ``_listening``,
     ``_listen_dsn`` (None behind a transaction pooler without a direct URL: poll)."""
 
-    _enc: Encoder
     _dsn: str
     _closed: bool
     _signals: dict[str, set[asyncio.Event]]
@@ -42,35 +37,10 @@ class HistoryMethods:
     _listen_dsn: str | None
     _listening: asyncio.Lock
 
-    async def _submit(self, op: Callable[[Txn], Awaitable[T]]) -> T:
-        raise NotImplementedError
-
-    async def _read(self, op: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:
-        raise NotImplementedError
-
     # -- agents' messages -----------------------------------------------------
     async def get_messages(self, agent_id: str, *, after_seq: int = 0,
                            limit: int | None = None) -> list[Message]:
         return await self._read(lambda c: _board_reads.get_messages(c, agent_id, after_seq, limit))
-
-    async def search_messages(self, agent_id: str, text: str, *,
-                              limit: int = 10) -> list[Message]:
-        return await self._read(lambda c: _board_reads.search_messages(c, agent_id, text, limit))
-
-    async def get_compactions(self, agent_id: str) -> list[CompactionRecord]:
-        return await self._read(lambda c: _board_reads.get_compactions(c, agent_id))
-
-    async def agent_infos(self, run_id: str) -> list[AgentInfo]:
-        return await self._read(lambda c: _board_reads.agent_infos(c, run_id))
-
-    # -- events ---------------------------------------------------------------
-    async def append_event(self, run_id: str, kind: str, data: JSON) -> Event:
-        return await self._submit(lambda tx: append_event(tx, run_id, kind, data))
-
-    async def events(self, run_id: str, *, starting_after: int = 0, limit: int = 500,
-                     kinds: Sequence[str] | None = None) -> list[Event]:
-        return await self._read(lambda c: _reads.events(c, run_id, starting_after, limit,
-                                                        kinds))
 
     async def follow(self, run_id: str, *, starting_after: int = 0,
                      safety_interval: float = 10.0) -> AsyncIterator[Event]:

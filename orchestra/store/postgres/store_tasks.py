@@ -1,8 +1,7 @@
-"""The queue and journal half of ``PostgresBlackboard``: tasks, leases, serving, step journal.
-
-Split from ``store.py`` to keep each module to one job; the methods only build the
-ops (in ``tasks`` / ``journal`` / ``reads``) and send them through the store's
-transactions.
+"""The queue and journal half of ``PostgresBlackboard`` that is PostgreSQL's own:
+claims, a task's and a step's end, serving a run, each with its fast path (one
+statement, a PL/pgSQL function's call, where it can). The rest is shared
+(``store/facade_tasks.py``).
 """
 
 from __future__ import annotations
@@ -12,56 +11,36 @@ from typing import TypeVar
 
 import asyncpg
 
-from orchestra._types import JSON, Step, StepKind, Task
+from orchestra._types import JSON, StepKind, Task
 from orchestra.store import rules
 from orchestra.store.codec import Encoder
+from orchestra.store.facade_tasks import TaskFacade
 from orchestra.store.postgres import journal as _journal
-from orchestra.store.postgres import reads as _reads
-from orchestra.store.postgres import runs as _runs
 from orchestra.store.postgres import servers as _servers
 from orchestra.store.postgres import step as _step
 from orchestra.store.postgres import tasks as _tasks
 from orchestra.store.postgres.txn import Txn
-from orchestra.store.protocol import ClaimSpec, Lease, NewTask, StepResult, Writes
+from orchestra.store.protocol import ClaimSpec, Lease, StepResult, Writes
 
 T = TypeVar("T")
 
 
-class TaskMethods:
-    """Mixed into ``PostgresBlackboard``, which provides ``_enc``, ``_submit`` and ``_read``."""
+class TaskMethods(TaskFacade[Txn, asyncpg.Connection]):
+    """Mixed into ``PostgresBlackboard``, which provides ``_enc``, ``_write``, ``_read`` and
+    ``_statement``."""
 
     _enc: Encoder
-
-    async def _submit(self, op: Callable[[Txn], Awaitable[T]]) -> T:
-        raise NotImplementedError
-
-    async def _read(self, op: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:
-        raise NotImplementedError
 
     async def _statement(self, op: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:
         """Run a write that is one statement (its own transaction): one round trip."""
         raise NotImplementedError
 
     # -- tasks and leases -----------------------------------------------------
-    async def add_tasks(self, run_id: str, tasks: Sequence[NewTask]) -> list[Task]:
-        tasks = tuple(tasks)
-        return await self._submit(lambda tx: _runs.add_tasks(tx, run_id, tasks))
-
-    async def get_task(self, task_id: str) -> Task:
-        return await self._read(lambda c: _reads.get_task(c, task_id))
-
-    async def list_tasks(self, run_id: str, *, status: str | None = None,
-                         role: str | None = None) -> list[Task]:
-        return await self._read(lambda c: _reads.list_tasks(c, run_id, status, role))
-
-    async def task_counts(self, run_id: str) -> dict[str, int]:
-        return await self._read(lambda c: _reads.task_counts(c, run_id))
-
     async def claim_task(self, owner: str, *, run_id: str | None = None,
                          roles: Collection[str] | None = None,
                          lease_seconds: float = 30.0) -> Task | None:
         roles = None if roles is None else tuple(roles)
-        tasks = await self._submit(lambda tx: _tasks.claim(
+        tasks = await self._write(lambda tx: _tasks.claim(
             tx, owner, run_id=run_id, roles=roles, lease_seconds=lease_seconds))
         return tasks[0] if tasks else None
 
@@ -72,19 +51,6 @@ class TaskMethods:
         return await self._statement(lambda c: _tasks.claim_many_at_once(
             c, owner, run_id=run_id, capacity=capacity, limit=limit,
             lease_seconds=lease_seconds))
-
-    async def retry_failed_tasks(self, run_id: str) -> list[Task]:
-        return await self._submit(lambda tx: _tasks.retry_failed(tx, run_id))
-
-    async def heartbeat(self, task_id: str, lease: Lease, lease_seconds: float) -> bool:
-        return await self._submit(lambda tx: _tasks.heartbeat(tx, task_id, lease,
-                                                              lease_seconds))
-
-    async def release_leases(self, run_id: str | None = None, *,
-                             owners: Collection[str] = ()) -> list[Task]:
-        owners = tuple(owners)
-        return await self._submit(lambda tx: _tasks.release_leases(
-            tx, run_id=run_id, owners=owners))
 
     async def complete_task(self, task_id: str, lease: Lease, result: JSON, *,
                             agent_id: str, writes: Writes | None = None,
@@ -100,7 +66,7 @@ class TaskMethods:
                 await self._statement(lambda c: _step.end_step(
                     c, enc, step, lease, agent_id, writes, finish=result, done=True))
             else:
-                await self._submit(lambda tx: _journal.complete_task(
+                await self._write(lambda tx: _journal.complete_task(
                     tx, task_id, lease, result, agent_id, writes, step))
             return []
         if step is not None and rules.fits(writes, step, task_id):
@@ -115,17 +81,7 @@ class TaskMethods:
                                           lease_seconds=claim.lease_seconds, expired=False)
             return nxt
 
-        return await self._submit(op)
-
-    async def fail_task(self, task_id: str, lease: Lease, error: str, *,
-                        retry_at: float | None = None, agent_id: str | None = None,
-                        writes: Writes | None = None) -> Task:
-        return await self._submit(lambda tx: _journal.fail_task(
-            tx, task_id, lease, error, retry_at, agent_id, writes))
-
-    # -- step journal ---------------------------------------------------------
-    async def get_steps(self, task_id: str, retry: int) -> list[Step]:
-        return await self._read(lambda c: _reads.get_steps(c, task_id, retry))
+        return await self._write(op)
 
     async def start_step(self, task_id: str, retry: int, step: int, kind: StepKind,
                          name: str, input_digest: str, lease: Lease) -> None:
@@ -140,20 +96,12 @@ class TaskMethods:
             await self._statement(lambda c: _step.end_step(c, enc, result, lease, agent_id,
                                                            writes))
             return
-        await self._submit(lambda tx: _journal.complete_step(tx, result, lease, agent_id,
-                                                             writes))
+        await self._write(lambda tx: _journal.complete_step(tx, result, lease, agent_id,
+                                                            writes))
 
     async def serve_run(self, run_id: str, owner: str, lease_seconds: float) -> None:
         await self._statement(lambda c: _servers.renew(c, run_id, owner, lease_seconds))
 
-    async def served_until(self, run_ids: Sequence[str]) -> dict[str, float | None]:
-        ids = tuple(run_ids)
-        return await self._read(lambda c: _servers.alive_until(c, ids))
-
     async def claimable_runs(self, *, limit: int, exclude: Sequence[str] = ()) -> list[str]:
         skip = tuple(exclude)
         return await self._read(lambda c: _servers.claimable_runs(c, limit, skip))
-
-    async def step_counts(self, run_id: str) -> dict[str, int]:
-        return await self._read(lambda c: _reads.step_counts(c, run_id))
-

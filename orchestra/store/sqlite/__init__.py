@@ -1,5 +1,6 @@
 """The SQLite blackboard: the store protocols on one file (WAL), the default store.
 
-``store.py`` ties the halves together (``store_tasks``, ``store_board``,
-``store_history``, ``store_runs``); each half sends the writes of one concern
-(``tasks``, ``journal``, ``board``, ...) through one group-commit writer."""
+``store.py`` ties the shared facade (``store/facade*.py``, over ``backend.SQLITE``) to
+SQLite's own halves (``store_tasks``, ``store_history``, ``store_runs``); every write of
+every concern (``tasks``, ``journal``, ``board``, ...) goes through one group-commit
+writer."""

@@ -6,10 +6,12 @@ commits. Each operation is an async function of one concern (``tasks``, ``journa
 ``reads``, ...) whose statements aiosqlite runs on its connection's thread: no SQL runs
 on the loop. Reads run one at a time, each whole, as they did on a thread of their own.
 
-This module holds the store's lifecycle (open, close), its plumbing and runs; the
-other methods come from mixins with one job each: ``store_tasks`` (queue, leases,
-journal), ``store_history`` (messages, events), ``store_board`` (plans,
-handoffs, notes, approvals) and ``store_runs`` (fork, retention).
+This module holds the store's lifecycle (open, close), its plumbing (the driver the
+shared facade sends its ops through: ``_write``, ``_read``) and the run writes with
+SQLite's fast paths. Most methods are written once for both backends
+(``store/facade*.py``, over ``SQLITE``'s modules); the halves with SQLite's own ways
+are ``store_tasks`` (claims and a step's end, as one row when it can), ``store_history``
+(batched history reads, ``follow``) and ``store_runs`` (vacuum).
 """
 
 from __future__ import annotations
@@ -25,17 +27,19 @@ from typing import TYPE_CHECKING, TypeVar
 from orchestra._errors import StoreAccessError, StoreError, UserError
 from orchestra._types import JSON, Durability, Run, RunStatus
 from orchestra.store.codec import Encoder
+from orchestra.store.facade_approvals import ApprovalFacade
+from orchestra.store.facade_board import BoardFacade
 from orchestra.store.protocol import Blackboard, NewTask, StatementTrace
 from orchestra.store.sqlite import reads as _reads
 from orchestra.store.sqlite import runs as _runs
 from orchestra.store.sqlite import schema
+from orchestra.store.sqlite.backend import SQLITE
 from orchestra.store.sqlite.known import Known
 from orchestra.store.sqlite.left_open import LEFT_OPEN
 from orchestra.store.sqlite.message_reads import MessageReads
 from orchestra.store.sqlite.open import check_and_migrate, open_async, open_read_only
-from orchestra.store.sqlite.store_board import BoardMethods
 from orchestra.store.sqlite.store_history import HistoryMethods
-from orchestra.store.sqlite.store_runs import RunCopyMethods
+from orchestra.store.sqlite.store_runs import RunMethods
 from orchestra.store.sqlite.store_tasks import TaskMethods
 from orchestra.store.sqlite.txn import Conn, Txn
 from orchestra.store.sqlite.writer import LOCK_TRY, RowOf, Writer, max_variables
@@ -53,7 +57,8 @@ class StoreStats:
     """Writes waiting for the writer's next group commit."""
 
 
-class SQLiteBlackboard(TaskMethods, HistoryMethods, BoardMethods, RunCopyMethods):
+class SQLiteBlackboard(TaskMethods, HistoryMethods, RunMethods, BoardFacade[Txn, Conn],
+                       ApprovalFacade[Txn, Conn]):
     """The durable store of runs, in one SQLite file.
 
     Open it with ``await SQLiteBlackboard.open(path)`` and close it with ``await
@@ -61,6 +66,8 @@ class SQLiteBlackboard(TaskMethods, HistoryMethods, BoardMethods, RunCopyMethods
     Several processes may open the same file; each holds one writer and one reader
     connection.
     """
+
+    _sql = SQLITE
 
     def __init__(self, path: str, writer: Writer, reader: Conn,
                  encoder: Encoder, *, busy_timeout: float = 30.0,
@@ -216,23 +223,6 @@ class SQLiteBlackboard(TaskMethods, HistoryMethods, BoardMethods, RunCopyMethods
                                                                  tasks, settings))
         self._known.created(run.id)
         return run
-
-    async def get_run(self, run_id: str) -> Run:
-        return await self._read(lambda c: _reads.get_run(c, run_id))
-
-    async def run_statuses(self, run_ids: Sequence[str]) -> dict[str, RunStatus]:
-        """The status of each of ``run_ids`` that exists, in one read (a driver watching
-        many runs for a cancel from another process)."""
-        ids = tuple(run_ids)
-        return await self._read(lambda c: _reads.run_statuses(c, ids))
-
-    async def list_runs(self, *, active_only: bool = False, limit: int = 100,
-                        status: RunStatus | None = None, pipeline: str | None = None,
-                        before: tuple[float, str] | None = None) -> list[Run]:
-        """Runs newest first; ``before`` = ``(created_at, id)`` of the last run of the
-        previous page (keyset pagination: stable while runs are being created)."""
-        return await self._read(lambda c: _reads.list_runs(c, active_only, limit, status,
-                                                             pipeline, before))
 
     async def set_run_status(self, run_id: str, status: RunStatus, *, error: str | None = None,
                              only_from: Collection[RunStatus] | None = None) -> Run:

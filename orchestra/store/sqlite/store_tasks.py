@@ -1,8 +1,7 @@
-"""The queue and journal half of ``SQLiteBlackboard``: tasks, leases, serving, step journal.
-
-Split from ``sqlite.py`` to keep each module to one job; the methods only build the
-ops (in ``tasks`` / ``journal`` / ``reads`` / ``servers``) and send them
-through the store's writer or reader.
+"""The queue and journal half of ``SQLiteBlackboard`` that is SQLite's own: claims, a
+task's and a step's end, serving a run, each with its fast path (one row, or one
+statement, when this process claimed the task). The rest is shared
+(``store/facade_tasks.py``).
 """
 
 from __future__ import annotations
@@ -11,13 +10,12 @@ import time
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from typing import TypeVar
 
-from orchestra._types import JSON, Step, StepKind, Task
+from orchestra._types import JSON, StepKind, Task
 from orchestra.store import rules
 from orchestra.store.codec import Encoder
-from orchestra.store.protocol import ClaimSpec, Lease, NewTask, StepResult, Writes
+from orchestra.store.facade_tasks import TaskFacade
+from orchestra.store.protocol import ClaimSpec, Lease, StepResult, Writes
 from orchestra.store.sqlite import journal as _journal
-from orchestra.store.sqlite import reads as _reads
-from orchestra.store.sqlite import runs as _runs
 from orchestra.store.sqlite import servers as _servers
 from orchestra.store.sqlite import step as _step
 from orchestra.store.sqlite import step_rows as _step_rows
@@ -30,7 +28,7 @@ from orchestra.store.sqlite.writer import Row, RowOf
 T = TypeVar("T")
 
 
-class TaskMethods:
+class TaskMethods(TaskFacade[Txn, Conn]):
     """Mixed into ``SQLiteBlackboard``, which provides ``_write`` and ``_read``."""
 
     _known: Known
@@ -39,25 +37,7 @@ class TaskMethods:
                      row: RowOf | None = None) -> T:
         raise NotImplementedError
 
-    async def _read(self, op: Callable[[Conn], Awaitable[T]]) -> T:
-        raise NotImplementedError
-
     # -- tasks and leases -----------------------------------------------------
-    async def add_tasks(self, run_id: str, tasks: Sequence[NewTask]) -> list[Task]:
-        tasks = tuple(tasks)
-        return await self._write(lambda tx: _runs.add_tasks(tx, run_id, tasks))
-
-    async def get_task(self, task_id: str) -> Task:
-        return await self._read(lambda c: _reads.get_task(c, task_id))
-
-    async def list_tasks(self, run_id: str, *, status: str | None = None,
-                         role: str | None = None) -> list[Task]:
-        return await self._read(lambda c: _reads.list_tasks(c, run_id, status, role))
-
-    async def task_counts(self, run_id: str) -> dict[str, int]:
-        """Number of tasks of the run per status (statuses with none are absent)."""
-        return await self._read(lambda c: _reads.task_counts(c, run_id))
-
     async def claim_task(self, owner: str, *, run_id: str | None = None,
                          roles: Collection[str] | None = None,
                          lease_seconds: float = 30.0) -> Task | None:
@@ -83,20 +63,6 @@ class TaskMethods:
             lease_seconds=lease_seconds))
         self._known.claimed(tasks)
         return tasks
-
-    async def retry_failed_tasks(self, run_id: str) -> list[Task]:
-        """Put a run's failed tasks back in the queue, each with a fresh journal retry."""
-        return await self._write(lambda tx: _tasks.retry_failed(tx, run_id))
-
-    async def heartbeat(self, task_id: str, lease: Lease, lease_seconds: float) -> bool:
-        return await self._write(lambda tx: _tasks.heartbeat(tx, task_id, lease,
-                                                                  lease_seconds))
-
-    async def release_leases(self, run_id: str | None = None, *,
-                             owners: Collection[str] = ()) -> list[Task]:
-        owners = tuple(owners)
-        return await self._write(lambda tx: _tasks.release_leases(
-            tx, run_id=run_id, owners=owners))
 
     async def complete_task(self, task_id: str, lease: Lease, result: JSON, *,
                             agent_id: str, writes: Writes | None = None,
@@ -154,12 +120,6 @@ class TaskMethods:
 
         return await self._write(op, one_statement=record, row=row if record else None)
 
-    async def fail_task(self, task_id: str, lease: Lease, error: str, *,
-                        retry_at: float | None = None, agent_id: str | None = None,
-                        writes: Writes | None = None) -> Task:
-        return await self._write(lambda tx: _journal.fail_task(
-            tx, task_id, lease, error, retry_at, agent_id, writes))
-
     # -- who serves which run -------------------------------------------------
     async def serve_run(self, run_id: str, owner: str, lease_seconds: float) -> None:
         """``owner`` serves ``run_id`` for ``lease_seconds`` more (renew it as leases are
@@ -168,22 +128,12 @@ class TaskMethods:
                           row=lambda enc, now: _servers.renew_row(run_id, owner, lease_seconds,
                                                                   now))
 
-    async def served_until(self, run_ids: Sequence[str]) -> dict[str, float | None]:
-        """Per run, until when some process was last known to serve it (its renewals and
-        its task leases, on the store's clock); None if nobody ever did. A live run
-        whose time is past has no live worker."""
-        ids = tuple(run_ids)
-        return await self._read(lambda c: _servers.alive_until(c, ids))
-
     async def claimable_runs(self, *, limit: int, exclude: Sequence[str] = ()) -> list[str]:
         """Live runs with a task claimable now (see ``Blackboard.claimable_runs``)."""
         skip, now = tuple(exclude), time.time()
         return await self._read(lambda c: _servers.claimable_runs(c, now, limit, skip))
 
     # -- step journal ---------------------------------------------------------
-    async def get_steps(self, task_id: str, retry: int) -> list[Step]:
-        return await self._read(lambda c: _reads.get_steps(c, task_id, retry))
-
     async def start_step(self, task_id: str, retry: int, step: int, kind: StepKind,
                          name: str, input_digest: str, lease: Lease) -> None:
         """One row (``step_rows``) when this process claimed the task, else the general way."""
@@ -202,12 +152,3 @@ class TaskMethods:
                                                                   writes),
                           row=lambda enc, now: _step_rows.end_row(enc, now, known, result,
                                                                   lease, agent_id, writes))
-
-    async def step_counts(self, run_id: str) -> dict[str, int]:
-        """Journal totals of a run: steps ``completed``, ``failed``, ``cancelled`` and
-        ``started`` (in flight, or left by a dead process); ``reissued``: executions
-        started again because the process running them died or lost its lease (the sum
-        of ``attempts - 1``); ``retried``: steps run again in a later retry of their
-        task after an error."""
-        return await self._read(lambda c: _reads.step_counts(c, run_id))
-

@@ -152,6 +152,16 @@ class Txn:
     async def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         await self.conn.executemany(sql, rows)
 
+    async def fetchrow(self, sql: str, *args: Any) -> Any:
+        """The statement's first row, or None: asyncpg's call, for the SQL functions
+        written once for both backends (``store/dialect.py``)."""
+        return (await self.conn.execute(sql, args)).fetchone()
+
+    async def fetchval(self, sql: str, *args: Any) -> Any:
+        """The first column of the statement's first row, or None (asyncpg's call)."""
+        row = (await self.conn.execute(sql, args)).fetchone()
+        return None if row is None else row[0]
+
     @contextmanager
     def claiming(self, claimer: Claimer) -> Iterator[Claimer]:
         """Tasks created inside the block are claimed by ``claimer`` while it has room."""

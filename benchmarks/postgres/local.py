@@ -1,4 +1,5 @@
-"""``LocalPostgres``: a throwaway PostgreSQL server for tests and benchmarks, no system install.
+"""``LocalPostgres``: a throwaway PostgreSQL server for tests and benchmarks, no system install
+(a helper of the checkout, not of the installed package).
 
 It runs the PostgreSQL 16 binaries shipped in the ``pgserver`` wheel (the ``.[dev]``
 extra) directly, instead of ``pgserver.get_server``: that one listens on a Unix
@@ -175,7 +176,7 @@ def shared_server() -> LocalPostgres:
 
 
 def main() -> None:
-    """``python -m orchestra.store.postgres.local [--fsync]``: a server for trying the
+    """``python -m benchmarks.postgres.local [--fsync]``: a server for trying the
     PostgreSQL store by hand; prints its URL, stops (deleting everything) on Ctrl-C/SIGTERM."""
     import sys
 
