@@ -10,14 +10,15 @@ Selection (:func:`best`). The first candidate, the model asked once, is the floo
 later one replaces the best so far only on evidence from running code:
 
 1. an answer that imports beats one that does not, and one that is no stub beats a stub;
-2. it passes strictly more of the tests the spec vouches for (then of its own examples);
+2. it passes strictly more of the spec's own examples, or as many and strictly more of
+   the tests the spec vouches for;
 3. where those tie, its outputs agree with more of the other candidates' outputs on the
    same inputs (MBR-exec), or, where agreement ties too, it passes strictly more of all
    the tests; either way only if it raises from its own code on no input the first
    candidate answers and fails no test the first candidate passed.
 
 Then the choice is held against the first candidate: if it lost a test the first passed
-without passing strictly more of the trusted tests, the first is the module. Zero
+without passing strictly more of what the spec vouches for, the first is the module. Zero
 tests is never a pass. What the checks read from the spec say (``advice``) is said to
 the model, never a reason to refuse or rank (``../shared/research/small-models.md``).
 
@@ -95,14 +96,20 @@ def _loses(t: Tried, floor: Tried) -> bool:
     return t.tests[0] < floor.tests[0]
 
 
+def _vouched(t: Tried) -> tuple[int, int]:
+    """What the spec vouches for that ``t`` passes: its own examples (the pipeline wrote
+    them from the spec's words), then every test the spec vouches for."""
+    return t.spec[0], t.trusted[0]
+
+
 def _replaces(new: Tried, old: Tried, floor: Tried, agree: tuple[int, int]) -> bool:
     """``new`` takes the place of ``old`` (the best so far); ``agree``: their agreement."""
     if new.imports != old.imports:
         return new.imports
     if new.stub != old.stub:
         return old.stub
-    if (new.trusted[0], new.spec[0]) != (old.trusted[0], old.spec[0]):
-        return (new.trusted[0], new.spec[0]) > (old.trusted[0], old.spec[0])
+    if _vouched(new) != _vouched(old):
+        return _vouched(new) > _vouched(old)
     if crashes(new.runs, floor.runs) or _loses(new, floor):
         return False
     if agree[0] != agree[1]:
@@ -124,7 +131,7 @@ def best(tried: Sequence[Tried], extra: Sequence[Tried] = ()) -> int:
         if i != first and _replaces(t, pool[chosen], floor, (agree[i], agree[chosen])):
             chosen = i
     pick = pool[chosen]
-    if _loses(pick, floor) and pick.trusted[0] <= floor.trusted[0] and not floor.stub:
+    if _loses(pick, floor) and _vouched(pick) <= _vouched(floor) and not floor.stub:
         return first  # never worse than the model asked once, on any test that ran
     return chosen
 

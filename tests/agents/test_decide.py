@@ -58,11 +58,11 @@ def test_more_trusted_tests_replace_the_first() -> None:
     first = t(3, spec=(1, 2), trusted=(1, 3))
     later = t(2, spec=(2, 2), trusted=(2, 3))
     assert best([first, later]) == 1
-    # the spec's own examples part equals on the trusted tests...
-    pleaser = t(4, total=5, spec=(0, 2), trusted=(2, 4))
-    assert best([pleaser, t(4, total=5, spec=(2, 2), trusted=(2, 4))]) == 1
-    # ...unless it loses tests the first passed: the first is the floor
-    assert best([pleaser, t(1, total=5, spec=(2, 2), trusted=(2, 4))]) == 0
+    # the spec's own examples first: the tests the spec vouches for may hold a tester's
+    pleaser = t(4, total=5, spec=(0, 2), trusted=(3, 4))
+    assert best([pleaser, t(1, total=5, spec=(2, 2), trusted=(2, 4))]) == 1
+    # as many vouched for, losing tests the first passed: the first is the floor
+    assert best([pleaser, t(1, total=5, spec=(0, 2), trusted=(3, 4))]) == 0
 
 
 def test_agreement_picks_the_majority_behaviour() -> None:
