@@ -48,7 +48,6 @@ def crashes(runs: Runs, floor: Runs) -> list[str]:
 
 
 def alike(a: Runs, b: Runs) -> bool:
-    """Two candidates behave the same on every input, returning a value on some and
-    raising from their own code on none: two samples that agree is evidence."""
-    return bool(a) and a == b and any(o.startswith("=") for o in a.values()) and all(
-        o.startswith("=") for o in a.values())
+    """Two candidates behave the same on every input and return a value on some: two
+    samples that agree is evidence (a smoke run's guessed inputs may rightly raise)."""
+    return bool(a) and a == b and any(o.startswith("=") for o in a.values())

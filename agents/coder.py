@@ -35,7 +35,7 @@ from agents.importcheck import import_error
 from agents.imports_fix import absolute_imports, add_missing_imports, usable_prefix
 from agents.inputs import ModuleTask, module_task
 from agents.moduletask import cases, first_failure, score, summary, trusted
-from agents.probe import run_calls, calls_in_tests
+from agents.probe import calls_in_tests, run_calls
 from agents.roles import CodeAnswer, ModuleSpec, WorkspaceRole
 from agents.scaffold import without_tests
 from agents.smoke import smoke_calls
@@ -319,14 +319,23 @@ def _first(report: dict[str, Any]) -> str:
 
 
 def _revision(mine: dict[str, Any], task: ModuleTask) -> str:
-    """The feedback for a revision of a module that does not import: its traceback, then
-    the checks' advice."""
-    path, report = task.path, mine["report"]
+    """The feedback for a revision: the import's traceback, or what its tests and calls
+    showed (the spec's own examples that failed first); then the checks' advice."""
+    path, test_path, report = task.path, task.test_path, mine["report"]
     advice = mine.get("advice") or ""
-    return (f"{report['output']}\n\nFix {path} so that it imports like this (its users "
-            f"and tests import it as `import {dotted(path)}` from the workspace root)."
-            f"{f' Also: {advice}.' if advice else ''} Reply with the complete corrected "
-            f"file in one fenced block labelled {path}.")
+    told = f" Also: {advice}." if advice else ""
+    ask = f"Reply with the complete corrected file in one fenced block labelled {path}."
+    if not mine.get("imports", True):
+        return (f"{report['output']}\n\nFix {path} so that it imports like this (its users "
+                f"and tests import it as `import {dotted(path)}` from the workspace root)."
+                f"{told} {ask}")
+    passed, total = mine["score"][:2]
+    if not total:
+        return f"Your module {_how_it_did(mine)}. {ask}"
+    return (f"The tests in {test_path} ran against your module: {passed} of {total} passed. "
+            f"{_spec_failures(report, task)}The end of pytest's report:\n{report['output']}"
+            f"\n\nFind the cause in {path} and fix it (where a test contradicts the spec, "
+            f"follow the spec).{told} {ask}")
 
 
 def _how_it_did(mine: dict[str, Any]) -> str:

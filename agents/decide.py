@@ -24,8 +24,8 @@ the model, never a reason to refuse or rank (``../shared/research/small-models.m
 
 Next steps (:func:`decide`): accept once every test passes (or, after a second answer,
 every trusted test), or once two candidates behave alike where no test exists; a module
-that does not import goes back for a revision with its traceback; otherwise a new
-sample, until the rounds or the time run out.
+that does not import goes back for a revision with its traceback (one the checks advise
+on, with their advice); otherwise a new sample, until the rounds or the time run out.
 """
 
 from __future__ import annotations
@@ -161,6 +161,6 @@ def decide(tried: Sequence[Tried], *, rounds: int, out_of_time: bool) -> tuple[N
         return "accept", chosen  # no test: two candidates that behave alike
     if out_of_time or len(tried) >= rounds:
         return "keep_best", chosen
-    if not last.imports:
-        return "revise", chosen  # a real error back to its author
+    if not last.imports or last.advice:
+        return "revise", chosen  # a real error (or a check's advice) back to its author
     return "sample", chosen

@@ -23,7 +23,7 @@ from pathlib import Path
 from agents.checks import dotted
 from agents.sandbox import detect_sandbox, kill_tree, new_marker
 
-__all__ = ["Probe", "run_calls", "calls_in_tests"]
+__all__ = ["Probe", "calls_in_tests", "run_calls"]
 
 Probe = tuple[str, str]
 """One input: (the statements before the call, the call's expression), as source."""

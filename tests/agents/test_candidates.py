@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from agents.agreement import agreement, alike, crashes, own_raises
-from agents.probe import run_calls, calls_in_tests
+from agents.probe import calls_in_tests, run_calls
 from agents.smoke import smoke_calls, spec_literals
 from agents.stubs import stubs
 
@@ -117,4 +117,5 @@ def test_agreement_counts_the_outputs_two_candidates_share() -> None:
     # an error outside the candidates' code agrees with nothing
     assert agreement([a, b, c]) == [3, 2, 3]
     assert own_raises(c) == ["f(0)"] and crashes(c, a) == [] and crashes(c, {"f(0)": "=0"})
-    assert alike(a | {"f(0)": "=0"}, a | {"f(0)": "=0"}) and not alike(a, a) and not alike({}, {})
+    assert alike(a, a) and not alike(a, b) and not alike({}, {})
+    assert not alike({"f(0)": "!TypeError"}, {"f(0)": "!TypeError"})

@@ -40,7 +40,7 @@ def test_zero_tests_is_never_a_pass() -> None:
     assert decide([t(0, 0, runs=ran), t(0, 0, runs=ran)], rounds=4,
                   out_of_time=False) == ("accept", 0)
     # alike in raising from their own code on every call is not
-    broke = {"f(1)": "!TypeError"}
+    broke = {"f(1)": "!TypeError", "f('a')": "?TypeError"}
     assert decide([t(0, 0, runs=broke)] * 2, rounds=4, out_of_time=False)[0] == "sample"
 
 
@@ -115,8 +115,10 @@ def test_a_module_that_does_not_import_is_revised_with_its_error() -> None:
 
 
 def test_advice_alone_never_sends_an_answer_back() -> None:
-    assert decide([t(4, advice="m.py has no top-level 'add'")], rounds=4,
-                  out_of_time=False) == ("accept", 0)
+    said = "m.py has no top-level 'add'"
+    assert decide([t(4, advice=said)], rounds=4, out_of_time=False) == ("accept", 0)
+    # when its tests fail anyway, the advice goes with its revision (in view)
+    assert decide([t(1, advice=said)], rounds=4, out_of_time=False) == ("revise", 0)
 
 
 def test_failing_tests_ask_for_fresh_samples_until_the_rounds_run_out() -> None:
