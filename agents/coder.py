@@ -27,14 +27,14 @@ from agents.checks import (
     imports_module,
     spec_paths,
 )
+from agents.coderasks import how_it_did, one_shot, revision, spec_failures
 from agents.codereply import CodeBlocks, copied_line
 from agents.compose import Answer, compose, name_tests
 from agents.decide import Tried, best, decide, passes
-from agents.failures import how_it_failed
 from agents.importcheck import import_error
 from agents.imports_fix import absolute_imports, add_missing_imports, usable_prefix
 from agents.inputs import ModuleTask, module_task
-from agents.moduletask import cases, first_failure, score, summary, trusted
+from agents.moduletask import first_failure, score, summary, trusted
 from agents.probe import calls_in_tests, run_calls
 from agents.roles import CodeAnswer, ModuleSpec, WorkspaceRole
 from agents.scaffold import without_tests
@@ -82,10 +82,11 @@ class Coder(WorkspaceRole):
     """Answers whose tests run within one task; the best of them is kept."""
 
     def render_task(self, task_input: Any) -> str:
-        """The first round asks as a user asks the model once (:func:`_one_shot`); a round
-        a review sent back shows the module as it is and the comments."""
+        """The first round asks as a user asks the model once
+        (:func:`agents.coderasks.one_shot`); a round a review sent back shows the module
+        as it is and the comments."""
         task = module_task(task_input)
-        return coder_brief(task) if task.round > 1 or task.current else _one_shot(task)
+        return coder_brief(task) if task.round > 1 or task.current else one_shot(task)
 
     def settings_for(self, task_input: Any) -> ModelSettings | None:
         """A round a review sent back samples warm (a 1.5B model asked greedily again,
@@ -154,10 +155,10 @@ class Coder(WorkspaceRole):
         if step == "sample":
             raise ModelRetry(  # the examples the spec states, when some failed: the aim
                 f"Write {path} again from the start, as a new version: an earlier version "
-                f"{_how_it_did(mine)}.\n\n{_spec_failures(mine['report'], task)}Reply with "
+                f"{how_it_did(mine)}.\n\n{spec_failures(mine['report'], task)}Reply with "
                 f"the complete file in one fenced block labelled {path}.", data=mine,
                 fresh=True)
-        raise ModelRetry(_revision(mine, task), data=mine)
+        raise ModelRetry(revision(mine, task), data=mine)
 
     async def _try(self, task: ModuleTask, code: str, text: str, first: str
                    ) -> dict[str, Any]:
@@ -264,18 +265,6 @@ class Coder(WorkspaceRole):
             raise ModelRetry(f"Your edit cannot be applied: {exc}.") from None
 
 
-def _one_shot(task: ModuleTask) -> str:
-    """The first request, as a user asks the model once for the module: the spec, then
-    which module to write (and the names to import from the modules it builds on). No
-    API list read from the spec, no tests: a reading of the spec can be wrong, and the
-    module asked this way is the floor (``benchmarks`` asks the same)."""
-    path = task.path
-    uses = "".join(f"\nIt builds on {u.path}: import from it (`from {dotted(u.path)} import "
-                   f"{', '.join(import_names(u.public_api)) or '...'}`)." for u in task.uses)
-    return (f"# The spec\n\n{task.spec.strip()}\n\n# Your task\n\nWrite the module {path}."
-            f"{uses}\nReply with the complete module in one fenced block.")
-
-
 def _defined(code: str) -> list[str]:
     """The public module-level functions and classes ``code`` defines."""
     try:
@@ -311,60 +300,6 @@ def _failures_known(data: dict[str, Any]) -> bool:
     bad = int(report.get("tests_failed") or 0) + int(report.get("tests_errors") or 0)
     return bool(data.get("imports", True)) and run[1] > 0 and "files" in data and len(
         failed_tests(str(report.get("output", "")))) == bad
-
-
-def _first(report: dict[str, Any]) -> str:
-    failure = first_failure(report)
-    return f" (the first failure: {failure})" if failure else ""
-
-
-def _revision(mine: dict[str, Any], task: ModuleTask) -> str:
-    """The feedback for a revision: the import's traceback, or what its tests and calls
-    showed (the spec's own examples that failed first); then the checks' advice."""
-    path, test_path, report = task.path, task.test_path, mine["report"]
-    advice = mine.get("advice") or ""
-    told = f" Also: {advice}." if advice else ""
-    ask = f"Reply with the complete corrected file in one fenced block labelled {path}."
-    if not mine.get("imports", True):
-        return (f"{report['output']}\n\nFix {path} so that it imports like this (its users "
-                f"and tests import it as `import {dotted(path)}` from the workspace root)."
-                f"{told} {ask}")
-    passed, total = mine["score"][:2]
-    if not total:
-        return f"Your module {_how_it_did(mine)}. {ask}"
-    return (f"The tests in {test_path} ran against your module: {passed} of {total} passed. "
-            f"{_spec_failures(report, task)}The end of pytest's report:\n{report['output']}"
-            f"\n\nFind the cause in {path} and fix it (where a test contradicts the spec, "
-            f"follow the spec).{told} {ask}")
-
-
-def _how_it_did(mine: dict[str, Any]) -> str:
-    """What an answer did, for the request of a new sample: its tests, or, with none, a
-    stub it left or the calls on which its own code raised."""
-    passed, total = mine["score"][:2]
-    said = [f"passed {passed} of its {total} tests{_first(mine['report'])}"] if total else []
-    if mine.get("stubs"):
-        said.append(f"left {', '.join(mine['stubs'])} unwritten (a stub)")
-    raised = [f"{call.splitlines()[-1]} raised {o[1:]}" for call, o in
-              (mine.get("runs") or {}).items() if o.startswith("!")][:3]
-    if raised and not total:
-        said.append("raised an error when run: " + "; ".join(raised))
-    if mine.get("advice"):
-        said.append(f"was told: {mine['advice']}")
-    return ", and ".join(said) or "was not right"
-
-
-def _spec_failures(report: dict[str, Any], task: ModuleTask) -> str:
-    """The spec's own examples a test run failed, said first in the feedback: among many
-    failures (some of them a tester's errors) a small model fixes none."""
-    out = str(report.get("output", ""))
-    failed = failed_tests(out)
-    lines = [f"- {'; '.join(c.setup) + '; then ' if c.setup else ''}{c.call} should "
-             f"{'raise ' + c.error if c.error else 'be ' + str(c.expected)}"
-             + (f"; got: {got}" if (got := how_it_failed(out, f"{CASE_PREFIX}{n}")) else "")
-             for n, c in enumerate(cases(task), 1) if f"{CASE_PREFIX}{n}" in failed]
-    return ("These examples, stated by the spec itself, fail; fix them first:\n"
-            + "\n".join(lines) + "\n\n") if lines else ""
 
 
 def _previous_round(task: ModuleTask) -> dict[str, Any] | None:

@@ -140,7 +140,7 @@ def _approx(expr: ast.expr) -> bool:
 
 
 async def run_calls(root: Path, path: str, preamble: str, calls: Sequence[Probe], *,
-                    per_call: float = 2.0) -> dict[str, str]:
+                    per_call: float = 1.0) -> dict[str, str]:
     """Each call's outcome (see :mod:`agents.agreement`), keyed by its source, for the
     module at ``path`` as it is on disk now; ``{}`` when it does not import or there
     are no calls. Calls the child never reached (the whole run timed out) are ``~``."""
@@ -161,7 +161,7 @@ async def run_calls(root: Path, path: str, preamble: str, calls: Sequence[Probe]
         stderr=asyncio.subprocess.DEVNULL, start_new_session=True)
     try:
         out, _ = await asyncio.wait_for(proc.communicate(job.encode()),
-                                        min(5.0 + per_call * len(calls), 60.0))
+                                        min(5.0 + per_call * len(calls), 30.0))
     except TimeoutError:
         out = b""
     finally:
