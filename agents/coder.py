@@ -29,13 +29,13 @@ from agents.checks import (
 )
 from agents.coderasks import how_it_did, one_shot, revision, spec_failures
 from agents.codereply import CodeBlocks, copied_line
-from agents.compose import Answer, compose, name_tests
+from agents.compose import Answer, compose
 from agents.decide import Tried, best, decide, passes
 from agents.importcheck import import_error
 from agents.imports_fix import absolute_imports, add_missing_imports, usable_prefix
 from agents.inputs import ModuleTask, module_task
 from agents.moduletask import first_failure, score, summary, trusted
-from agents.probe import calls_in_tests, run_calls
+from agents.probe import calls_in_tests, mentions, run_calls
 from agents.roles import CodeAnswer, ModuleSpec, WorkspaceRole
 from agents.scaffold import without_tests
 from agents.smoke import smoke_calls
@@ -173,7 +173,7 @@ class Coder(WorkspaceRole):
             tests = ""
         failed = await import_error(self.workspace.root, path)
         names = [*_public(task), *_defined(code)]
-        exercised = tests and any(name_tests(tests, names).values())
+        exercised = mentions(tests, names)
         vouched = trusted(tests, task) if exercised else set()
         preamble, calls = calls_in_tests(tests, names) if exercised else ("", [])
         if not calls:  # nothing calls it: it is run all the same

@@ -23,7 +23,7 @@ from pathlib import Path
 from agents.checks import dotted
 from agents.sandbox import detect_sandbox, kill_tree, new_marker
 
-__all__ = ["Probe", "calls_in_tests", "run_calls"]
+__all__ = ["Probe", "calls_in_tests", "mentions", "run_calls"]
 
 Probe = tuple[str, str]
 """One input: (the statements before the call, the call's expression), as source."""
@@ -98,9 +98,7 @@ def calls_in_tests(tests: str, names: Sequence[str]) -> tuple[str, list[Probe]]:
     preamble = "\n".join(ast.unparse(n) for n in tree.body
                          if isinstance(n, (ast.Import, ast.ImportFrom)))
     found: list[Probe] = []
-    for fn in tree.body:
-        if not (isinstance(fn, ast.FunctionDef) and fn.name.startswith("test")):
-            continue
+    for fn in _test_functions(tree):
         used = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)} | {
             n.attr for n in ast.walk(fn) if isinstance(n, ast.Attribute)}
         if names and not used & set(names):
@@ -113,6 +111,31 @@ def calls_in_tests(tests: str, names: Sequence[str]) -> tuple[str, list[Probe]]:
             if not isinstance(stmt, ast.Assert) and not _raises_block(stmt):
                 setup.append(ast.unparse(stmt))
     return preamble, list(dict.fromkeys(found))[:MAX_CALLS]
+
+
+def _test_functions(tree: ast.Module) -> list[ast.FunctionDef]:
+    """The test functions of a test file, those of its ``Test*`` classes among them."""
+    out = []
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name.startswith("Test"):
+            out += [m for m in node.body if isinstance(m, ast.FunctionDef)
+                    and m.name.startswith("test")]
+        elif isinstance(node, ast.FunctionDef) and node.name.startswith("test"):
+            out.append(node)
+    return out
+
+
+def mentions(tests: str, names: Sequence[str]) -> bool:
+    """``tests`` calls one of ``names`` (a test file that only imports the module, as
+    ``import calc.add; assert calc.add``, tests nothing of it)."""
+    try:
+        tree = ast.parse(tests)
+    except SyntaxError:
+        return False
+    wanted = set(names)
+    called = [n.func for n in ast.walk(tree) if isinstance(n, ast.Call)]
+    return any((f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute)
+                else "") in wanted for f in called)
 
 
 def _exprs(stmt: ast.stmt) -> list[ast.expr]:

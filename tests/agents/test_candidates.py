@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from agents.agreement import agreement, alike, crashes, own_raises
-from agents.probe import calls_in_tests, run_calls
+from agents.probe import calls_in_tests, mentions, run_calls
 from agents.smoke import smoke_calls, spec_literals
 from agents.stubs import stubs
 
@@ -72,12 +72,19 @@ def test_total():
 
 def test_other():
     assert 1 + 1 == 2
+
+
+class TestTotal:
+    def test_empty(self):
+        assert total([]) == 0
 '''
     preamble, calls = calls_in_tests(tests, ["Shelf", "total"])
     assert preamble == "import pytest\nfrom shelf import Shelf, total"
     assert calls == [("", "Shelf()"), ("s = Shelf()", "s.add('a', 2)"),
                      ("s = Shelf()\ns.add('a', 2)", "s.count('a')"), ("", "total([1, 2])"),
-                     ("", "total(None)")]
+                     ("", "total(None)"), ("", "total([])")]
+    assert mentions(tests, ["total"]) and not mentions("import calc.total\n\n\ndef test_it():"
+                                                       "\n    assert calc.total\n", ["total"])
 
 
 def test_a_smoke_run_calls_each_public_function_on_the_specs_literals_and_typed_values() -> None:
