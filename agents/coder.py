@@ -1,17 +1,19 @@
 """The coder: writes one module as a fenced file; its own task writes each answer, imports
-it as its users will, runs its tests for real, and decides (:mod:`agents.decide`, a pure
-function of the answers tried) whether to accept it, send its real errors back for a
-revision, ask for a new sample, or keep the best answer so far.
+it as its users will, runs its tests and its calls for real, and decides
+(:mod:`agents.decide`, a pure function of the candidates) whether to accept one, send
+its real errors back for a revision, ask for a new sample, or keep the best so far.
 
-A check read from the spec (public names and signatures, imports of the modules it
-builds on) can be wrong: it ranks answers and is said as advice, never refuses one.
-Only an answer that is no module at all (does not parse, defines nothing) is sent back
-unwritten. Every usable answer is written, tested and kept as a candidate, so a module
-never ends with less than its first usable answer.
+The first request is the one a user would make of the model (the spec, then "write
+module X", greedy): its answer, if it imports, is the floor. Later answers replace it
+only on evidence from running code (:func:`agents.decide.best`). What the checks read
+from the spec (public names, imports of the modules it builds on) is said as advice,
+never a reason to refuse an answer. Only an answer that is no module at all (does not
+parse, defines nothing) is sent back unwritten.
 """
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 from collections.abc import Sequence
 from pathlib import PurePosixPath
@@ -25,19 +27,22 @@ from agents.checks import (
     imports_module,
     spec_paths,
 )
+from agents.coderasks import how_it_did, one_shot, revision, spec_failures
 from agents.codereply import CodeBlocks, copied_line
 from agents.compose import Answer, compose
-from agents.decide import Tried, best, decide, passes, yielded
-from agents.failures import how_it_failed
+from agents.decide import Tried, best, decide, passes
 from agents.importcheck import import_error
 from agents.imports_fix import absolute_imports, add_missing_imports, usable_prefix
 from agents.inputs import ModuleTask, module_task
-from agents.moduletask import cases, first_failure, score, summary, trusted
+from agents.moduletask import first_failure, score, summary, trusted
+from agents.probe import calls_in_tests, mentions, run_calls
 from agents.roles import CodeAnswer, ModuleSpec, WorkspaceRole
 from agents.scaffold import without_tests
+from agents.smoke import smoke_calls
 from agents.specapi import spec_signatures
 from agents.speccases import CASE_PREFIX
 from agents.specread import import_names
+from agents.stubs import stubs
 from agents.testsplit import failed_tests
 from agents.workspace import WorkspaceError
 from orchestra import ModelRetry, ModelSettings, SlidingWindow, ToolContext
@@ -77,7 +82,11 @@ class Coder(WorkspaceRole):
     """Answers whose tests run within one task; the best of them is kept."""
 
     def render_task(self, task_input: Any) -> str:
-        return coder_brief(task_input)
+        """The first round asks as a user asks the model once
+        (:func:`agents.coderasks.one_shot`); a round a review sent back shows the module
+        as it is and the comments."""
+        task = module_task(task_input)
+        return coder_brief(task) if task.round > 1 or task.current else one_shot(task)
 
     def settings_for(self, task_input: Any) -> ModelSettings | None:
         """A round a review sent back samples warm (a 1.5B model asked greedily again,
@@ -92,7 +101,7 @@ class Coder(WorkspaceRole):
             settings.temperature or 0.0, SAMPLE_TEMPERATURE), seed=task.round)
 
     async def check_output(self, ctx: ToolContext, output: Any) -> Any:
-        """Writes, imports and tests the answer, then does what :func:`decide` says.
+        """Writes, imports, tests and runs the answer, then does what :func:`decide` says.
 
         A journaled step: the writes are whole files of recorded answers, so a step
         re-run after a crash writes the same bytes."""
@@ -125,66 +134,71 @@ class Coder(WorkspaceRole):
             raise ModelRetry(f"Your module is not usable yet: {problem}. Reply with the "
                              f"complete corrected file in one fenced block labelled {path}.",
                              data={"files": {path: code}})
-        mine = await self._try(task, code, output.text)
-        if mine is None:  # no tests exist: the first usable answer is the module
-            return output.model_copy(update={"files": {path: code}, "report": {
-                "passed": None, "output": "no tests exist for this module"}})
+        first = earlier[0]["files"][path] if earlier else code  # the smoke run's calls
+        mine = await self._try(task, code, output.text, first)
         tried = [*earlier, mine]
         ranked = [Tried.of(d) for d in tried]
         step, chosen = decide(ranked, rounds=type(self).test_rounds,
                               out_of_time=self.out_of_time(task.until))
-        if step == "accept":  # on the spec's tests alone, a composite may pass more
-            made = None if ranked[chosen].every_test else await self._composite(task, tried)
-            if made is not None and passes(Tried.of(made), yielded(ranked)) and best(
-                    ranked, [Tried.of(made)]) == len(tried):
-                return await self._finish(task, [*tried, made], len(tried), "accept")
-            return await self._finish(task, tried, chosen, step, output)
-        made = await self._composite(task, tried)  # the best parts of the answers
-        if made is not None:
-            if passes(Tried.of(made), yielded(ranked)):
-                return await self._finish(task, [*tried, made], len(tried), "accept")
-            if step == "keep_best":
-                chosen = best(ranked, [Tried.of(made)])
-                return await self._finish(task, [*tried, made], chosen, step,
-                                          output if chosen == len(tried) - 1 else None)
-            await self.workspace.write_file(path, code)  # the answer sent back, on disk
-        if step == "keep_best":
-            return await self._finish(task, tried, chosen, step, output)
-        report = mine["report"]
-        passed, total = mine["score"][:2]
+        if not (step == "accept" and ranked[chosen].every_test):
+            made = await self._composite(task, tried, first)  # the best parts of the answers
+            if made is not None:
+                extra = Tried.of(made)
+                if best(ranked, [extra]) == len(tried) and (
+                        step in ("accept", "keep_best") or passes(extra)):
+                    return await self._finish(task, [*tried, made], len(tried), "accept" if
+                                              passes(extra) else "keep_best")
+                await self.workspace.write_file(path, code)  # the answer sent back, on disk
+        if step in ("accept", "keep_best"):
+            return await self._finish(task, tried, chosen, step,
+                                      output if chosen == len(tried) - 1 else None)
         if step == "sample":
             raise ModelRetry(  # the examples the spec states, when some failed: the aim
                 f"Write {path} again from the start, as a new version: an earlier version "
-                f"passed {passed} of its {total} tests{_first(report)}.\n\n"
-                f"{_spec_failures(report, task)}Reply with the complete file in one fenced "
-                f"block labelled {path}.", data=mine, fresh=True)
-        raise ModelRetry(_revision(mine, task, yielded(
-            [Tried.of(d) for d in tried])), data=mine)
+                f"{how_it_did(mine)}.\n\n{spec_failures(mine['report'], task)}Reply with "
+                f"the complete file in one fenced block labelled {path}.", data=mine,
+                fresh=True)
+        raise ModelRetry(revision(mine, task), data=mine)
 
-    async def _try(self, task: ModuleTask, code: str, text: str) -> dict[str, Any] | None:
-        """The effects: write the answer, import it as its users will, run its tests.
-        The candidate as journaled (None when the module has no tests yet)."""
+    async def _try(self, task: ModuleTask, code: str, text: str, first: str
+                   ) -> dict[str, Any]:
+        """The effects: write the answer, import it as its users will, run its tests and
+        the calls they make (or, with no test that calls the module, a smoke run made
+        from ``first``, the first candidate). The candidate as journaled."""
         path, test_path = task.path, task.test_path
         await self.workspace.write_file(path, code)
         try:
             tests = await self.workspace.read_file(test_path)
         except WorkspaceError:
-            return None
+            tests = ""
         failed = await import_error(self.workspace.root, path)
-        vouched = trusted(tests, task)
+        names = [*_public(task), *_defined(code)]
+        exercised = mentions(tests, names)
+        vouched = trusted(tests, task) if exercised else set()
+        preamble, calls = calls_in_tests(tests, names) if exercised else ("", [])
+        if not calls:  # nothing calls it: it is run all the same
+            preamble, calls = f"from {dotted(path)} import *", smoke_calls(first, task.spec)
         if failed:
             report = {"passed": False, "tests_passed": 0, "tests_failed": 0, "tests_errors": 0,
                       "timed_out": False, "output": failed}
-        else:
+        elif exercised:
             report = summary(await self.tests(test_path))
+        else:  # "0 of 0 tests pass" is no pass: the calls' outcomes decide
+            report = {"passed": None, "tests_passed": 0, "tests_failed": 0, "tests_errors": 0,
+                      "timed_out": False, "output": "no test calls this module; it was run "
+                      f"on {len(calls)} calls of its public functions instead"}
+        runs = {} if failed else await run_calls(self.workspace.root, path, preamble, calls)
         advice = (api_problem(path, code, task.module.public_api)
                   or _missing_import(code, task.uses))
-        return {"score": score(report, vouched) if not failed else
+        data = {"score": score(report, vouched) if not failed else
                 [0, 0, 0, 0, len(vouched), sum(1 for t in vouched if t.startswith(CASE_PREFIX))],
                 "imports": not failed, "advice": advice, "files": {path: code}, "text": text,
-                "report": report}
+                "report": report, "stubs": stubs(code), "runs": runs}
+        if _failures_known(data):
+            data["failed"] = sorted(failed_tests(str(report.get("output", ""))))
+        return data
 
-    async def _composite(self, task: ModuleTask, tried: list[dict[str, Any]]
+    async def _composite(self, task: ModuleTask, tried: list[dict[str, Any]], first: str
                          ) -> dict[str, Any] | None:
         """The composite of the answers tried (:func:`agents.compose.compose`), tested as
         a candidate; None when there is none, or it is one of them or does not import."""
@@ -200,8 +214,8 @@ class Coder(WorkspaceRole):
             best([Tried.of(d) for d in usable]), tests, _public(task), [own, vouched])
         if code is None or any(d["files"].get(path) == code for d in tried):
             return None
-        made = await self._try(task, code, "")
-        return made if made is not None and made["imports"] else None
+        made = await self._try(task, code, "", first)
+        return made if made["imports"] else None
 
     async def _finish(self, task: ModuleTask, tried: list[dict[str, Any]],
                       chosen: int, step: str, output: Any = None) -> CodeAnswer:
@@ -214,15 +228,17 @@ class Coder(WorkspaceRole):
             pool = [Tried.of(before), *(Tried.of(d) for d in tried)]
             pick = [before, *tried][best(pool)]
         await self.workspace.write_file(path, pick["files"][path])  # a composite may be there
-        tests = await self.workspace.read_file(test_path)
-        gave_up = sorted(yielded([Tried.of(d) for d in tried]))
+        try:
+            tests = await self.workspace.read_file(test_path)
+        except WorkspaceError:
+            tests = ""
+        chose = Tried.of(pick)
         fields = dict(
             files=pick["files"], text=pick["text"], report=pick["report"], tests=tests,
-            out_of_time=self.out_of_time(task.until), accepted=step == "accept",
-            vouched=[Tried.of(pick).trusted[0], Tried.of(pick).trusted[1]],
-            notes=[f"the check of {path} against the spec yielded (the same answer came "
-                   f"back twice; the check may be the one that is wrong): {a}"
-                   for a in gave_up],
+            out_of_time=self.out_of_time(task.until),
+            # accepted by tests that ran (two candidates alike, with no test, is not that)
+            accepted=step == "accept" and chose.tests[1] > 0,
+            vouched=[chose.trusted[0], chose.trusted[1]],
             history=[{"score": d["score"], "failed": first_failure(d["report"])}
                      for d in (tried[:-1] if step == "accept" else tried)])
         if output is not None and pick is tried[-1]:  # the answer as given (its edits kept)
@@ -247,6 +263,16 @@ class Coder(WorkspaceRole):
             return apply_edits(path, str(base), output.edits)
         except EditError as exc:
             raise ModelRetry(f"Your edit cannot be applied: {exc}.") from None
+
+
+def _defined(code: str) -> list[str]:
+    """The public module-level functions and classes ``code`` defines."""
+    try:
+        body = ast.parse(code).body
+    except SyntaxError:
+        return []
+    return [n.name for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                   ast.ClassDef)) and not n.name.startswith("_")]
 
 
 def _tidy(text: str, task: ModuleTask) -> str:
@@ -274,47 +300,6 @@ def _failures_known(data: dict[str, Any]) -> bool:
     bad = int(report.get("tests_failed") or 0) + int(report.get("tests_errors") or 0)
     return bool(data.get("imports", True)) and run[1] > 0 and "files" in data and len(
         failed_tests(str(report.get("output", "")))) == bad
-
-
-def _first(report: dict[str, Any]) -> str:
-    failure = first_failure(report)
-    return f" (the first failure: {failure})" if failure else ""
-
-
-def _revision(mine: dict[str, Any], task: ModuleTask, ignored: set[str]) -> str:
-    """The feedback for a revision: the import's traceback, or the spec's own examples
-    that failed first and the end of pytest's report; then the checks' advice."""
-    path, test_path = task.path, task.test_path
-    report = mine["report"]
-    advice = mine.get("advice") or ""
-    told = (f"\n\nAlso: {advice}." if advice and advice not in ignored else "")
-    if not mine.get("imports", True):
-        return (f"{report['output']}\n\nFix {path} so that it imports like this (its users "
-                f"and tests import it as `import {dotted(path)}` from the workspace root)."
-                f"{told} Reply with the complete corrected file in one fenced block "
-                f"labelled {path}.")
-    passed, total = mine["score"][:2]
-    if total and passed == total and told:
-        return (f"All {total} tests in {test_path} pass, but {advice}. Reply with the complete "
-                f"corrected file in one fenced block labelled {path}.")
-    return (f"The tests in {test_path} ran against your module: {passed} of {total} passed. "
-            f"{_spec_failures(report, task)}The end of pytest's report:\n"
-            f"{report['output']}\n\nFind the cause in {path} and fix it (where a test "
-            f"contradicts the spec, follow the spec).{told} Reply with the complete "
-            f"corrected file in one fenced block labelled {path}.")
-
-
-def _spec_failures(report: dict[str, Any], task: ModuleTask) -> str:
-    """The spec's own examples a test run failed, said first in the feedback: among many
-    failures (some of them a tester's errors) a small model fixes none."""
-    out = str(report.get("output", ""))
-    failed = failed_tests(out)
-    lines = [f"- {'; '.join(c.setup) + '; then ' if c.setup else ''}{c.call} should "
-             f"{'raise ' + c.error if c.error else 'be ' + str(c.expected)}"
-             + (f"; got: {got}" if (got := how_it_failed(out, f"{CASE_PREFIX}{n}")) else "")
-             for n, c in enumerate(cases(task), 1) if f"{CASE_PREFIX}{n}" in failed]
-    return ("These examples, stated by the spec itself, fail; fix them first:\n"
-            + "\n".join(lines) + "\n\n") if lines else ""
 
 
 def _previous_round(task: ModuleTask) -> dict[str, Any] | None:

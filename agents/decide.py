@@ -1,38 +1,49 @@
-"""What the coder does next with the answers it has tried: a pure function of them.
+"""Which of the coder's candidates is the module, and what it does next: pure functions.
 
-Each tried answer is summed up as a :class:`Tried` (does it import, how many of the
-spec's own examples, of the tests the spec vouches for and of all tests it passed, and
-what the spec-derived checks advise). :func:`decide` says what comes next: accept the
-last answer, ask for a revision of it (with its real errors), ask for a new sample, or
-keep the best so far. Nothing here runs anything, so every rule is unit-tested without
-pytest; the coder's check does the effects (write, import, test) and words the feedback.
+Each candidate is summed up as a :class:`Tried`: does it import, is it a stub, how many
+of the spec's own examples, of the tests the spec vouches for and of all tests it
+passed (and which it failed), and what it did when run on the module's inputs (the
+calls of the tests, or a smoke run's; :mod:`agents.agreement`). Nothing here runs
+anything; the coder's check does the effects and words the feedback.
 
-The rules (``../shared/research/small-models.md``): the tests the pipeline can trust
-decide; early stop once they pass; a real error (the module does not import) goes back
-for a revision, a failing test asks for a new sample instead (a 1.5B model revising in
-view of its answer and a failing test sent the same file back, byte for byte, in 7 of 8
-revisions on the external specs, the eighth unparsable; feedback fixes NameError and
-SyntaxError far more often than AssertionError); a check read from the spec can be wrong,
-so it ranks and advises but never refuses, and when the model answers its complaint
-with the same shape twice it yields; the best answer is never worse than the first
-usable one (the first of equals wins).
+Selection (:func:`best`). The first candidate, the model asked once, is the floor. A
+later one replaces the best so far only on evidence from running code:
+
+1. an answer that imports beats one that does not, and one that is no stub beats a stub;
+2. it passes strictly more of the spec's own examples, or as many and strictly more of
+   the tests the spec vouches for;
+3. where those tie, its outputs agree with more of the other candidates' outputs on the
+   same inputs (MBR-exec), or, where agreement ties too, it passes strictly more of all
+   the tests; either way only if it raises from its own code on no input the first
+   candidate answers and fails no test the first candidate passed.
+
+Then the choice is held against the first candidate: if it lost a test the first passed
+without passing strictly more of what the spec vouches for, the first is the module. Zero
+tests is never a pass. What the checks read from the spec say (``advice``) is said to
+the model, never a reason to refuse or rank (``../shared/research/small-models.md``).
+
+Next steps (:func:`decide`): accept once every test passes (or, after a second answer,
+every trusted test), or once two candidates behave alike where no test exists; a module
+that does not import goes back for a revision with its traceback (one the checks advise
+on, with their advice); otherwise a new sample, until the rounds or the time run out.
 """
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Literal
 
-__all__ = ["Next", "Tried", "best", "decide", "passes", "rank", "yielded"]
+from agents.agreement import agreement, alike, crashes
+
+__all__ = ["Next", "Tried", "best", "decide", "passes"]
 
 Next = Literal["accept", "revise", "sample", "keep_best"]
 
 
 @dataclass(frozen=True, slots=True)
 class Tried:
-    """One tried answer, as its checks and its test run found it."""
+    """One candidate, as its checks, its test run and its calls found it."""
 
     imports: bool
     """It imports as its users import it (a module that does not is no usable answer)."""
@@ -43,8 +54,13 @@ class Tried:
     tests: tuple[int, int] = (0, 0)
     """Every test of the module: passed, run."""
     advice: str = ""
-    """What the checks read from the spec (public names, signatures, imports of the
-    modules it builds on) say is missing ('' when nothing)."""
+    """What the checks read from the spec say is missing (advice only)."""
+    stub: bool = False
+    """A public function of it is a stub (:func:`agents.stubs.stubs`)."""
+    runs: Mapping[str, str] = field(default_factory=dict)
+    """What it did on each input (:mod:`agents.agreement`)."""
+    failed: frozenset[str] | None = None
+    """The tests it failed (None: the report does not name them all)."""
 
     @property
     def every_test(self) -> bool:
@@ -52,47 +68,79 @@ class Tried:
         return self.tests[1] > 0 and self.tests[0] == self.tests[1]
 
     @classmethod
-    def of(cls, data: dict[str, object]) -> Tried:
+    def of(cls, data: Mapping[str, object]) -> Tried:
         """From a candidate as the coder journals it (``score``: [passed, run, trusted
-        passed, spec passed, trusted run, spec run])."""
+        passed, spec passed, trusted run, spec run]; ``stubs``, ``runs``, ``failed``)."""
         raw = data.get("score")
         s = [int(x) for x in raw] if isinstance(raw, list) else []
         s += [0] * (6 - len(s))
+        runs = data.get("runs")
+        failed = data.get("failed")
         return cls(imports=bool(data.get("imports", True)), spec=(s[3], s[5]),
-                   trusted=(s[2], s[4]), tests=(s[0], s[1]), advice=str(data.get("advice") or ""))
+                   trusted=(s[2], s[4]), tests=(s[0], s[1]), advice=str(data.get("advice") or ""),
+                   stub=bool(data.get("stubs")),
+                   runs={str(k): str(v) for k, v in runs.items()} if isinstance(runs, dict)
+                   else {},
+                   failed=frozenset(str(f) for f in failed) if isinstance(failed, list) else None)
 
 
-def yielded(tried: Sequence[Tried]) -> set[str]:
-    """The advice the model answered with the same shape twice running: the check that
-    gave it yields (it may be the one that is wrong)."""
-    return {a.advice for a, b in itertools.pairwise(tried) if a.advice and a.advice == b.advice}
+def _loses(t: Tried, floor: Tried) -> bool:
+    """``t`` fails a test ``floor`` passed (by name where both reports name every failure,
+    else by count)."""
+    if not floor.imports or floor.tests[1] == 0:
+        return False
+    if not t.imports:
+        return True
+    if t.failed is not None and floor.failed is not None and t.tests[1] == floor.tests[1]:
+        return bool(t.failed - floor.failed)
+    return t.tests[0] < floor.tests[0]
 
 
-def rank(t: Tried, ignored: set[str] | frozenset[str] = frozenset()) -> tuple[int, ...]:
-    """Best first: imports, then the spec's own examples passed (no model can have them
-    wrong), then the tests the spec vouches for, then all tests, then the advice heeded
-    (a check read from the spec may be the wrong one: it only parts equals)."""
-    heeded = not t.advice or t.advice in ignored
-    return (int(t.imports), t.spec[0], t.trusted[0], t.tests[0], int(heeded))
+def _vouched(t: Tried) -> tuple[int, int]:
+    """What the spec vouches for that ``t`` passes: its own examples (the pipeline wrote
+    them from the spec's words), then every test the spec vouches for."""
+    return t.spec[0], t.trusted[0]
+
+
+def _replaces(new: Tried, old: Tried, floor: Tried, agree: tuple[int, int]) -> bool:
+    """``new`` takes the place of ``old`` (the best so far); ``agree``: their agreement."""
+    if new.imports != old.imports:
+        return new.imports
+    if new.stub != old.stub:
+        return old.stub
+    if _vouched(new) != _vouched(old):
+        return _vouched(new) > _vouched(old)
+    if crashes(new.runs, floor.runs) or _loses(new, floor):
+        return False
+    if agree[0] != agree[1]:
+        return agree[0] > agree[1]
+    return new.tests[0] > old.tests[0]
 
 
 def best(tried: Sequence[Tried], extra: Sequence[Tried] = ()) -> int:
-    """The index of the best answer; the first of equals (a later answer that is no
-    better never replaces an earlier one). ``extra``: candidates no model gave (a
-    composite of the answers), ranked after them, never counted in :func:`yielded`."""
-    ignored = yielded(tried)
+    """The index of the module among ``tried`` (in the order asked; the first is the
+    floor) and ``extra`` (candidates no model gave: a composite, ranked after them)."""
     pool = [*tried, *extra]
-    top = max(rank(t, ignored) for t in pool)
-    return next(i for i, t in enumerate(pool) if rank(t, ignored) == top)
+    if not pool:
+        raise ValueError("best() needs at least one candidate")
+    first = next((i for i, t in enumerate(pool) if t.imports), 0)
+    floor = pool[first]
+    agree = agreement([t.runs for t in pool])
+    chosen = first
+    for i, t in enumerate(pool):
+        if i != first and _replaces(t, pool[chosen], floor, (agree[i], agree[chosen])):
+            chosen = i
+    pick = pool[chosen]
+    if _loses(pick, floor) and _vouched(pick) <= _vouched(floor) and not floor.stub:
+        return first  # never worse than the model asked once, on any test that ran
+    return chosen
 
 
-def passes(t: Tried, ignored: set[str] | frozenset[str] = frozenset(), *,
-           revised: bool = True) -> bool:
-    """Done with: it imports, heeds the advice (or the check yielded), and passes every
-    test, or, once another answer was asked for, every test the spec vouches for (early
-    stop: the others are the tester's own guesses, which only rank; one more answer in
-    view of them costs one call and may pass a case the spec did not state)."""
-    if not t.imports or (t.advice and t.advice not in ignored):
+def passes(t: Tried, *, revised: bool = True) -> bool:
+    """Done with: it imports, is no stub, and passes every test, or, once another answer
+    was asked for, every test the spec vouches for (early stop: the others are the
+    tester's own guesses). Zero tests is not a pass."""
+    if not t.imports or t.stub:
         return False
     vouched = t.trusted[1] > 0 and t.trusted[0] == t.trusted[1]
     return t.every_test or (vouched and revised)
@@ -104,14 +152,15 @@ def decide(tried: Sequence[Tried], *, rounds: int, out_of_time: bool) -> tuple[N
     ``rounds``: answers one task may try; ``out_of_time``: the run's budget is spent."""
     if not tried:
         raise ValueError("decide() needs at least one tried answer")
-    ignored = yielded(tried)
-    last = len(tried) - 1
+    last = tried[-1]
     chosen = best(tried)
-    if passes(tried[last], ignored, revised=last > 0):
-        # the best of those tried (an earlier answer may pass as much and more of the rest)
-        return "accept", (chosen if passes(tried[chosen], ignored) else last)
+    if passes(last, revised=len(tried) > 1):
+        return "accept", chosen
+    if last.tests[1] == 0 and not last.stub and any(
+            not t.stub and alike(t.runs, last.runs) for t in tried[:-1]):
+        return "accept", chosen  # no test: two candidates that behave alike
     if out_of_time or len(tried) >= rounds:
         return "keep_best", chosen
-    if not tried[last].imports or (tried[last].advice and tried[last].advice not in ignored):
-        return "revise", chosen  # a real error (or a check's complaint) back to its author
+    if not last.imports or last.advice:
+        return "revise", chosen  # a real error (or a check's advice) back to its author
     return "sample", chosen

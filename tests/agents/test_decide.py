@@ -1,16 +1,21 @@
-"""The coder's next step is a pure function of the answers it tried: no pytest runs here."""
+"""The coder's choice and next step are pure functions of its candidates: no pytest runs
+here. The first candidate is the floor; a later one replaces it only on evidence from
+running code."""
 
 from __future__ import annotations
 
 import pytest
 
-from agents.decide import Tried, best, decide, yielded
+from agents.decide import Tried, best, decide
 
 
 def t(passed: int = 0, total: int = 4, *, spec: tuple[int, int] = (0, 0),
-      trusted: tuple[int, int] = (0, 0), imports: bool = True, advice: str = "") -> Tried:
+      trusted: tuple[int, int] = (0, 0), imports: bool = True, advice: str = "",
+      stub: bool = False, runs: dict[str, str] | None = None,
+      failed: set[str] | None = None) -> Tried:
     return Tried(imports=imports, spec=spec, trusted=trusted, tests=(passed, total),
-                 advice=advice)
+                 advice=advice, stub=stub, runs=runs or {},
+                 failed=None if failed is None else frozenset(failed))
 
 
 def test_an_answer_that_passes_every_test_is_accepted_at_once() -> None:
@@ -26,56 +31,104 @@ def test_passing_the_trusted_tests_stops_after_one_more_answer() -> None:
     assert decide([t(3), t(3)], rounds=4, out_of_time=False)[0] == "sample"
 
 
-def test_the_answer_accepted_is_the_best_of_those_that_pass_the_trusted_tests() -> None:
-    more = t(3, spec=(2, 2), trusted=(3, 3))
-    fewer = t(2, spec=(2, 2), trusted=(3, 3))
-    assert decide([more, fewer], rounds=4, out_of_time=False) == ("accept", 0)
-    assert decide([fewer, more], rounds=4, out_of_time=False) == ("accept", 1)
-    # an earlier answer ranked higher only by failing advice is not the one accepted
-    said = "m.py has no top-level 'add'"
-    assert decide([t(4, spec=(2, 2), trusted=(3, 3), advice=said), fewer], rounds=4,
-                  out_of_time=False) == ("accept", 1)
+def test_zero_tests_is_never_a_pass() -> None:
+    none = t(0, 0)
+    assert decide([none], rounds=4, out_of_time=False) == ("sample", 0)
+    assert decide([t(0, 0, trusted=(0, 0))] * 3, rounds=4, out_of_time=False)[0] == "sample"
+    # ...but two candidates that behave alike on the smoke run's calls are evidence
+    ran = {"f(1)": "=2", "f(3)": "=4"}
+    assert decide([t(0, 0, runs=ran), t(0, 0, runs=ran)], rounds=4,
+                  out_of_time=False) == ("accept", 0)
+    # alike in raising from their own code on every call is not
+    broke = {"f(1)": "!TypeError", "f('a')": "?TypeError"}
+    assert decide([t(0, 0, runs=broke)] * 2, rounds=4, out_of_time=False)[0] == "sample"
 
 
-def test_failing_tests_ask_for_fresh_samples_until_the_rounds_run_out() -> None:
-    """A small model revising in view of its answer and a failing assertion sends the same
-    file back: a new sample is the answer worth its cost."""
-    steps = [decide([t(1)] * n, rounds=4, out_of_time=False)[0] for n in (1, 2, 3, 4)]
-    assert steps == ["sample", "sample", "sample", "keep_best"]
+def test_a_stub_ranks_below_every_answer_that_is_not_one() -> None:
+    stub = t(1, spec=(1, 2), trusted=(1, 2), stub=True)
+    tries = t(0, spec=(0, 2), trusted=(0, 2))
+    assert best([stub, tries]) == 1 and best([tries, stub]) == 0
+    # a stub passing every test is still not accepted as the module
+    assert decide([t(4, stub=True)], rounds=4, out_of_time=False)[0] == "sample"
+    # below one that does not import? no: an answer that imports ranks first
+    assert best([t(0, imports=False), stub]) == 1
 
 
-def test_the_best_is_the_first_of_equals_ranked_by_what_can_be_trusted() -> None:
+def test_more_trusted_tests_replace_the_first() -> None:
+    first = t(3, spec=(1, 2), trusted=(1, 3))
+    later = t(2, spec=(2, 2), trusted=(2, 3))
+    assert best([first, later]) == 1
+    # the spec's own examples first: the tests the spec vouches for may hold a tester's
+    pleaser = t(4, total=5, spec=(0, 2), trusted=(3, 4))
+    assert best([pleaser, t(1, total=5, spec=(2, 2), trusted=(2, 4))]) == 1
+    # as many vouched for, losing tests the first passed: the first is the floor
+    assert best([pleaser, t(1, total=5, spec=(0, 2), trusted=(3, 4))]) == 0
+
+
+def test_agreement_picks_the_majority_behaviour() -> None:
+    odd = {"f(2)": "=5", "f(3)": "=7"}
+    usual = {"f(2)": "=4", "f(3)": "=6"}
+    near = {"f(2)": "=4", "f(3)": "=0"}
+    # the first behaves unlike the others: the one that agrees with most replaces it
+    assert best([t(0, runs=odd), t(0, runs=usual), t(0, runs=near), t(0, runs=usual)]) == 1
+    # two alike candidates tie: the first of equals stays
+    assert best([t(0, runs=usual), t(0, runs=odd)]) == 0
+
+
+def test_a_later_candidate_that_raises_where_the_first_did_not_loses() -> None:
+    first = {"f(2)": "=4", "f(-1)": "=0"}
+    crashes = {"f(2)": "=4", "f(-1)": "!ValueError"}
+    # it agrees with more of the others, but raises from its own code on f(-1)
+    assert best([t(0, runs=first), t(0, runs=crashes), t(0, runs=crashes),
+                 t(0, runs=crashes)]) == 0
+    # an error outside its code (the arity a smoke run guessed) is not held against it
+    guessed = {"f(2)": "=4", "f(-1)": "?TypeError"}
+    assert best([t(0, runs=first), t(0, runs=guessed), t(0, runs=guessed)]) == 0  # tie
+
+
+def test_the_first_of_equals_stays() -> None:
     first = t(2, spec=(1, 2), trusted=(1, 3))
     assert decide([first, t(2, spec=(1, 2), trusted=(1, 3))], rounds=2,
                   out_of_time=False) == ("keep_best", 0)
-    # the spec's own examples beat the tester's tests, which beat nothing
-    pleaser = t(4, total=5, spec=(0, 2), trusted=(2, 4))
-    right = t(1, total=5, spec=(2, 2), trusted=(2, 4))
-    assert best([pleaser, right]) == 1
-    # an answer that does not import ranks below any that does
-    assert best([t(0, imports=True), t(0, imports=False, spec=(2, 2))]) == 0
+    assert best([t(2), t(2), t(2)]) == 0
+    # advice read from the spec parts nothing: it is said, never ranked
+    assert best([t(2, advice="m.py has no top-level 'add'"), t(2)]) == 0
+
+
+def test_never_worse_than_the_first_on_any_test_that_ran() -> None:
+    first = t(2, trusted=(1, 2), failed={"test_b", "test_c"})
+    # passes more of the tester's tests, but fails test_a, which the first passed
+    other = t(3, trusted=(1, 2), failed={"test_a"}, runs={"x": "=1"})
+    assert best([first, other]) == 0
+    # gaining a trusted test is worth a test of the tester's lost
+    gains = t(3, trusted=(2, 2), failed={"test_a"})
+    assert best([first, gains]) == 1
+    # more tests passed and none lost: replaced
+    more = t(3, trusted=(1, 2), failed={"test_c"})
+    assert best([first, more]) == 1
 
 
 def test_a_module_that_does_not_import_is_revised_with_its_error() -> None:
     assert decide([t(0), t(0, imports=False)], rounds=4, out_of_time=False)[0] == "revise"
     assert decide([t(4, imports=False)], rounds=4, out_of_time=False)[0] == "revise"
+    assert best([t(0, imports=False), t(0)]) == 1
+
+
+def test_advice_alone_never_sends_an_answer_back() -> None:
+    said = "m.py has no top-level 'add'"
+    assert decide([t(4, advice=said)], rounds=4, out_of_time=False) == ("accept", 0)
+    # when its tests fail anyway, the advice goes with its revision (in view)
+    assert decide([t(1, advice=said)], rounds=4, out_of_time=False) == ("revise", 0)
+
+
+def test_failing_tests_ask_for_fresh_samples_until_the_rounds_run_out() -> None:
+    steps = [decide([t(1)] * n, rounds=4, out_of_time=False)[0] for n in (1, 2, 3, 4)]
+    assert steps == ["sample", "sample", "sample", "keep_best"]
 
 
 def test_out_of_time_keeps_the_best_so_far() -> None:
     assert decide([t(3), t(1)], rounds=4, out_of_time=True) == ("keep_best", 0)
     assert decide([t(4)], rounds=4, out_of_time=True) == ("accept", 0)
-
-
-def test_a_check_read_from_the_spec_advises_and_yields_when_answered_the_same_twice() -> None:
-    said = "m.py has no top-level 'add'"
-    # every test passes, but the check says a public name is missing: one revision
-    assert decide([t(4, advice=said)], rounds=4, out_of_time=False) == ("revise", 0)
-    # the same shape back: the check yields (it may be the wrong one) and the answer stands
-    assert decide([t(4, advice=said), t(4, advice=said)], rounds=4,
-                  out_of_time=False) == ("accept", 0)  # the first of equals
-    assert yielded([t(advice=said), t(advice="other"), t(advice="other")]) == {"other"}
-    # advice never makes an answer unusable: it only ranks among equals
-    assert best([t(2, advice=said), t(2)]) == 1 and best([t(3, advice=said), t(2)]) == 0
 
 
 def test_nothing_tried_is_a_caller_error() -> None:
@@ -84,5 +137,8 @@ def test_nothing_tried_is_a_caller_error() -> None:
 
 
 def test_a_journaled_candidate_reads_back_as_tried() -> None:
-    got = Tried.of({"score": [3, 5, 2, 1, 4, 2], "imports": False, "advice": "x"})
-    assert got == Tried(imports=False, spec=(1, 2), trusted=(2, 4), tests=(3, 5), advice="x")
+    got = Tried.of({"score": [3, 5, 2, 1, 4, 2], "imports": False, "advice": "x",
+                    "stubs": ["f"], "runs": {"f(1)": "=1"}, "failed": ["test_a"]})
+    assert got == Tried(imports=False, spec=(1, 2), trusted=(2, 4), tests=(3, 5), advice="x",
+                        stub=True, runs={"f(1)": "=1"}, failed=frozenset({"test_a"}))
+    assert Tried.of({"score": [1, 1]}).failed is None

@@ -185,7 +185,8 @@ async def test_a_module_built_on_another_is_coded_after_it_with_its_api(tmp_path
             "tokens(text: str) -> list[str]"], "test_path": "tests/test_tokens.py"}]
     test_of = {m["path"]: f"from {m['path'][:-3].replace('/', '.')} import "
                           f"{m['public_api'][0].split('(')[0]}\n\n\ndef test_it() -> None:\n"
-                          "    assert True\n" for m in modules}
+                          f"    assert {m['public_api'][0].split('(')[0]}('1 2')\n"
+               for m in modules}
     code_of = {"calc/tokens.py": "def tokens(text: str) -> list[str]:\n    return text.split()\n",
                "calc/evaluate.py": "from calc.tokens import tokens\n\n\n"
                                    "def evaluate(text: str) -> int:\n"

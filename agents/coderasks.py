@@ -1,0 +1,85 @@
+"""What the coder says to the model: its first request, the one a user would make of
+the model asked once for the module, and the feedback that asks for another answer
+(what the answer's tests and calls showed). Pure functions of the task and the
+candidate as journaled: a replay words them alike."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agents.checks import dotted
+from agents.failures import how_it_failed
+from agents.inputs import ModuleTask
+from agents.moduletask import cases, first_failure
+from agents.speccases import CASE_PREFIX
+from agents.specread import import_names
+from agents.testsplit import failed_tests
+
+__all__ = ["how_it_did", "one_shot", "revision", "spec_failures"]
+
+
+def one_shot(task: ModuleTask) -> str:
+    """The first request, as a user asks the model once for the module: the spec, then
+    which module to write (and the names to import from the modules it builds on). No
+    API list read from the spec, no tests: a reading of the spec can be wrong, and the
+    module asked this way is the floor (the one-shot baseline asks the same way)."""
+    path = task.path
+    uses = "".join(f"\nIt builds on {u.path}: import from it (`from {dotted(u.path)} import "
+                   f"{', '.join(import_names(u.public_api)) or '...'}`)." for u in task.uses)
+    return (f"# The spec\n\n{task.spec.strip()}\n\n# Your task\n\nWrite the module {path}."
+            f"{uses}\nReply with the complete module in one fenced block.")
+
+
+def _first_line(report: dict[str, Any]) -> str:
+    failure = first_failure(report)
+    return f" (the first failure: {failure})" if failure else ""
+
+
+def revision(mine: dict[str, Any], task: ModuleTask) -> str:
+    """The feedback for a revision: the import's traceback, or what its tests and calls
+    showed (the spec's own examples that failed first); then the checks' advice."""
+    path, test_path, report = task.path, task.test_path, mine["report"]
+    advice = mine.get("advice") or ""
+    told = f" Also: {advice}." if advice else ""
+    ask = f"Reply with the complete corrected file in one fenced block labelled {path}."
+    if not mine.get("imports", True):
+        return (f"{report['output']}\n\nFix {path} so that it imports like this (its users "
+                f"and tests import it as `import {dotted(path)}` from the workspace root)."
+                f"{told} {ask}")
+    passed, total = mine["score"][:2]
+    if not total:
+        return f"Your module {how_it_did(mine)}. {ask}"
+    return (f"The tests in {test_path} ran against your module: {passed} of {total} passed. "
+            f"{spec_failures(report, task)}The end of pytest's report:\n{report['output']}"
+            f"\n\nFind the cause in {path} and fix it (where a test contradicts the spec, "
+            f"follow the spec).{told} {ask}")
+
+
+def how_it_did(mine: dict[str, Any]) -> str:
+    """What an answer did, for the request of a new sample: its tests, or, with none, a
+    stub it left or the calls on which its own code raised."""
+    passed, total = mine["score"][:2]
+    said = [f"passed {passed} of its {total} tests{_first_line(mine['report'])}"] if total else []
+    if mine.get("stubs"):
+        said.append(f"left {', '.join(mine['stubs'])} unwritten (a stub)")
+    raised = [f"{call.splitlines()[-1]} raised {o[1:]}" for call, o in
+              (mine.get("runs") or {}).items() if o.startswith("!")][:3]
+    if raised and not total:
+        said.append("raised an error when run: " + "; ".join(raised))
+    if mine.get("advice"):
+        said.append(str(mine["advice"]))
+    return ", and ".join(said) or ("ran, but no test checks it (versions are compared by what "
+                                   "they return on the same calls)")
+
+
+def spec_failures(report: dict[str, Any], task: ModuleTask) -> str:
+    """The spec's own examples a test run failed, said first in the feedback: among many
+    failures (some of them a tester's errors) a small model fixes none."""
+    out = str(report.get("output", ""))
+    failed = failed_tests(out)
+    lines = [f"- {'; '.join(c.setup) + '; then ' if c.setup else ''}{c.call} should "
+             f"{'raise ' + c.error if c.error else 'be ' + str(c.expected)}"
+             + (f"; got: {got}" if (got := how_it_failed(out, f"{CASE_PREFIX}{n}")) else "")
+             for n, c in enumerate(cases(task), 1) if f"{CASE_PREFIX}{n}" in failed]
+    return ("These examples, stated by the spec itself, fail; fix them first:\n"
+            + "\n".join(lines) + "\n\n") if lines else ""
