@@ -1,8 +1,9 @@
 """What journaling adds to an MCP tool call: the same no-op ``tools/call`` to the same
 stdio server (the tests' own), through the bare ``mcp`` SDK session and through
-orchestra's journaled path (schema check, ``started`` written durably before sending,
-the result recorded after), interleaved, medians of REPS; beside them, what journaling a
-Python tool's step costs alone (the part both kinds of tool share).
+orchestra's journaled path (the task's tool runner: schema check, approval gate,
+``started`` written durably before sending, the result recorded after), interleaved,
+medians of REPS; beside them, what journaling a Python tool's step costs alone (the part
+both kinds of tool share).
 
 ``python -m benchmarks.mcp_overhead [CALLS] [REPS]``; the last line is JSON."""
 
@@ -21,11 +22,13 @@ from typing import cast
 from mcp.types import RequestParamsMeta
 
 from orchestra import MCPServer, NewTask, Role, SQLiteBlackboard
-from orchestra.mcp.calls import MCPSetup, open_toolset
-from orchestra.mcp.hub import MCPHub
+from orchestra.mcp.hub import MCPHub, MCPSetup
 from orchestra.models.base import ToolCall
 from orchestra.runtime.journal import Journal, Outcome
+from orchestra.runtime.mcp_tools import open_mcp_tools
+from orchestra.runtime.tool_calls import ToolRunner
 from orchestra.store.protocol import Lease
+from orchestra.store.views import ReadOnlyBoard
 
 SERVER = Path(__file__).resolve().parents[1] / "tests" / "mcp" / "effects_server.py"
 
@@ -59,15 +62,17 @@ async def _journaled(store: SQLiteBlackboard, hub: MCPHub, server: MCPServer, ca
     lease = Lease("bench-owner", task.attempt)
     journal = Journal(store, task, lease, "agent", [])
     role = type("Bench", (Bench,), {"mcp": [server], "__doc__": Bench.__doc__})()
-    toolset = await open_toolset(MCPSetup(hub), role, (), store=store, task=task,
-                                 lease=lease, journal=journal, agent_id=f"{run.id}/bench")
-    assert toolset is not None
-    call = ToolCall("c1", name, "{}")
+    agent = f"{run.id}/bench"
+    source = await open_mcp_tools(MCPSetup(hub), role, (), store=store, task=task,
+                                  lease=lease, journal=journal, agent_id=agent)
+    assert source is not None
+    runner = ToolRunner(store=store, board=ReadOnlyBoard(store), task=task, lease=lease,
+                        journal=journal, agent_id=agent, tools={}, default_timeout=60,
+                        needs_approval=role.requires_approval, source=source)
+    call = [ToolCall("c1", name, "{}")]
     start, cpu = time.perf_counter(), time.process_time()
     for _ in range(calls):
-        checked = toolset.check(call)
-        assert not isinstance(checked, str)
-        result = await toolset.run(call, checked, journal.reserve())
+        (result,) = await runner.run_all(call)
         assert not result.is_error
     return ((time.perf_counter() - start) / calls * 1000,
             (time.process_time() - cpu) / calls * 1000)

@@ -46,6 +46,13 @@ def step_span(kind: str, name: str, **attributes: Any) -> contextlib.AbstractCon
     return tracing.step(kind, name, attributes)
 
 
+def step_failed(span: Any, why: str) -> None:
+    """Mark a step's span (from :func:`step_span`) failed: a tool whose result is an error."""
+    from opentelemetry.trace import Status, StatusCode
+
+    span.set_status(Status(StatusCode.ERROR, why))
+
+
 class Tracing:
     """Spans for the runs a coordinator drives (see the module docstring)."""
 

@@ -118,3 +118,55 @@ def test_a_users_pipeline_summary_is_printed_after_its_run(
             return (await store.list_runs())[0].status
 
     assert asyncio.run(status()) == "completed"
+
+
+DRIVERS = ("orchestra.models", "orchestra.mcp")
+"""Packages that speak to the outside world (model APIs, MCP servers) for the layers
+above them: they journal nothing, ask no person, know no task (issue 47)."""
+FOUNDATIONS = ("orchestra._", "orchestra.types", "orchestra.errors", "orchestra.tokens")
+"""What a driver may build on: the private foundations and the leaves that re-export them."""
+
+
+def _imports_above(package_dir: Path, package: str) -> dict[str, list[str]]:
+    """The ``orchestra`` modules each file of ``package`` imports outside itself and the
+    foundations: anywhere in the file (inside functions and ``if TYPE_CHECKING:`` too),
+    relative imports resolved."""
+    found: dict[str, list[str]] = {}
+    for path in sorted(package_dir.rglob("*.py")):
+        parts = [*package.split("."), *path.relative_to(package_dir).with_suffix("").parts]
+        here = parts[:-1]  # the module's package (an ``__init__`` is its own)
+        names: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names |= {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                base = here[:len(here) - node.level + 1] if node.level else []
+                names.add(".".join(base + ([node.module] if node.module else [])))
+        above = sorted(n for n in names if (n == "orchestra" or n.startswith("orchestra."))
+                       and n != package and not n.startswith((f"{package}.", *FOUNDATIONS)))
+        if above:
+            found[str(path.relative_to(package_dir))] = above
+    return found
+
+
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_a_driver_imports_nothing_above_it(driver: str) -> None:
+    package_dir = PACKAGE.parent.joinpath(*driver.split("."))
+    assert _imports_above(package_dir, driver) == {}
+
+
+@pytest.mark.parametrize(("source", "above"), [
+    ("from orchestra.runtime.journal import Journal\n", ["orchestra.runtime.journal"]),
+    ("def f():\n    from ..runtime import keys\n", ["orchestra.runtime"]),
+    ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import orchestra.store\n",
+     ["orchestra.store"]),
+    ("from orchestra import Role\n", ["orchestra"]),
+    ("from orchestra._errors import UserError\nfrom . import rules\n"
+     "from orchestra.mcp.hub import MCPHub\n", []),
+])
+def test_the_driver_rule_sees_every_kind_of_import(tmp_path: Path, source: str,
+                                                   above: list[str]) -> None:
+    driver = tmp_path / "mcp"
+    driver.mkdir()
+    (driver / "calls.py").write_text(source)
+    assert _imports_above(driver, "orchestra.mcp") == ({"calls.py": above} if above else {})

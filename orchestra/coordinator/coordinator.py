@@ -47,8 +47,7 @@ from orchestra.coordinator.owners import dead_local_owners, new_owner_id
 from orchestra.coordinator.pipeline import Pipeline
 from orchestra.coordinator.resumable import CANCELLABLE, INTERRUPTED_EVENT, check_resumable
 from orchestra.coordinator.settings import CoordinatorSettings as CoordinatorSettings
-from orchestra.mcp.calls import MCPSetup
-from orchestra.mcp.hub import MCPHub
+from orchestra.mcp.hub import MCPHub, MCPSetup
 from orchestra.models.base import Model, runs_locally
 from orchestra.models.prices import PriceBook, Pricer, layered
 from orchestra.runtime.agent_state import AgentState, agent_id_for

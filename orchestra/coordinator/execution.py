@@ -32,7 +32,7 @@ from orchestra._types import JSON, AgentId, Run, Task
 from orchestra.coordinator.jobs import Jobs
 from orchestra.coordinator.pipeline import Pipeline
 from orchestra.coordinator.settings import CoordinatorSettings
-from orchestra.mcp.calls import MCPSetup
+from orchestra.mcp.hub import MCPSetup
 from orchestra.models.base import Model
 from orchestra.models.prices import Pricer
 from orchestra.runtime.agent_state import AgentState

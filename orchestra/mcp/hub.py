@@ -5,6 +5,7 @@ signal when the process is killed)."""
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from orchestra._errors import UserError
@@ -63,3 +64,12 @@ class MCPHub:
         """Stop every server this hub started."""
         live, self._live = list(self._live.values()), {}
         await asyncio.gather(*(c.close() for c in live), return_exceptions=True)
+
+
+@dataclass(frozen=True, slots=True)
+class MCPSetup:
+    """What a task runner needs for MCP: the process's sessions, and the pipeline's
+    servers (given to every role, after the role's own)."""
+
+    hub: MCPHub = field(default_factory=MCPHub)
+    shared: tuple[MCPServer, ...] = ()

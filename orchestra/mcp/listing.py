@@ -16,7 +16,6 @@ from typing import Any
 
 from orchestra._errors import UserError
 from orchestra.mcp.declare import MCPServer
-from orchestra.models.base import ToolSchema
 
 LIST_STEP = "mcp.tools"
 
@@ -36,9 +35,6 @@ class MCPTool:
     validator: Any = field(default=None, compare=False, repr=False)
     """The input schema compiled (jsonschema), once per tool list: compiling costs far
     more than validating, and a call is checked before every send."""
-
-    def schema(self) -> ToolSchema:
-        return ToolSchema(self.exposed, self.description, self.input_schema)
 
     def check(self, args: dict[str, Any]) -> str | None:
         """What is wrong with ``args`` for the server's input schema (None: nothing)."""

@@ -6,6 +6,12 @@ step returns its recorded output without running; a failed one re-raises its
 error; a step that was only *started* (in flight at a crash) runs again. A step
 whose recorded name differs from the requested one means the code or inputs
 changed since the crash, and raises :class:`DeterminismError`.
+
+Every step goes through :meth:`Journal.run_deferred` (``run`` commits it at once): model
+calls, Python tools and MCP calls alike. A step that acts outside the process by rules of
+its own (an MCP call) gives them as :class:`SendRules`: they decide before each send
+whether it goes out, and a send whose answer was lost (:class:`LostAnswer`) is decided
+again, never recorded as the step's outcome.
 """
 
 from __future__ import annotations
@@ -33,6 +39,15 @@ class RecordedStepError(OrchestraError):
     """A step failed before the crash; replay raises its recorded error again."""
 
 
+class LostAnswer(Exception):
+    """Raised by a step function whose call went out and whose answer is lost (its MCP
+    server ended during it): the step's :class:`SendRules` decide whether it goes again."""
+
+    def __init__(self, cause: str) -> None:
+        super().__init__(cause)
+        self.cause = cause
+
+
 @dataclass(slots=True)
 class Outcome:
     """What a step function returns: its output, usage and the board writes to commit."""
@@ -50,6 +65,20 @@ class PendingStep:
 
     result: StepResult
     writes: Writes | None
+
+
+class SendRules(Protocol):
+    """The rules of a step that acts outside the process and may have acted when its
+    answer was lost (an MCP call). Without them a step found in flight simply runs again,
+    and a step function's failure is recorded as its outcome; with them, a failure leaves
+    the step in flight (started: decided again on resume)."""
+
+    async def before_send(self, sent: int, lost: str | None) -> Outcome | None:
+        """Before each send of the step: ``sent`` sends are journaled already, the last
+        one's answer lost through ``lost`` (None: none was sent). None: send it (again);
+        an outcome: record that as the step's, nothing sent. Raising leaves the step as
+        it is."""
+        ...
 
 
 class JournalStore(StepRecorder, EventAppender, Protocol):
@@ -110,18 +139,19 @@ class Journal:
             if self.streams else None)
 
     async def _start(self, n: int, kind: StepKind, name: str, digest: str, *,
-                     wait: bool) -> None:
+                     wait: bool) -> asyncio.Future[None] | None:
+        """Journal step ``n`` started; returns the start still committing (not waited)."""
         if n == 1 and kind == "model" and n not in self.recorded:
             # the claim that took this attempt journals it: the store counts each claim
             # of a retry after its first as a reissue of the retry's first step
-            return
+            return None
         start = self.store.start_step(self.task.id, self.task.retries, n, kind, name, digest,
                                       self.lease)
         if wait or n in self.recorded:
             # a recorded step looked up again is one left ``started`` by a process that died
             # (or lost its lease): a reissue, counted durably before the call runs again
             await start
-            return
+            return None
         # A model call has no outside effect, so its start record need not be durable
         # before the call: it commits alongside (the store ignores a start that arrives
         # after the step's outcome). A call killed before its start commits left no trace
@@ -129,28 +159,52 @@ class Journal:
         fut = asyncio.ensure_future(start)
         fut.add_done_callback(_consume)
         self._starts.append(fut)
+        return fut
 
     async def run_deferred(self, n: int, kind: StepKind, name: str, digest: str,
-                           fn: Callable[[], Awaitable[Outcome]], *, wait_start: bool = True
-                           ) -> tuple[Any, PendingStep | None]:
-        """Replay step ``n``, or run it and return it uncommitted (``commit`` it later)."""
+                           fn: Callable[[], Awaitable[Outcome]], *, wait_start: bool = True,
+                           rules: SendRules | None = None) -> tuple[Any, PendingStep | None]:
+        """Replay step ``n``, or run it and return it uncommitted (``commit`` it later).
+
+        ``wait_start``: the ``started`` record is durable before ``fn`` runs (a step with
+        no outside effect need not wait). ``rules``: the step acts outside the process
+        (see :class:`SendRules`)."""
         rec = self.lookup(n, kind, name)
         if rec is not None:
             return rec.output, None
-        await self._start(n, kind, name, digest, wait=wait_start)
-        self.executed += 1
-        try:
-            outcome = await fn()
-        except Exception as exc:
-            await self.store.complete_step(
-                StepResult(self.task.id, self.task.retries, n, kind, name, digest,
-                           error=f"{type(exc).__name__}: {exc}"),
-                self.lease, agent_id=self.agent_id)
-            raise
+        prior = self.recorded.get(n)  # found ``started``: it was in flight at a crash
+        sent, lost = (prior.attempts, "a crash") if prior is not None else (0, None)
+        while True:
+            if rules is not None:
+                decided = await rules.before_send(sent, lost)
+                if decided is not None:  # recorded as the step's outcome, never sent
+                    return decided.output, self._pending(n, kind, name, digest, decided)
+            start = await self._start(n, kind, name, digest, wait=wait_start)
+            sent += 1
+            self.executed += 1
+            try:
+                outcome = await fn()
+            except Exception as exc:
+                if rules is None:
+                    await self.store.complete_step(
+                        StepResult(self.task.id, self.task.retries, n, kind, name, digest,
+                                   error=f"{type(exc).__name__}: {exc}"),
+                        self.lease, agent_id=self.agent_id)
+                    raise
+                if not isinstance(exc, LostAnswer):
+                    raise  # it may have acted: left in flight, decided on resume
+                if start is not None:
+                    await start  # the next send's start is journaled after this one's
+                lost = exc.cause
+                continue
+            return outcome.output, self._pending(n, kind, name, digest, outcome)
+
+    def _pending(self, n: int, kind: StepKind, name: str, digest: str,
+                 outcome: Outcome) -> PendingStep:
         result = StepResult(self.task.id, self.task.retries, n, kind, name, digest,
                             outcome.output, tokens_in=outcome.tokens_in,
                             tokens_out=outcome.tokens_out, cost=outcome.cost)
-        return outcome.output, PendingStep(result, outcome.writes)
+        return PendingStep(result, outcome.writes)
 
     async def commit(self, pending: PendingStep | None) -> None:
         if pending is None:
@@ -164,10 +218,11 @@ class Journal:
             self.on_commit(writes)
 
     async def run(self, n: int, kind: StepKind, name: str, digest: str,
-                  fn: Callable[[], Awaitable[Outcome]], *, wait_start: bool = True) -> Any:
+                  fn: Callable[[], Awaitable[Outcome]], *, wait_start: bool = True,
+                  rules: SendRules | None = None) -> Any:
         """Replay step ``n`` or run ``fn`` and record it (with its writes) atomically."""
         output, pending = await self.run_deferred(n, kind, name, digest, fn,
-                                                  wait_start=wait_start)
+                                                  wait_start=wait_start, rules=rules)
         await self.commit(pending)
         return output
 

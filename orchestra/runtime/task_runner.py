@@ -18,7 +18,7 @@ from orchestra._errors import ModelBehaviorError, ModelRetry, UsageLimitExceeded
 from orchestra._log import get_logger
 from orchestra._types import Message, Task, ToolCallRecord
 from orchestra.compaction import SummaryRequest, View
-from orchestra.mcp.calls import MCPSetup, MCPToolset, open_toolset, schemas
+from orchestra.mcp.hub import MCPSetup
 from orchestra.models.base import Model, ModelRequest, ModelSettings, ToolCall, streams
 from orchestra.models.prices import Pricer
 from orchestra.models.tape import tape_of
@@ -30,6 +30,7 @@ from orchestra.runtime.compactor import summarize
 from orchestra.runtime.context_fit import fit_context
 from orchestra.runtime.journal import Journal, Outcome, PendingStep
 from orchestra.runtime.limits import RunLimits, Spent, call_bound, check_next_call, check_spent
+from orchestra.runtime.mcp_tools import MCPTools, open_mcp_tools, schemas
 from orchestra.runtime.outcomes import Completed, Counts, Failed, Limited, TaskOutcome, Waiting
 from orchestra.runtime.replies import (
     OutputError,
@@ -67,7 +68,7 @@ class TaskRunner:
         self.board = ReadOnlyBoard(store)  # what tools see of the store
         self.journal: Journal | None = None
         self.mcp = mcp
-        self.mcp_tools: MCPToolset | None = None  # the task's MCP tools: made at _begin
+        self.mcp_tools: MCPTools | None = None  # the task's MCP tools: made at _begin
         self.cost = 0.0
         self.tools: dict[str, Tool] = role.bound_tools()
         if type(role).recall:
@@ -124,7 +125,7 @@ class TaskRunner:
                                          self.agent.agent_id, recorded,
                                          on_commit=self._on_commit,
                                          streams=streams(self.model))
-        self.mcp_tools = await open_toolset(
+        self.mcp_tools = await open_mcp_tools(
             self.mcp, self.role, self.tools, store=self.store, task=self.task, lease=self.lease,
             journal=journal, agent_id=self.agent.agent_id, tape=tape_of(self.model))
         self.settings = self.role.settings_for(self.task.input) or self.settings
