@@ -7,18 +7,23 @@ files as fenced blocks, a verdict as JSON.
 
 from __future__ import annotations
 
+import inspect
 import re
 import time
-from typing import Any, ClassVar, Literal
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from agents.checks import check_plan
-from agents.specplan import plan_from_spec
+from agents.checks import check_plan, path_problem
+from agents.specplan import complete_plan, plan_from_spec
 from agents.testrunner import TestReport, run_pytest
 from agents.workspace import Workspace
 from orchestra import ModelRetry, ModelSettings, Role, ToolContext, tool
 from orchestra.answers import Edits, Files
+from orchestra.models import OutputSchema
+from orchestra.runtime.replies import parse_output
 
 
 # Descriptions carry no example values: a weak model copies an example path into
@@ -146,6 +151,35 @@ class FileReader(WorkspaceRole):
         return await self.workspace.read_file(path)
 
 
+@dataclass(frozen=True)
+class _PlanReply:
+    """The plan as a JSON object, read as any JSON answer is; a reply that is no plan
+    (not JSON, not valid against :class:`ProjectPlan`) gives way to the plan the spec
+    states, with no further model call, wherever the spec names its modules."""
+
+    output: type[ProjectPlan] = ProjectPlan
+
+    def instructions(self) -> str:
+        return ""
+
+    def task_note(self, task_input: Any) -> str:
+        return ""
+
+    def schema(self) -> OutputSchema:
+        return OutputSchema(ProjectPlan.__name__, ProjectPlan.model_json_schema(),
+                            inspect.cleandoc(ProjectPlan.__doc__ or ""))
+
+    def parse(self, text: str, *, truncated: bool, task_input: Any) -> BaseModel:
+        try:
+            plan: BaseModel = parse_output(text, ProjectPlan, truncated=truncated)
+        except ValueError:
+            stated = plan_from_spec(PlanTask.model_validate(task_input).spec)
+            if stated is None:
+                raise
+            return ProjectPlan.model_validate(stated)
+        return plan
+
+
 class Architect(WorkspaceRole):
     """You are the architect of a small Python project. Read the spec you are given
     (workspace_files lists the files the workspace already has), then reply with the
@@ -157,24 +191,26 @@ class Architect(WorkspaceRole):
 
     name = "architect"
     input = PlanTask
-    output = ProjectPlan
+    answer = _PlanReply()
     # a runaway reply stops early, not at a timeout; greedy: one plan, the likeliest
     settings = ModelSettings(max_tokens=1500, temperature=0.0)
     concurrency = 1
-    fallback_after: ClassVar[int] = 1
-    """Refused plans after which the plan the spec itself states is taken (if it states
-    one): at once, since the check that refused may be the one that is wrong, and another
-    plan from a small model costs a call and is seldom better."""
 
     async def check_output(self, ctx: ToolContext, output: Any) -> ProjectPlan | None:
-        """The plan's paths are inside the workspace and the ones the spec names."""
+        """The plan as the model made it, made whole (see :func:`complete_plan`): only a
+        path outside the workspace or not a ``.py`` file is dropped, and only a plan with
+        no usable module left, from a spec that names none, is sent back."""
         spec = PlanTask.model_validate(ctx.task_input).spec
-        problem = check_plan(output, spec, self.workspace)
-        if not problem:
-            return None
-        stated = plan_from_spec(spec)
-        if stated is not None and len(ctx.rejections) + 1 >= type(self).fallback_after:
-            plan = ProjectPlan.model_validate(stated)
-            if not check_plan(plan, spec, self.workspace):
-                return plan  # the spec's own plan beats a run that fails here
-        raise ModelRetry(f"Your plan cannot be used: {problem}")
+        usable = [m.model_dump(mode="json") for m in output.modules
+                  if not path_problem(self.workspace, m.path)]
+        for m in (m for m in usable if path_problem(self.workspace, m["test_path"])):
+            m["test_path"] = f"tests/test_{PurePosixPath(m['path']).stem}.py"
+        whole = complete_plan({"modules": usable, "decisions": [
+            d.model_dump(mode="json") for d in output.decisions]}, spec)
+        if not whole["modules"] or check_plan(plan := ProjectPlan.model_validate(whole),
+                                              self.workspace):
+            raise ModelRetry("Your plan cannot be used: "
+                             + (check_plan(output, self.workspace) or "it has no module")
+                             + ". Reply with the plan as a JSON object.")
+        return None if plan == output else plan
+
