@@ -276,17 +276,6 @@ def spec_examples(spec: str) -> list[str]:
     return found
 
 
-def missing_examples(tests: str, examples: Sequence[str]) -> list[str]:
-    """The ``examples`` that no string literal of the test file holds."""
-    try:
-        tree = ast.parse(tests)
-    except SyntaxError:
-        return []
-    literals = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant)
-                and isinstance(n.value, str)}
-    return [e for e in examples if e not in literals and not any(e in lit for lit in literals)]
-
-
 def dotted(path: str) -> str:
     """``kata/roman.py`` as the module name tests import: ``kata.roman``."""
     return ".".join(PurePosixPath(path).with_suffix("").parts)

@@ -85,6 +85,8 @@ class TestsAnswer(Files):
     """The tester's answer: the module's test file, written from the spec alone."""
 
     __test__ = False  # not a pytest test class, despite the name
+    cut_off: bool = False
+    """The reply ran into the token limit: the file holds its complete tests only."""
 
 
 class Review(BaseModel):
