@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import inspect
 import re
-import time
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any, Literal
@@ -19,6 +18,7 @@ from pydantic import BaseModel, Field
 from agents.checks import check_plan, path_problem
 from agents.specplan import complete_plan, plan_from_spec
 from agents.testrunner import TestReport, run_pytest
+from agents.workclock import WorkClock
 from agents.workspace import Workspace
 from orchestra import ModelRetry, ModelSettings, Role, ToolContext, tool
 from orchestra.answers import Edits, Files
@@ -111,17 +111,29 @@ class WorkspaceRole(Role):
 
     recall = False
 
-    def __init__(self, workspace: Workspace, *, deadline: float | None = None) -> None:
+    def __init__(self, workspace: Workspace, *, budget: float | None = None,
+                 clock: WorkClock | None = None) -> None:
         self.workspace = workspace
-        self.deadline = deadline
-        """Epoch seconds after which the role takes what it has instead of another round
-        (the run's time budget; None: no budget)."""
+        self.budget = budget
+        """The run's working seconds after which the role takes what it has instead of
+        another round (the run's time budget; None: no budget)."""
+        self.clock = clock or WorkClock()
+
+    def task_message(self, task_input: Any) -> str:
+        """The task as the model reads it; the run's working time it was posted at is
+        read into the clock (at every claim: a resumed process starts from there)."""
+        worked = (task_input.get("worked") if isinstance(task_input, dict)
+                  else getattr(task_input, "worked", None))
+        if isinstance(worked, (int, float)):
+            self.clock.seen(float(worked))
+        return super().task_message(task_input)
 
     def out_of_time(self, until: float | None = None) -> bool:
-        """True once the run's time budget (or ``until``, a module's share of it) is spent
-        (read in journaled checks only, so a replay decides as the first execution did)."""
-        ends = [t for t in (self.deadline, until) if t is not None]
-        return bool(ends) and time.time() >= min(ends)
+        """True once the run's working time reaches its budget (or ``until``, a module's
+        share of it) (read in journaled checks only, so a replay decides as the first
+        execution did)."""
+        ends = [t for t in (self.budget, until) if t is not None]
+        return bool(ends) and self.clock.worked() >= min(ends)
 
     async def tests(self, target: str | None, limit_s: float = 60.0) -> dict[str, Any]:
         report: TestReport = await run_pytest(self.workspace.root, target, timeout=limit_s)

@@ -10,7 +10,6 @@ import dataclasses
 import json
 import os
 import sys
-import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -160,8 +159,8 @@ async def cmd_run(args: argparse.Namespace, state: Interrupt) -> int:
         if args.time_budget < 0:
             raise UserError(f"--time-budget {args.time_budget:g} is negative: give seconds "
                             "(0 for no budget)")
-        if args.time_budget:  # from now: a budget is wall-clock time since the start
-            run_input["deadline"] = time.time() + args.time_budget
+        if args.time_budget:  # the run's working time: a resumed run goes on from there
+            run_input["time_budget"] = args.time_budget
         ref = "agents.pipeline:build_pipeline"
         split_models(args.model)  # bad flags fail before anything is created
         _settings(args)

@@ -163,8 +163,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workspace", help="directory the stock pipeline writes to")
     p.add_argument("--max-rounds", type=int, default=2, help="review rounds per module")
     p.add_argument("--time-budget", type=float, default=600.0, metavar="SECONDS",
-                   help="after this long no module starts another round: each keeps its "
-                        "best code so the run ends (default 600; 0: no budget)")
+                   help="after this much working time (a resumed run goes on from where "
+                        "it was) no module starts another round: each keeps its best code "
+                        "so the run ends (default 600; 0: no budget)")
     p.add_argument("--review", choices=("failures", "always"), default="failures",
                    help="when the reviewer reads a module: only when its tests fail "
                         "(default), or after every coder task")
