@@ -99,7 +99,12 @@ def _plan_route(budget: float | None, clock: WorkClock) -> Any:
             api = spec_signatures(spec, path, [p for p in by_path if p != path])
             by_path[path] = module.model_copy(update={"public_api": api or module.public_api})
         uses = _uses(plan, spec)
-        order = _ordered(list(by_path), uses)
+        order = [p for p in _ordered(list(by_path), uses) if p not in plan.kept]
+        for path in plan.kept:
+            writes.notes.append(NewNote(f"{path} is kept as the workspace holds it: its "
+                                        "tests pass", ("kept", path)))
+        if not order:
+            return
         # each module's rounds end by its share of the time left (in build order), so the
         # first cannot spend what the others need; a route runs once: no replay
         now = clock.worked()

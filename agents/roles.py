@@ -14,6 +14,7 @@ from pathlib import PurePosixPath
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
+from pydantic.json_schema import SkipJsonSchema
 
 from agents.checks import check_plan, path_problem
 from agents.specplan import complete_plan, plan_from_spec
@@ -60,6 +61,9 @@ class ProjectPlan(BaseModel):
 
     modules: list[ModuleSpec] = Field(min_length=1)
     decisions: list[Decision] = Field(default_factory=list)
+    kept: SkipJsonSchema[list[str]] = Field(default_factory=list)
+    """Modules the workspace already holds whose tests pass: not written again (filled
+    by the architect's check, not by the model)."""
 
 
 class CodeAnswer(Edits):
@@ -226,5 +230,18 @@ class Architect(WorkspaceRole):
             raise ModelRetry("Your plan cannot be used: "
                              + (check_plan(output, self.workspace) or "it has no module")
                              + ". Reply with the plan as a JSON object.")
+        kept = await self._passing(plan, PlanTask.model_validate(ctx.task_input))
+        plan = plan.model_copy(update={"kept": kept}) if kept else plan
         return None if plan == output else plan
+
+    async def _passing(self, plan: ProjectPlan, task: PlanTask) -> list[str]:
+        """The planned modules the workspace already holds whose tests (the plan's test
+        file) it holds too and which pass: a run on a workspace part built keeps them."""
+        have = set(task.workspace_files)
+        kept = []
+        for m in plan.modules:
+            if m.path in have and m.test_path in have and (
+                    await self.tests(m.test_path))["passed"]:
+                kept.append(m.path)
+        return kept
 

@@ -115,3 +115,58 @@ def test_a_completed_plan_lists_each_module_once_with_a_test_file_of_its_own() -
     assert [(m["path"], m["test_path"]) for m in plan["modules"]] == [
         ("a.py", "tests/t.py"), ("b.py", "tests/test_b.py"), ("c.py", "tests/test_c.py")]
     assert "added b.py" in plan["decisions"][-1]["decision"]
+
+
+async def test_a_workspace_holding_a_module_whose_tests_pass_keeps_it(tmp_path: Path) -> None:
+    """`orchestra run --spec` on a workspace part built plans around what is there: the
+    module whose tests pass is not written again; the one whose tests fail is."""
+    from test_team import role_of
+
+    from agents.pipeline import build_pipeline
+
+    spec = ("# calc\n\n## `calc/add.py`\n\n`add(a: int, b: int) -> int`\n\n"
+            "## `calc/neg.py`\n\n`neg(a: int) -> int`\n")
+    ws = tmp_path / "ws"
+    for path, text in {
+        "calc/add.py": "def add(a: int, b: int) -> int:\n    return a + b\n",
+        "tests/test_add.py": "from calc.add import add\n\n\ndef test_add():\n"
+                             "    assert add(1, 2) == 3\n",
+        "calc/neg.py": "def neg(a: int) -> int:\n    return a\n",
+        "tests/test_neg.py": "from calc.neg import neg\n\n\ndef test_neg():\n"
+                             "    assert neg(1) == -1\n"}.items():
+        (ws / path).parent.mkdir(parents=True, exist_ok=True)
+        (ws / path).write_text(text)
+    plan = {"modules": [{"path": f"calc/{n}.py", "purpose": n, "public_api": [sig],
+                         "test_path": f"tests/test_{n}.py"}
+                        for n, sig in (("add", "add(a: int, b: int) -> int"),
+                                       ("neg", "neg(a: int) -> int"))]}
+    neg_tests = "from calc.neg import neg\n\n\ndef test_neg():\n    assert neg(2) == -2\n"
+    replies = {"architect": [json.dumps(plan)],
+               "tester": [f"tests/test_neg.py\n```python\n{neg_tests}```\n"],
+               "coder": ["calc/neg.py\n```python\ndef neg(a: int) -> int:\n    return -a\n```\n"],
+               "reviewer": []}
+    seen: dict[str, int] = {}
+
+    def model(request: ModelRequest) -> ModelResponse:
+        role = role_of(request)
+        seen[role] = seen.get(role, 0) + 1
+        return reply(replies[role][seen[role] - 1])
+
+    run_input = {"spec": spec, "workspace": str(ws), "review": "failures"}
+    pipeline = build_pipeline(run_input)
+    store = await SQLiteBlackboard.open(tmp_path / "o.db")
+    try:
+        fn = FunctionModel(model, name="scripted")
+        run = await Coordinator(store, pipeline, models={r.name: fn for r in pipeline.roles}
+                                ).run(run_input)
+        assert run.status == "completed", run.error
+        tasks = await store.list_tasks(run.id)
+        notes = await store.search_notes(run.id, tag="kept")
+    finally:
+        await store.close()
+    assert sorted(t.role for t in tasks) == ["architect", "coder", "tester"]
+    assert seen == {"architect": 1, "tester": 1, "coder": 1}
+    assert (ws / "calc/add.py").read_text() == "def add(a: int, b: int) -> int:\n    return a + b\n"
+    assert "return -a" in (ws / "calc/neg.py").read_text()
+    assert [n.body for n in notes] == ["calc/add.py is kept as the workspace holds it: its "
+                                       "tests pass"]
