@@ -13,7 +13,7 @@ from agents.team import Coder
 from orchestra.models.base import ModelRequest, ModelResponse
 
 SPEC = ("# add\n\nBuild `calc/add.py` with `add(a: int, b: int) -> int`, tested in "
-        "`tests/test_add.py`.\n\n- `add(1, 2)` is `3`, `add(2, 2)` is `4`.\n")
+        "`tests/test_add.py`.\n\n- `add(1, 2) == 3`, `add(2, 2) == 4`.\n")
 PLANNED = json.dumps(PLAN)
 
 

@@ -24,7 +24,7 @@ from orchestra import Coordinator, FunctionModel, ModelRetry, SQLiteBlackboard, 
 from orchestra.models.base import ModelRequest, ModelResponse
 
 SPEC = ("# add\n\nBuild `calc/add.py` with `add(a: int, b: int) -> int`, tested in "
-        "`tests/test_add.py`. Example: `add(1, 2)` gives 3, shown as `\"3\"` by `show(3)`.")
+        "`tests/test_add.py`. Example: `add(1, 2) -> 3`, shown as `\"3\"` by `show(3)`.")
 PLAN = {"modules": [{"path": "calc/add.py", "purpose": "add two integers",
                      "public_api": ["add(a: int, b: int) -> int"],
                      "test_path": "tests/test_add.py"}]}
