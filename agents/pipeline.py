@@ -24,13 +24,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from agents.checks import dotted, spec_section
 from agents.inputs import ModuleTask, PlanTask, module_task
-from agents.moduletask import stated
 from agents.roles import Architect, CodeAnswer, ProjectPlan, Review, TestsAnswer
-from agents.specapi import spec_signatures
 from agents.speccases import CASE_PREFIX
-from agents.specplan import stated_uses
+from agents.specfacts import SpecFacts, read_spec
 from agents.summary import run_story
 from agents.team import Coder, Reviewer, Tester
 from agents.testsplit import failed_tests
@@ -52,23 +49,16 @@ noise; the reviewer's job is to say whether the code or the tests are wrong), or
 after every coder task."""
 
 
-def _uses(plan: ProjectPlan, spec: str) -> dict[str, list[str]]:
-    """For each module, the plan's other modules it builds on: those its part of the
-    spec names (by path or import name), those the spec's sentences say, and, when the
-    spec says nothing of which builds on which, those the architect listed (a guess: the
-    0.5B planned a lexer built on the parser built on the VM, against the spec's
-    ``stack_lexer.py ← stack_parser.py ← stack_vm.py``, and the VM was coded first)."""
+def _uses(plan: ProjectPlan, facts: SpecFacts) -> dict[str, list[str]]:
+    """For each module, the plan's other modules it builds on: those the spec says, and,
+    when the spec says nothing of which builds on which, those the architect listed (a
+    guess: the 0.5B planned a lexer built on the parser built on the VM, against the
+    spec's ``stack_lexer.py ← stack_parser.py ← stack_vm.py``, and the VM was coded
+    first)."""
     paths = [m.path for m in plan.modules]
-    stated = stated_uses(spec, paths)
-    said = any(stated.values())
-    out: dict[str, list[str]] = {}
-    for m in plan.modules:
-        section = spec_section(spec, m.path) if spec else ""
-        named = {p for p in paths if p != m.path and section is not spec and (
-            p in section or dotted(p) in section)}
-        out[m.path] = [p for p in paths if p != m.path and (
-            (p in m.uses and not said) or p in named or p in stated[m.path])]
-    return out
+    stated, said = facts.uses(paths), facts.says_uses(paths)
+    return {m.path: [p for p in paths if p != m.path and (
+        (p in m.uses and not said) or p in stated[m.path])] for m in plan.modules}
 
 
 def _ordered(paths: list[str], uses: dict[str, list[str]]) -> list[str]:
@@ -90,15 +80,16 @@ def _ordered(paths: list[str], uses: dict[str, list[str]]) -> list[str]:
 
 def _plan_route(budget: float | None, clock: WorkClock) -> Any:
     def route(plan: ProjectPlan, task: Task, writes: Writes) -> None:
-        spec = PlanTask.model_validate(task.input).spec
+        facts = read_spec(PlanTask.model_validate(task.input).spec)  # once per run
+        spec = facts.text
         writes.plans.append(plan.model_dump(mode="json"))
         for d in plan.decisions:
             writes.notes.append(NewNote(f"{d.decision} — because {d.reason}", ("decision",)))
         by_path = {m.path: m for m in plan.modules}
         for path, module in by_path.items():  # the spec's own signatures, where it gives them
-            api = spec_signatures(spec, path, [p for p in by_path if p != path])
+            api = facts.signatures(path, [p for p in by_path if p != path])
             by_path[path] = module.model_copy(update={"public_api": api or module.public_api})
-        uses = _uses(plan, spec)
+        uses = _uses(plan, facts)
         order = [p for p in _ordered(list(by_path), uses) if p not in plan.kept]
         for path in plan.kept:
             writes.notes.append(NewNote(f"{path} is kept as the workspace holds it: its "
@@ -113,7 +104,7 @@ def _plan_route(budget: float | None, clock: WorkClock) -> Any:
             writes, "tester",
             (ModuleTask(module=by_path[path].model_copy(update={"uses": uses[path]}),
                         round=1, spec=spec, uses=[by_path[p] for p in uses[path]],
-                        stated=stated(spec, path, by_path[path].public_api),
+                        stated=facts.stated(path, by_path[path].public_api),
                         until=None if share is None else now + share * (i + 1),
                         worked=now).model_dump(mode="json")
              for i, path in enumerate(order)),

@@ -220,6 +220,7 @@ def test_what_the_spec_says_builds_on_what_outweighs_the_plans_guess() -> None:
     where it says nothing, they are all there is."""
     from agents.pipeline import _ordered, _uses
     from agents.roles import ModuleSpec, ProjectPlan
+    from agents.specfacts import read_spec
 
     def plan(uses: dict[str, list[str]]) -> ProjectPlan:
         return ProjectPlan(modules=[ModuleSpec(path=p, purpose="", public_api=[],
@@ -229,9 +230,9 @@ def test_what_the_spec_says_builds_on_what_outweighs_the_plans_guess() -> None:
     backwards = plan({"vm.py": ["lexer.py", "parser.py"], "parser.py": ["lexer.py", "vm.py"],
                       "lexer.py": ["parser.py"]})
     spec = "# lang\n\nThree modules: `lexer.py` ← `parser.py` ← `vm.py`.\n"
-    uses = _uses(backwards, spec)
+    uses = _uses(backwards, read_spec(spec))
     assert uses == {"vm.py": ["parser.py"], "parser.py": ["lexer.py"], "lexer.py": []}
     assert _ordered(["vm.py", "parser.py", "lexer.py"], uses) == [
         "lexer.py", "parser.py", "vm.py"]
     silent = "# lang\n\nThree modules: `lexer.py`, `parser.py` and `vm.py`.\n"
-    assert _uses(backwards, silent)["parser.py"] == ["vm.py", "lexer.py"]
+    assert _uses(backwards, read_spec(silent))["parser.py"] == ["vm.py", "lexer.py"]
