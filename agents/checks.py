@@ -1,9 +1,9 @@
 """Checks of the stock roles' answers against the world, not just against their schema.
 
-A weak model's answer can be valid JSON and still wrong about the world: a coder
-that "wrote" files it never wrote (or wrote empty, or not as Python), a plan whose
-module is a path copied from an example rather than the one the spec names. Each
-check returns the problem as one instruction the model can act on ('' when fine).
+A weak model's answer can be valid JSON and still unusable: a module that is not
+Python, a test file with no test, a plan's path outside the workspace. Nothing read
+from a spec's prose refuses an answer here. Each check returns the problem as one
+instruction the model can act on ('' when fine).
 """
 
 from __future__ import annotations
@@ -61,32 +61,6 @@ def check_plan(plan: Any, workspace: Workspace) -> str:
             problem = path_problem(workspace, path, what)
             if problem:
                 return f"{problem}. Use the paths the spec names."
-    return ""
-
-
-async def check_written(workspace: Workspace, files: Sequence[str],
-                        required: Sequence[str]) -> str:
-    """The files an answer names (and the ``required`` ones) exist, are not empty, and
-    parse as Python where they are ``.py`` files."""
-    if not files:
-        return ("your answer has no code. Give the module's complete source in module_code "
-                "and its tests in test_code.")
-    for path in [*files, *(p for p in required if p not in files)]:
-        try:
-            text = await workspace.read_file(path)
-        except WorkspaceError as exc:
-            if "does not exist" in str(exc):
-                return (f"{path!r} does not exist in the workspace: you have not written it. "
-                        "Give its complete source in your answer (module_code or "
-                        "test_code).")
-            return f"{path!r} cannot be read ({exc}). Write it with write_file, then answer."
-        if not text.strip():
-            return f"{path!r} is empty. Give its complete source in your answer."
-        kind = required.index(path) if path in required else -1
-        problem = (code_problem(path, text, tests=kind == 1) if kind >= 0 else
-                   python_problem(path, text))
-        if problem:
-            return f"{path!r} is {problem}. Give its fixed, complete source in your answer."
     return ""
 
 
