@@ -407,3 +407,17 @@ async def test_an_approval_stands_unless_a_test_the_spec_vouches_for_fails(
     assert len(seen["reviewer"]) == reviews
     if reviews == 2:
         assert "tests the spec vouches for fail" in seen["reviewer"][1].messages[-1].content
+
+
+async def test_past_the_budget_a_tester_cut_off_keeps_its_tests_without_asking_again(
+        tmp_path: Path) -> None:
+    cut = ("tests/test_add.py\n```python\nfrom calc.add import add\n\n\ndef test_one():\n"
+           "    assert add(1, 2) == 3\n\n\ndef test_two():\n    assert add(2, ")
+    run, _tasks, seen = await run_pipeline(tmp_path, {
+        "architect": [plan], "tester": [lambda _: ModelResponse(cut, finish_reason="length")],
+        "coder": [says(fenced("calc/add.py", GOOD))] * 4, "reviewer": [approve]},
+        time_budget=0.5)
+    assert run.status == "completed", run.error
+    assert len(seen["tester"]) == 1
+    tests = (tmp_path / "ws/tests/test_add.py").read_text()
+    assert "add(1, 2) == 3" in tests and "test_two" not in tests
