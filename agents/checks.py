@@ -1,9 +1,9 @@
 """Checks of the stock roles' answers against the world, not just against their schema.
 
-A weak model's answer can be valid JSON and still wrong about the world: a coder
-that "wrote" files it never wrote (or wrote empty, or not as Python), a plan whose
-module is a path copied from an example rather than the one the spec names. Each
-check returns the problem as one instruction the model can act on ('' when fine).
+A weak model's answer can be valid JSON and still unusable: a module that is not
+Python, a test file with no test, a plan's path outside the workspace. Nothing read
+from a spec's prose refuses an answer here. Each check returns the problem as one
+instruction the model can act on ('' when fine).
 """
 
 from __future__ import annotations
@@ -40,11 +40,8 @@ def spec_paths(spec: str) -> tuple[list[str], list[str]]:
     return modules, tests
 
 
-def _normal(path: str) -> str:
-    return str(PurePosixPath(path.strip()))
-
-
-def _relative_py(workspace: Workspace, path: str, what: str) -> str:
+def path_problem(workspace: Workspace, path: str, what: str = "path") -> str:
+    """Why ``path`` is no Python file inside the workspace ('' when it is one)."""
     try:
         workspace.resolve(path)
     except WorkspaceError as exc:
@@ -54,57 +51,16 @@ def _relative_py(workspace: Workspace, path: str, what: str) -> str:
     return ""
 
 
-def check_plan(plan: Any, spec: str, workspace: Workspace) -> str:
-    """The plan's paths are relative ``.py`` paths inside the workspace, and the module
-    and test paths the spec names are the ones planned."""
-    named_modules, named_tests = spec_paths(spec)
-    named = {p for p in named_modules if PurePosixPath(p).name != "__init__.py"}
-    seen: set[str] = set()
+def check_plan(plan: Any, workspace: Workspace) -> str:
+    """Why the plan cannot be used at all: a path outside the workspace or not a ``.py``
+    file ('' when it can). Nothing read from the spec refuses a plan: test files or
+    helpers the spec does not name are the plan's own choice (a spec's "for example
+    `tests/test_tokens.py`" refused twelve plans of eight modules, and the run)."""
     for module in plan.modules:
         for path, what in ((module.path, "module path"), (module.test_path, "test_path")):
-            problem = _relative_py(workspace, path, what)
+            problem = path_problem(workspace, path, what)
             if problem:
                 return f"{problem}. Use the paths the spec names."
-        path, test_path = _normal(module.path), _normal(module.test_path)
-        if path in seen:
-            return f"the plan lists module {path!r} twice; list each module once."
-        seen.add(path)
-        if named_modules and path not in named_modules:
-            return (f"module path {path!r} is not in the spec; the spec names "
-                    f"{', '.join(repr(p) for p in named_modules)}. Plan exactly those modules.")
-        if named_tests and test_path not in named_tests:
-            return (f"test_path {test_path!r} is not in the spec; the spec names "
-                    f"{', '.join(repr(p) for p in named_tests)}.")
-    missing = sorted(named - seen)
-    if missing:
-        return (f"the plan leaves out {', '.join(repr(p) for p in missing)}, which the spec "
-                "asks for; plan one module for each.")
-    return ""
-
-
-async def check_written(workspace: Workspace, files: Sequence[str],
-                        required: Sequence[str]) -> str:
-    """The files an answer names (and the ``required`` ones) exist, are not empty, and
-    parse as Python where they are ``.py`` files."""
-    if not files:
-        return ("your answer has no code. Give the module's complete source in module_code "
-                "and its tests in test_code.")
-    for path in [*files, *(p for p in required if p not in files)]:
-        try:
-            text = await workspace.read_file(path)
-        except WorkspaceError as exc:
-            if "does not exist" in str(exc):
-                return (f"{path!r} does not exist in the workspace: you have not written it. "
-                        "Give its complete source in your answer (module_code or "
-                        "test_code).")
-            return f"{path!r} cannot be read ({exc}). Write it with write_file, then answer."
-        if not text.strip():
-            return f"{path!r} is empty. Give its complete source in your answer."
-        kind = required.index(path) if path in required else -1
-        problem = (code_problem(path, text, tests=kind == 1) if kind >= 0 else
-                   python_problem(path, text))
-        if problem:
-            return f"{path!r} is {problem}. Give its fixed, complete source in your answer."
     return ""
 
 
@@ -292,17 +248,6 @@ def spec_examples(spec: str) -> list[str]:
         if isinstance(value, str) and value.strip() and value not in found:
             found.append(value)
     return found
-
-
-def missing_examples(tests: str, examples: Sequence[str]) -> list[str]:
-    """The ``examples`` that no string literal of the test file holds."""
-    try:
-        tree = ast.parse(tests)
-    except SyntaxError:
-        return []
-    literals = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant)
-                and isinstance(n.value, str)}
-    return [e for e in examples if e not in literals and not any(e in lit for lit in literals)]
 
 
 def dotted(path: str) -> str:

@@ -6,7 +6,6 @@ Declared here, read by the CLI through ``agents.pipeline:build_pipeline``
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from agents.pipeline import DEFAULT_MAX_ROUNDS, REVIEWS
@@ -17,14 +16,15 @@ DEFAULT_TIME_BUDGET_S = 600.0
 
 def run_input(values: OptionValues) -> dict[str, Any]:
     """The pipeline's input: the spec's text, the workspace, and the time budget as the
-    pipeline takes it (a deadline from now)."""
+    pipeline takes it (a duration of the run's working time: a run resumed later goes on
+    from where it was)."""
     out: dict[str, Any] = {"spec": values.path("spec").read_text(),
                            "max_rounds": values.integer("max-rounds"),
                            "review": values.text("review"),
                            "workspace": str(values.path("workspace"))}
     budget = values.number("time-budget")
-    if budget:  # from now: a budget is wall-clock time since the start
-        out["deadline"] = time.time() + budget
+    if budget:
+        out["time_budget"] = budget
     return out
 
 
@@ -35,8 +35,9 @@ OPTIONS = PipelineOptions((
            help="review rounds per module"),
     Option("time-budget", "float", default=DEFAULT_TIME_BUDGET_S, minimum=0,
            metavar="SECONDS",
-           help=f"after this long no module starts another round: each keeps its best code "
-                f"so the run ends (default {DEFAULT_TIME_BUDGET_S:g}; 0: no budget)"),
+           help=f"after this much working time (a resumed run goes on from where it was) no "
+                f"module starts another round: each keeps its best code so the run ends "
+                f"(default {DEFAULT_TIME_BUDGET_S:g}; 0: no budget)"),
     Option("review", choices=REVIEWS, default=REVIEWS[0],
            help="when the reviewer reads a module: only when its tests fail (default), or "
                 "after every coder task"),

@@ -72,7 +72,10 @@ class ModuleTask(BaseModel):
     history: list[dict[str, Any]] = Field(default_factory=list)
     """The coder's other answers in its task: score, first failure (the reviewer)."""
     until: float | None = None
-    """Epoch seconds by which this module's rounds end (its share of the run's budget)."""
+    """The run's working seconds by which this module's rounds end (its share of the
+    run's budget, in build order)."""
+    worked: float = 0.0
+    """The run's working seconds when the task was posted (see :mod:`agents.workclock`)."""
 
     @property
     def path(self) -> str:

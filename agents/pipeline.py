@@ -11,29 +11,27 @@ its comments, up to ``max_rounds`` rounds, after which the module is marked fail
 (with the reason) instead of looping forever.
 
 Run input: ``{"spec": str, "workspace": str, "max_rounds": int, "review": "failures" |
-"always", "deadline": epoch seconds|None, "model": spec|None}``. With ``review="failures"``
+"always", "time_budget": seconds|None, "model": spec|None}``. With ``review="failures"``
 the reviewer reads a module only where its code and the tests the spec vouches for
-disagree. From ``RESERVE_S`` before
-the deadline (the run's time budget) no role starts another round: each module keeps its
-best code, and a module not begun yet keeps its first usable answer.
+disagree. The time budget is the run's working time (:mod:`agents.workclock`), not the
+wall clock: a run resumed the next morning goes on where it was. From ``RESERVE_S``
+before its end no role starts another round: each module keeps its best code, and a
+module not begun yet keeps its first usable answer.
 """
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
-from agents.checks import dotted, spec_section
 from agents.inputs import ModuleTask, PlanTask, module_task
-from agents.moduletask import stated
 from agents.roles import Architect, CodeAnswer, ProjectPlan, Review, TestsAnswer
-from agents.specapi import spec_signatures
 from agents.speccases import CASE_PREFIX
-from agents.specplan import stated_uses
+from agents.specfacts import SpecFacts, read_spec
 from agents.summary import run_story
 from agents.team import Coder, Reviewer, Tester
 from agents.testsplit import failed_tests
+from agents.workclock import WorkClock
 from agents.workspace import Workspace
 from orchestra import NewHandoff, NewNote, NewTask, Pipeline, Task, UserError, fan_out
 from orchestra.coordinator.pipeline_options import declare_options
@@ -42,9 +40,9 @@ from orchestra.store import Writes
 PIPELINE_REF = "agents.pipeline:build_pipeline"
 DEFAULT_MAX_ROUNDS = 2
 RESERVE_S = 150.0
-"""Seconds before the run's deadline at which no module starts another round: what the
-rounds in flight and the modules not yet begun (one answer each) need, so that a run
-ends by its deadline (a 1.5B model on 2 cores answers in 20-90 s)."""
+"""Working seconds before the end of the run's budget at which no module starts another
+round: what the rounds in flight and the modules not yet begun (one answer each) need,
+so that a run ends within its budget (a 1.5B model on 2 cores answers in 20-90 s)."""
 REVIEWS = ("failures", "always")
 """When the reviewer reads a module: only when its tests do not all pass (the default:
 a passing module's review costs a model call and, from a small model, is mostly
@@ -52,23 +50,16 @@ noise; the reviewer's job is to say whether the code or the tests are wrong), or
 after every coder task."""
 
 
-def _uses(plan: ProjectPlan, spec: str) -> dict[str, list[str]]:
-    """For each module, the plan's other modules it builds on: those its part of the
-    spec names (by path or import name), those the spec's sentences say, and, when the
-    spec says nothing of which builds on which, those the architect listed (a guess: the
-    0.5B planned a lexer built on the parser built on the VM, against the spec's
-    ``stack_lexer.py ← stack_parser.py ← stack_vm.py``, and the VM was coded first)."""
+def _uses(plan: ProjectPlan, facts: SpecFacts) -> dict[str, list[str]]:
+    """For each module, the plan's other modules it builds on: those the spec says, and,
+    when the spec says nothing of which builds on which, those the architect listed (a
+    guess: the 0.5B planned a lexer built on the parser built on the VM, against the
+    spec's ``stack_lexer.py ← stack_parser.py ← stack_vm.py``, and the VM was coded
+    first)."""
     paths = [m.path for m in plan.modules]
-    stated = stated_uses(spec, paths)
-    said = any(stated.values())
-    out: dict[str, list[str]] = {}
-    for m in plan.modules:
-        section = spec_section(spec, m.path) if spec else ""
-        named = {p for p in paths if p != m.path and section is not spec and (
-            p in section or dotted(p) in section)}
-        out[m.path] = [p for p in paths if p != m.path and (
-            (p in m.uses and not said) or p in named or p in stated[m.path])]
-    return out
+    stated, said = facts.uses(paths), facts.says_uses(paths)
+    return {m.path: [p for p in paths if p != m.path and (
+        (p in m.uses and not said) or p in stated[m.path])] for m in plan.modules}
 
 
 def _ordered(paths: list[str], uses: dict[str, list[str]]) -> list[str]:
@@ -88,29 +79,35 @@ def _ordered(paths: list[str], uses: dict[str, list[str]]) -> list[str]:
     return done
 
 
-def _plan_route(deadline: float | None) -> Any:
+def _plan_route(budget: float | None, clock: WorkClock) -> Any:
     def route(plan: ProjectPlan, task: Task, writes: Writes) -> None:
-        spec = PlanTask.model_validate(task.input).spec
+        facts = read_spec(PlanTask.model_validate(task.input).spec)  # once per run
+        spec = facts.text
         writes.plans.append(plan.model_dump(mode="json"))
         for d in plan.decisions:
             writes.notes.append(NewNote(f"{d.decision} — because {d.reason}", ("decision",)))
         by_path = {m.path: m for m in plan.modules}
         for path, module in by_path.items():  # the spec's own signatures, where it gives them
-            api = spec_signatures(spec, path, [p for p in by_path if p != path])
+            api = facts.signatures(path, [p for p in by_path if p != path])
             by_path[path] = module.model_copy(update={"public_api": api or module.public_api})
-        uses = _uses(plan, spec)
-        order = _ordered(list(by_path), uses)
+        uses = _uses(plan, facts)
+        order = [p for p in _ordered(list(by_path), uses) if p not in plan.kept]
+        for path in plan.kept:
+            writes.notes.append(NewNote(f"{path} is kept as the workspace holds it: its "
+                                        "tests pass", ("kept", path)))
+        if not order:
+            return
         # each module's rounds end by its share of the time left (in build order), so the
         # first cannot spend what the others need; a route runs once: no replay
-        now = time.time()
-        share = (deadline - now) / len(order) if deadline is not None else None
+        now = clock.worked()
+        share = (budget - now) / len(order) if budget is not None else None
         fan_out(
             writes, "tester",
             (ModuleTask(module=by_path[path].model_copy(update={"uses": uses[path]}),
                         round=1, spec=spec, uses=[by_path[p] for p in uses[path]],
-                        stated=stated(spec, path, by_path[path].public_api),
+                        stated=facts.stated(path, by_path[path].public_api),
                         until=None if share is None else now + share * (i + 1),
-                        ).model_dump(mode="json")
+                        worked=now).model_dump(mode="json")
              for i, path in enumerate(order)),
             note="write this module's tests from the spec",
             key=lambda item: f"tests:{item['module']['path']}:1")
@@ -118,28 +115,35 @@ def _plan_route(deadline: float | None) -> Any:
     return route
 
 
-def _tests_route(deadline: float | None) -> Any:
+def _tests_route(budget: float | None, clock: WorkClock) -> Any:
     def route(result: TestsAnswer, task: Task, writes: Writes) -> None:
-        done = module_task(task.input)
-        if done.round > 1 and _spent(deadline, done):
+        done = _seen(clock, task)
+        if done.round > 1 and _spent(budget, clock, done):
             # corrected tests past the budget: the module keeps the code it has
             _failed(writes, done.path, done.round - 1, "the run's time budget is spent; its "
                     "tests were corrected but its code was not tried again")
             return
-        _to_coder(done, writes)
+        _to_coder(done, writes, clock.worked())
 
     return route
 
 
-def _spent(deadline: float | None, done: ModuleTask) -> bool:
+def _seen(clock: WorkClock, task: Task) -> ModuleTask:
+    """The finished task's input, its stamp of the run's working time read."""
+    done = module_task(task.input)
+    clock.seen(done.worked)
+    return done
+
+
+def _spent(budget: float | None, clock: WorkClock, done: ModuleTask) -> bool:
     """The run's time budget, or the module's share of it, is spent."""
-    ends = [t for t in (deadline, done.until) if t is not None]
-    return bool(ends) and time.time() >= min(ends)
+    ends = [t for t in (budget, done.until) if t is not None]
+    return bool(ends) and clock.worked() >= min(ends)
 
 
-def _to_coder(done: ModuleTask, writes: Writes) -> None:
+def _to_coder(done: ModuleTask, writes: Writes, worked: float) -> None:
     payload = ModuleTask(module=done.module, spec=done.spec, stated=done.stated,
-                         uses=done.uses, round=done.round, until=done.until)
+                         uses=done.uses, round=done.round, until=done.until, worked=worked)
     if done.round > 1:  # the tests were wrong: the code is tried again against the new ones
         payload.current = done.code
         payload.comments = ["The tests were corrected (the reviewer found them wrong "
@@ -149,9 +153,9 @@ def _to_coder(done: ModuleTask, writes: Writes) -> None:
                                       key=f"code:{done.path}:{done.round}"))
 
 
-def _code_route(review: str) -> Any:
+def _code_route(review: str, clock: WorkClock) -> Any:
     def route(result: CodeAnswer, task: Task, writes: Writes) -> None:
-        done = module_task(task.input)
+        done = _seen(clock, task)
         path, rnd = done.path, done.round
         every = bool((result.report or {}).get("passed"))
         passed = every or result.accepted
@@ -177,7 +181,7 @@ def _code_route(review: str) -> Any:
                     f"for passes ({result.vouched[1] or 'there are none'}); the tester's own "
                     f"fail, and they may be wrong ({_tally(result.report)})")
         else:
-            _to_review(result, done, writes)
+            _to_review(result, done, writes, clock.worked())
 
     return route
 
@@ -195,9 +199,9 @@ def _failed(writes: Writes, path: str, rnd: int, reason: str) -> None:
                                             "reason": reason[:500]}))
 
 
-def _to_review(result: CodeAnswer, done: ModuleTask, writes: Writes) -> None:
+def _to_review(result: CodeAnswer, done: ModuleTask, writes: Writes, worked: float) -> None:
     payload = ModuleTask(module=done.module, round=done.round, spec=done.spec,
-                         stated=done.stated, uses=done.uses, until=done.until,
+                         stated=done.stated, uses=done.uses, until=done.until, worked=worked,
                          code=result.files.get(done.path, ""), tests=result.tests,
                          report=result.report, summary=result.text[:500],
                          history=result.history)
@@ -206,9 +210,9 @@ def _to_review(result: CodeAnswer, done: ModuleTask, writes: Writes) -> None:
                                       key=f"review:{done.path}:{done.round}"))
 
 
-def _review_route(max_rounds: int, deadline: float | None) -> Any:
+def _review_route(max_rounds: int, budget: float | None, clock: WorkClock) -> Any:
     def route(review: Review, task: Task, writes: Writes) -> None:
-        done = module_task(task.input)
+        done = _seen(clock, task)
         path, rnd = done.path, done.round
         if review.approved:
             writes.notes.append(NewNote(f"approved {path} in round {rnd}", ("approval", path)))
@@ -218,12 +222,12 @@ def _review_route(max_rounds: int, deadline: float | None) -> Any:
         if rnd >= max_rounds:
             _failed(writes, path, rnd, reason)
             return
-        if _spent(deadline, done):  # a route runs once: no replay
+        if _spent(budget, clock, done):  # a route runs once: no replay
             _failed(writes, path, rnd, f"the run's time budget is spent ({reason})")
             return
         base = ModuleTask(module=done.module, round=rnd + 1, spec=done.spec,
                           stated=done.stated, uses=done.uses, comments=review.comments,
-                          report=done.report, until=done.until)
+                          report=done.report, until=done.until, worked=clock.worked())
         failing = failed_tests(str((done.report or {}).get("output", "")))
         if review.fix == "tests" and failing and all(t.startswith(CASE_PREFIX) for t in failing):
             # only the spec's own examples fail: no tester can change them; the code must
@@ -256,12 +260,14 @@ def build_pipeline(run_input: Any) -> Pipeline:
     root.mkdir(parents=True, exist_ok=True)
     workspace = Workspace(root)
     max_rounds = int(run_input.get("max_rounds") or DEFAULT_MAX_ROUNDS)
-    deadline = run_input.get("deadline")
-    if deadline is not None and not isinstance(deadline, (int, float)):
-        raise UserError(f"deadline {deadline!r} is not a time (epoch seconds, as `orchestra "
-                        "run --time-budget` sets it)")
-    if deadline is not None:
-        deadline = float(deadline) - RESERVE_S
+    budget = run_input.get("time_budget")
+    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, (int, float))
+                               or budget < 0):
+        raise UserError(f"time_budget {budget!r} is not a duration (seconds of the run's "
+                        "working time, as `orchestra run --time-budget` sets it)")
+    if budget is not None:
+        budget = float(budget) - RESERVE_S
+    clock = WorkClock()
     review = str(run_input.get("review") or REVIEWS[0])
     if review not in REVIEWS:
         raise UserError(f"review {review!r} is not one of {', '.join(REVIEWS)}: 'failures' "
@@ -269,18 +275,18 @@ def build_pipeline(run_input: Any) -> Pipeline:
                         "coder task")
     return Pipeline(
         "software",
-        roles=[Architect(workspace), Tester(workspace, deadline=deadline),
-               Coder(workspace, deadline=deadline), Reviewer(workspace)],
+        roles=[Architect(workspace, clock=clock), Tester(workspace, budget=budget, clock=clock),
+               Coder(workspace, budget=budget, clock=clock), Reviewer(workspace, clock=clock)],
         # the files there are now, in the task's input: a small model otherwise keeps
         # reading the path it is to create (seen: read_file of the spec's module, thrice)
         start=lambda inp: [NewTask("architect", PlanTask(
             spec=inp["spec"], workspace_files=workspace.existing_files()).model_dump(),
             key="plan")],
         routes={
-            "architect": _plan_route(deadline),
-            "tester": _tests_route(deadline),
-            "coder": _code_route(review),
-            "reviewer": _review_route(max_rounds, deadline),
+            "architect": _plan_route(budget, clock),
+            "tester": _tests_route(budget, clock),
+            "coder": _code_route(review, clock),
+            "reviewer": _review_route(max_rounds, budget, clock),
         },
         ref=PIPELINE_REF,
         fail_run_on_task_failure=True,

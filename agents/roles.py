@@ -7,18 +7,24 @@ files as fenced blocks, a verdict as JSON.
 
 from __future__ import annotations
 
+import inspect
 import re
-import time
-from typing import Any, ClassVar, Literal
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
+from pydantic.json_schema import SkipJsonSchema
 
-from agents.checks import check_plan
-from agents.specplan import plan_from_spec
+from agents.checks import check_plan, path_problem
+from agents.specplan import complete_plan, plan_from_spec
 from agents.testrunner import TestReport, run_pytest
+from agents.workclock import WorkClock
 from agents.workspace import Workspace
 from orchestra import ModelRetry, ModelSettings, Role, ToolContext, tool
 from orchestra.answers import Edits, Files
+from orchestra.models import OutputSchema
+from orchestra.runtime.replies import parse_output
 
 
 # Descriptions carry no example values: a weak model copies an example path into
@@ -55,6 +61,9 @@ class ProjectPlan(BaseModel):
 
     modules: list[ModuleSpec] = Field(min_length=1)
     decisions: list[Decision] = Field(default_factory=list)
+    kept: SkipJsonSchema[list[str]] = Field(default_factory=list)
+    """Modules the workspace already holds whose tests pass: not written again (filled
+    by the architect's check, not by the model)."""
 
 
 class CodeAnswer(Edits):
@@ -80,6 +89,8 @@ class TestsAnswer(Files):
     """The tester's answer: the module's test file, written from the spec alone."""
 
     __test__ = False  # not a pytest test class, despite the name
+    cut_off: bool = False
+    """The reply ran into the token limit: the file holds its complete tests only."""
 
 
 class Review(BaseModel):
@@ -104,17 +115,29 @@ class WorkspaceRole(Role):
 
     recall = False
 
-    def __init__(self, workspace: Workspace, *, deadline: float | None = None) -> None:
+    def __init__(self, workspace: Workspace, *, budget: float | None = None,
+                 clock: WorkClock | None = None) -> None:
         self.workspace = workspace
-        self.deadline = deadline
-        """Epoch seconds after which the role takes what it has instead of another round
-        (the run's time budget; None: no budget)."""
+        self.budget = budget
+        """The run's working seconds after which the role takes what it has instead of
+        another round (the run's time budget; None: no budget)."""
+        self.clock = clock or WorkClock()
+
+    def task_message(self, task_input: Any) -> str:
+        """The task as the model reads it; the run's working time it was posted at is
+        read into the clock (at every claim: a resumed process starts from there)."""
+        worked = (task_input.get("worked") if isinstance(task_input, dict)
+                  else getattr(task_input, "worked", None))
+        if isinstance(worked, (int, float)):
+            self.clock.seen(float(worked))
+        return super().task_message(task_input)
 
     def out_of_time(self, until: float | None = None) -> bool:
-        """True once the run's time budget (or ``until``, a module's share of it) is spent
-        (read in journaled checks only, so a replay decides as the first execution did)."""
-        ends = [t for t in (self.deadline, until) if t is not None]
-        return bool(ends) and time.time() >= min(ends)
+        """True once the run's working time reaches its budget (or ``until``, a module's
+        share of it) (read in journaled checks only, so a replay decides as the first
+        execution did)."""
+        ends = [t for t in (self.budget, until) if t is not None]
+        return bool(ends) and self.clock.worked() >= min(ends)
 
     async def tests(self, target: str | None, limit_s: float = 60.0) -> dict[str, Any]:
         report: TestReport = await run_pytest(self.workspace.root, target, timeout=limit_s)
@@ -146,6 +169,35 @@ class FileReader(WorkspaceRole):
         return await self.workspace.read_file(path)
 
 
+@dataclass(frozen=True)
+class _PlanReply:
+    """The plan as a JSON object, read as any JSON answer is; a reply that is no plan
+    (not JSON, not valid against :class:`ProjectPlan`) gives way to the plan the spec
+    states, with no further model call, wherever the spec names its modules."""
+
+    output: type[ProjectPlan] = ProjectPlan
+
+    def instructions(self) -> str:
+        return ""
+
+    def task_note(self, task_input: Any) -> str:
+        return ""
+
+    def schema(self) -> OutputSchema:
+        return OutputSchema(ProjectPlan.__name__, ProjectPlan.model_json_schema(),
+                            inspect.cleandoc(ProjectPlan.__doc__ or ""))
+
+    def parse(self, text: str, *, truncated: bool, task_input: Any) -> BaseModel:
+        try:
+            plan: BaseModel = parse_output(text, ProjectPlan, truncated=truncated)
+        except ValueError:
+            stated = plan_from_spec(PlanTask.model_validate(task_input).spec)
+            if stated is None:
+                raise
+            return ProjectPlan.model_validate(stated)
+        return plan
+
+
 class Architect(WorkspaceRole):
     """You are the architect of a small Python project. Read the spec you are given
     (workspace_files lists the files the workspace already has), then reply with the
@@ -157,24 +209,39 @@ class Architect(WorkspaceRole):
 
     name = "architect"
     input = PlanTask
-    output = ProjectPlan
+    answer = _PlanReply()
     # a runaway reply stops early, not at a timeout; greedy: one plan, the likeliest
     settings = ModelSettings(max_tokens=1500, temperature=0.0)
     concurrency = 1
-    fallback_after: ClassVar[int] = 1
-    """Refused plans after which the plan the spec itself states is taken (if it states
-    one): at once, since the check that refused may be the one that is wrong, and another
-    plan from a small model costs a call and is seldom better."""
 
     async def check_output(self, ctx: ToolContext, output: Any) -> ProjectPlan | None:
-        """The plan's paths are inside the workspace and the ones the spec names."""
+        """The plan as the model made it, made whole (see :func:`complete_plan`): only a
+        path outside the workspace or not a ``.py`` file is dropped, and only a plan with
+        no usable module left, from a spec that names none, is sent back."""
         spec = PlanTask.model_validate(ctx.task_input).spec
-        problem = check_plan(output, spec, self.workspace)
-        if not problem:
-            return None
-        stated = plan_from_spec(spec)
-        if stated is not None and len(ctx.rejections) + 1 >= type(self).fallback_after:
-            plan = ProjectPlan.model_validate(stated)
-            if not check_plan(plan, spec, self.workspace):
-                return plan  # the spec's own plan beats a run that fails here
-        raise ModelRetry(f"Your plan cannot be used: {problem}")
+        usable = [m.model_dump(mode="json") for m in output.modules
+                  if not path_problem(self.workspace, m.path)]
+        for m in (m for m in usable if path_problem(self.workspace, m["test_path"])):
+            m["test_path"] = f"tests/test_{PurePosixPath(m['path']).stem}.py"
+        whole = complete_plan({"modules": usable, "decisions": [
+            d.model_dump(mode="json") for d in output.decisions]}, spec)
+        if not whole["modules"] or check_plan(plan := ProjectPlan.model_validate(whole),
+                                              self.workspace):
+            raise ModelRetry("Your plan cannot be used: "
+                             + (check_plan(output, self.workspace) or "it has no module")
+                             + ". Reply with the plan as a JSON object.")
+        kept = await self._passing(plan, PlanTask.model_validate(ctx.task_input))
+        plan = plan.model_copy(update={"kept": kept}) if kept else plan
+        return None if plan == output else plan
+
+    async def _passing(self, plan: ProjectPlan, task: PlanTask) -> list[str]:
+        """The planned modules the workspace already holds whose tests (the plan's test
+        file) it holds too and which pass: a run on a workspace part built keeps them."""
+        have = set(task.workspace_files)
+        kept = []
+        for m in plan.modules:
+            if m.path in have and m.test_path in have and (
+                    await self.tests(m.test_path))["passed"]:
+                kept.append(m.path)
+        return kept
+

@@ -1,23 +1,19 @@
-"""Examples a spec gives as data: markdown tables of inputs and outputs (a column per
+"""Examples a spec gives as markdown tables of inputs and outputs (a column per
 parameter and one headed by the call, a table of bad inputs under a sentence about
-errors, an input/output pair of columns), and lists of cases in JSON (objects naming the
-function, its arguments and its result or error).
+errors, an input/output pair of columns).
 
 A cell is a value when it is a literal that fits the parameter's type, or the cell's
-text for a ``str`` parameter; a JSON value is converted to the type the signature
-states (a JSON list for a ``tuple``). Anything else leaves the row out.
+text for a ``str`` parameter. Anything else leaves the row out.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator
-from typing import Any
 
-from agents.specread import ERROR_NAME, Api, Function, SpecCase, fits, literal, stated_result
+from agents.specread import ERROR_NAME, Api, SpecCase, fits, literal, stated_result
 
-__all__ = ["json_cases", "table_cases"]
+__all__ = ["table_cases"]
 
 _ERROR = ERROR_NAME
 
@@ -118,63 +114,3 @@ def _table(header: list[str], rows: list[list[str]], api: Api,
                 if arg is not None and (expected is not None or error is not None):
                     out.append(SpecCase(f"{fn.name}({arg})", expected=expected, error=error))
     return out
-
-
-_NAME_KEYS = ("call", "function", "fn", "func", "name", "method")
-_ARG_KEYS = ("args", "arguments", "input", "inputs", "params", "parameters", "kwargs")
-_RESULT_KEYS = ("result", "expected", "output", "returns", "return", "want", "value")
-_ERROR_KEYS = ("raises", "error", "exception", "throws")
-
-
-def _as(value: Any, annotation: str | None) -> Any:
-    """A JSON value as the type the signature states (a list for a tuple, recursively
-    for the outer type only)."""
-    if isinstance(value, list) and annotation and re.match(r"\s*(?:tuple|Tuple)\b",
-                                                             annotation):
-        return tuple(value)
-    return value
-
-
-def json_cases(block: str, api: Api) -> list[SpecCase] | None:
-    """The cases a code block lists as JSON objects (None when it is not such a list)."""
-    try:
-        data = json.loads(block)
-    except ValueError:
-        return None
-    items = data if isinstance(data, list) else (
-        next((v for v in data.values() if isinstance(v, list)), None)
-        if isinstance(data, dict) else None)
-    if not items or not all(isinstance(i, dict) for i in items):
-        return None
-    out: list[SpecCase] = []
-    for item in items:
-        name = next((item[k] for k in _NAME_KEYS if isinstance(item.get(k), str)), None)
-        fn = api.functions.get(str(name).split("(")[0].strip()) if name else None
-        if fn is None:
-            continue
-        case = _json_case(fn, item)
-        if case is not None:
-            out.append(case)
-    return out
-
-
-def _json_case(fn: Function, item: dict[str, Any]) -> SpecCase | None:
-    raw: Any = next((item[k] for k in _ARG_KEYS if k in item), [])
-    names = [p for p, _, _ in fn.params]
-    if isinstance(raw, dict):
-        args = [f"{k}={_as(v, fn.annotation(k))!r}" for k, v in raw.items()]
-    else:
-        values = raw if isinstance(raw, list) else [raw]
-        if len(values) > len(names):
-            return None
-        args = [repr(_as(v, fn.annotation(p))) for v, p in zip(values, names, strict=False)]
-    call = f"{fn.name}({', '.join(args)})"
-    error = next((item[k] for k in _ERROR_KEYS if isinstance(item.get(k), str)), None)
-    if error:
-        found = re.search(ERROR_NAME, error)
-        return SpecCase(call, error=found.group(1)) if found else None
-    key = next((k for k in _RESULT_KEYS if k in item), None)
-    if key is None:
-        return None
-    expected = repr(_as(item[key], fn.returns))
-    return SpecCase(call, expected=expected) if literal(expected) else None

@@ -1,14 +1,12 @@
-"""Examples a spec states in forms other than backticked sentences: code blocks (a script
-whose results are given in comments, ``assert``/``==`` lines, doctest ``>>>`` sessions,
-a listing that is not Python), calls in running prose with or without backticks
-(``f(x) -> y``, ``f(x) returns y``), a value stated for a value (``"xyz" -> "1x1y1z"``)
-under the one function it is about, "raises E for a, b, c" lists, and markdown tables
-of inputs and outputs.
+"""Examples a spec states in unambiguous forms: code blocks (a script whose results are
+given in comments, ``assert``/``==`` lines, doctest ``>>>`` sessions, a listing that is
+not Python), calls with their results in running text (``f(x) == y``, ``f(x) -> y``,
+``f(x) => y``, ``f(x) raises E``), and markdown tables of inputs and outputs.
 
-Each class of phrasing is read by one rule, and a rule keeps a case only when every
-value in it is a literal the spec writes (or a table cell for a ``str`` parameter), the
-values fit the signature's types, and nothing says "or" (alternatives are no single
-expectation). What is left out is left to the model's tests, which only rank.
+A case is kept only when every value in it is a literal the spec writes (or a table
+cell for a ``str`` parameter), the values fit the signature's types, and nothing says
+"or". Examples told in sentences are not read: what a sentence means is left to the
+model's tests and to running code, which rank candidates and refuse nothing.
 """
 
 from __future__ import annotations
@@ -19,18 +17,15 @@ import re
 import tokenize
 from collections.abc import Iterator
 
-from agents.specdata import json_cases, table_cases
+from agents.specdata import table_cases
 from agents.specread import (
     BUILTIN_NAMES,
     ERROR_NAME,
     STDLIB,
     Api,
-    Function,
     SpecCase,
     calls_in,
-    fits,
     literal,
-    literal_before,
     stated_result,
 )
 
@@ -38,11 +33,8 @@ __all__ = ["stated_cases"]
 
 _FENCE = re.compile(r"^[ \t]*```[^\n]*\n(.*?)^[ \t]*```[ \t]*$", re.S | re.M)
 _ERROR = ERROR_NAME
-_VERB = re.compile(r"[`\s]*(==|->|→|=>|⇒|\bis\b|\bare\b|\breturns?\b|\bgives?\b|\bbecomes?\b"
-                   r"|\byields?\b|\bevaluates to\b|\bequals\b|\bshould (?:be|return|give)\b"
-                   r"|#)[`\s]*")
+_VERB = re.compile(r"[`\s]*(==|->|→|=>|⇒|#)[`\s]*")
 _RAISES = re.compile(r"[`\s]*\b(?:raises?|throws?)\b[`\s]*" + _ERROR)
-_ARROW = re.compile(r"\s*(->|→|=>|⇒|\bbecomes\b|\bgives\b|\byields\b|\bturns into\b)\s*")
 
 
 def stated_cases(section: str, api: Api) -> list[SpecCase]:
@@ -54,8 +46,6 @@ def stated_cases(section: str, api: Api) -> list[SpecCase]:
     cases += table_cases(prose, api)
     text = "\n".join(line for line in prose.split("\n") if not line.lstrip().startswith("|"))
     cases += _call_cases(text, api, code=False)
-    cases += _value_cases(text, api)
-    cases += _raise_cases(text, api)
     return list(dict.fromkeys(cases))
 
 
@@ -67,10 +57,7 @@ def _expected(after: str, returns: str | None, code: bool) -> tuple[str | None, 
     verb = _VERB.match(after)
     if not verb or (verb.group(1) == "#" and not code):
         return None, None
-    rest = after[verb.end():]
-    if verb.group(1) != "#" and re.match(r"(?:not|also|called|used)\b", rest):
-        return None, None
-    return stated_result(rest, returns)
+    return stated_result(after[verb.end():], returns)
 
 
 def _call_cases(text: str, api: Api, *, code: bool) -> list[SpecCase]:
@@ -83,77 +70,7 @@ def _call_cases(text: str, api: Api, *, code: bool) -> list[SpecCase]:
     return out
 
 
-def _paragraph(text: str, at: int) -> str:
-    start = max(text.rfind("\n\n", 0, at), text.rfind("\n- ", 0, at), text.rfind("\n* ", 0, at))
-    ends = [e for e in (text.find("\n\n", at), text.find("\n- ", at), text.find("\n* ", at))
-            if e >= 0]
-    return text[max(start, 0):min(ends) if ends else len(text)]
-
-
-def _subject(text: str, at: int, api: Api) -> Function | None:
-    """The one function a value stated at ``at`` is about: the only one its paragraph
-    names, else the module's only one; it must take one argument."""
-    para = _paragraph(text, at)
-    named = [f for f in api.functions if re.search(rf"(?<![\w.]){re.escape(f)}\b", para)]
-    fns = named if named else list(api.functions)
-    if len(fns) != 1:
-        return None
-    fn = api.functions[fns[0]]
-    return fn if len(fn.required) == 1 else None
-
-
-def _implied(fn: Function, value: str) -> str | None:
-    param = fn.required[0]
-    return f"{fn.name}({value})" if fits(value, fn.annotation(param)) else None
-
-
-def _value_cases(text: str, api: Api) -> list[SpecCase]:
-    """``"xyz" -> "1x1y1z"``: a value stated for a value, for the one function meant."""
-    out = []
-    for m in _ARROW.finditer(text):
-        left = literal_before(text[:m.start()])
-        if left is None or re.search(r"\w\($", text[:m.start()].rstrip("` ")[:-len(left)]):
-            continue
-        fn = _subject(text, m.start(), api)
-        if fn is None:
-            continue
-        expected, error = stated_result(text[m.end():m.end() + 600], fn.returns)
-        call = _implied(fn, left)
-        if call and (expected is not None or error is not None):
-            out.append(SpecCase(call, expected=expected, error=error))
-    return out
-
-
-# a quote inside a word is an apostrophe ("it's given something that isn't"), not a string
-_QUOTED_OR_TICKED = re.compile(
-    r"`([^`]+)`|(?<!\w)(\"(?:[^\"\\\n]|\\.)*\"|'(?:[^'\\\n]|\\.)*')(?!\w)")
-
-
-def _raise_cases(text: str, api: Api) -> list[SpecCase]:
-    """"raises E for "A1", "", "??"" and "(`"12ab"`, `"3.5"`) raises E": each value
-    given with the error, for the one function meant."""
-    out = []
-    for m in re.finditer(r"\b(?:raises?|throws?)\b[`\s]*" + _ERROR + "`?", text):
-        fn = _subject(text, m.start(), api)
-        if fn is None:
-            continue
-        after = re.split(r"(?<!e\.g)(?<!i\.e)(?<!etc)\.\s|;|\n\n|\n[-*] ", text[m.end():],
-                         maxsplit=1)[0]
-        before = text[:m.start()].rstrip(" `")
-        group = before[before.rfind("("):] if before.endswith(")") and "(" in before else ""
-        for part in (after, group):
-            for tick, quoted in _QUOTED_OR_TICKED.findall(part):
-                value = literal(tick or quoted)
-                call = _implied(fn, value) if value is not None else None
-                if call and not isinstance(ast.literal_eval(value or "0"), bool):
-                    out.append(SpecCase(call, error=m.group(1)))
-    return out
-
-
 def _block_cases(block: str, api: Api) -> list[SpecCase]:
-    data = json_cases(block, api)
-    if data is not None:
-        return data
     if re.search(r"^\s*>>> ", block, re.M):
         return _doctest_cases(block, api)
     try:

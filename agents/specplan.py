@@ -1,9 +1,11 @@
-"""A plan read from the spec itself: what the architect's task falls back on.
+"""A plan read from the spec itself: what the architect's plan is completed with, and
+what it falls back on.
 
 A spec that names its module files, their test files and their signatures already is
-a plan. When a (small) model's plans keep being refused, the run goes on with this one
-instead of failing: every module the spec names, paired with the test file named after
-it, with the signatures the spec gives.
+a plan. When a (small) model's reply is no plan at all, the run goes on with this one
+(no further model call): every module the spec names, paired with the test file named
+after it, with the signatures the spec gives. A plan that is one keeps its choices and
+gains the modules the spec names that it left out.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any
 from agents.checks import dotted, spec_paths, spec_section
 from agents.specapi import spec_signatures
 
-__all__ = ["plan_from_spec", "stated_uses"]
+__all__ = ["complete_plan", "plan_from_spec", "stated_uses"]
 
 
 def _test_for(path: str, modules: list[str], tests: list[str]) -> str | None:
@@ -53,6 +55,41 @@ def plan_from_spec(spec: str) -> dict[str, Any] | None:
     return {"modules": planned, "decisions": [{
         "decision": "the plan is the spec's own: its modules, test files and signatures",
         "reason": "the architect's plans could not be used"}]}
+
+
+def complete_plan(plan: dict[str, Any], spec: str) -> dict[str, Any]:
+    """``plan`` (the architect's, as JSON) made whole without asking again: each module
+    once, each with a test file of its own, and every module the spec names (from the
+    spec's own plan) that it left out. Its other choices stand: test files and helper
+    modules the spec does not name are advice, never a reason to refuse it."""
+    modules: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for m in plan.get("modules", []):
+        path = str(PurePosixPath(str(m["path"]).strip()))
+        if path not in seen:
+            seen.add(path)
+            modules.append({**m, "path": path})
+    decisions = list(plan.get("decisions", []))
+    own = plan_from_spec(spec)
+    added = [m for m in (own or {}).get("modules", []) if m["path"] not in seen]
+    if added:
+        modules += added
+        decisions.append({"decision": "added " + ", ".join(m["path"] for m in added),
+                          "reason": "the spec names them and the plan left them out"})
+    # the spec's own modules first: a helper it does not name waits for them
+    named = {m["path"] for m in (own or {}).get("modules", [])}
+    modules.sort(key=lambda m: m["path"] not in named)
+    taken = {m["path"] for m in modules}
+    for m in modules:
+        test_path = str(PurePosixPath(str(m["test_path"]).strip()))
+        if test_path in taken:  # shared with another module (or a module itself)
+            stem = PurePosixPath(m["path"]).stem
+            test_path = str(PurePosixPath(test_path).parent / f"test_{stem}.py")
+            if test_path in taken:
+                test_path = f"tests/test_{dotted(m['path']).replace('.', '_')}.py"
+        taken.add(test_path)
+        m["test_path"] = test_path
+    return {**plan, "modules": modules, "decisions": decisions}
 
 
 _BUILDS_ON = re.compile(r"\b(?:builds? on|is built on|built on top of|on top of|uses|imports"

@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 __all__ = ["Api", "Function", "SpecCase", "call_source", "calls_in", "fits", "import_names",
-           "literal", "literal_before", "literal_prefix", "read_api", "stated_result"]
+           "literal", "literal_prefix", "read_api", "stated_result"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,20 +187,6 @@ def literal_prefix(text: str, limit: int = 600) -> tuple[str, int] | None:
         if value is not None:
             best = (value, lead + end)
     return best
-
-
-def literal_before(text: str, limit: int = 300) -> str | None:
-    """The longest literal ``text`` ends with (after stripping spaces and backticks)."""
-    text = text.rstrip(" \t`")[-limit:]
-    for start in range(len(text)):
-        if start and (text[start - 1].isalnum() or text[start - 1] in "_."):
-            continue
-        if text[start] in " \t`" or not (text[start] in "\"'([{-" or text[start].isalnum()):
-            continue
-        value = literal(text[start:])
-        if value is not None:
-            return value
-    return None
 
 
 def _close(text: str, start: int) -> int:

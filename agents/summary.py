@@ -24,12 +24,15 @@ async def run_story(store: Board, run_id: str) -> list[str]:
     """Lines for a person: built and approved modules, bugs caught and how they were fixed."""
     plan = await store.latest_plan(run_id)
     body = plan.body if plan is not None and isinstance(plan.body, dict) else {}
-    modules = [str(m.get("path")) for m in body.get("modules", []) if isinstance(m, dict)]
+    kept = [str(k) for k in body.get("kept", [])]
+    modules = [str(m.get("path")) for m in body.get("modules", [])
+               if isinstance(m, dict) and m.get("path") not in kept]
     approved: dict[str, str] = {}
     for note in await store.search_notes(run_id, tag="approval", limit=500):
         path = next((t for t in note.tags if t != "approval"), "")
         approved[path] = note.body.rsplit(" in ", 1)[-1] if " in " in note.body else ""
-    lines = []
+    lines = ["kept as the workspace held them (their tests pass): " + ", ".join(kept)
+             ] if kept else []
     if modules:
         lines.append("modules built: " + ", ".join(modules))
         lines.append("approved: " + (", ".join(

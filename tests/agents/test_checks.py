@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.checks import check_plan, check_written, spec_paths
+from agents.checks import check_plan, spec_paths
 from agents.roles import ModuleSpec, ProjectPlan
 from agents.workspace import Workspace
 
@@ -32,46 +32,21 @@ def test_spec_paths() -> None:
 
 
 @pytest.mark.parametrize(("bad", "problem"), [
-    (plan("textkit/wrap.py"), "module path 'textkit/wrap.py' is not in the spec"),
-    (plan(test_path="tests/test_wrap.py"), "test_path 'tests/test_wrap.py' is not in the spec"),
     (plan("/etc/roman.py"), "is absolute"),
     (plan("../roman.py"), "contains '..'"),
     (plan("kata/roman"), "is not a Python file path"),
-    (plan("kata/roman.py", "tests/test_roman.py",
-          ModuleSpec(path="./kata/roman.py", purpose="p", public_api=[],
-                     test_path="tests/test_roman.py")), "lists module 'kata/roman.py' twice"),
+    (plan(test_path="../test_roman.py"), "contains '..'"),
 ])
-def test_bad_plans_are_refused(ws: Workspace, bad: ProjectPlan, problem: str) -> None:
-    assert problem in check_plan(bad, SPEC, ws)
+def test_plans_unusable_as_data_are_refused(ws: Workspace, bad: ProjectPlan,
+                                            problem: str) -> None:
+    assert problem in check_plan(bad, ws)
 
 
-def test_good_plans_pass(ws: Workspace) -> None:
-    assert check_plan(plan(), SPEC, ws) == ""
-    assert check_plan(plan("./kata/roman.py"), SPEC, ws) == ""
-    assert check_plan(plan("calc/add.py", "tests/test_add.py"), "no paths here", ws) == ""
-
-
-def test_a_plan_leaving_out_a_named_module(ws: Workspace) -> None:
-    spec = SPEC + " And `kata/arabic.py` with `from_roman(s)`."
-    assert "leaves out 'kata/arabic.py'" in check_plan(plan(), spec, ws)
-
-
-async def test_written_files_must_exist_be_non_empty_and_parse(ws: Workspace) -> None:
-    required = ["kata/roman.py", "tests/test_roman.py"]
-    assert "has no code" in await check_written(ws, [], required)
-    assert "'kata/roman.py' does not exist in the workspace" in await check_written(
-        ws, ["kata/roman.py"], required)
-    await ws.write_file("kata/roman.py", "def to_roman(n):\n    return 'I'\n")
-    assert "'tests/test_roman.py' does not exist" in await check_written(
-        ws, ["kata/roman.py"], required)
-    await ws.write_file("tests/test_roman.py", "   \n")
-    assert "'tests/test_roman.py' is empty" in await check_written(ws, required, required)
-    await ws.write_file("tests/test_roman.py", "def test_x(:\n    pass\n")
-    problem = await check_written(ws, required, required)
-    assert "'tests/test_roman.py' is not valid Python (line 1:" in problem
-    await ws.write_file("tests/test_roman.py", "def test_x():\n    pass\n")
-    assert await check_written(ws, required, required) == ""
-    assert "is absolute" in await check_written(ws, ["/etc/passwd"], [])
+def test_plans_the_spec_does_not_name_are_no_problem(ws: Workspace) -> None:
+    """Nothing read from the spec refuses a plan (issue 46)."""
+    assert check_plan(plan(), ws) == ""
+    assert check_plan(plan("./kata/roman.py"), ws) == ""
+    assert check_plan(plan("textkit/wrap.py", "tests/test_wrap.py"), ws) == ""
 
 
 def test_a_syntax_error_shows_its_line_and_the_nested_f_string_quote_gets_a_hint() -> None:

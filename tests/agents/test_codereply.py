@@ -63,14 +63,12 @@ async def test_a_copy_of_the_spec_is_answered_by_a_fresh_sample(tmp_path: Path) 
 async def test_past_the_budget_a_module_with_no_usable_answer_gives_up(tmp_path: Path) -> None:
     """The run ends on time: after the coder's last tries, the module is left unwritten
     and the run's notes say why (it was tried until its output retries ran out)."""
-    import time
-
     from agents.coder import Coder
 
     garbage = says("```python\nthis is not python at all, sorry\n```\n")
     run, tasks, seen = await run_pipeline(tmp_path, {
         "architect": [plan], "tester": [says(fenced("tests/test_add.py", TESTS))],
-        "coder": [garbage] * 8, "reviewer": []}, spec=SPEC, deadline=time.time() + 1)
+        "coder": [garbage] * 8, "reviewer": []}, spec=SPEC, time_budget=1)
     assert run.status == "completed", run.error
     assert len(seen["coder"]) == 1 + Coder.last_tries
     assert not (tmp_path / "ws/calc/add.py").exists()

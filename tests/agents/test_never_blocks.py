@@ -123,23 +123,24 @@ async def test_no_review_where_no_test_the_spec_vouches_for_fails(tmp_path: Path
 
 
 def test_each_module_gets_its_share_of_the_time_left_in_build_order() -> None:
-    import time
     from types import SimpleNamespace
 
     from agents.pipeline import _plan_route
     from agents.roles import ProjectPlan
+    from agents.workclock import WorkClock
     from orchestra.store import Writes
 
     task = SimpleNamespace(input={"spec": CALC_SPEC, "workspace_files": []})
     writes = Writes()
-    deadline = time.time() + 300
-    _plan_route(deadline)(ProjectPlan.model_validate(PLAN), task, writes)  # type: ignore[arg-type]
+    clock = WorkClock()
+    _plan_route(300.0, clock)(ProjectPlan.model_validate(PLAN), task, writes)  # type: ignore[arg-type]
     until = {h.payload["module"]["path"]: h.payload["until"] for h in writes.handoffs}
-    # tokens.py is built first (evaluator.py builds on it): its share ends first
-    assert until["tokens.py"] < until["evaluator.py"] <= deadline + 1
+    # tokens.py is built first (evaluator.py builds on it): its share ends first; shares
+    # are of the run's working seconds, not epochs
+    assert until["tokens.py"] < until["evaluator.py"] <= 300 + 1
     assert abs(until["evaluator.py"] - until["tokens.py"] - 150) < 5
     none = Writes()
-    _plan_route(None)(ProjectPlan.model_validate(PLAN), task, none)  # type: ignore[arg-type]
+    _plan_route(None, clock)(ProjectPlan.model_validate(PLAN), task, none)  # type: ignore[arg-type]
     assert all(h.payload["until"] is None for h in none.handoffs)
 
 
@@ -149,6 +150,7 @@ def test_a_review_blaming_only_the_specs_own_examples_sends_the_code_back() -> N
     from agents.inputs import ModuleTask
     from agents.pipeline import _review_route
     from agents.roles import ModuleSpec, Review
+    from agents.workclock import WorkClock
     from orchestra.store import Writes
 
     done = ModuleTask(module=ModuleSpec(**PLAN["modules"][0]), round=1, spec=CALC_SPEC,
@@ -157,11 +159,11 @@ def test_a_review_blaming_only_the_specs_own_examples_sends_the_code_back() -> N
     task = SimpleNamespace(input=done.model_dump(mode="json"))
     writes = Writes()
     blame = Review(module="tokens.py", approved=False, fix="tests", comments=["wrong"])
-    _review_route(2, None)(blame, task, writes)  # type: ignore[arg-type]
+    _review_route(2, None, WorkClock())(blame, task, writes)  # type: ignore[arg-type]
     assert [h.to_role for h in writes.handoffs] == ["coder"]
     mixed = done.model_copy(update={"report": {"output": "FAILED t.py::test_x - a\n"
                                                          "FAILED t.py::test_spec_example_1"}})
     writes = Writes()
-    _review_route(2, None)(blame, SimpleNamespace(input=mixed.model_dump(mode="json")),  # type: ignore[arg-type]
-                           writes)
+    _review_route(2, None, WorkClock())(  # type: ignore[arg-type]
+        blame, SimpleNamespace(input=mixed.model_dump(mode="json")), writes)
     assert [h.to_role for h in writes.handoffs] == ["tester"]

@@ -18,39 +18,6 @@ def cases(spec: str, api: list[str] | None = None) -> list[SpecCase]:
     return spec_cases(spec, api if api is not None else spec_signatures(spec, "m.py"))
 
 
-def test_calls_in_prose_without_backticks_with_any_verb_of_equality() -> None:
-    spec = ("# m\n\nWrite `m.py` with `squash(text: str) -> str`.\n\n"
-            'For instance squash("aab") returns "ab", squash("") gives "", squash("x") is '
-            '"x", squash("yy") → "y", squash("zz") -> "z" and squash("ww") becomes "w".\n'
-            'squash("q") is called often.\n')
-    assert cases(spec) == [SpecCase("squash('aab')", "'ab'"), SpecCase("squash('')", "''"),
-                           SpecCase("squash('x')", "'x'"), SpecCase("squash('yy')", "'y'"),
-                           SpecCase("squash('zz')", "'z'"), SpecCase("squash('ww')", "'w'")]
-
-
-def test_a_value_for_a_value_belongs_to_the_one_function_and_must_fit_its_types() -> None:
-    spec = ("# m\n\n`m.py`: `count_runs(text: str) -> str`.\n\n"
-            'Runs are counted (e.g. "xyz" -> "1x1y1z"; "" -> ""; "aa" → "2a").\n'
-            "A digit (`\"7\"` -> `7`) is read as a number.\n")
-    # "7" -> 7 is about a part of the text, not the function's value: it is no str
-    assert cases(spec) == [SpecCase("count_runs('xyz')", "'1x1y1z'"),
-                           SpecCase("count_runs('')", "''"), SpecCase("count_runs('aa')", "'2a'")]
-    two = spec.replace("`.\n\n", "` and `other(text: str) -> str`.\n\n", 1)
-    assert cases(two) == []  # two functions, none named: no subject
-
-
-def test_raise_lists_after_or_before_the_error() -> None:
-    spec = ("# m\n\n`m.py`: `to_cell(ref: str) -> tuple[int, int]`.\n\n"
-            '- `to_cell("B3")` is `(1, 2)`.\n'
-            '- raise ValueError for anything malformed (e.g. "A0", "", "3B").\n'
-            '- A lower-case column (`"b3"`, `"c1"`) raises `KeyError`.\n'
-            "- It raises ValueError when the text is empty or too long.\n")
-    assert cases(spec) == [
-        SpecCase("to_cell('B3')", "(1, 2)"), SpecCase("to_cell('A0')", error="ValueError"),
-        SpecCase("to_cell('')", error="ValueError"), SpecCase("to_cell('3B')", error="ValueError"),
-        SpecCase("to_cell('b3')", error="KeyError"), SpecCase("to_cell('c1')", error="KeyError")]
-
-
 def test_doctest_sessions_with_values_state_and_tracebacks() -> None:
     spec = ("# m\n\n`m.py`: `halve(n: int) -> int`\n\n```\n>>> halve(8)\n4\n>>> x = 6\n"
             ">>> halve(x)\n3\n>>> halve(3)\nTraceback (most recent call last):\n  ...\n"
@@ -167,23 +134,6 @@ def test_cases_with_state_render_as_runnable_tests(tmp_path: Path) -> None:
     assert "3 passed" in done.stdout, done.stdout + text
 
 
-def test_a_case_whose_strings_the_spec_does_not_write_is_left_out() -> None:
-    # the old sentence rule joins wrapped lines, which would change "a  b" into "a b"
-    spec = '# m\n\n`m.py`: `f(s: str) -> str`\n\n- `f("a  b")` is\n  `"x"`.\n'
-    assert cases(spec) == [SpecCase("f('a  b')", "'x'")]
-
-
-def test_cases_listed_as_json_objects() -> None:
-    spec = ('# m\n\n`m.py`: `span(points: list[int]) -> tuple[int, int]` and `mean(xs: '
-            'list[float]) -> float`.\n\n```json\n[\n {"call": "span", "args": [[3, 1, 2]], '
-            '"result": [1, 3]},\n {"function": "mean", "input": {"xs": [1, 2]}, "expected": '
-            '1.5},\n {"call": "span", "args": [[]], "raises": "ValueError: empty"},\n'
-            ' {"call": "other", "args": [1], "result": 2}\n]\n```\n')
-    assert cases(spec) == [SpecCase("span([3, 1, 2])", "(1, 3)"),
-                           SpecCase("mean(xs=[1, 2])", "1.5"),
-                           SpecCase("span([])", error="ValueError")]
-
-
 def test_a_setup_string_over_several_lines_keeps_its_value(tmp_path: Path) -> None:
     (tmp_path / "m.py").write_text("def lines(text):\n    return text.splitlines()\n")
     setup = 'got = lines("""a\nb\n""")'
@@ -217,8 +167,8 @@ def test_a_single_module_spec_is_all_about_that_module_whatever_its_headings() -
     from agents.checks import spec_section
 
     spec = ("# prices\n\nOne file, `prices.py`, with `parse_price(text)` and "
-            "`show_price(cents)`.\n\n## How it parses prices\n\n`parse_price(\"1.50\")` "
-            "is `150`.\n\n## How it shows prices\n\n`show_price(150)` is `\"1.50\"`.\n")
+            "`show_price(cents)`.\n\n## How it parses prices\n\n`parse_price(\"1.50\") "
+            "== 150`.\n\n## How it shows prices\n\n`show_price(150) == \"1.50\"`.\n")
     assert spec_section(spec, "prices.py") == spec
     api = spec_signatures(spec, "prices.py", ["test_prices.py"])
     assert api == ["parse_price(text)", "show_price(cents)"]
@@ -242,39 +192,12 @@ def test_classes_named_in_prose_own_the_methods_their_paragraphs_list() -> None:
     assert set(api.functions) == {"cheapest"} and api.classes >= {"Item", "Basket", "Till"}
 
 
-def test_a_method_of_an_instance_built_in_place_is_a_case() -> None:
-    """``Box(2, 3).area()`` needs no state a sentence leaves out: a case, whose expected
-    value may itself be a value of the module's classes."""
-    spec = ("# m\n\n`m.py` has a class `Box(w: int, h: int)` with methods `area()` and "
-            "`grow(by: int)`.\n\n`Box(2, 3).area()` is `6`; `Box(1, 1).grow(2)` returns "
-            "`Box(3, 3)`. `box.area()` is `6` too. `Box(1, open('f')).area()` is `1`.\n")
-    assert cases(spec) == [SpecCase("Box(2, 3).area()", "6"),
-                           SpecCase("Box(1, 1).grow(2)", "Box(3, 3)")]
-    text = render_cases(cases(spec), "m")
-    assert "Box = _spec_module.Box" in text and "assert Box(1, 1).grow(2) == Box(3, 3)" in text
-
-
-def test_an_apostrophe_is_no_quote_of_a_value_that_raises() -> None:
-    spec = ("# m\n\n`m.py`: `to_int(text: str) -> int`.\n\nIt raises `ValueError` when it's "
-            "given text that isn't a number (e.g. `\"x\"` or 'y').\n")
-    assert cases(spec) == [SpecCase("to_int('x')", error="ValueError"),
-                           SpecCase("to_int('y')", error="ValueError")]
-
-
-def test_values_for_values_under_a_bullet_that_opens_with_the_signature() -> None:
-    spec = ("# m\n\n`m.py` has three functions:\n\n- `load(path: str) -> list[str]`: reads "
-            "it.\n- `show(cents: int) -> str`: as money, `150` -> `\"1.50\"`, `-5` -> "
-            "`\"-0.05\"`.\n- `keep(items: list[str]) -> list[str]`: `5` -> `6` is no case.\n")
-    assert cases(spec) == [SpecCase("show(150)", "'1.50'"), SpecCase("show(-5)", "'-0.05'")]
-
-
 def test_a_property_in_a_skeleton_is_no_method_to_call() -> None:
     spec = ("# m\n\nFill in `m.py`:\n\n```python\nclass Tank:\n    def __init__(self) -> None:"
             "\n        ...\n\n    @property\n    def level(self) -> int:\n        ...\n\n"
             "    @level.setter\n    def level(self, value: int) -> None:\n        ...\n\n"
             "    def fill(self, litres: int) -> int:\n        ...\n```\n")
     assert spec_signatures(spec, "m.py") == ["class Tank", "Tank.fill(litres: int) -> int"]
-
 
 
 def test_a_call_before_a_check_that_raises_fails_only_its_own_case(tmp_path: Path) -> None:
@@ -297,6 +220,7 @@ def test_what_the_spec_says_builds_on_what_outweighs_the_plans_guess() -> None:
     where it says nothing, they are all there is."""
     from agents.pipeline import _ordered, _uses
     from agents.roles import ModuleSpec, ProjectPlan
+    from agents.specfacts import read_spec
 
     def plan(uses: dict[str, list[str]]) -> ProjectPlan:
         return ProjectPlan(modules=[ModuleSpec(path=p, purpose="", public_api=[],
@@ -306,9 +230,9 @@ def test_what_the_spec_says_builds_on_what_outweighs_the_plans_guess() -> None:
     backwards = plan({"vm.py": ["lexer.py", "parser.py"], "parser.py": ["lexer.py", "vm.py"],
                       "lexer.py": ["parser.py"]})
     spec = "# lang\n\nThree modules: `lexer.py` ← `parser.py` ← `vm.py`.\n"
-    uses = _uses(backwards, spec)
+    uses = _uses(backwards, read_spec(spec))
     assert uses == {"vm.py": ["parser.py"], "parser.py": ["lexer.py"], "lexer.py": []}
     assert _ordered(["vm.py", "parser.py", "lexer.py"], uses) == [
         "lexer.py", "parser.py", "vm.py"]
     silent = "# lang\n\nThree modules: `lexer.py`, `parser.py` and `vm.py`.\n"
-    assert _uses(backwards, silent)["parser.py"] == ["vm.py", "lexer.py"]
+    assert _uses(backwards, read_spec(silent))["parser.py"] == ["vm.py", "lexer.py"]

@@ -200,6 +200,15 @@ def _canon(text: str | None) -> str:
     return "null" if text is None else json.dumps(json.loads(text), sort_keys=True)
 
 
+def _canon_payload(text: str) -> str:
+    """A handoff's payload without ``worked``, the run's working seconds when it was
+    posted (a measurement of time, like a timestamp)."""
+    payload = json.loads(text)
+    if isinstance(payload, dict):
+        payload.pop("worked", None)
+    return json.dumps(payload, sort_keys=True)
+
+
 def _role(agent_id: str) -> str:
     return agent_id.rsplit("/", 1)[-1]
 
@@ -217,7 +226,7 @@ class Board:
 def board(db: Path, run_id: str) -> Board:
     plans = [_canon(b) for (b,) in query(
         db, "SELECT body FROM plans WHERE run_id = ? ORDER BY version", (run_id,))]
-    handoffs = sorted((_role(f), to, _canon(p)) for f, to, p in query(
+    handoffs = sorted((_role(f), to, _canon_payload(p)) for f, to, p in query(
         db, "SELECT from_agent, to_role, payload FROM handoffs WHERE run_id = ?", (run_id,)))
     notes = sorted((_role(a), tuple(json.loads(t)), b) for a, t, b in query(
         db, "SELECT author, tags, body FROM notes WHERE run_id = ?", (run_id,)))

@@ -172,6 +172,14 @@ def test_two_kills_in_a_row_then_resume(tmp_path: Path, reference: Reference) ->
                        tmp_path / "resume1", params=(resumed_at,))
     assert query(db, "SELECT status FROM runs")[0][0] == "running"
 
+    time.sleep(3)  # no process runs it: no working time passes
     res = cli("resume", run_id, "--db", db)
     assert res.code == 0, res
     assert_like_reference(db, ws, run_id, reference, kills=[first, second])
+    # each task carries the run's working seconds when it was posted: the time between
+    # the kills and the resumes is not in them
+    ((created,),) = query(db, "SELECT created_at FROM runs")
+    stamps = query(db, "SELECT created_at, json_extract(payload, '$.worked') FROM handoffs "
+                       "ORDER BY created_at")
+    last_at, worked = stamps[-1]
+    assert 0 < worked <= last_at - created - 3

@@ -59,7 +59,9 @@ def _canon(value: Any) -> str:
 
 async def _board(store: SQLiteBlackboard, run_id: str) -> dict[str, Any]:
     plans = [(_role(p.author), p.version, _canon(p.body)) for p in await store.get_plans(run_id)]
-    handoffs = sorted((_role(h.from_agent), h.to_role, _canon(h.payload), h.note)
+    # a payload's "worked" is the run's working seconds when it was posted: a timestamp
+    handoffs = sorted((_role(h.from_agent), h.to_role, _canon(
+        {k: v for k, v in h.payload.items() if k != "worked"}), h.note)
                       for h in await store.get_handoffs(run_id))
     notes = sorted((_role(n.author), tuple(n.tags), n.body)
                    for n in await store.search_notes(run_id, limit=10_000))

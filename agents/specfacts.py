@@ -1,0 +1,66 @@
+"""What the pipeline reads from a spec, behind one call: :func:`read_spec`, made where the
+plan is routed, its facts about each module carried in that module's tasks as
+:class:`agents.inputs.Stated` (no role reads the spec again).
+
+Only what is unambiguous is read: the paths the spec names, the signatures it writes,
+which module it says builds on which, and the examples it states as calls with their
+results, doctest sessions or tables (:mod:`agents.speccases`). None of it refuses an
+answer: it is advice to the models, and the trusted tests that rank candidates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+from agents.checks import dotted, spec_errors, spec_examples, spec_paths, spec_section
+from agents.inputs import Case, Stated
+from agents.specapi import spec_signatures
+from agents.speccases import spec_cases
+from agents.specplan import stated_uses
+
+__all__ = ["SpecFacts", "read_spec"]
+
+
+@dataclass(frozen=True)
+class SpecFacts:
+    """A spec and what it names: its module and test paths, in order."""
+
+    text: str
+    modules: tuple[str, ...]
+    tests: tuple[str, ...]
+
+    def signatures(self, path: str, others: Sequence[str]) -> list[str]:
+        """The signatures the spec writes for the module at ``path``."""
+        return spec_signatures(self.text, path, others)
+
+    def uses(self, paths: Sequence[str]) -> dict[str, list[str]]:
+        """For each of ``paths``, those of the others its part of the spec names, or the
+        spec says it builds on (``b.py`` builds on ``a.py``; ``a.py <- b.py``)."""
+        said = stated_uses(self.text, list(paths))
+        out: dict[str, list[str]] = {}
+        for p in paths:
+            section = spec_section(self.text, p)
+            named = {q for q in paths if q != p and section is not self.text and (
+                q in section or dotted(q) in section)}
+            out[p] = [q for q in paths if q != p and (q in named or q in said[p])]
+        return out
+
+    def says_uses(self, paths: Sequence[str]) -> bool:
+        """The spec says which module builds on which (then a plan's guesses go)."""
+        return any(stated_uses(self.text, list(paths)).values())
+
+    def stated(self, path: str, api: Sequence[str]) -> Stated:
+        """What the spec states about the module at ``path`` whose API is ``api``."""
+        section = spec_section(self.text, path)
+        return Stated(section=section, api=list(api),
+                      cases=[Case.of(c) for c in spec_cases(section, api)],
+                      examples=spec_examples(section), errors=spec_errors(section))
+
+
+def read_spec(text: str) -> SpecFacts:
+    """The facts of ``text`` (the module paths without ``__init__.py``)."""
+    modules, tests = spec_paths(text)
+    return SpecFacts(text, tuple(m for m in modules if PurePosixPath(m).name != "__init__.py"),
+                     tuple(tests))

@@ -1,0 +1,38 @@
+"""The run's working time: the seconds processes spent on it, not the wall clock since
+it began (a run killed at night and resumed the next morning is not out of time).
+
+Every task the pipeline posts carries ``worked``: the run's working seconds when it was
+posted. A process's clock is the latest stamp it has seen (at a task's claim, or in a
+route) plus the monotonic time since: time while no process runs the run counts for
+nothing. What a task in flight at a kill had worked since its stamp is not counted
+(at most one task's time).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+__all__ = ["WorkClock"]
+
+
+class WorkClock:
+    """One process's view of the run's working time (built with the pipeline, injected
+    into its roles and routes)."""
+
+    def __init__(self, now: Callable[[], float] = time.monotonic) -> None:
+        self._now = now
+        self._offset: float | None = None
+
+    def seen(self, worked: float) -> None:
+        """A task stamped ``worked`` seconds: the clock is at least there now."""
+        offset = worked - self._now()
+        if self._offset is None or offset > self._offset:
+            self._offset = offset
+
+    def worked(self) -> float:
+        """The run's working seconds so far (0 before any stamp was seen)."""
+        if self._offset is None:
+            self.seen(0.0)
+        assert self._offset is not None
+        return self._offset + self._now()
