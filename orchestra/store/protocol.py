@@ -30,6 +30,7 @@ from orchestra._types import (
     StepKind,
     Task,
 )
+from orchestra.store.entry_protocol import Entries, NewEntry, NewTrigger
 
 StatementTrace = Callable[[str, str], None]
 """A store's statement hook, given when it opens (``trace=``), as sqlite3's
@@ -76,7 +77,9 @@ class Writes:
 
     ``messages`` and ``compactions`` belong to the writing agent; ``plans``,
     ``handoffs`` and ``notes`` are authored by it. ``events`` are extra
-    ``(kind, data)`` pairs for the event log.
+    ``(kind, data)`` pairs for the event log. ``entries`` are typed board entries
+    authored by it; ``triggers``, the tasks subscribed roles get for them
+    (``coordinator.subscriptions`` decides which).
     """
 
     messages: list[Message] = field(default_factory=list)
@@ -86,10 +89,13 @@ class Writes:
     notes: list[NewNote] = field(default_factory=list)
     tasks: list[NewTask] = field(default_factory=list)
     events: list[tuple[str, JSON]] = field(default_factory=list)
+    entries: list[NewEntry] = field(default_factory=list)
+    triggers: list[NewTrigger] = field(default_factory=list)
 
     def __bool__(self) -> bool:
         return bool(self.messages or self.compactions or self.plans or self.handoffs
-                    or self.notes or self.tasks or self.events)
+                    or self.notes or self.tasks or self.events or self.entries
+                    or self.triggers)
 
 
 @dataclass(frozen=True, slots=True)
@@ -343,7 +349,7 @@ class TaskStore(StepRecorder, AgentHistory, ApprovalRequests, BoardReads, Protoc
 
 
 class Blackboard(RunStore, Retention, TaskQueue, StepJournal, AgentHistory, Board, Approvals,
-                 EventLog, Protocol):
+                 EventLog, Entries, Protocol):
     """The whole store, as the runtime and coordinator use it. ``SQLiteBlackboard``
     implements it; ``tests/store_contract`` is what any implementation must pass."""
 

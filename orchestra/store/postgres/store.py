@@ -27,6 +27,8 @@ from orchestra._errors import StoreError, UserError
 from orchestra._log import get_logger
 from orchestra._types import JSON, Run, RunStatus
 from orchestra.store.codec import Encoder
+from orchestra.store.entry_methods import EntryMethods
+from orchestra.store.postgres import entries as _entries
 from orchestra.store.postgres import reads as _reads
 from orchestra.store.postgres import runs as _runs
 from orchestra.store.postgres import schema
@@ -71,7 +73,8 @@ async def _reset(conn: asyncpg.Connection) -> None:
     if conn.is_in_transaction():
         await conn.execute("ROLLBACK")
 
-class PostgresBlackboard(TaskMethods, HistoryMethods, BoardMethods, RunCopyMethods):
+class PostgresBlackboard(TaskMethods, HistoryMethods, BoardMethods, RunCopyMethods,
+                         EntryMethods):
     """The durable store of runs, in a PostgreSQL database (or schema).
 
     Open it with ``await PostgresBlackboard.open("postgresql://user:pass@host/db")``
@@ -176,6 +179,11 @@ class PostgresBlackboard(TaskMethods, HistoryMethods, BoardMethods, RunCopyMetho
     async def _transaction(self, op: Write[T], conn: asyncpg.Connection) -> T:
         async with conn.transaction():
             return await op(Txn(conn, self._enc, await conn.fetchval(_NOW)))
+
+    _entry_sql = _entries
+
+    async def _entry_write(self, op: Callable[[Txn], Awaitable[T]]) -> T:
+        return await self._submit(op)
 
     async def _read(self, op: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:
         return await self._call(op, write=False)

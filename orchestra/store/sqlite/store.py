@@ -25,7 +25,9 @@ from typing import TYPE_CHECKING, TypeVar
 from orchestra._errors import StoreAccessError, StoreError, UserError
 from orchestra._types import JSON, Durability, Run, RunStatus
 from orchestra.store.codec import Encoder
+from orchestra.store.entry_methods import EntryMethods
 from orchestra.store.protocol import Blackboard, NewTask, StatementTrace
+from orchestra.store.sqlite import entries as _entries
 from orchestra.store.sqlite import reads as _reads
 from orchestra.store.sqlite import runs as _runs
 from orchestra.store.sqlite import schema
@@ -53,7 +55,8 @@ class StoreStats:
     """Writes waiting for the writer's next group commit."""
 
 
-class SQLiteBlackboard(TaskMethods, HistoryMethods, BoardMethods, RunCopyMethods):
+class SQLiteBlackboard(TaskMethods, HistoryMethods, BoardMethods, RunCopyMethods,
+                       EntryMethods):
     """The durable store of runs, in one SQLite file.
 
     Open it with ``await SQLiteBlackboard.open(path)`` and close it with ``await
@@ -194,6 +197,11 @@ class SQLiteBlackboard(TaskMethods, HistoryMethods, BoardMethods, RunCopyMethods
         return await self._writer.write(
             lambda c: op(Txn(c, enc, time.time())), one_statement=one_statement,
             row=None if row is None else lambda: row(enc, time.time()))
+
+    _entry_sql = _entries
+
+    async def _entry_write(self, op: Callable[[Txn], Awaitable[T]]) -> T:
+        return await self._write(op)
 
     async def _read(self, op: Callable[[Conn], Awaitable[T]]) -> T:
         if self._closed:
