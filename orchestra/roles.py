@@ -31,6 +31,7 @@ from orchestra.answers import AnswerFormat
 from orchestra.compaction import CompactionPolicy, KeepAll
 from orchestra.mcp.declare import MCPServer
 from orchestra.models.base import Model, ModelSettings, OutputSchema
+from orchestra.subscriptions import Subscription
 from orchestra.tools import Tool, ToolContext
 
 _INT_LIMITS = ("max_turns", "output_retries", "concurrency", "max_attempts")
@@ -85,6 +86,14 @@ class Role(Generic[In, Out]):
     """Attempts per task (first run plus retries after failures)."""
     task_timeout: ClassVar[float | None] = None
     """Seconds one task attempt may run before it is failed (and retried)."""
+    consumes: ClassVar[Sequence[Subscription]] = ()
+    """Board entries that give this role a task (``On(Finding)``, ``When(...)``): see
+    ``orchestra.subscriptions`` and docs/blackboard.md."""
+    labels: ClassVar[frozenset[str]] = frozenset()
+    posts_output: ClassVar[bool] = False
+    """Post each task's output (a pydantic model) to the board as a public entry of its
+    type, with the task's end: what roles that consume it are triggered by."""
+    """Labels this role carries: it sees entries scoped to any of them (``Scope.labels``)."""
     recall: ClassVar[bool] = True
     """Offer the built-in ``recall`` tool: full-text search of the agent's own history."""
     max_tokens_per_agent: ClassVar[int | None] = None

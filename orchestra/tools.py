@@ -16,8 +16,10 @@ from typing import TYPE_CHECKING, Any, get_type_hints, overload
 
 import pydantic
 
+from orchestra._entries import PUBLIC, Scope
 from orchestra._errors import RoleDefinitionError
 from orchestra.models.base import ToolSchema
+from orchestra.store.entry_protocol import NewEntry
 from orchestra.store.protocol import NewHandoff, NewNote, Writes
 
 if TYPE_CHECKING:
@@ -71,6 +73,11 @@ class ToolContext:
 
     def post_plan(self, body: Any) -> None:
         self.writes.plans.append(body)
+
+    def post(self, value: pydantic.BaseModel, *tags: str, scope: Scope = PUBLIC) -> None:
+        """Post a typed entry to the board (``scope``: who may see it); it commits with
+        this tool's journal entry, and the roles it triggers get their tasks."""
+        self.writes.entries.append(NewEntry.of(value, tags=tags, scope=scope))
 
     def handoff(self, to_role: str | type[Any], payload: Any, note: str = "") -> None:
         """Post a handoff to a role (class or name); a role the pipeline lacks, or a payload

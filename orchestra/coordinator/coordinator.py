@@ -40,6 +40,7 @@ from orchestra._types import (
     RunStatus,
     Task,
 )
+from orchestra.coordinator.board_end import board_done
 from orchestra.coordinator.cancel_watch import CancelWatch
 from orchestra.coordinator.execution import TaskExecutor, TaskServices
 from orchestra.coordinator.jobs import Jobs
@@ -47,6 +48,7 @@ from orchestra.coordinator.owners import dead_local_owners, new_owner_id
 from orchestra.coordinator.pipeline import Pipeline
 from orchestra.coordinator.resumable import CANCELLABLE, INTERRUPTED_EVENT, check_resumable
 from orchestra.coordinator.settings import CoordinatorSettings as CoordinatorSettings
+from orchestra.coordinator.subscriptions import catch_up
 from orchestra.mcp.calls import MCPSetup
 from orchestra.mcp.hub import MCPHub
 from orchestra.models.base import Model, runs_locally
@@ -268,6 +270,11 @@ class Coordinator:
                 min(2 * idle, max(self.settings.idle_poll_max, idle))
         if self.jobs.stopped(run_id):
             return "cancelled", idle
+        if await board_done(self.pipeline, self.store, run_id):
+            await self._stop_all(run_id)  # the board says the work is done: what is left goes
+            run, _ = await asyncio.gather(self._transition(run_id, "completed"),
+                                          self._unserve(run_id))
+            return run, idle
         if not self.jobs.has(run_id):
             done = await self._finish_if_done(run_id)
             if done is None and self.settings.leave_idle:
@@ -323,6 +330,9 @@ class Coordinator:
         counts = await self.store.task_counts(run_id)
         if counts.get("running", 0) or counts.get("pending", 0):
             return None  # another worker is busy, or a retry is scheduled
+        if await catch_up(self.pipeline, self.store, run_id):
+            self.jobs.wake(run_id)  # the board called for work nobody was given: claim it
+            return None
         if counts.get("waiting", 0):
             run = await self._transition(run_id, "waiting", only_from=("pending", "running"))
             if self.settings.wait_for_approvals and run.status == "waiting":

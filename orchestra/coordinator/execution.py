@@ -32,6 +32,7 @@ from orchestra._types import JSON, AgentId, Run, Task
 from orchestra.coordinator.jobs import Jobs
 from orchestra.coordinator.pipeline import Pipeline
 from orchestra.coordinator.settings import CoordinatorSettings
+from orchestra.coordinator.subscriptions import at_task_end
 from orchestra.mcp.calls import MCPSetup
 from orchestra.models.base import Model
 from orchestra.models.prices import Pricer
@@ -201,7 +202,8 @@ class TaskExecutor:
         next tasks (what the claim may take is decided now, as the task ends)."""
         writes = outcome.writes
         self.c.pipeline.route(task.role, outcome.output, task, writes)
-        spec = self.c.claim_spec(task)
+        done = await at_task_end(self.c.pipeline, self.c.store, task, outcome.output, writes)
+        spec = None if done else self.c.claim_spec(task)
         claimed = await self.c.store.complete_task(
             task.id, lease, outcome.result, agent_id=agent.agent_id, writes=writes,
             step=outcome.step, claim=spec)

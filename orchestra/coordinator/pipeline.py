@@ -40,12 +40,14 @@ from orchestra.mcp.declare import MCPServer
 from orchestra.models.base import Model
 from orchestra.models.prices import Price
 from orchestra.roles import Role
+from orchestra.store.entry_protocol import NewEntry
 from orchestra.store.protocol import Board, NewHandoff, NewNote, NewTask, Writes
+from orchestra.subscriptions import BoardView
 
 __all__ = ["Demo", "Pipeline", "Route", "Summary", "fan_out", "handoff", "load_pipeline"]
 
 Start = Callable[[Any], Sequence[NewTask]]
-Post = NewHandoff | NewTask | NewNote
+Post = NewHandoff | NewTask | NewNote | NewEntry
 Route = Callable[[Any, Task, Writes], "Iterable[Post] | Post | None"]
 """``route(output, task, writes)``: return the postings (or append them to ``writes``)."""
 RoleRef = str | type[Role]
@@ -120,6 +122,9 @@ class Pipeline:
     the CLI prints them after the run's status (``orchestra demo``, ``run``, ``resume``)."""
     mcp: Sequence[MCPServer] = ()
     """MCP servers whose tools every role offers (after the role's own ``mcp``)."""
+    done: Callable[[BoardView], bool] | None = None
+    """``done(board)``: the board says the work is done (every entry, whatever its scope):
+    the run completes, even with tasks left (docs/blackboard.md)."""
 
     def __post_init__(self) -> None:
         by_name: dict[str, Role] = {}
@@ -197,14 +202,15 @@ class Pipeline:
 
     def check_post(self, post: Post, source: str) -> Post:
         """A posting with its target role checked and its payload validated (as JSON)."""
-        if isinstance(post, NewNote):
+        if isinstance(post, NewNote | NewEntry):
             return post
         if isinstance(post, NewHandoff):
             return self.check_handoff(post, source)
         if isinstance(post, NewTask):
             name, payload = self._target(post.role, post.input, "task", source)
             return replace(post, role=name, input=payload)
-        raise UserError(f"{source} posted {post!r}; post NewHandoff, NewTask or NewNote")
+        raise UserError(f"{source} posted {post!r}; post NewHandoff, NewTask, NewNote or "
+                        "an entry (orchestra.entry(model))")
 
     def _target(self, to: Any, payload: Any, kind: str, source: str) -> tuple[str, Any]:
         name = _role_name(to)
@@ -220,7 +226,7 @@ class Pipeline:
         itself (replaced in place)."""
         if returned is None:
             posts: list[Any] = []
-        elif isinstance(returned, (NewHandoff, NewTask, NewNote)):
+        elif isinstance(returned, (NewHandoff, NewTask, NewNote, NewEntry)):
             posts = [returned]
         else:
             posts = list(returned)
@@ -230,6 +236,8 @@ class Pipeline:
                 writes.handoffs.append(checked_post)
             elif isinstance(checked_post, NewTask):
                 writes.tasks.append(checked_post)
+            elif isinstance(checked_post, NewEntry):
+                writes.entries.append(checked_post)
             else:
                 writes.notes.append(checked_post)
         for i, h in enumerate(writes.handoffs):

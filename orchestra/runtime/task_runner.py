@@ -64,7 +64,8 @@ class TaskRunner:
         self.limits, self.settings = limits or RunLimits(), settings or ModelSettings()
         self.pricer = pricer  # prices each call when made (None: the cost the model reports)
         self.check_handoff = check_handoff  # the pipeline's check of a tool's handoffs
-        self.board = ReadOnlyBoard(store)  # what tools see of the store
+        # what tools see of the store: the entries this role's scope admits
+        self.board = ReadOnlyBoard(store, role.name, frozenset(type(role).labels))
         self.journal: Journal | None = None
         self.mcp = mcp
         self.mcp_tools: MCPToolset | None = None  # the task's MCP tools: made at _begin

@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from orchestra._entries import Entry
 from orchestra._types import (
     JSON,
     AgentInfo,
@@ -335,6 +336,8 @@ class BoardReads(Protocol):
     async def latest_plan(self, run_id: str) -> Plan | None: ...
     async def get_handoffs(self, run_id: str, *, to_role: str | None = None,
                            from_agent: str | None = None) -> list[Handoff]: ...
+    async def get_entries(self, run_id: str, *, type: str | None = None,
+                          after: int = 0) -> list[Entry]: ...
 
 
 class TaskStore(StepRecorder, AgentHistory, ApprovalRequests, BoardReads, Protocol):

@@ -1,0 +1,161 @@
+"""Which roles an entry triggers, decided in pure functions; committed in one place.
+
+Every entry a task's end posts (its route's, its tools', its output when the role
+``posts_output``) is matched here against every role's ``consumes`` before the end
+commits: each match becomes a :class:`NewTrigger` in the same ``Writes``, so the entry,
+the task it causes and the consumption record (unique per run, trigger and role) commit
+in one transaction or not at all. A join (``When``) is decided over the board as this
+process reads it plus the entries being committed; two ends committing at once may each
+miss the other's entries, so :func:`catch_up` decides again over the committed board
+whenever a run runs out of work (and when it is resumed): the consumption's uniqueness
+makes a trigger decided twice commit once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import pydantic
+
+from orchestra._entries import Consumption, Entry, visible_to
+from orchestra._types import AgentId, Task
+from orchestra.coordinator.pipeline import Pipeline
+from orchestra.store.entry_protocol import NewEntry, NewTrigger
+from orchestra.store.protocol import NewTask, Writes
+from orchestra.subscriptions import BoardView, On, When
+
+
+class EntryReads(Protocol):
+    async def get_entries(self, run_id: str, *, type: str | None = None,
+                          after: int = 0) -> list[Entry]: ...
+
+
+class EntryStore(EntryReads, Protocol):
+    async def get_consumptions(self, run_id: str) -> list[Consumption]: ...
+    async def post_triggers(self, run_id: str, triggers: Sequence[NewTrigger]
+                            ) -> list[Consumption]: ...
+
+
+@dataclass(frozen=True)
+class Subscriber:
+    """One role's subscriptions, as the matching reads them."""
+
+    role: str
+    labels: frozenset[str]
+    on: tuple[On, ...]
+    joins: tuple[When, ...]
+
+
+def subscribers(pipeline: Pipeline) -> tuple[Subscriber, ...]:
+    """The pipeline's roles that consume anything."""
+    found = []
+    for role in pipeline.roles:
+        cls = type(role)
+        on = tuple(s for s in cls.consumes if isinstance(s, On))
+        joins = tuple(s for s in cls.consumes if isinstance(s, When))
+        if on or joins:
+            found.append(Subscriber(role.name, frozenset(cls.labels), on, joins))
+    return tuple(found)
+
+
+def pending(new: NewEntry, run_id: str, author: str, task_id: str | None) -> Entry:
+    """An entry about to commit, as the matching sees it (its position is not known yet:
+    it sorts after every committed one)."""
+    return Entry(new.id, run_id, 2**62, new.type, author, new.body, new.tags, new.scope,
+                 task_id)
+
+
+def entry_triggers(pipeline: Pipeline, subs: Sequence[Subscriber], entry: Entry
+                   ) -> list[NewTrigger]:
+    """The roles ``entry`` triggers (at most one task per role: its first ``On`` that
+    matches), each with its task's input checked against the role's ``input`` model."""
+    made = []
+    for sub in subs:
+        if not visible_to(entry.scope, entry.author_role, sub.role, sub.labels):
+            continue  # a role outside an entry's scope never hears of it
+        for on in sub.on:
+            if on.type.__name__ != entry.type or (entry.author_role == sub.role
+                                                  and not on.own):
+                continue
+            value = on.type.model_validate(entry.body)
+            if on.where is not None and not on.where(value):
+                continue
+            made.append(NewTrigger(entry.id, sub.role,
+                                   _input(pipeline, sub.role, on.task_input(value), entry)))
+            break
+    return made
+
+
+def join_triggers(pipeline: Pipeline, subs: Sequence[Subscriber], entries: Sequence[Entry],
+                  consumed: Iterable[tuple[str, str]] = ()) -> list[NewTrigger]:
+    """The joins that hold over ``entries`` (each role sees only its scope) and have not
+    fired (``consumed``: the (trigger, role) pairs recorded)."""
+    done = set(consumed)
+    made = []
+    for sub in subs:
+        if not sub.joins:
+            continue
+        board = BoardView(entries, sub.role, sub.labels)
+        for join in sub.joins:
+            trigger = f"join:{join.name}"
+            if (trigger, sub.role) not in done and join.ready(board):
+                made.append(NewTrigger(trigger, sub.role,
+                                       _input(pipeline, sub.role, join.task_input(board),
+                                              None)))
+    return made
+
+
+def _input(pipeline: Pipeline, role: str, value: Any, entry: Entry | None) -> Any:
+    source = f"subscription of {role!r}" + (f" to entry {entry.id} ({entry.type})"
+                                             if entry is not None else "")
+    post = pipeline.check_post(NewTask(role, value), source)
+    assert isinstance(post, NewTask)
+    return post.input
+
+
+def add_output(pipeline: Pipeline, task: Task, output: Any, writes: Writes) -> None:
+    """A role that ``posts_output`` posts its output as a public entry of its type."""
+    role = pipeline.role(task.role)
+    if type(role).posts_output and isinstance(output, pydantic.BaseModel):
+        writes.entries.append(NewEntry.of(output))
+
+
+async def at_task_end(pipeline: Pipeline, store: EntryReads, task: Task, output: Any,
+                      writes: Writes) -> bool:
+    """Before a task's end commits: its output as an entry (if its role posts it), and the
+    triggers of every entry it posts (and of the joins they complete) into ``writes``.
+    Whether the board is done once it commits (``Pipeline.done``): then it triggers
+    nothing more, and the caller claims nothing more."""
+    add_output(pipeline, task, output, writes)
+    subs = subscribers(pipeline)
+    if not writes.entries or (not subs and pipeline.done is None):
+        return False
+    author = str(AgentId(task.run_id, task.role))
+    new = [pending(e, task.run_id, author, task.id) for e in writes.entries]
+    board: list[Entry] | None = None
+    if pipeline.done is not None or any(s.joins for s in subs):
+        board = [*await store.get_entries(task.run_id), *new]
+        if pipeline.done is not None and pipeline.done(BoardView(board, None)):
+            return True
+    for entry in new:
+        writes.triggers.extend(entry_triggers(pipeline, subs, entry))
+    if board is not None:
+        writes.triggers.extend(join_triggers(pipeline, subs, board))
+    return False
+
+
+async def catch_up(pipeline: Pipeline, store: EntryStore, run_id: str) -> list[Consumption]:
+    """Commit every trigger the committed board calls for and no consumption records yet
+    (entries posted by tools or from Python, joins two concurrent ends each missed):
+    the consumptions made (none when nothing was missing)."""
+    subs = subscribers(pipeline)
+    if not subs:
+        return []
+    entries = await store.get_entries(run_id)
+    consumed = {(c.trigger, c.role) for c in await store.get_consumptions(run_id)}
+    wanted = [t for e in entries for t in entry_triggers(pipeline, subs, e)
+              if (t.trigger, t.role) not in consumed]
+    wanted += join_triggers(pipeline, subs, entries, consumed)
+    return await store.post_triggers(run_id, wanted) if wanted else []
