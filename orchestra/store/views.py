@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import NoReturn
 
 from orchestra._entries import Entry, visible_to
-from orchestra._types import Handoff, Message, Note, Plan
+from orchestra._types import AgentId, Handoff, Message, Note, Plan
 from orchestra.store.protocol import BoardReads
 
 READS = ("search_notes", "search_messages", "get_plans", "latest_plan", "get_handoffs",
@@ -39,6 +39,10 @@ class ReadOnlyBoard:
 
     async def search_messages(self, agent_id: str, text: str, *,
                               limit: int = 10) -> list[Message]:
+        """An agent's messages holding ``text``: only its own role's agents' for a board of
+        a role (another role's history may hold what its scope keeps from this one)."""
+        if self.__role is not None and AgentId.parse(agent_id).role != self.__role:
+            return []
         return await self.__store.search_messages(agent_id, text, limit=limit)
 
     async def get_plans(self, run_id: str) -> list[Plan]:
