@@ -47,7 +47,7 @@ from orchestra.store import (
     SQLiteBlackboard,
 )
 from orchestra.store.entry_protocol import NewEntry
-from orchestra.subscriptions import BoardView, On, When, entry
+from orchestra.subscriptions import BoardView, On, Stall, When, entry
 from orchestra.tools import ToolContext, tool
 
 __all__ = [
@@ -84,6 +84,7 @@ __all__ = [
     "Scope",
     "ScriptedModel",
     "SlidingWindow",
+    "Stall",
     "Summarize",
     "Task",
     "TokenBudget",

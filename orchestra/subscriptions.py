@@ -104,3 +104,21 @@ def entry(value: pydantic.BaseModel, *, tags: Sequence[str] = (),
     """A pydantic model as an entry of its type, to post from a route (``writes.entries``
     or returned) or a tool (``ctx.post``); ``scope``: who may see it."""
     return NewEntry.of(value, tags=tuple(tags), scope=scope)
+
+
+@dataclass(frozen=True)
+class Stall:
+    """When a run's board has stopped making progress (``Pipeline.stall``): ``after`` task
+    ends in a row posted no entry, or one entry (same type, same body) was posted
+    ``repeats`` times. The run then ends ``stalled`` with the reason in its error and a
+    note, or (``wait``) waits for a person: post an entry and resume it."""
+
+    after: int | None = 10
+    repeats: int | None = 3
+    wait: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("after", "repeats"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise UserError(f"Stall({name}={value}): give a count of at least 1, or None")

@@ -30,7 +30,8 @@ def test_top_level_is_the_user_api() -> None:
         "reply", "tool", "tool_call",
         # the blackboard's coordination (issue 48): typed entries, their scopes, what a
         # role consumes, the board as a role sees it
-        "BoardView", "Entry", "NewEntry", "On", "PRIVATE", "PUBLIC", "Scope", "When", "entry"}
+        "BoardView", "Entry", "NewEntry", "On", "PRIVATE", "PUBLIC", "Scope", "Stall", "When",
+        "entry"}
     for name in orchestra.__all__:
         assert hasattr(orchestra, name), name
 

@@ -40,7 +40,7 @@ from orchestra._types import (
     RunStatus,
     Task,
 )
-from orchestra.coordinator.board_end import board_done
+from orchestra.coordinator.board_end import board_end, end_by_board
 from orchestra.coordinator.cancel_watch import CancelWatch
 from orchestra.coordinator.execution import TaskExecutor, TaskServices
 from orchestra.coordinator.jobs import Jobs
@@ -62,7 +62,7 @@ if TYPE_CHECKING:
 log = get_logger("orchestra.coordinator")
 
 _LIVE = LIVE_RUN_STATUSES
-_PAUSED: tuple[RunStatus, ...] = ("paused",)
+_PAUSED: tuple[RunStatus, ...] = ("paused", "stalled")
 
 
 class Coordinator:
@@ -146,7 +146,7 @@ class Coordinator:
                             f"({live[0].lease_owner}); wait for it, or stop that process")
         if run.status == "failed":
             await self._revive_failed(run_id)
-        elif run.status == "paused":  # its tasks are still pending: they simply continue
+        elif run.status in _PAUSED:  # its tasks are still pending: they simply continue
             await self._transition(run_id, "running", only_from=_PAUSED)
         log.info("resume", run=run_id, requeued=len(released))
         return await self.drive(run_id)
@@ -270,11 +270,11 @@ class Coordinator:
                 min(2 * idle, max(self.settings.idle_poll_max, idle))
         if self.jobs.stopped(run_id):
             return "cancelled", idle
-        if await board_done(self.pipeline, self.store, run_id):
-            await self._stop_all(run_id)  # the board says the work is done: what is left goes
-            run, _ = await asyncio.gather(self._transition(run_id, "completed"),
-                                          self._unserve(run_id))
-            return run, idle
+        ends = await board_end(self.pipeline, self.store, run_id)
+        if ends is not None:  # done, or stalled: what is left stays undone
+            await self._stop_all(run_id)
+            return await end_by_board(self.store, run_id, ends, self._transition,
+                                      self._unserve), idle
         if not self.jobs.has(run_id):
             done = await self._finish_if_done(run_id)
             if done is None and self.settings.leave_idle:

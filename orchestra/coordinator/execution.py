@@ -61,6 +61,8 @@ class ExecutionStore(TaskStore, Protocol):
     and the task queue's end of a task (hand in, fail, heartbeat, release)."""
 
     async def get_run(self, run_id: str) -> Run: ...
+    async def list_tasks(self, run_id: str, *, status: str | None = None,
+                         role: str | None = None) -> list[Task]: ...
     async def complete_task(self, task_id: str, lease: Lease, result: JSON, *,
                             agent_id: str, writes: Writes | None = None,
                             step: StepResult | None = None,
@@ -202,8 +204,9 @@ class TaskExecutor:
         next tasks (what the claim may take is decided now, as the task ends)."""
         writes = outcome.writes
         self.c.pipeline.route(task.role, outcome.output, task, writes)
-        done = await at_task_end(self.c.pipeline, self.c.store, task, outcome.output, writes)
-        spec = None if done else self.c.claim_spec(task)
+        # the board may end the run as this end commits: then claim nothing more
+        ends = await at_task_end(self.c.pipeline, self.c.store, task, outcome.output, writes)
+        spec = None if ends else self.c.claim_spec(task)
         claimed = await self.c.store.complete_task(
             task.id, lease, outcome.result, agent_id=agent.agent_id, writes=writes,
             step=outcome.step, claim=spec)

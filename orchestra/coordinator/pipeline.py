@@ -42,7 +42,7 @@ from orchestra.models.prices import Price
 from orchestra.roles import Role
 from orchestra.store.entry_protocol import NewEntry
 from orchestra.store.protocol import Board, NewHandoff, NewNote, NewTask, Writes
-from orchestra.subscriptions import BoardView
+from orchestra.subscriptions import BoardView, Stall
 
 __all__ = ["Demo", "Pipeline", "Route", "Summary", "fan_out", "handoff", "load_pipeline"]
 
@@ -125,6 +125,9 @@ class Pipeline:
     done: Callable[[BoardView], bool] | None = None
     """``done(board)``: the board says the work is done (every entry, whatever its scope):
     the run completes, even with tasks left (docs/blackboard.md)."""
+    stall: Stall | None = None
+    """When the board counts as stalled (``Stall(after=10, repeats=3)``): the run ends
+    ``stalled``, or waits for a person (``Stall(wait=True)``)."""
 
     def __post_init__(self) -> None:
         by_name: dict[str, Role] = {}

@@ -21,6 +21,7 @@ import pydantic
 
 from orchestra._entries import Consumption, Entry, visible_to
 from orchestra._types import AgentId, Task
+from orchestra.coordinator.board_end import BoardEnd, EndReads, decide_end, ends_since_last_entry
 from orchestra.coordinator.pipeline import Pipeline
 from orchestra.store.entry_protocol import NewEntry, NewTrigger
 from orchestra.store.protocol import NewTask, Writes
@@ -122,28 +123,38 @@ def add_output(pipeline: Pipeline, task: Task, output: Any, writes: Writes) -> N
         writes.entries.append(NewEntry.of(output))
 
 
-async def at_task_end(pipeline: Pipeline, store: EntryReads, task: Task, output: Any,
-                      writes: Writes) -> bool:
+async def at_task_end(pipeline: Pipeline, store: EndReads, task: Task, output: Any,
+                      writes: Writes) -> BoardEnd | None:
     """Before a task's end commits: its output as an entry (if its role posts it), and the
     triggers of every entry it posts (and of the joins they complete) into ``writes``.
-    Whether the board is done once it commits (``Pipeline.done``): then it triggers
-    nothing more, and the caller claims nothing more."""
+    How the board ends the run once it commits (``Pipeline.done``, ``Pipeline.stall``):
+    then it triggers nothing more, and the caller claims nothing more."""
     add_output(pipeline, task, output, writes)
     subs = subscribers(pipeline)
-    if not writes.entries or (not subs and pipeline.done is None):
-        return False
+    stall = pipeline.stall
+    counts_quiet = stall is not None and stall.after is not None
+    if not writes.entries and not counts_quiet:
+        return None  # the board does not change
+    if not subs and pipeline.done is None and stall is None:
+        return None
     author = str(AgentId(task.run_id, task.role))
     new = [pending(e, task.run_id, author, task.id) for e in writes.entries]
     board: list[Entry] | None = None
-    if pipeline.done is not None or any(s.joins for s in subs):
-        board = [*await store.get_entries(task.run_id), *new]
-        if pipeline.done is not None and pipeline.done(BoardView(board, None)):
-            return True
+    if pipeline.done is not None or stall is not None or any(s.joins for s in subs):
+        committed = await store.get_entries(task.run_id)
+        board = [*committed, *new]
+        quiet = 0
+        if counts_quiet and not new:  # this end is one more that posted nothing
+            quiet = 1 + ends_since_last_entry(committed, await store.list_tasks(
+                task.run_id, status="completed"))
+        end = decide_end(pipeline, board, quiet)
+        if end is not None:
+            return end
     for entry in new:
         writes.triggers.extend(entry_triggers(pipeline, subs, entry))
-    if board is not None:
+    if board is not None and new:
         writes.triggers.extend(join_triggers(pipeline, subs, board))
-    return False
+    return None
 
 
 async def catch_up(pipeline: Pipeline, store: EntryStore, run_id: str) -> list[Consumption]:

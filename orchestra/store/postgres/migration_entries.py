@@ -1,4 +1,5 @@
-"""Schema v8 (issue 48): typed board entries and who consumed which, as SQLite's v11
+"""Schema v8 (issue 48): typed board entries and who consumed which, and a run may be
+``stalled``, as SQLite's v11
 (``sqlite/migration_entries``). Never edited once released. Both tables go with their
 run (``ON DELETE CASCADE``): a prune deletes a run's row and they follow."""
 
@@ -25,4 +26,7 @@ CREATE TABLE consumptions (
     created_at double precision NOT NULL,
     PRIMARY KEY (run_id, trigger, role)
 );
+ALTER TABLE runs DROP CONSTRAINT runs_status_check;
+ALTER TABLE runs ADD CONSTRAINT runs_status_check CHECK (status IN
+    ('pending', 'running', 'waiting', 'completed', 'failed', 'cancelled', 'paused', 'stalled'));
 """

@@ -29,7 +29,7 @@ CREATE TABLE runs (
     pipeline TEXT NOT NULL,
     input TEXT NOT NULL,
     status TEXT NOT NULL
-        CHECK (status IN ('pending', 'running', 'waiting', 'completed', 'failed', 'cancelled', 'paused')),
+        CHECK (status IN ('pending', 'running', 'waiting', 'completed', 'failed', 'cancelled', 'paused', 'stalled')),
     created_at REAL NOT NULL,
     updated_at REAL NOT NULL,
     error TEXT,
