@@ -35,6 +35,7 @@ import pydantic
 
 from orchestra._errors import OrchestraError, RoleDefinitionError, UserError
 from orchestra._types import Task
+from orchestra.control import All, Control
 from orchestra.coordinator.pipeline_ref import HOW_TO_REF, derive_ref, import_ref, module_ref
 from orchestra.mcp.declare import MCPServer
 from orchestra.models.base import Model
@@ -77,6 +78,10 @@ def _role_name(ref: Any) -> str:
     if isinstance(ref, str):
         return ref
     raise UserError(f"{ref!r} names no role: use a Role class or a role name")
+
+
+role_name = _role_name
+"""A role given by class or name, as its name (``UserError`` for anything else)."""
 
 
 def _check_approvals(role: Role, shared: Sequence[MCPServer]) -> None:
@@ -125,6 +130,9 @@ class Pipeline:
     done: Callable[[BoardView], bool] | None = None
     """``done(board)``: the board says the work is done (every entry, whatever its scope):
     the run completes, even with tasks left (docs/blackboard.md)."""
+    control: Control = field(default_factory=All)
+    """Who acts when an entry triggers several roles: ``All()`` (every one), ``Priority``
+    or a ``Controller`` role (``orchestra.control``)."""
     stall: Stall | None = None
     """When the board counts as stalled (``Stall(after=10, repeats=3)``): the run ends
     ``stalled``, or waits for a person (``Stall(wait=True)``)."""

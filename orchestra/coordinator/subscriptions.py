@@ -13,6 +13,7 @@ makes a trigger decided twice commit once.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -20,8 +21,11 @@ from typing import Any, Protocol
 import pydantic
 
 from orchestra._entries import Consumption, Entry, visible_to
+from orchestra._errors import UserError
 from orchestra._types import AgentId, Task
+from orchestra.control import Choice, Options
 from orchestra.coordinator.board_end import BoardEnd, EndReads, decide_end, ends_since_last_entry
+from orchestra.coordinator.control import choose, chosen, controller_role
 from orchestra.coordinator.pipeline import Pipeline
 from orchestra.store.entry_protocol import NewEntry, NewTrigger
 from orchestra.store.protocol import NewTask, Writes
@@ -37,6 +41,7 @@ class EntryStore(EntryReads, Protocol):
     async def get_consumptions(self, run_id: str) -> list[Consumption]: ...
     async def post_triggers(self, run_id: str, triggers: Sequence[NewTrigger]
                             ) -> list[Consumption]: ...
+    async def add_tasks(self, run_id: str, tasks: Sequence[NewTask]) -> list[Task]: ...
 
 
 @dataclass(frozen=True)
@@ -130,6 +135,7 @@ async def at_task_end(pipeline: Pipeline, store: EndReads, task: Task, output: A
     How the board ends the run once it commits (``Pipeline.done``, ``Pipeline.stall``):
     then it triggers nothing more, and the caller claims nothing more."""
     add_output(pipeline, task, output, writes)
+    add_choice(pipeline, task, output, writes)
     subs = subscribers(pipeline)
     stall = pipeline.stall
     counts_quiet = stall is not None and stall.after is not None
@@ -150,23 +156,43 @@ async def at_task_end(pipeline: Pipeline, store: EndReads, task: Task, output: A
         end = decide_end(pipeline, board, quiet)
         if end is not None:
             return end
-    for entry in new:
-        writes.triggers.extend(entry_triggers(pipeline, subs, entry))
+    wanted = [t for entry in new for t in entry_triggers(pipeline, subs, entry)]
     if board is not None and new:
-        writes.triggers.extend(join_triggers(pipeline, subs, board))
+        wanted += join_triggers(pipeline, subs, board)
+    now, ask = choose(pipeline, wanted, _about(new))
+    writes.triggers.extend(now)
+    writes.tasks.extend(ask)
     return None
 
 
-async def catch_up(pipeline: Pipeline, store: EntryStore, run_id: str) -> list[Consumption]:
+def _about(entries: Iterable[Entry]) -> dict[str, str]:
+    """What a controller reads of each entry it chooses for (its type and body)."""
+    return {e.id: f"{e.type} {json.dumps(e.body)[:300]}" for e in entries}
+
+
+def add_choice(pipeline: Pipeline, task: Task, output: Any, writes: Writes) -> None:
+    """A controller's task ends: the work it chose commits with its end."""
+    if task.role != controller_role(pipeline):
+        return
+    if not isinstance(output, Choice):
+        raise UserError(f"controller {task.role!r} answered {type(output).__name__}; its "
+                        "output must be orchestra.control.Choice")
+    writes.triggers.extend(chosen(Options.model_validate(task.input), output))
+
+
+async def catch_up(pipeline: Pipeline, store: EntryStore, run_id: str) -> bool:
     """Commit every trigger the committed board calls for and no consumption records yet
-    (entries posted by tools or from Python, joins two concurrent ends each missed):
-    the consumptions made (none when nothing was missing)."""
+    (entries posted by tools or from Python, joins two concurrent ends each missed, work
+    the control held back): whether it made work."""
     subs = subscribers(pipeline)
     if not subs:
-        return []
+        return False
     entries = await store.get_entries(run_id)
     consumed = {(c.trigger, c.role) for c in await store.get_consumptions(run_id)}
     wanted = [t for e in entries for t in entry_triggers(pipeline, subs, e)
               if (t.trigger, t.role) not in consumed]
     wanted += join_triggers(pipeline, subs, entries, consumed)
-    return await store.post_triggers(run_id, wanted) if wanted else []
+    now, ask = choose(pipeline, wanted, _about(entries))
+    asked = await store.add_tasks(run_id, ask) if ask else []
+    made = await store.post_triggers(run_id, now) if now else []
+    return bool(made) or any(t.status == "pending" for t in asked)
