@@ -90,9 +90,10 @@ async def test_a_stall_may_wait_for_a_person_who_posts_and_resumes(
     told.append(True)
     run = await coordinator.resume(run.id)
     assert run.status == "completed", run.error
-    # the entry the stall held back was consumed on resume (3 -> 4 ...); the person's too
+    # the entry the stall held back was consumed on resume (3 -> 4), and the person's
+    # (5 -> 6, which ends the run: 3 -> 4 may be left undone)
     values = [e.value(Ping).n for e in await board_store.get_entries(run.id)]
-    assert values[:3] == [3, 3, 5] and values.count(3) == 2 and {4, 6} <= set(values)
+    assert values[:3] == [3, 3, 5] and values.count(3) == 2 and 6 in values
     consumed = {c.trigger for c in await board_store.get_consumptions(run.id)}
     assert all(e.id in consumed for e in (await board_store.get_entries(run.id))[:3])
 
