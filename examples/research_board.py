@@ -49,6 +49,7 @@ from orchestra.store import Writes
 
 class Topic(BaseModel):
     subject: str
+    questions: int = 3
 
 
 class Plan(BaseModel):
@@ -83,7 +84,7 @@ class Report(BaseModel):
 
 
 class Planner(Role[Topic, Plan]):
-    """You split a research topic into two to four short questions. Reply with JSON:
+    """You split a research topic into as many short questions as asked. Reply with JSON:
     {"questions": ["...", ...]}."""
 
 
@@ -148,9 +149,10 @@ def offline_model(request: ModelRequest) -> str:
     """Plays every role; the critic rejects the first answer to the second question."""
     system, last = request.messages[0].content, request.messages[-1]
     if system.startswith("You split"):
-        subject = json.loads(last.content)["subject"]
-        return json.dumps({"questions": [f"What is {subject}?", f"Why does {subject} matter?",
-                                         f"Who works on {subject}?"]})
+        topic = json.loads(last.content)
+        asks = ["What is {}?", "Why does {} matter?", "Who works on {}?", "Where is {} used?"]
+        return json.dumps({"questions": [asks[i % 4].format(topic["subject"]) + "?" * (i // 4)
+                                         for i in range(topic["questions"])]})
     if system.startswith("You answer"):
         q = json.loads(last.content)
         answer = f"A concrete answer to {q['text']!r}." + (" Revised." if q["advice"] else "")
