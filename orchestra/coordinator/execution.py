@@ -32,7 +32,7 @@ from orchestra._types import JSON, AgentId, Run, Task
 from orchestra.coordinator.jobs import Jobs
 from orchestra.coordinator.pipeline import Pipeline
 from orchestra.coordinator.settings import CoordinatorSettings
-from orchestra.coordinator.subscriptions import at_task_end
+from orchestra.coordinator.subscriptions import at_task_end, tool_entry_hook
 from orchestra.mcp.calls import MCPSetup
 from orchestra.models.base import Model
 from orchestra.models.prices import Pricer
@@ -105,6 +105,7 @@ class TaskExecutor:
         self.stop_error: str | None = None
         self.fatal: BaseException | None = None
         self.leases: dict[str, tuple[str, Lease]] = {}
+        self.on_entry = tool_entry_hook(services.pipeline)  # what a tool's entries trigger
 
     def _retry_at(self, task: Task) -> float:
         s = self.c.settings
@@ -150,7 +151,8 @@ class TaskExecutor:
             runner = TaskRunner(store=self.c.store, role=role, model=self.c.models[task.role],
                                 agent=agent, task=task, lease=lease, limits=limits,
                                 settings=type(role).settings, pricer=self.c.pricer,
-                                check_handoff=self.c.pipeline.check_handoff, mcp=self.c.mcp)
+                                check_handoff=self.c.pipeline.check_handoff, mcp=self.c.mcp,
+                                on_entry=self.on_entry)
             work = self._run(runner, task, lease, agent)
             if timeout:
                 work = asyncio.wait_for(work, timeout)

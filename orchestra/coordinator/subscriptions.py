@@ -30,6 +30,7 @@ from orchestra.coordinator.pipeline import Pipeline
 from orchestra.store.entry_protocol import NewEntry, NewTrigger
 from orchestra.store.protocol import NewTask, Writes
 from orchestra.subscriptions import BoardView, On, When
+from orchestra.tools import EntryHook
 
 
 class EntryReads(Protocol):
@@ -196,3 +197,20 @@ async def catch_up(pipeline: Pipeline, store: EntryStore, run_id: str) -> bool:
     asked = await store.add_tasks(run_id, ask) if ask else []
     made = await store.post_triggers(run_id, now) if now else []
     return bool(made) or any(t.status == "pending" for t in asked)
+
+
+def tool_entry_hook(pipeline: Pipeline) -> EntryHook | None:
+    """What an entry a tool posts triggers, decided as it is posted (``ctx.post``): the
+    triggers (and a controller's task) join the tool's writes and commit with its
+    journal entry. Joins over the board are decided at the task's end or when the run
+    idles (:func:`catch_up`)."""
+    subs = subscribers(pipeline)
+    if not subs:
+        return None
+
+    def hook(agent_id: str, new: NewEntry) -> Writes:
+        entry = pending(new, AgentId.parse(agent_id).run_id, agent_id, None)
+        now, ask = choose(pipeline, entry_triggers(pipeline, subs, entry), _about([entry]))
+        return Writes(triggers=now, tasks=ask)
+
+    return hook

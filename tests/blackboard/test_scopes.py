@@ -107,6 +107,8 @@ async def test_a_private_entry_never_reaches_another_role(board_store: Blackboar
     assert sorted(t.role for t in tasks) == ["auditor", "keeper", "snoop"]
     [audit] = [t for t in tasks if t.role == "auditor"]
     assert audit.input == {"text": f"the code is {MARKER} for auditors"}
+    # a tool's entry triggers in the transaction of the tool's journal entry: same clock
+    assert audit.created_at == entries[1].created_at and audit.parent_id == entries[1].task_id
 
     def text(request: ModelRequest) -> str:
         return json.dumps([[m.content, [c.arguments for c in m.tool_calls]]
