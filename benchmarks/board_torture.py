@@ -67,8 +67,8 @@ def _spawn(db: Path, questions: int, delay: float) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "benchmarks.board_torture", "--child", "--db", str(db),
          "--questions", str(questions), "--delay", str(delay)],
-        cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-        start_new_session=True)
+        cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=db.with_suffix(".err").open("a"),
+        text=True, start_new_session=True)
 
 
 def _finish(db: Path, questions: int, delay: float) -> str:
@@ -87,7 +87,8 @@ def _kill_once(db: Path, questions: int, delay: float, window: float,
         line = proc.stdout.readline()  # the child is about to drive (imports, store open)
         if line.strip() != DRIVING:
             proc.wait(timeout=60)
-            raise RuntimeError(f"the child did not start: exit {proc.returncode}")
+            raise RuntimeError(f"the child did not start: exit {proc.returncode}: "
+                               f"{db.with_suffix('.err').read_text()[-2000:]}")
         time.sleep(rng.uniform(0, window))
         if proc.poll() is not None:
             return False
