@@ -197,7 +197,7 @@ def torture(workdir: Path, *, kills: int, questions: int = 3, delay: float = 0.0
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kills", type=int, default=100)
-    parser.add_argument("--questions", type=int, default=12)
+    parser.add_argument("--questions", type=int, default=40)
     parser.add_argument("--delay", type=float, default=0.02, help="seconds per model call")
     parser.add_argument("--window", type=float, default=0.3,
                         help="kill uniformly within this many seconds of driving")
