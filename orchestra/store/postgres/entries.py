@@ -3,7 +3,9 @@ posted in the transaction of whatever carries them, read in posting order.
 
 A trigger's consumption is inserted first (``ON CONFLICT DO NOTHING``): a second
 transaction committing the same trigger waits on the first's row and then writes
-nothing, so each (run, trigger, role) makes one task on any number of hosts.
+nothing, so each (run, trigger, role) makes one task on any number of hosts. A bundle's
+consumptions take two statements whatever their number (claimed, then given their
+tasks' ids).
 """
 
 from __future__ import annotations
@@ -25,13 +27,14 @@ _INSERT = (
     "INSERT INTO entries (id, run_id, type, author, body, tags, scope, task_id, created_at) "
     "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING position"
 )
-_CONSUME = (
-    "INSERT INTO consumptions (run_id, trigger, role, task_id, created_at) "
-    "VALUES ($1, $2, $3, '', $4) ON CONFLICT DO NOTHING RETURNING 1"
-)
-_CONSUMED_BY = (
-    "UPDATE consumptions SET task_id = $4 WHERE run_id = $1 AND trigger = $2 AND role = $3"
-)
+_CONSUME = """
+INSERT INTO consumptions (run_id, trigger, role, task_id, created_at)
+SELECT DISTINCT $1, t, r, '', $4::double precision FROM unnest($2::text[], $3::text[]) AS u (t, r)
+ON CONFLICT DO NOTHING RETURNING trigger, role"""
+_CONSUMED_BY = """
+UPDATE consumptions c SET task_id = u.k
+FROM unnest($2::text[], $3::text[], $4::text[]) AS u (t, r, k)
+WHERE c.run_id = $1 AND c.trigger = u.t AND c.role = u.r"""
 _ENTRIES = f"""
 SELECT {_rows.ENTRY_COLS} FROM entries
 WHERE run_id = $1 AND ($2::text IS NULL OR type = $2) AND position > $3 ORDER BY position"""
@@ -60,16 +63,26 @@ async def post_entries(tx: Txn, run_id: str, author: str, task_id: str | None,
 
 async def post_triggers(tx: Txn, run_id: str, parent_id: str | None,
                         triggers: Sequence[NewTrigger]) -> list[Consumption]:
-    """Create each trigger's task and record its consumption, unless recorded already."""
+    """Create each trigger's task and record its consumption, unless recorded already:
+    the consumptions are claimed in one statement (the rows a concurrent transaction
+    holds are waited for, then skipped), their tasks made, and their task ids set in one
+    more."""
+    if not triggers:
+        return []
+    claimed = await tx.fetch(_CONSUME, run_id, [t.trigger for t in triggers],
+                             [t.role for t in triggers], tx.now)
+    fresh = {(r[0], r[1]) for r in claimed}
     made = []
     for trigger in triggers:
-        if await tx.fetchval(_CONSUME, run_id, trigger.trigger, trigger.role, tx.now) is None:
+        if (trigger.trigger, trigger.role) not in fresh:
             continue
+        fresh.discard((trigger.trigger, trigger.role))  # the same trigger twice: once
         task = await insert_task(tx, run_id, NewTask(
             trigger.role, trigger.input, max_attempts=trigger.max_attempts, key=trigger.key,
             cause=f"entry:{trigger.trigger}"), parent_id=parent_id)
-        await tx.execute(_CONSUMED_BY, run_id, trigger.trigger, trigger.role, task.id)
         made.append(Consumption(run_id, trigger.trigger, trigger.role, task.id, tx.now))
+    await tx.execute(_CONSUMED_BY, run_id, [c.trigger for c in made], [c.role for c in made],
+                     [c.task_id for c in made])
     return made
 
 

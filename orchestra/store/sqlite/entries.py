@@ -8,13 +8,14 @@ committed twice (a resumed coordinator deciding again) write nothing the second 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
 from orchestra._entries import Consumption, Entry
 from orchestra.store import entry_rows as _rows
 from orchestra.store.entry_protocol import NewEntry, NewTrigger
 from orchestra.store.protocol import NewTask
-from orchestra.store.sqlite.events import append_event, require_run
+from orchestra.store.sqlite.events import append_event, batched_events, require_run
 from orchestra.store.sqlite.reads import require_run as require_run_read
 from orchestra.store.sqlite.tasks import insert_task
 from orchestra.store.sqlite.txn import Conn, Txn
@@ -23,7 +24,10 @@ _INSERT = (
     "INSERT INTO entries (id, run_id, type, author, body, tags, scope, task_id, created_at) "
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING position"
 )
-_CONSUMED = "SELECT task_id FROM consumptions WHERE run_id = ? AND trigger = ? AND role = ?"
+_CONSUMED = """
+SELECT trigger, role FROM consumptions
+WHERE run_id = ?1 AND (trigger, role) IN (
+    SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?2))"""
 _CONSUME = (
     "INSERT INTO consumptions (run_id, trigger, role, task_id, created_at) VALUES (?, ?, ?, ?, ?)"
 )
@@ -55,17 +59,26 @@ async def post_entries(tx: Txn, run_id: str, author: str, task_id: str | None,
 
 async def post_triggers(tx: Txn, run_id: str, parent_id: str | None,
                         triggers: Sequence[NewTrigger]) -> list[Consumption]:
-    """Create each trigger's task and record its consumption, unless recorded already."""
+    """Create each trigger's task and record its consumption, unless recorded already.
+
+    One read finds the triggers already consumed; the tasks' events are batched (one
+    write of the run's row) and the consumptions inserted in one statement."""
+    if not triggers:
+        return []
+    wanted = json.dumps([[t.trigger, t.role] for t in triggers])
+    done = {(r[0], r[1]) for r in (await tx.execute(_CONSUMED, (run_id, wanted))).fetchall()}
     made = []
-    for trigger in triggers:
-        row = (await tx.execute(_CONSUMED, (run_id, trigger.trigger, trigger.role))).fetchone()
-        if row is not None:
-            continue
-        task = await insert_task(tx, run_id, NewTask(
-            trigger.role, trigger.input, max_attempts=trigger.max_attempts, key=trigger.key,
-            cause=f"entry:{trigger.trigger}"), parent_id=parent_id)
-        await tx.execute(_CONSUME, (run_id, trigger.trigger, trigger.role, task.id, tx.now))
-        made.append(Consumption(run_id, trigger.trigger, trigger.role, task.id, tx.now))
+    async with batched_events(tx):
+        for trigger in triggers:
+            if (trigger.trigger, trigger.role) in done:
+                continue
+            done.add((trigger.trigger, trigger.role))
+            task = await insert_task(tx, run_id, NewTask(
+                trigger.role, trigger.input, max_attempts=trigger.max_attempts,
+                key=trigger.key, cause=f"entry:{trigger.trigger}"), parent_id=parent_id)
+            made.append(Consumption(run_id, trigger.trigger, trigger.role, task.id, tx.now))
+    await tx.executemany(_CONSUME, [(c.run_id, c.trigger, c.role, c.task_id, c.created_at)
+                                    for c in made])
     return made
 
 
