@@ -76,3 +76,22 @@ async def test_a_trigger_makes_one_task_and_one_consumption_however_often_it_com
     joined = NewTrigger("join:all-answered", "writer", {})
     assert [c.role for c in await store.post_triggers(run.id, [joined, joined])] == ["writer"]
     assert len(await store.list_tasks(run.id, role="writer")) == 1
+
+
+async def test_a_fork_keeps_the_entries_and_consumptions_up_to_its_point(
+        store: Blackboard) -> None:
+    run = await store.create_run("p", {})
+    first = NewEntry("Question", {"text": "a"})
+    await store.post_entry(run.id, f"{run.id}/planner", first,
+                           triggers=[NewTrigger(first.id, "researcher", {"q": "a"})])
+    point = (await store.events(run.id))[-1].seq
+    await store.post_entry(run.id, "operator", NewEntry("Question", {"text": "b"}))
+    fork = await store.fork_run(run.id, point)
+    [copied] = await store.get_entries(fork.id)
+    assert (copied.id, copied.author, copied.body) == (first.id, f"{fork.id}/planner",
+                                                       {"text": "a"})
+    [consumed] = await store.get_consumptions(fork.id)
+    [task] = await store.list_tasks(fork.id, role="researcher")
+    assert (consumed.trigger, consumed.task_id) == (first.id, task.id)
+    assert task.key == f"on:{first.id}:researcher"
+    assert len(await store.get_entries(run.id)) == 2  # the source is only read

@@ -99,3 +99,30 @@ async def get_consumptions(c: asyncpg.Connection, run_id: str) -> list[Consumpti
     if not rows:
         await require_run_read(c, run_id)
     return [_rows.consumption(tuple(r)) for r in rows]
+
+
+# A fork (``fork``) copies the entries posted up to its point under the same ids (unique
+# per run), and the consumptions whose task it copies: $1 source, $2 fork, $3 the fork
+# point's time, $4... the fork's task map (old, new, status) as arrays.
+_FORK_MAP = ("WITH fork_ids AS (SELECT * FROM unnest($4::text[], $5::text[], $6::text[]) "
+             "AS m(old, new, status)) ")
+_FORK_ENTRIES = _FORK_MAP + """
+INSERT INTO entries (id, run_id, type, author, body, tags, scope, task_id, created_at)
+SELECT id, $2, type, CASE WHEN left(author, length($1::text) + 1) = $1::text || '/'
+        THEN $2::text || substr(author, length($1::text) + 1) ELSE author END, body, tags,
+    scope, (SELECT new FROM fork_ids WHERE old = task_id), created_at
+FROM entries WHERE run_id = $1 AND created_at <= $3 ORDER BY position"""
+_FORK_CONSUMPTIONS = _FORK_MAP + """
+INSERT INTO consumptions (run_id, trigger, role, task_id, created_at)
+SELECT $2, c.trigger, c.role, m.new, c.created_at
+FROM consumptions c JOIN fork_ids m ON m.old = c.task_id
+WHERE c.run_id = $1 AND m.status IS NOT NULL AND c.created_at <= $3"""
+
+
+async def fork_entries(tx: Txn, run_id: str, fork_id: str, at: float,
+                       task_map: Sequence[Sequence[object]]) -> None:
+    """Copy ``run_id``'s entries and consumptions up to ``at`` into its fork (inside
+    ``fork.fork_run``; ``task_map``: its id map's columns, old, new and status first)."""
+    old, new, status = (list(c) for c in task_map[:3])
+    await tx.execute(_FORK_ENTRIES, run_id, fork_id, at, old, new, status)
+    await tx.execute(_FORK_CONSUMPTIONS, run_id, fork_id, at, old, new, status)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 V8 = """CREATE TABLE entries (
     position bigserial PRIMARY KEY,
-    id text NOT NULL UNIQUE,
+    id text NOT NULL,
     run_id text NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
     type text NOT NULL,
     author text NOT NULL,
@@ -17,6 +17,7 @@ V8 = """CREATE TABLE entries (
     task_id text,
     created_at double precision NOT NULL
 );
+CREATE UNIQUE INDEX entries_id ON entries (run_id, id);
 CREATE INDEX entries_run ON entries (run_id, position);
 CREATE TABLE consumptions (
     run_id text NOT NULL REFERENCES runs (id) ON DELETE CASCADE,

@@ -94,3 +94,26 @@ async def get_consumptions(c: Conn, run_id: str) -> list[Consumption]:
     if not rows:
         await require_run_read(c, run_id)
     return [_rows.consumption(tuple(r)) for r in rows]
+
+
+# A fork (``fork``) copies the entries posted up to its point under the same ids (unique
+# per run), and the consumptions whose task it copies: ?1 source, ?2 fork, ?3 the fork
+# point's time; the task map is the fork's ``fork_ids`` table.
+_FORK_ENTRIES = """
+INSERT INTO entries (id, run_id, type, author, body, tags, scope, task_id, created_at)
+SELECT id, ?2, type, CASE WHEN substr(author, 1, length(?1) + 1) = ?1 || '/'
+        THEN ?2 || substr(author, length(?1) + 1) ELSE author END, body, tags, scope,
+    (SELECT new FROM fork_ids WHERE old = task_id), created_at
+FROM entries WHERE run_id = ?1 AND created_at <= ?3 ORDER BY position"""
+_FORK_CONSUMPTIONS = """
+INSERT INTO consumptions (run_id, trigger, role, task_id, created_at)
+SELECT ?2, c.trigger, c.role, m.new, c.created_at
+FROM consumptions c JOIN fork_ids m ON m.old = c.task_id
+WHERE c.run_id = ?1 AND m.status IS NOT NULL AND c.created_at <= ?3"""
+
+
+async def fork_entries(tx: Txn, run_id: str, fork_id: str, at: float) -> None:
+    """Copy ``run_id``'s entries and consumptions up to ``at`` into its fork (inside
+    ``fork.fork_run``, while its task map is filled)."""
+    await tx.execute(_FORK_ENTRIES, (run_id, fork_id, at))
+    await tx.execute(_FORK_CONSUMPTIONS, (run_id, fork_id, at))

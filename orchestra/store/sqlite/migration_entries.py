@@ -4,7 +4,9 @@
 Kept beside ``migrations`` (which lists it); never edited once released. ``entries``:
 one row per typed entry, ``position`` ordering a run's entries; ``consumptions``: one
 row per (run, trigger, role), the primary key that makes each entry trigger each
-subscribed role at most once whatever is killed when (``entries``). ``runs`` is
+subscribed role at most once whatever is killed when (``entries``). An entry's id is
+unique in its run: a fork copies its entries under the same ids, so the triggers, task
+causes and keys that name them hold in the fork as they are. ``runs`` is
 rebuilt for its status CHECK (SQLite cannot alter one), as v5 did, keeping every column;
 the views' triggers name ``runs``, so the rename runs in SQLite's legacy mode, which
 leaves them alone (they name the rebuilt table once it is renamed) instead of refusing
@@ -15,7 +17,7 @@ from __future__ import annotations
 
 V11 = """CREATE TABLE entries (
     position INTEGER PRIMARY KEY AUTOINCREMENT,
-    id TEXT NOT NULL UNIQUE,
+    id TEXT NOT NULL,
     run_id TEXT NOT NULL REFERENCES runs (id),
     type TEXT NOT NULL,
     author TEXT NOT NULL,
@@ -25,6 +27,7 @@ V11 = """CREATE TABLE entries (
     task_id TEXT,
     created_at REAL NOT NULL
 );
+CREATE UNIQUE INDEX entries_id ON entries (run_id, id);
 CREATE INDEX entries_run ON entries (run_id, position);
 CREATE TABLE consumptions (
     run_id TEXT NOT NULL REFERENCES runs (id),

@@ -374,7 +374,7 @@ END;
 -- which role each one triggered: one consumption per (run, trigger, role).
 CREATE TABLE entries (
     position INTEGER PRIMARY KEY AUTOINCREMENT,
-    id TEXT NOT NULL UNIQUE,
+    id TEXT NOT NULL,
     run_id TEXT NOT NULL REFERENCES runs (id),
     type TEXT NOT NULL,
     author TEXT NOT NULL,
@@ -384,6 +384,7 @@ CREATE TABLE entries (
     task_id TEXT,
     created_at REAL NOT NULL
 );
+CREATE UNIQUE INDEX entries_id ON entries (run_id, id);
 CREATE INDEX entries_run ON entries (run_id, position);
 CREATE TABLE consumptions (
     run_id TEXT NOT NULL REFERENCES runs (id),
