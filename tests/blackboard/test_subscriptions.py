@@ -8,6 +8,7 @@ import json
 from collections import Counter
 
 import pydantic
+import pytest
 
 from examples.research_board import Report, Review, build
 from orchestra import (
@@ -23,6 +24,7 @@ from orchestra import (
     Scope,
     entry,
 )
+from orchestra._errors import RoleDefinitionError, UserError
 from orchestra.coordinator.subscriptions import entry_triggers, pending, subscribers
 from orchestra.store import Blackboard
 
@@ -145,3 +147,12 @@ async def test_done_on_the_board_completes_a_run_that_would_go_on(
     assert run.status == "completed"
     values = [e.value(Ping).n for e in await board_store.get_entries(run.id)]
     assert values[:5] == [1, 2, 3, 4, 5] and len(values) <= 6
+
+
+def test_what_a_role_consumes_is_checked_when_the_class_is_defined() -> None:
+    with pytest.raises(RoleDefinitionError, match=r"consumes: .* is not On"):
+        type("Bad", (Role,), {"__doc__": "You.", "consumes": [Ping]})
+    with pytest.raises(RoleDefinitionError, match="labels"):
+        type("Bad", (Role,), {"__doc__": "You.", "labels": "audit"})
+    with pytest.raises(UserError, match="pydantic model class"):
+        On(str)  # type: ignore[arg-type]
