@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from orchestra._entries import Entry
+from orchestra._entries import Consumption, Entry
 from orchestra._types import Note, Run, RunStatus, Task
 from orchestra.coordinator.pipeline import Pipeline
 from orchestra.store.protocol import NewNote
@@ -27,6 +27,7 @@ class EndReads(Protocol):
                           after: int = 0) -> list[Entry]: ...
     async def list_tasks(self, run_id: str, *, status: str | None = None,
                          role: str | None = None) -> list[Task]: ...
+    async def get_consumptions(self, run_id: str) -> list[Consumption]: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,6 +19,7 @@ from typing import Protocol
 
 import structlog
 
+from orchestra._entries import Consumption
 from orchestra._errors import (
     DeterminismError,
     LeaseLostError,
@@ -63,6 +64,7 @@ class ExecutionStore(TaskStore, Protocol):
     async def get_run(self, run_id: str) -> Run: ...
     async def list_tasks(self, run_id: str, *, status: str | None = None,
                          role: str | None = None) -> list[Task]: ...
+    async def get_consumptions(self, run_id: str) -> list[Consumption]: ...
     async def complete_task(self, task_id: str, lease: Lease, result: JSON, *,
                             agent_id: str, writes: Writes | None = None,
                             step: StepResult | None = None,

@@ -140,14 +140,15 @@ async def at_task_end(pipeline: Pipeline, store: EndReads, task: Task, output: A
     subs = subscribers(pipeline)
     stall = pipeline.stall
     counts_quiet = stall is not None and stall.after is not None
-    if not writes.entries and not counts_quiet:
+    joins = any(s.joins for s in subs)  # a tool of this task may have completed one
+    if not writes.entries and not counts_quiet and not joins:
         return None  # the board does not change
     if not subs and pipeline.done is None and stall is None:
         return None
     author = str(AgentId(task.run_id, task.role))
     new = [pending(e, task.run_id, author, task.id) for e in writes.entries]
     board: list[Entry] | None = None
-    if pipeline.done is not None or stall is not None or any(s.joins for s in subs):
+    if pipeline.done is not None or stall is not None or joins:
         committed = await store.get_entries(task.run_id)
         board = [*committed, *new]
         quiet = 0
@@ -158,8 +159,9 @@ async def at_task_end(pipeline: Pipeline, store: EndReads, task: Task, output: A
         if end is not None:
             return end
     wanted = [t for entry in new for t in entry_triggers(pipeline, subs, entry)]
-    if board is not None and new:
-        wanted += join_triggers(pipeline, subs, board)
+    if board is not None and joins:  # each join fires once: not those that have
+        consumed = {(c.trigger, c.role) for c in await store.get_consumptions(task.run_id)}
+        wanted += join_triggers(pipeline, subs, board, consumed)
     now, ask = choose(pipeline, wanted, _about(new))
     writes.triggers.extend(now)
     writes.tasks.extend(ask)
