@@ -9,8 +9,9 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from blackboard_helpers import open_spec
 
-from orchestra.store import Blackboard, SQLiteBlackboard
+from orchestra.store import Blackboard
 
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:  # the examples, imported as ``examples.research_board``
@@ -30,14 +31,6 @@ def _postgres_dsn() -> str:
 @pytest.fixture(params=["sqlite", "postgres"])
 def store_spec(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return str(tmp_path / "board.db") if request.param == "sqlite" else _postgres_dsn()
-
-
-async def open_spec(spec: str) -> Blackboard:
-    if spec.startswith("postgres"):
-        from orchestra.store.postgres import PostgresBlackboard
-
-        return await PostgresBlackboard.open(spec)
-    return await SQLiteBlackboard.open(spec)
 
 
 @pytest.fixture
