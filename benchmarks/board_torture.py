@@ -28,7 +28,6 @@ import json
 import os
 import random
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -36,14 +35,16 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from orchestra.store import Blackboard, SQLiteBlackboard
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DRIVING = "driving"
 
 
 # -- the child: the example, driven or resumed ----------------------------------------------
-async def _child(db: Path, questions: int, delay: float) -> str:
+async def _child(spec: str, questions: int, delay: float) -> str:
     from examples.research_board import build, offline_model
-    from orchestra import Coordinator, FunctionModel, ModelRequest, SQLiteBlackboard
+    from orchestra import Coordinator, FunctionModel, ModelRequest
 
     async def slow(request: ModelRequest) -> str:
         await asyncio.sleep(delay)
@@ -51,7 +52,8 @@ async def _child(db: Path, questions: int, delay: float) -> str:
 
     pipeline = build({})
     model = FunctionModel(slow)
-    async with await SQLiteBlackboard.open(db) as store:
+    store = await _open(spec)
+    try:
         coordinator = Coordinator(store, pipeline, models={r.name: model for r in pipeline.roles})
         runs = await store.list_runs()  # one run per file: start it, or carry it on
         print(DRIVING, flush=True)
@@ -60,35 +62,46 @@ async def _child(db: Path, questions: int, delay: float) -> str:
         run = await (coordinator.resume(runs[0].id) if runs else
                      coordinator.run({"subject": "tides", "questions": questions}))
         return run.status
+    finally:
+        await store.close()
 
 
 # -- the parent -----------------------------------------------------------------------------
-def _spawn(db: Path, questions: int, delay: float) -> subprocess.Popen[str]:
+@dataclass(frozen=True)
+class Trial:
+    """One run's store (a SQLite path or a PostgreSQL DSN) and where its children's
+    stderr goes."""
+
+    spec: str
+    err: Path
+
+
+def _spawn(trial: Trial, questions: int, delay: float) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "benchmarks.board_torture", "--child", "--db", str(db),
+        [sys.executable, "-m", "benchmarks.board_torture", "--child", "--db", trial.spec,
          "--questions", str(questions), "--delay", str(delay)],
-        cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=db.with_suffix(".err").open("a"),
+        cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=trial.err.open("a"),
         text=True, start_new_session=True)
 
 
-def _finish(db: Path, questions: int, delay: float) -> str:
-    proc = _spawn(db, questions, delay)
+def _finish(trial: Trial, questions: int, delay: float) -> str:
+    proc = _spawn(trial, questions, delay)
     out, _ = proc.communicate(timeout=600)
     return out.strip().splitlines()[-1] if out.strip() else f"exit {proc.returncode}"
 
 
-def _kill_once(db: Path, questions: int, delay: float, window: float,
+def _kill_once(trial: Trial, questions: int, delay: float, window: float,
                rng: random.Random) -> bool:
     """Start a child, SIGKILL it at a random instant; whether it was killed (False: it
     finished first)."""
-    proc = _spawn(db, questions, delay)
+    proc = _spawn(trial, questions, delay)
     assert proc.stdout is not None
     try:
         line = proc.stdout.readline()  # the child is about to drive (imports, store open)
         if line.strip() != DRIVING:
             proc.wait(timeout=60)
             raise RuntimeError(f"the child did not start: exit {proc.returncode}: "
-                               f"{db.with_suffix('.err').read_text()[-2000:]}")
+                               f"{trial.err.read_text()[-2000:]}")
         time.sleep(rng.uniform(0, window))
         if proc.poll() is not None:
             return False
@@ -103,60 +116,80 @@ def _kill_once(db: Path, questions: int, delay: float, window: float,
             proc.wait(timeout=30)
 
 
-def board(db: Path) -> list[tuple[str, str, str, str]]:
-    """The run's board as a multiset: (type, author's role, scope, body), sorted."""
-    conn = sqlite3.connect(db)
+async def _open(spec: str) -> Blackboard:
+    if spec.startswith("postgres"):
+        from orchestra.store.postgres import PostgresBlackboard
+
+        return await PostgresBlackboard.open(spec)
+    return await SQLiteBlackboard.open(spec)
+
+
+Board = list[tuple[str, str, str, str]]
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What the store holds of its one run (``status`` None: no run yet)."""
+
+    status: str | None
+    board: Board
+    """The run's entries as a multiset: (type, author's role, scope, body), sorted."""
+    doubled: list[tuple[str | None, str]]
+    unrecorded: int
+    dangling: int
+
+
+async def _snapshot(spec: str) -> Snapshot:
+    store = await _open(spec)
     try:
-        rows = conn.execute("SELECT type, author, scope, body FROM entries").fetchall()
+        runs = await store.list_runs()
+        if not runs:
+            return Snapshot(None, [], [], 0, 0)
+        run = runs[0]
+        entries = await store.get_entries(run.id)
+        tasks = await store.list_tasks(run.id)
+        consumed = await store.get_consumptions(run.id)
     finally:
-        conn.close()
-    return sorted((t, a.partition("/")[2], s, json.dumps(json.loads(b), sort_keys=True))
-                  for t, a, s, b in rows)
+        await store.close()
+    board = sorted((e.type, e.author_role, str(e.scope), json.dumps(e.body, sort_keys=True))
+                   for e in entries)
+    triggered = [t for t in tasks if (t.cause or "").startswith("entry:")]
+    per = Counter((t.cause, t.role) for t in triggered)
+    task_ids = {t.id for t in tasks}
+    consumed_by = {c.task_id for c in consumed}
+    return Snapshot(run.status, board, [k for k, n in per.items() if n > 1],
+                    sum(1 for t in triggered if t.id not in consumed_by),
+                    sum(1 for c in consumed if c.task_id not in task_ids))
 
 
-def problems(db: Path, reference: list[tuple[str, str, str, str]]) -> list[str]:
-    """What is wrong with the finished run in ``db`` (nothing: it passed)."""
+def snapshot(spec: str) -> Snapshot:
+    return asyncio.run(_snapshot(spec))
+
+
+def problems(spec: str, reference: Board) -> list[str]:
+    """What is wrong with the finished run in ``spec`` (nothing: it passed)."""
     found = []
-    conn = sqlite3.connect(db)
-    try:
-        [(status,)] = conn.execute("SELECT status FROM runs").fetchall()
-        doubled = conn.execute(
-            "SELECT cause, role, COUNT(*) FROM tasks WHERE cause LIKE 'entry:%' "
-            "GROUP BY cause, role HAVING COUNT(*) > 1").fetchall()
-        unrecorded = conn.execute(
-            "SELECT COUNT(*) FROM tasks t WHERE cause LIKE 'entry:%' AND NOT EXISTS ("
-            "SELECT 1 FROM consumptions c WHERE c.task_id = t.id)").fetchone()[0]
-        dangling = conn.execute(
-            "SELECT COUNT(*) FROM consumptions c WHERE NOT EXISTS ("
-            "SELECT 1 FROM tasks t WHERE t.id = c.task_id)").fetchone()[0]
-    finally:
-        conn.close()
-    if status != "completed":
-        found.append(f"run ended {status}")
-    if doubled:
-        found.append(f"consumptions doubled: {doubled[:3]}")
-    if unrecorded or dangling:
-        found.append(f"{unrecorded} triggered tasks without a consumption, {dangling} "
-                     "consumptions without a task")
-    got = board(db)
-    if got != reference:
-        lost = Counter(reference) - Counter(got)
-        extra = Counter(got) - Counter(reference)
+    got = snapshot(spec)
+    if got.status != "completed":
+        found.append(f"run ended {got.status}")
+    if got.doubled:
+        found.append(f"consumptions doubled: {got.doubled[:3]}")
+    if got.unrecorded or got.dangling:
+        found.append(f"{got.unrecorded} triggered tasks without a consumption, "
+                     f"{got.dangling} consumptions without a task")
+    if got.board != reference:
+        lost = Counter(reference) - Counter(got.board)
+        extra = Counter(got.board) - Counter(reference)
         found.append(f"board differs: lost {list(lost)[:3]}, extra {list(extra)[:3]}")
     return found
 
 
-def _mid_run(db: Path) -> int:
-    """1 if the kill left the run part done (begun, not finished), else 0."""
-    if not db.exists():
+def _mid_run(spec: str) -> int:
+    """1 if the kill left the run part done (entries posted, not completed), else 0."""
+    if not spec.startswith("postgres") and not Path(spec).exists():
         return 0
-    conn = sqlite3.connect(db)
-    try:
-        rows = conn.execute("SELECT status FROM runs").fetchall()
-        entries = conn.execute("SELECT COUNT(*) FROM entries").fetchone()[0]
-    finally:
-        conn.close()
-    return int(bool(rows) and rows[0][0] != "completed" and entries > 0)
+    got = snapshot(spec)
+    return int(got.status not in (None, "completed") and bool(got.board))
 
 
 @dataclass
@@ -167,31 +200,45 @@ class Report:
     trials: int = 0
     seconds: float = 0.0
     questions: int = 0
+    store: str = "sqlite"
     problems: list[str] = field(default_factory=list)
 
 
 def torture(workdir: Path, *, kills: int, questions: int = 3, delay: float = 0.02,
-            window: float = 0.3, seed: int = 48) -> Report:
+            window: float = 0.3, seed: int = 48, store: str = "sqlite") -> Report:
     """Kill runs of the example ``kills`` times at random instants; check every run."""
     rng = random.Random(seed)
     started = time.monotonic()
     workdir.mkdir(parents=True, exist_ok=True)
-    reference_db = workdir / "reference.db"
-    status = _finish(reference_db, questions, delay)
+    reference = _trial(workdir, "reference", "sqlite")
+    status = _finish(reference, questions, delay)
     if status != "completed":
-        raise RuntimeError(f"the uninterrupted run ended {status!r}")
-    reference = board(reference_db)
-    report = Report(questions=questions)
+        raise RuntimeError(f"the uninterrupted run ended {status!r}: "
+                           f"{reference.err.read_text()[-2000:]}")
+    expected = snapshot(reference.spec).board
+    report = Report(questions=questions, store=store)
     while report.kills < kills:
         report.trials += 1
-        db = workdir / f"trial{report.trials}.db"
-        while report.kills < kills and _kill_once(db, questions, delay, window, rng):
+        trial = _trial(workdir, f"trial{report.trials}", store)
+        while report.kills < kills and _kill_once(trial, questions, delay, window, rng):
             report.kills += 1
-            report.mid_run += _mid_run(db)
-        _finish(db, questions, delay)  # left alone: resumes (or finds it done) and ends
-        report.problems += [f"trial {report.trials}: {p}" for p in problems(db, reference)]
+            report.mid_run += _mid_run(trial.spec)
+        _finish(trial, questions, delay)  # left alone: resumes (or finds it done) and ends
+        report.problems += [f"trial {report.trials}: {p}" for p in problems(trial.spec,
+                                                                           expected)]
     report.seconds = round(time.monotonic() - started, 1)
     return report
+
+
+def _trial(workdir: Path, name: str, store: str) -> Trial:
+    """A fresh store for one run: a file, or a new database on the local PostgreSQL."""
+    if store == "postgres":
+        from orchestra.store.postgres.local import shared_server
+
+        spec = shared_server().create_database("torture" + os.urandom(4).hex())
+    else:
+        spec = str(workdir / f"{name}.db")
+    return Trial(spec, workdir / f"{name}.err")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -202,9 +249,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--window", type=float, default=0.3,
                         help="kill uniformly within this many seconds of driving")
     parser.add_argument("--seed", type=int, default=48)
+    parser.add_argument("--store", choices=["sqlite", "postgres"], default="sqlite",
+                        help="the store the runs are tortured on (PostgreSQL: a local server "
+                             "the benchmark starts)")
     parser.add_argument("--workdir", type=Path, default=None)
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--db", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--db", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         print(asyncio.run(_child(args.db, args.questions, args.delay)), flush=True)
@@ -213,7 +263,8 @@ def main(argv: list[str] | None = None) -> int:
 
     with tempfile.TemporaryDirectory() as tmp:
         report = torture(args.workdir or Path(tmp), kills=args.kills, questions=args.questions,
-                         delay=args.delay, window=args.window, seed=args.seed)
+                         delay=args.delay, window=args.window, seed=args.seed,
+                         store=args.store)
     print(json.dumps(asdict(report)))
     return 1 if report.problems else 0
 
