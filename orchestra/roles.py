@@ -90,10 +90,10 @@ class Role(Generic[In, Out]):
     """Board entries that give this role a task (``On(Finding)``, ``When(...)``): see
     ``orchestra.subscriptions`` and docs/blackboard.md."""
     labels: ClassVar[frozenset[str]] = frozenset()
+    """Labels this role carries: it sees entries scoped to any of them (``Scope.labels``)."""
     posts_output: ClassVar[bool] = False
     """Post each task's output (a pydantic model) to the board as a public entry of its
     type, with the task's end: what roles that consume it are triggered by."""
-    """Labels this role carries: it sees entries scoped to any of them (``Scope.labels``)."""
     recall: ClassVar[bool] = True
     """Offer the built-in ``recall`` tool: full-text search of the agent's own history."""
     max_tokens_per_agent: ClassVar[int | None] = None

@@ -28,12 +28,12 @@ if TYPE_CHECKING:
 ToolFn = Callable[..., Awaitable[Any]]
 
 HandoffCheck = Callable[[NewHandoff, str], NewHandoff]
-EntryHook = Callable[[str, NewEntry], Writes]
-"""``hook(agent_id, entry)``: what an entry a tool posts triggers (the coordinator's
-matching): tasks and triggers to commit with it, in the tool's journal entry."""
 """``check(handoff, source)``: the handoff with its target role checked and its payload
 validated against the pipeline (a role the pipeline lacks, or a payload its ``input``
 refuses, raises); ``source`` names the poster in the error."""
+EntryHook = Callable[[str, NewEntry], Writes]
+"""``hook(agent_id, entry)``: what an entry a tool posts triggers (the coordinator's
+matching): tasks and triggers to commit with it, in the tool's journal entry."""
 
 
 @dataclass(slots=True)
