@@ -13,7 +13,7 @@ import json
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Protocol
 
 from orchestra._entries import Consumption, Entry
 from orchestra._types import Note, Run, RunStatus, Task
@@ -34,12 +34,9 @@ class EndReads(Protocol):
 class BoardEnd:
     """How the board ends a run, and why (the run's error, and a note, when stalled)."""
 
-    status: Literal["completed", "stalled", "waiting"]
+    status: RunStatus
+    """``completed``, ``stalled``, or ``waiting`` (for a person, ``Stall(wait=True)``)."""
     reason: str
-
-    @property
-    def run_status(self) -> RunStatus:
-        return self.status
 
 
 def ends_since_last_entry(entries: Sequence[Entry], completed: Sequence[Task]) -> int:
@@ -59,7 +56,7 @@ def decide_end(pipeline: Pipeline, entries: Sequence[Entry], quiet_ends: int
     stall = pipeline.stall
     if stall is None:
         return None
-    status: Literal["stalled", "waiting"] = "waiting" if stall.wait else "stalled"
+    status: RunStatus = "waiting" if stall.wait else "stalled"
     if stall.repeats is not None and entries:  # the latest entry, posted once too often
         same = Counter((e.type, json.dumps(e.body, sort_keys=True)) for e in entries)
         kind, body = latest = entries[-1].type, json.dumps(entries[-1].body, sort_keys=True)
@@ -99,6 +96,6 @@ async def end_by_board(store: NoteWriter, run_id: str, end: BoardEnd,
     if end.status != "completed":
         error = end.reason
         await store.post_note(run_id, "orchestra", NewNote(end.reason, ("stalled",)))
-    run, _ = await asyncio.gather(transition(run_id, end.run_status, error=error),
+    run, _ = await asyncio.gather(transition(run_id, end.status, error=error),
                                   unserve(run_id))
     return run
