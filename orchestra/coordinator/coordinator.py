@@ -30,6 +30,7 @@ import contextlib
 from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
+from orchestra._entries import Entry
 from orchestra._errors import NotFoundError, StoreError, UserError
 from orchestra._log import get_logger
 from orchestra._types import (
@@ -48,12 +49,13 @@ from orchestra.coordinator.owners import dead_local_owners, new_owner_id
 from orchestra.coordinator.pipeline import Pipeline
 from orchestra.coordinator.resumable import CANCELLABLE, INTERRUPTED_EVENT, check_resumable
 from orchestra.coordinator.settings import CoordinatorSettings as CoordinatorSettings
-from orchestra.coordinator.subscriptions import catch_up
+from orchestra.coordinator.subscriptions import catch_up, post_entry
 from orchestra.mcp.calls import MCPSetup
 from orchestra.mcp.hub import MCPHub
 from orchestra.models.base import Model, runs_locally
 from orchestra.models.prices import PriceBook, Pricer, layered
 from orchestra.runtime.agent_state import AgentState, agent_id_for
+from orchestra.store.entry_protocol import NewEntry
 from orchestra.store.protocol import Blackboard, ClaimSpec
 
 if TYPE_CHECKING:
@@ -156,6 +158,11 @@ class Coordinator:
         paused by its token cap with this coordinator's cap no higher than what it used."""
         check_resumable(run, self.settings.max_tokens_per_run,
                         cost_cap=self.settings.max_cost_per_run)
+
+    async def post_entry(self, run_id: str, new: NewEntry, author: str = "operator") -> Entry:
+        """Post ``entry(model, scope=...)`` to a run's board with the tasks it triggers, in
+        one transaction (``store.post_entry`` leaves them to the run's next idle look)."""
+        return await post_entry(self.pipeline, self.store, run_id, new, author)
 
     async def cancel(self, run_id: str) -> Run:
         """Cancel a run: no new steps start; running tasks here stop; state stays consistent."""

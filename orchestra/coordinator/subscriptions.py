@@ -43,6 +43,8 @@ class EntryStore(EntryReads, Protocol):
     async def post_triggers(self, run_id: str, triggers: Sequence[NewTrigger]
                             ) -> list[Consumption]: ...
     async def add_tasks(self, run_id: str, tasks: Sequence[NewTask]) -> list[Task]: ...
+    async def post_entry(self, run_id: str, author: str, entry: NewEntry, *,
+                         triggers: Sequence[NewTrigger] = ()) -> Entry: ...
 
 
 @dataclass(frozen=True)
@@ -216,3 +218,16 @@ def tool_entry_hook(pipeline: Pipeline) -> EntryHook | None:
         return Writes(triggers=now, tasks=ask)
 
     return hook
+
+
+async def post_entry(pipeline: Pipeline, store: EntryStore, run_id: str, new: NewEntry,
+                     author: str) -> Entry:
+    """Post an entry from outside any task (a person, a script), with the tasks it
+    triggers and their consumptions in its own transaction."""
+    entry = pending(new, run_id, author, None)
+    now, ask = choose(pipeline, entry_triggers(pipeline, subscribers(pipeline), entry),
+                      _about([entry]))
+    posted = await store.post_entry(run_id, author, new, triggers=now)
+    if ask:  # a controller chooses: its task (keyed, so a second post asks once)
+        await store.add_tasks(run_id, ask)
+    return posted

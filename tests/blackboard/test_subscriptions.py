@@ -156,3 +156,15 @@ def test_what_a_role_consumes_is_checked_when_the_class_is_defined() -> None:
         type("Bad", (Role,), {"__doc__": "You.", "labels": "audit"})
     with pytest.raises(UserError, match="pydantic model class"):
         On(str)  # type: ignore[arg-type]
+
+
+async def test_a_person_posts_through_the_coordinator_with_its_triggers(
+        board_store: Blackboard) -> None:
+    pipeline = Pipeline("pings", roles=[Echo(), Loud()], start=lambda inp: [NewTask("echo", inp)],
+                        model=FunctionModel(lambda r: '{"n": 1}'), ref="x:y")
+    coordinator = Coordinator(board_store, pipeline)
+    run = await board_store.create_run("pings", {})
+    posted = await coordinator.post_entry(run.id, entry(Ping(n=3), scope=Scope.roles("loud")))
+    [task] = await board_store.list_tasks(run.id)  # before any drive: in the same commit
+    assert (task.role, task.input, task.created_at) == ("loud", {"n": 3}, posted.created_at)
+    assert [c.trigger for c in await board_store.get_consumptions(run.id)] == [posted.id]
