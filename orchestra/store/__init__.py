@@ -10,6 +10,7 @@ SQL (``rules``, ``leases``, ``fork_replay``); each backend has a folder (``sqlit
 the other; ``copy/`` moves runs between any two stores.
 """
 
+from orchestra.store.entry_protocol import Entries, NewEntry, NewTrigger
 from orchestra.store.protocol import (
     AgentHistory,
     ApprovalRequests,
@@ -42,11 +43,14 @@ __all__ = [
     "Board",
     "BoardReads",
     "ClaimSpec",
+    "Entries",
     "EventLog",
     "Lease",
+    "NewEntry",
     "NewHandoff",
     "NewNote",
     "NewTask",
+    "NewTrigger",
     "RunStore",
     "SQLiteBlackboard",
     "StatementTrace",
