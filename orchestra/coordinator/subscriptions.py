@@ -1,10 +1,12 @@
 """Which roles an entry triggers, decided in pure functions; committed in one place.
 
-Every entry a task's end posts (its route's, its tools', its output when the role
-``posts_output``) is matched here against every role's ``consumes`` before the end
-commits: each match becomes a :class:`NewTrigger` in the same ``Writes``, so the entry,
-the task it causes and the consumption record (unique per run, trigger and role) commit
-in one transaction or not at all. A join (``When``) is decided over the board as this
+Every entry a task posts (its route's, and its output when the role ``posts_output``, at
+its end: :func:`at_task_end`; a tool's, as the tool posts it: :func:`tool_entry_hook`;
+a person's: :func:`post_entry`) is matched here against every role's ``consumes`` before
+it commits, and the pipeline's control (``coordinator.control``) picks what acts now:
+each trigger becomes a :class:`NewTrigger` in the same ``Writes``, so the entry, the
+task it causes and the consumption record (unique per run, trigger and role) commit in
+one transaction or not at all. A join (``When``) is decided over the board as this
 process reads it plus the entries being committed; two ends committing at once may each
 miss the other's entries, so :func:`catch_up` decides again over the committed board
 whenever a run runs out of work (and when it is resumed): the consumption's uniqueness
@@ -34,11 +36,15 @@ from orchestra.tools import EntryHook
 
 
 class EntryReads(Protocol):
+    """What a task's end reads of the board."""
+
     async def get_entries(self, run_id: str, *, type: str | None = None,
                           after: int = 0) -> list[Entry]: ...
 
 
 class EntryStore(EntryReads, Protocol):
+    """What catching up, and posting from outside a task, touch."""
+
     async def get_consumptions(self, run_id: str) -> list[Consumption]: ...
     async def post_triggers(self, run_id: str, triggers: Sequence[NewTrigger]
                             ) -> list[Consumption]: ...
