@@ -10,6 +10,7 @@ doubles, and the errors worth catching. Everything else lives in named submodule
 (``PriceBook``, the seam over genai-prices), ``orchestra.tools`` (``Tool``).
 """
 
+from orchestra._entries import PRIVATE, PUBLIC, Entry, Scope
 from orchestra._errors import (
     ModelAPIError,
     ModelBehaviorError,
@@ -45,11 +46,17 @@ from orchestra.store import (
     NewTask,
     SQLiteBlackboard,
 )
+from orchestra.store.entry_protocol import NewEntry
+from orchestra.subscriptions import BoardView, On, Stall, When, entry
 from orchestra.tools import ToolContext, tool
 
 __all__ = [
+    "PRIVATE",
+    "PUBLIC",
+    "BoardView",
     "Coordinator",
     "CoordinatorSettings",
+    "Entry",
     "FunctionModel",
     "KeepAll",
     "MCPServer",
@@ -60,10 +67,12 @@ __all__ = [
     "ModelResponse",
     "ModelRetry",
     "ModelSettings",
+    "NewEntry",
     "NewHandoff",
     "NewNote",
     "NewTask",
     "NotFoundError",
+    "On",
     "OrchestraError",
     "Pipeline",
     "Price",
@@ -72,15 +81,19 @@ __all__ = [
     "RoleDefinitionError",
     "Run",
     "SQLiteBlackboard",
+    "Scope",
     "ScriptedModel",
     "SlidingWindow",
+    "Stall",
     "Summarize",
     "Task",
     "TokenBudget",
     "ToolContext",
     "UsageLimitExceeded",
     "UserError",
+    "When",
     "__version__",
+    "entry",
     "fan_out",
     "handoff",
     "load_model",

@@ -16,8 +16,9 @@ JSON = Any
 # The vocabulary, defined once: the Literals type the records, the tuples (derived from
 # them) check values at run time and fill the schema's CHECK constraints.
 TaskStatus = Literal["pending", "running", "waiting", "completed", "failed", "cancelled"]
-RunStatus = Literal[TaskStatus, "paused"]
-"""A run is also ``paused``: stopped for a reason a resume can lift (:data:`PauseReason`)."""
+RunStatus = Literal[TaskStatus, "paused", "stalled"]
+"""A run is also ``paused``: stopped for a reason a resume can lift (:data:`PauseReason`);
+or ``stalled``: its board stopped making progress (``Pipeline.stall``; ``error`` says how)."""
 PauseReason = Literal["budget"]
 """Why a run is ``paused``: ``budget``, a token cap was reached: the run's
 (``--max-tokens``; ``orchestra resume RUN --max-tokens N`` raises it and continues the

@@ -31,6 +31,7 @@ from orchestra.answers import AnswerFormat
 from orchestra.compaction import CompactionPolicy, KeepAll
 from orchestra.mcp.declare import MCPServer
 from orchestra.models.base import Model, ModelSettings, OutputSchema
+from orchestra.subscriptions import On, Subscription, When
 from orchestra.tools import Tool, ToolContext
 
 _INT_LIMITS = ("max_turns", "output_retries", "concurrency", "max_attempts")
@@ -85,6 +86,14 @@ class Role(Generic[In, Out]):
     """Attempts per task (first run plus retries after failures)."""
     task_timeout: ClassVar[float | None] = None
     """Seconds one task attempt may run before it is failed (and retried)."""
+    consumes: ClassVar[Sequence[Subscription]] = ()
+    """Board entries that give this role a task (``On(Finding)``, ``When(...)``): see
+    ``orchestra.subscriptions`` and docs/blackboard.md."""
+    labels: ClassVar[frozenset[str]] = frozenset()
+    """Labels this role carries: it sees entries scoped to any of them (``Scope.labels``)."""
+    posts_output: ClassVar[bool] = False
+    """Post each task's output (a pydantic model) to the board as a public entry of its
+    type, with the task's end: what roles that consume it are triggered by."""
     recall: ClassVar[bool] = True
     """Offer the built-in ``recall`` tool: full-text search of the agent's own history."""
     max_tokens_per_agent: ClassVar[int | None] = None
@@ -117,6 +126,7 @@ class Role(Generic[In, Out]):
                                           and issubclass(cls.input, pydantic.BaseModel)):
             raise RoleDefinitionError(role, "input", f"{cls.input!r} is not a pydantic model")
         _check_limits(cls, role)
+        _check_board(cls, role)
         cls._declared_tools = _collect_tools(cls)
         for server in cls.mcp:
             if not isinstance(server, MCPServer):
@@ -203,6 +213,18 @@ def _check_limits(cls: type[Role[Any, Any]], role: str) -> None:
                                   "ModelSettings (e.g. ModelSettings(max_tokens=800))")
     if not isinstance(cls.tool_timeout, (int, float)) or cls.tool_timeout <= 0:
         raise RoleDefinitionError(role, "tool_timeout", f"{cls.tool_timeout!r} must be > 0")
+
+
+def _check_board(cls: type[Role[Any, Any]], role: str) -> None:
+    """What a role consumes is ``On``/``When``s; its labels, a set of strings."""
+    for sub in cls.consumes:
+        if not isinstance(sub, On | When):
+            raise RoleDefinitionError(role, "consumes", f"{sub!r} is not On(Type) or "
+                                      "When(name, ready)")
+    if not (isinstance(cls.labels, frozenset | set)
+            and all(isinstance(x, str) for x in cls.labels)):
+        raise RoleDefinitionError(role, "labels", f"{cls.labels!r} is not a set of strings: "
+                                  "labels = frozenset({\"audit\"})")
 
 
 def _apply_generic_args(cls: type[Role]) -> None:

@@ -16,8 +16,10 @@ from typing import TYPE_CHECKING, Any, get_type_hints, overload
 
 import pydantic
 
+from orchestra._entries import PUBLIC, Scope
 from orchestra._errors import RoleDefinitionError
 from orchestra.models.base import ToolSchema
+from orchestra.store.entry_protocol import NewEntry
 from orchestra.store.protocol import NewHandoff, NewNote, Writes
 
 if TYPE_CHECKING:
@@ -29,6 +31,9 @@ HandoffCheck = Callable[[NewHandoff, str], NewHandoff]
 """``check(handoff, source)``: the handoff with its target role checked and its payload
 validated against the pipeline (a role the pipeline lacks, or a payload its ``input``
 refuses, raises); ``source`` names the poster in the error."""
+EntryHook = Callable[[str, NewEntry], Writes]
+"""``hook(agent_id, entry)``: what an entry a tool posts triggers (the coordinator's
+matching): tasks and triggers to commit with it, in the tool's journal entry."""
 
 
 @dataclass(slots=True)
@@ -65,12 +70,24 @@ class ToolContext:
     """In ``check_output``: this task attempt's earlier answers the check sent back."""
     check_handoff: HandoffCheck | None = None
     """Checks each handoff against the pipeline when it is posted (the coordinator's)."""
+    on_entry: EntryHook | None = None
+    """Decides what each entry posted here triggers (the coordinator's subscriptions)."""
 
     def post_note(self, body: str, *tags: str) -> None:
         self.writes.notes.append(NewNote(body=body, tags=tuple(tags)))
 
     def post_plan(self, body: Any) -> None:
         self.writes.plans.append(body)
+
+    def post(self, value: pydantic.BaseModel, *tags: str, scope: Scope = PUBLIC) -> None:
+        """Post a typed entry to the board (``scope``: who may see it); it commits with
+        this tool's journal entry, and the roles it triggers get their tasks."""
+        new = NewEntry.of(value, tags=tags, scope=scope)
+        self.writes.entries.append(new)
+        if self.on_entry is not None:
+            caused = self.on_entry(self.agent_id, new)
+            self.writes.triggers.extend(caused.triggers)
+            self.writes.tasks.extend(caused.tasks)
 
     def handoff(self, to_role: str | type[Any], payload: Any, note: str = "") -> None:
         """Post a handoff to a role (class or name); a role the pipeline lacks, or a payload

@@ -27,7 +27,11 @@ def test_top_level_is_the_user_api() -> None:
         "Pipeline", "Price", "Prices", "Role", "RoleDefinitionError", "Run", "SQLiteBlackboard",
         "ScriptedModel", "SlidingWindow", "Summarize", "Task", "TokenBudget", "ToolContext",
         "UsageLimitExceeded", "UserError", "__version__", "fan_out", "handoff", "load_model",
-        "reply", "tool", "tool_call"}
+        "reply", "tool", "tool_call",
+        # the blackboard's coordination (issue 48): typed entries, their scopes, what a
+        # role consumes, the board as a role sees it
+        "BoardView", "Entry", "NewEntry", "On", "PRIVATE", "PUBLIC", "Scope", "Stall", "When",
+        "entry"}
     for name in orchestra.__all__:
         assert hasattr(orchestra, name), name
 

@@ -30,9 +30,10 @@ def test_tuples_are_the_literals_args() -> None:
     assert STEP_KINDS == get_args(StepKind)
     assert MESSAGE_ROLES == get_args(MessageRole)
     assert TASK_STATUSES == get_args(TaskStatus)
-    assert set(RUN_STATUSES) - set(TASK_STATUSES) == {"paused"}  # only a run pauses
-    # nobody serves a paused run until it is resumed: it is no live status
-    assert TERMINAL_RUN_STATUSES == {"completed", "failed", "cancelled", "paused"}
+    # only a run pauses, or stalls (its board made no progress)
+    assert set(RUN_STATUSES) - set(TASK_STATUSES) == {"paused", "stalled"}
+    # nobody serves a paused or stalled run until it is resumed: neither is a live status
+    assert TERMINAL_RUN_STATUSES == {"completed", "failed", "cancelled", "paused", "stalled"}
 
 
 def test_agent_ids_round_trip() -> None:

@@ -307,7 +307,8 @@ async def _say_when_orphaned(store: Blackboard, run_id: str, db: str, *,
 
 async def _board(args: argparse.Namespace, store: Blackboard) -> None:
     await store.get_run(args.run)
-    kinds = [args.kind] if args.kind else ["plans", "handoffs", "notes", "approvals"]
+    kinds = [args.kind] if args.kind else ["plans", "handoffs", "notes", "approvals",
+                                           "entries"]
     if args.search and args.kind not in (None, "notes"):
         from orchestra._errors import UserError
         raise UserError("--search applies to notes only")
@@ -332,6 +333,11 @@ async def _board(args: argparse.Namespace, store: Blackboard) -> None:
         aps = await store.list_approvals(args.run)
         out["approvals"] = [dataclasses.asdict(a) for a in aps]
         text += [f"approval {a.id} {a.status}: {a.tool} {a.arguments}" for a in aps]
+    if "entries" in kinds:
+        found = await store.get_entries(args.run)
+        out["entries"] = [dataclasses.asdict(e) for e in found]
+        text += [f"entry {e.type} by {e.author_role} [{e.scope}]: "
+                 f"{shorten(json.dumps(e.body), 300)}" for e in found]
     emit(args, out, "\n".join(text) or "(empty)")
 
 

@@ -226,10 +226,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--follow", action="store_true", help="keep printing new events")
     p.add_argument("--no-tokens", action="store_true", help="without the models' text deltas")
 
-    p = sub.add_parser("board", help="a run's plans, handoffs and notes")
+    p = sub.add_parser("board", help="a run's plans, handoffs, notes and entries")
     _common(p)
     p.add_argument("run")
-    p.add_argument("kind", nargs="?", choices=["plans", "handoffs", "notes", "approvals"])
+    p.add_argument("kind", nargs="?",
+                   choices=["plans", "handoffs", "notes", "approvals", "entries"])
     p.add_argument("--search", help="full-text search of notes")
     p.add_argument("--open", action="store_true",
                    help="print (and open) the run's live page on `orchestra serve` instead")

@@ -30,6 +30,7 @@ import contextlib
 from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
+from orchestra._entries import Entry
 from orchestra._errors import NotFoundError, StoreError, UserError
 from orchestra._log import get_logger
 from orchestra._types import (
@@ -40,6 +41,7 @@ from orchestra._types import (
     RunStatus,
     Task,
 )
+from orchestra.coordinator.board_end import board_end, end_by_board
 from orchestra.coordinator.cancel_watch import CancelWatch
 from orchestra.coordinator.execution import TaskExecutor, TaskServices
 from orchestra.coordinator.jobs import Jobs
@@ -47,10 +49,12 @@ from orchestra.coordinator.owners import dead_local_owners, new_owner_id
 from orchestra.coordinator.pipeline import Pipeline
 from orchestra.coordinator.resumable import CANCELLABLE, INTERRUPTED_EVENT, check_resumable
 from orchestra.coordinator.settings import CoordinatorSettings as CoordinatorSettings
+from orchestra.coordinator.subscriptions import catch_up, post_entry
 from orchestra.mcp.hub import MCPHub, MCPSetup
 from orchestra.models.base import Model, runs_locally
 from orchestra.models.prices import PriceBook, Pricer, layered
 from orchestra.runtime.agent_state import AgentState, agent_id_for
+from orchestra.store.entry_protocol import NewEntry
 from orchestra.store.protocol import Blackboard, ClaimSpec
 
 if TYPE_CHECKING:
@@ -59,7 +63,7 @@ if TYPE_CHECKING:
 log = get_logger("orchestra.coordinator")
 
 _LIVE = LIVE_RUN_STATUSES
-_PAUSED: tuple[RunStatus, ...] = ("paused",)
+_PAUSED: tuple[RunStatus, ...] = ("paused", "stalled")
 
 
 class Coordinator:
@@ -143,7 +147,7 @@ class Coordinator:
                             f"({live[0].lease_owner}); wait for it, or stop that process")
         if run.status == "failed":
             await self._revive_failed(run_id)
-        elif run.status == "paused":  # its tasks are still pending: they simply continue
+        elif run.status in _PAUSED:  # its tasks are still pending: they simply continue
             await self._transition(run_id, "running", only_from=_PAUSED)
         log.info("resume", run=run_id, requeued=len(released))
         return await self.drive(run_id)
@@ -153,6 +157,11 @@ class Coordinator:
         paused by its token cap with this coordinator's cap no higher than what it used."""
         check_resumable(run, self.settings.max_tokens_per_run,
                         cost_cap=self.settings.max_cost_per_run)
+
+    async def post_entry(self, run_id: str, new: NewEntry, author: str = "operator") -> Entry:
+        """Post ``entry(model, scope=...)`` to a run's board with the tasks it triggers, in
+        one transaction (``store.post_entry`` leaves them to the run's next idle look)."""
+        return await post_entry(self.pipeline, self.store, run_id, new, author)
 
     async def cancel(self, run_id: str) -> Run:
         """Cancel a run: no new steps start; running tasks here stop; state stays consistent."""
@@ -267,6 +276,11 @@ class Coordinator:
                 min(2 * idle, max(self.settings.idle_poll_max, idle))
         if self.jobs.stopped(run_id):
             return "cancelled", idle
+        ends = await board_end(self.pipeline, self.store, run_id)
+        if ends is not None:  # done, or stalled: what is left stays undone
+            await self._stop_all(run_id)
+            return await end_by_board(self.store, run_id, ends, self._transition,
+                                      self._unserve), idle
         if not self.jobs.has(run_id):
             done = await self._finish_if_done(run_id)
             if done is None and self.settings.leave_idle:
@@ -322,6 +336,9 @@ class Coordinator:
         counts = await self.store.task_counts(run_id)
         if counts.get("running", 0) or counts.get("pending", 0):
             return None  # another worker is busy, or a retry is scheduled
+        if await catch_up(self.pipeline, self.store, run_id):
+            self.jobs.wake(run_id)  # the board called for work nobody was given: claim it
+            return None
         if counts.get("waiting", 0):
             run = await self._transition(run_id, "waiting", only_from=("pending", "running"))
             if self.settings.wait_for_approvals and run.status == "waiting":

@@ -19,6 +19,7 @@ from typing import Protocol
 
 import structlog
 
+from orchestra._entries import Consumption
 from orchestra._errors import (
     DeterminismError,
     LeaseLostError,
@@ -32,6 +33,7 @@ from orchestra._types import JSON, AgentId, Run, Task
 from orchestra.coordinator.jobs import Jobs
 from orchestra.coordinator.pipeline import Pipeline
 from orchestra.coordinator.settings import CoordinatorSettings
+from orchestra.coordinator.subscriptions import at_task_end, tool_entry_hook
 from orchestra.mcp.hub import MCPSetup
 from orchestra.models.base import Model
 from orchestra.models.prices import Pricer
@@ -60,6 +62,9 @@ class ExecutionStore(TaskStore, Protocol):
     and the task queue's end of a task (hand in, fail, heartbeat, release)."""
 
     async def get_run(self, run_id: str) -> Run: ...
+    async def list_tasks(self, run_id: str, *, status: str | None = None,
+                         role: str | None = None) -> list[Task]: ...
+    async def get_consumptions(self, run_id: str) -> list[Consumption]: ...
     async def complete_task(self, task_id: str, lease: Lease, result: JSON, *,
                             agent_id: str, writes: Writes | None = None,
                             step: StepResult | None = None,
@@ -102,6 +107,7 @@ class TaskExecutor:
         self.stop_error: str | None = None
         self.fatal: BaseException | None = None
         self.leases: dict[str, tuple[str, Lease]] = {}
+        self.on_entry = tool_entry_hook(services.pipeline)  # what a tool's entries trigger
 
     def _retry_at(self, task: Task) -> float:
         s = self.c.settings
@@ -147,7 +153,8 @@ class TaskExecutor:
             runner = TaskRunner(store=self.c.store, role=role, model=self.c.models[task.role],
                                 agent=agent, task=task, lease=lease, limits=limits,
                                 settings=type(role).settings, pricer=self.c.pricer,
-                                check_handoff=self.c.pipeline.check_handoff, mcp=self.c.mcp)
+                                check_handoff=self.c.pipeline.check_handoff, mcp=self.c.mcp,
+                                on_entry=self.on_entry)
             work = self._run(runner, task, lease, agent)
             if timeout:
                 work = asyncio.wait_for(work, timeout)
@@ -201,7 +208,9 @@ class TaskExecutor:
         next tasks (what the claim may take is decided now, as the task ends)."""
         writes = outcome.writes
         self.c.pipeline.route(task.role, outcome.output, task, writes)
-        spec = self.c.claim_spec(task)
+        # the board may end the run as this end commits: then claim nothing more
+        ends = await at_task_end(self.c.pipeline, self.c.store, task, outcome.output, writes)
+        spec = None if ends else self.c.claim_spec(task)
         claimed = await self.c.store.complete_task(
             task.id, lease, outcome.result, agent_id=agent.agent_id, writes=writes,
             step=outcome.step, claim=spec)

@@ -35,17 +35,20 @@ import pydantic
 
 from orchestra._errors import OrchestraError, RoleDefinitionError, UserError
 from orchestra._types import Task
+from orchestra.control import All, Control
 from orchestra.coordinator.pipeline_ref import HOW_TO_REF, derive_ref, import_ref, module_ref
 from orchestra.mcp.declare import MCPServer
 from orchestra.models.base import Model
 from orchestra.models.prices import Price
 from orchestra.roles import Role
+from orchestra.store.entry_protocol import NewEntry
 from orchestra.store.protocol import Board, NewHandoff, NewNote, NewTask, Writes
+from orchestra.subscriptions import BoardView, Stall
 
 __all__ = ["Demo", "Pipeline", "Route", "Summary", "fan_out", "handoff", "load_pipeline"]
 
 Start = Callable[[Any], Sequence[NewTask]]
-Post = NewHandoff | NewTask | NewNote
+Post = NewHandoff | NewTask | NewNote | NewEntry
 Route = Callable[[Any, Task, Writes], "Iterable[Post] | Post | None"]
 """``route(output, task, writes)``: return the postings (or append them to ``writes``)."""
 RoleRef = str | type[Role]
@@ -76,6 +79,10 @@ def _role_name(ref: Any) -> str:
     if isinstance(ref, str):
         return ref
     raise UserError(f"{ref!r} names no role: use a Role class or a role name")
+
+
+role_name = _role_name
+"""A role given by class or name, as its name (``UserError`` for anything else)."""
 
 
 def _check_approvals(role: Role, shared: Sequence[MCPServer]) -> None:
@@ -121,6 +128,15 @@ class Pipeline:
     the CLI prints them after the run's status (``orchestra demo``, ``run``, ``resume``)."""
     mcp: Sequence[MCPServer] = ()
     """MCP servers whose tools every role offers (after the role's own ``mcp``)."""
+    done: Callable[[BoardView], bool] | None = None
+    """``done(board)``: the board says the work is done (every entry, whatever its scope):
+    the run completes, even with tasks left (docs/blackboard.md)."""
+    control: Control = field(default_factory=All)
+    """Who acts when an entry triggers several roles: ``All()`` (every one), ``Priority``
+    or a ``Controller`` role (``orchestra.control``)."""
+    stall: Stall | None = None
+    """When the board counts as stalled (``Stall(after=10, repeats=3)``): the run ends
+    ``stalled``, or waits for a person (``Stall(wait=True)``)."""
 
     def __post_init__(self) -> None:
         by_name: dict[str, Role] = {}
@@ -198,14 +214,15 @@ class Pipeline:
 
     def check_post(self, post: Post, source: str) -> Post:
         """A posting with its target role checked and its payload validated (as JSON)."""
-        if isinstance(post, NewNote):
+        if isinstance(post, NewNote | NewEntry):
             return post
         if isinstance(post, NewHandoff):
             return self.check_handoff(post, source)
         if isinstance(post, NewTask):
             name, payload = self._target(post.role, post.input, "task", source)
             return replace(post, role=name, input=payload)
-        raise UserError(f"{source} posted {post!r}; post NewHandoff, NewTask or NewNote")
+        raise UserError(f"{source} posted {post!r}; post NewHandoff, NewTask, NewNote or "
+                        "an entry (orchestra.entry(model))")
 
     def _target(self, to: Any, payload: Any, kind: str, source: str) -> tuple[str, Any]:
         name = _role_name(to)
@@ -221,7 +238,7 @@ class Pipeline:
         itself (replaced in place)."""
         if returned is None:
             posts: list[Any] = []
-        elif isinstance(returned, (NewHandoff, NewTask, NewNote)):
+        elif isinstance(returned, (NewHandoff, NewTask, NewNote, NewEntry)):
             posts = [returned]
         else:
             posts = list(returned)
@@ -231,6 +248,8 @@ class Pipeline:
                 writes.handoffs.append(checked_post)
             elif isinstance(checked_post, NewTask):
                 writes.tasks.append(checked_post)
+            elif isinstance(checked_post, NewEntry):
+                writes.entries.append(checked_post)
             else:
                 writes.notes.append(checked_post)
         for i, h in enumerate(writes.handoffs):

@@ -8,7 +8,8 @@ from orchestra._types import Run, RunStatus
 
 INTERRUPTED_EVENT = "run.interrupted"
 """The event a process writes when it is stopped (Ctrl-C) while driving a run."""
-CANCELLABLE: tuple[RunStatus, ...] = ("pending", "running", "waiting", "failed", "paused")
+CANCELLABLE: tuple[RunStatus, ...] = ("pending", "running", "waiting", "failed", "paused",
+                                      "stalled")
 """A run in any of these may be cancelled (a completed or cancelled one may not)."""
 
 

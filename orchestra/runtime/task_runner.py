@@ -45,7 +45,7 @@ from orchestra.runtime.turns import MAX_REPLY_CHARS as MAX_REPLY_CHARS
 from orchestra.runtime.turns import Turns, reply_outcome, serialize_output, system_message
 from orchestra.store.protocol import Lease, TaskStore, Writes
 from orchestra.store.views import ReadOnlyBoard
-from orchestra.tools import HandoffCheck, Rejection, Tool, ToolContext
+from orchestra.tools import EntryHook, HandoffCheck, Rejection, Tool, ToolContext
 
 log = get_logger("orchestra.runtime")
 
@@ -58,14 +58,16 @@ class TaskRunner:
     def __init__(self, *, store: TaskStore, role: Role, model: Model, agent: AgentState,
                  task: Task, lease: Lease, limits: RunLimits | None = None,
                  settings: ModelSettings | None = None, pricer: Pricer | None = None,
-                 check_handoff: HandoffCheck | None = None, mcp: MCPSetup | None = None
-                 ) -> None:
+                 check_handoff: HandoffCheck | None = None, mcp: MCPSetup | None = None,
+                 on_entry: EntryHook | None = None) -> None:
         self.store, self.role, self.model, self.agent = store, role, model, agent
         self.task, self.lease = task, lease
         self.limits, self.settings = limits or RunLimits(), settings or ModelSettings()
         self.pricer = pricer  # prices each call when made (None: the cost the model reports)
         self.check_handoff = check_handoff  # the pipeline's check of a tool's handoffs
-        self.board = ReadOnlyBoard(store)  # what tools see of the store
+        self.on_entry = on_entry  # what a tool's entries trigger (the pipeline's matching)
+        # what tools see of the store: the entries this role's scope admits
+        self.board = ReadOnlyBoard(store, role.name, frozenset(type(role).labels))
         self.journal: Journal | None = None
         self.mcp = mcp
         self.mcp_tools: MCPTools | None = None  # the task's MCP tools: made at _begin
@@ -146,7 +148,8 @@ class TaskRunner:
                                   agent_id=self.agent.agent_id, tools=self.tools,
                                   default_timeout=type(self.role).tool_timeout,
                                   needs_approval=self.role.requires_approval,
-                                  check_handoff=self.check_handoff, source=self.mcp_tools)
+                                  check_handoff=self.check_handoff, source=self.mcp_tools,
+                                  on_entry=self.on_entry)
         return st.tools
 
     async def _request(self, st: Turns) -> ModelRequest:
@@ -298,7 +301,8 @@ class TaskRunner:
                           agent_id=self.agent.agent_id, role=self.task.role, step=n,
                           idempotency_key=keys.idempotency_key(self.task, n),
                           board=self.board, task_input=self.task.input,
-                          rejections=tuple(st.rejections), check_handoff=self.check_handoff)
+                          rejections=tuple(st.rejections), check_handoff=self.check_handoff,
+                          on_entry=self.on_entry)
 
         async def check() -> Outcome:
             try:

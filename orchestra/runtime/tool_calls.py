@@ -28,7 +28,7 @@ from orchestra.models.base import ToolCall
 from orchestra.runtime import keys
 from orchestra.runtime.journal import Journal, Outcome, SendRules
 from orchestra.store.protocol import ApprovalRequests, BoardReads, Lease
-from orchestra.tools import HandoffCheck, Tool, ToolContext, render_tool_result
+from orchestra.tools import EntryHook, HandoffCheck, Tool, ToolContext, render_tool_result
 from orchestra.tracing import step_failed, step_span
 
 MAX_TOOL_RESULT_CHARS = 64_000
@@ -160,10 +160,11 @@ class ToolRunner:
                  journal: Journal, agent_id: str, tools: dict[str, Tool],
                  default_timeout: float, needs_approval: Callable[[Tool], bool],
                  check_handoff: HandoffCheck | None = None,
-                 source: ToolSource | None = None) -> None:
+                 source: ToolSource | None = None, on_entry: EntryHook | None = None) -> None:
         self.store = store
         self.board = board  # what a tool sees of the store: reads only
         self.check_handoff = check_handoff
+        self.on_entry = on_entry
         self.task = task
         self.lease = lease
         self.journal = journal
@@ -215,7 +216,7 @@ class ToolRunner:
                           agent_id=self.agent_id, role=self.task.role, step=n,
                           idempotency_key=keys.idempotency_key(self.task, n),
                           board=self.board, task_input=self.task.input,
-                          check_handoff=self.check_handoff)
+                          check_handoff=self.check_handoff, on_entry=self.on_entry)
         timeout = tool.timeout or self.default_timeout
         try:
             value = await asyncio.wait_for(tool.fn(ctx, **args), timeout)

@@ -1,4 +1,4 @@
-"""Board reads: a run's plans, handoffs, notes, and one agent's messages."""
+"""Board reads: a run's plans, handoffs, notes, entries, and one agent's messages."""
 
 from __future__ import annotations
 
@@ -11,7 +11,14 @@ from fastapi.responses import JSONResponse
 from orchestra._errors import NotFoundError
 from orchestra.runtime.agent_state import agent_id_for
 from orchestra.server.routes_runs import _ERRORS
-from orchestra.server.schemas import HandoffPage, MessagePage, NotePage, PlanPage, envelope
+from orchestra.server.schemas import (
+    EntryPage,
+    HandoffPage,
+    MessagePage,
+    NotePage,
+    PlanPage,
+    envelope,
+)
 from orchestra.server.services import Services, services
 
 router = APIRouter(prefix="/v1/runs/{run_id}")
@@ -44,6 +51,14 @@ async def notes(run_id: str, svc: Svc, search: str | None = None, tag: str | Non
     await svc.store.get_run(run_id)
     found = await svc.store.search_notes(run_id, text=search or None, tag=tag, limit=limit)
     return _list("notes", list(found))
+
+
+@router.get("/entries", response_model=EntryPage, responses=_ERRORS)
+async def entries(run_id: str, svc: Svc, type: str | None = None,
+                  after: Annotated[int, Query(ge=0)] = 0) -> JSONResponse:
+    """Typed entries in posting order (``type``: of one type; ``after``: past a position),
+    each with its author and scope. The API is the operator's view: every scope."""
+    return _list("entries", list(await svc.store.get_entries(run_id, type=type, after=after)))
 
 
 @router.get("/agents/{role}/messages", response_model=MessagePage, responses=_ERRORS)

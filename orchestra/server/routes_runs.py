@@ -192,7 +192,7 @@ async def resume(run_id: str, svc: Svc, body: ResumeRequest | None = None) -> JS
             await store.release_leases(run_id, owners=dead)
         if run.status == "failed":
             await store.retry_failed_tasks(run_id)
-        if run.status in ("failed", "paused"):  # a paused run's tasks are still pending
+        if run.status in ("failed", "paused", "stalled"):  # their tasks are still pending
             stopped: tuple[RunStatus, ...] = (run.status,)
             run = await store.set_run_status(run_id, "running", only_from=stopped)
         svc.pool.kick()

@@ -9,6 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from orchestra._entries import Entry
 from orchestra._types import Approval, Handoff, Message, Note, PauseReason, Plan, Run, RunStatus
 from orchestra.server.problems import Problem
 
@@ -72,6 +73,13 @@ class HandoffPage(BaseModel):
 
 class NotePage(BaseModel):
     notes: list[Note]
+    next_cursor: str | None = None
+
+
+class EntryPage(BaseModel):
+    """Typed board entries, in posting order, each with its scope (who may see it)."""
+
+    entries: list[Entry]
     next_cursor: str | None = None
 
 

@@ -13,6 +13,7 @@ name for the same concern (``tasks``, ``journal``, ``board``, ``retention``, ``s
 stores.
 """
 
+from orchestra.store.entry_protocol import Entries, NewEntry, NewTrigger
 from orchestra.store.protocol import (
     AgentHistory,
     ApprovalRequests,
@@ -45,11 +46,14 @@ __all__ = [
     "Board",
     "BoardReads",
     "ClaimSpec",
+    "Entries",
     "EventLog",
     "Lease",
+    "NewEntry",
     "NewHandoff",
     "NewNote",
     "NewTask",
+    "NewTrigger",
     "RunStore",
     "SQLiteBlackboard",
     "StatementTrace",

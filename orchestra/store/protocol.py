@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from orchestra._entries import Entry
 from orchestra._types import (
     JSON,
     AgentInfo,
@@ -30,6 +31,7 @@ from orchestra._types import (
     StepKind,
     Task,
 )
+from orchestra.store.entry_protocol import Entries, NewEntry, NewTrigger
 
 StatementTrace = Callable[[str, str], None]
 """A store's statement hook, given when it opens (``trace=``), as sqlite3's
@@ -76,7 +78,9 @@ class Writes:
 
     ``messages`` and ``compactions`` belong to the writing agent; ``plans``,
     ``handoffs`` and ``notes`` are authored by it. ``events`` are extra
-    ``(kind, data)`` pairs for the event log.
+    ``(kind, data)`` pairs for the event log. ``entries`` are typed board entries
+    authored by it; ``triggers``, the tasks subscribed roles get for them
+    (``coordinator.subscriptions`` decides which).
     """
 
     messages: list[Message] = field(default_factory=list)
@@ -86,10 +90,13 @@ class Writes:
     notes: list[NewNote] = field(default_factory=list)
     tasks: list[NewTask] = field(default_factory=list)
     events: list[tuple[str, JSON]] = field(default_factory=list)
+    entries: list[NewEntry] = field(default_factory=list)
+    triggers: list[NewTrigger] = field(default_factory=list)
 
     def __bool__(self) -> bool:
         return bool(self.messages or self.compactions or self.plans or self.handoffs
-                    or self.notes or self.tasks or self.events)
+                    or self.notes or self.tasks or self.events or self.entries
+                    or self.triggers)
 
 
 @dataclass(frozen=True, slots=True)
@@ -329,6 +336,8 @@ class BoardReads(Protocol):
     async def latest_plan(self, run_id: str) -> Plan | None: ...
     async def get_handoffs(self, run_id: str, *, to_role: str | None = None,
                            from_agent: str | None = None) -> list[Handoff]: ...
+    async def get_entries(self, run_id: str, *, type: str | None = None,
+                          after: int = 0) -> list[Entry]: ...
 
 
 class TaskStore(StepRecorder, AgentHistory, ApprovalRequests, BoardReads, Protocol):
@@ -343,7 +352,7 @@ class TaskStore(StepRecorder, AgentHistory, ApprovalRequests, BoardReads, Protoc
 
 
 class Blackboard(RunStore, Retention, TaskQueue, StepJournal, AgentHistory, Board, Approvals,
-                 EventLog, Protocol):
+                 EventLog, Entries, Protocol):
     """The whole store, as the runtime and coordinator use it. ``SQLiteBlackboard``
     implements it; ``tests/store_contract`` is what any implementation must pass."""
 

@@ -49,7 +49,8 @@ def fits(writes: Writes | None, step: StepResult | None, task_id: str) -> bool:
     if writes is None:
         return True
     return not (writes.compactions or writes.plans or writes.notes or writes.tasks
-                or writes.events) and all(h.key is None for h in writes.handoffs)
+                or writes.events or writes.entries or writes.triggers) \
+        and all(h.key is None for h in writes.handoffs)
 
 
 def fts_query(text: str) -> str | None:

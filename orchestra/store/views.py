@@ -11,20 +11,25 @@ from __future__ import annotations
 
 from typing import NoReturn
 
-from orchestra._types import Handoff, Message, Note, Plan
+from orchestra._entries import Entry, visible_to
+from orchestra._types import AgentId, Handoff, Message, Note, Plan
 from orchestra.store.protocol import BoardReads
 
-READS = ("search_notes", "search_messages", "get_plans", "latest_plan", "get_handoffs")
+READS = ("search_notes", "search_messages", "get_plans", "latest_plan", "get_handoffs",
+         "get_entries")
 """The methods a tool may call on ``ctx.board``."""
 
 
 class ReadOnlyBoard:
     """The board as a tool sees it: the reads of :class:`BoardReads`, nothing else."""
 
-    __slots__ = ("__store",)
+    __slots__ = ("__labels", "__role", "__store")
 
-    def __init__(self, store: BoardReads) -> None:
+    def __init__(self, store: BoardReads, role: str | None = None,
+                 labels: frozenset[str] = frozenset()) -> None:
         self.__store = store
+        self.__role = role
+        self.__labels = labels
 
     async def search_notes(self, run_id: str | None = None, *, text: str | None = None,
                            author: str | None = None, tag: str | None = None,
@@ -34,6 +39,10 @@ class ReadOnlyBoard:
 
     async def search_messages(self, agent_id: str, text: str, *,
                               limit: int = 10) -> list[Message]:
+        """An agent's messages holding ``text``: only its own role's agents' for a board of
+        a role (another role's history may hold what its scope keeps from this one)."""
+        if self.__role is not None and AgentId.parse(agent_id).role != self.__role:
+            return []
         return await self.__store.search_messages(agent_id, text, limit=limit)
 
     async def get_plans(self, run_id: str) -> list[Plan]:
@@ -45,6 +54,15 @@ class ReadOnlyBoard:
     async def get_handoffs(self, run_id: str, *, to_role: str | None = None,
                            from_agent: str | None = None) -> list[Handoff]:
         return await self.__store.get_handoffs(run_id, to_role=to_role, from_agent=from_agent)
+
+    async def get_entries(self, run_id: str, *, type: str | None = None,
+                          after: int = 0) -> list[Entry]:
+        """The run's entries this board's role may see (every entry for a board of no role)."""
+        entries = await self.__store.get_entries(run_id, type=type, after=after)
+        role = self.__role
+        if role is None:
+            return entries
+        return [e for e in entries if visible_to(e.scope, e.author_role, role, self.__labels)]
 
     def __getattr__(self, name: str) -> NoReturn:
         # only called for names the class lacks: the rest of the store

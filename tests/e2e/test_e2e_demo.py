@@ -66,7 +66,8 @@ def test_demo_board_holds_plan_handoffs_decisions_and_approvals(reference: Refer
     res = cli("board", reference.run_id, "--db", reference.db, "--json")
     assert res.code == 0, res
     data = json.loads(res.stdout)
-    assert set(data) == {"plans", "handoffs", "notes", "approvals"}
+    assert set(data) == {"plans", "handoffs", "notes", "approvals", "entries"}
+    assert data["entries"] == []  # the stock pipeline posts no typed entries (yet)
 
     # the plan: 3 modules, each with its test file
     assert len(data["plans"]) == 1

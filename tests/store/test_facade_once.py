@@ -46,6 +46,7 @@ def test_the_shared_methods_come_from_the_facade() -> None:
     shared = {name for name in sqlite.keys() & postgres.keys() if sqlite[name] is postgres[name]}
     assert {sqlite[name].__module__ for name in shared} == {
         "orchestra.store.facade_approvals", "orchestra.store.facade_board",
+        "orchestra.store.facade_entries",
         "orchestra.store.facade_history", "orchestra.store.facade_runs",
         "orchestra.store.facade_tasks"}
     assert {"get_run", "post_handoff", "decide_approval", "events", "heartbeat",

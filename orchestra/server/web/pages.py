@@ -59,6 +59,7 @@ async def _run_parts(request: Request, svc: Svc, run_id: str) -> dict[str, Any]:
         "approvals": await store.list_approvals(run_id, status="pending"),
         "plans": await store.get_plans(run_id),
         "handoffs": (await store.get_handoffs(run_id))[-100:],
+        "entries": (await store.get_entries(run_id))[-100:],  # each with its scope
     }
 
 

@@ -35,6 +35,11 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     "approvals": ("id", "run_id", "task_id", "retry", "step", "tool", "arguments", "status",
                   "decided_by", "reason", "created_at", "decided_at"),
     "events": ("run_id", "seq", "kind", "data", "at"),
+    # typed board entries (their position is the target's: the order is kept) and which
+    # role each triggered (issue 48)
+    "entries": ("id", "run_id", "type", "author", "body", "tags", "scope", "task_id",
+                "created_at"),
+    "consumptions": ("run_id", "trigger", "role", "task_id", "created_at"),
 }
 
 
@@ -61,6 +66,9 @@ READS: dict[str, str] = {
     "notes": f"SELECT id, {_cols('notes')} FROM notes {_OWNED} ORDER BY id",
     "approvals": f"SELECT {_cols('approvals')} FROM approvals {_OWNED} ORDER BY {{position}}",
     "events": f"SELECT {_cols('events')} FROM events {_OWNED} ORDER BY seq",
+    "entries": f"SELECT {_cols('entries')} FROM entries {_OWNED} ORDER BY position",
+    "consumptions": f"SELECT {_cols('consumptions')} FROM consumptions {_OWNED} "
+                    "ORDER BY trigger, role",
 }
 LIVE_UNTIL = """
 SELECT max(u) FROM (

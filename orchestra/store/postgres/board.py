@@ -22,6 +22,7 @@ from orchestra._types import (
 )
 from orchestra.store import rows as _rows
 from orchestra.store.codec import new_id
+from orchestra.store.postgres import entries as _entries
 from orchestra.store.postgres.events import append_event, require_run
 from orchestra.store.postgres.tasks import insert_task
 from orchestra.store.postgres.txn import Txn
@@ -151,4 +152,6 @@ async def apply_writes(tx: Txn, run_id: str, agent_id: str | None, task_id: str 
         await insert_task(tx, run_id, new_task, parent_id=task_id, cause=cause)
     for kind, data in writes.events:
         await append_event(tx, run_id, kind, data)
+    await _entries.post_entries(tx, run_id, agent_id, task_id, writes.entries)
+    await _entries.post_triggers(tx, run_id, task_id, writes.triggers)
     return last_seq

@@ -23,6 +23,7 @@ from orchestra.store.fork_replay import (
     fork_status,
     state_at,
 )
+from orchestra.store.postgres import entries as _entries
 from orchestra.store.postgres.events import whole
 from orchestra.store.postgres.txn import Txn
 
@@ -185,6 +186,7 @@ async def fork_run(tx: Txn, run_id: str, at_seq: int, fork_id: str | None, input
     await tx.execute(_COPY_NOTES, run_id, fork_id, at)
     await tx.execute(_COPY_PLANS, run_id, fork_id, at)
     await tx.execute(_COPY_EVENTS, run_id, fork_id, end, *arrays)
+    await _entries.fork_entries(tx, run_id, fork_id, at, arrays)
     await tx.execute("INSERT INTO events (run_id, seq, kind, data, at) VALUES ($1, $2, $3, $4, $5)",
                      fork_id, end + 1, "run.forked",
                      tx.enc.json({"from": run_id, "at": end}, "event data"), tx.now)

@@ -8,6 +8,7 @@ Never edited once released: a database at version ``i`` runs scripts ``i + 1`` o
 from __future__ import annotations
 
 from orchestra._types import MESSAGE_ROLES, STEP_KINDS
+from orchestra.store.postgres.migration_entries import V8
 from orchestra.store.postgres.step_sql import V5
 from orchestra.store.postgres.step_sql_v6 import V6
 
@@ -218,5 +219,6 @@ V7 = """
 CREATE INDEX runs_live ON runs (created_at, id)
 WHERE status IN ('pending', 'running', 'waiting');
 """
-MIGRATIONS: tuple[str, ...] = (V1, V2, V3, V4, V5, V6, V7)
+# v8 (``migration_entries``): typed board entries and their consumptions
+MIGRATIONS: tuple[str, ...] = (V1, V2, V3, V4, V5, V6, V7, V8)
 """Script ``i`` (0-based) takes the schema from version ``i`` to ``i + 1``. Append only."""

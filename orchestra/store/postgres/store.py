@@ -34,6 +34,8 @@ from orchestra._types import JSON, Run, RunStatus
 from orchestra.store.codec import Encoder
 from orchestra.store.facade_approvals import ApprovalFacade
 from orchestra.store.facade_board import BoardFacade
+from orchestra.store.facade_entries import EntryMethods
+from orchestra.store.postgres import entries as _entries
 from orchestra.store.postgres import runs as _runs
 from orchestra.store.postgres import schema
 from orchestra.store.postgres.backend import POSTGRES
@@ -79,7 +81,7 @@ async def _reset(conn: asyncpg.Connection) -> None:
 
 class PostgresBlackboard(TaskMethods, HistoryMethods, RunMethods,
                          BoardFacade[Txn, asyncpg.Connection],
-                         ApprovalFacade[Txn, asyncpg.Connection]):
+                         ApprovalFacade[Txn, asyncpg.Connection], EntryMethods):
     """The durable store of runs, in a PostgreSQL database (or schema).
 
     Open it with ``await PostgresBlackboard.open("postgresql://user:pass@host/db")``
@@ -186,6 +188,11 @@ class PostgresBlackboard(TaskMethods, HistoryMethods, RunMethods,
     async def _transaction(self, op: Write[T], conn: asyncpg.Connection) -> T:
         async with conn.transaction():
             return await op(Txn(conn, self._enc, await conn.fetchval(_NOW)))
+
+    _entry_sql = _entries
+
+    async def _entry_write(self, op: Callable[[Txn], Awaitable[T]]) -> T:
+        return await self._write(op)
 
     async def _read(self, op: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:
         return await self._call(op, write=False)

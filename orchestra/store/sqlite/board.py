@@ -22,6 +22,7 @@ from orchestra._types import (
 from orchestra.store import rows as _rows
 from orchestra.store.codec import encode_message, new_id
 from orchestra.store.protocol import NewHandoff, NewNote, NewTask, Writes
+from orchestra.store.sqlite import entries as _entries
 from orchestra.store.sqlite.events import append_event, require_run
 from orchestra.store.sqlite.tasks import insert_task
 from orchestra.store.sqlite.txn import Txn
@@ -165,4 +166,6 @@ async def apply_writes(tx: Txn, run_id: str, agent_id: str | None,
         await insert_task(tx, run_id, new_task, parent_id=task_id, cause=cause)
     for kind, data in writes.events:
         await append_event(tx, run_id, kind, data)
+    await _entries.post_entries(tx, run_id, agent_id, task_id, writes.entries)
+    await _entries.post_triggers(tx, run_id, task_id, writes.triggers)
     return last_seq

@@ -29,6 +29,7 @@ from orchestra.store.fork_replay import (
     fork_status,
     state_at,
 )
+from orchestra.store.sqlite import entries as _entries
 from orchestra.store.sqlite.txn import Conn, Txn
 
 _RUN = "SELECT pipeline, input, last_seq FROM runs WHERE id = ?"
@@ -183,6 +184,7 @@ async def fork_run(tx: Txn, run_id: str, at_seq: int, fork_id: str | None, input
     for statement in (_COPY_TASKS, _COPY_STEPS, _COPY_AGENTS, _COPY_MESSAGES, _COPY_COMPACTIONS,
                       _COPY_NOTES, _COPY_PLANS, _COPY_APPROVALS, _COPY_EVENTS):
         await tx.execute(statement, args[:_params(statement)])
+    await _entries.fork_entries(tx, run_id, fork_id, at)
     (await tx.execute("INSERT INTO events (run_id, seq, kind, data, at) VALUES (?, ?, ?, ?, ?)",
                  (fork_id, end + 1, "run.forked",
                   tx.enc.json({"from": run_id, "at": end}, "event data"), tx.now)))

@@ -12,6 +12,7 @@
 --   plans, notes (+ notes_fts)      the board; approvals: human decisions on tool calls
 --   events    each run's append-only log, seq gap-free per run
 --   run_servers  which process serves which run, renewed like a lease
+--   entries, consumptions   typed board entries and the roles each one triggered
 --
 -- Stored once: a model step's reply text is also its last message, so its output holds
 -- {"text": null, "text_seq": N, "text_agent": ID} instead; a task result equal to its
@@ -28,7 +29,7 @@ CREATE TABLE runs (
     pipeline TEXT NOT NULL,
     input TEXT NOT NULL,
     status TEXT NOT NULL
-        CHECK (status IN ('pending', 'running', 'waiting', 'completed', 'failed', 'cancelled', 'paused')),
+        CHECK (status IN ('pending', 'running', 'waiting', 'completed', 'failed', 'cancelled', 'paused', 'stalled')),
     created_at REAL NOT NULL,
     updated_at REAL NOT NULL,
     error TEXT,
@@ -368,3 +369,28 @@ CREATE TRIGGER step_ends_insert INSTEAD OF INSERT ON step_ends BEGIN
         cost = cost + new.cost, steps = steps + 1
     WHERE id = new.run_id;
 END;
+
+-- Typed board entries (any pydantic model, with its author, tags and scope) and
+-- which role each one triggered: one consumption per (run, trigger, role).
+CREATE TABLE entries (
+    position INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL,
+    run_id TEXT NOT NULL REFERENCES runs (id),
+    type TEXT NOT NULL,
+    author TEXT NOT NULL,
+    body TEXT NOT NULL,
+    tags TEXT NOT NULL,
+    scope TEXT NOT NULL,
+    task_id TEXT,
+    created_at REAL NOT NULL
+);
+CREATE UNIQUE INDEX entries_id ON entries (run_id, id);
+CREATE INDEX entries_run ON entries (run_id, position);
+CREATE TABLE consumptions (
+    run_id TEXT NOT NULL REFERENCES runs (id),
+    trigger TEXT NOT NULL,
+    role TEXT NOT NULL,
+    task_id TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    PRIMARY KEY (run_id, trigger, role)
+);

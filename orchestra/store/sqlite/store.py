@@ -29,7 +29,9 @@ from orchestra._types import JSON, Durability, Run, RunStatus
 from orchestra.store.codec import Encoder
 from orchestra.store.facade_approvals import ApprovalFacade
 from orchestra.store.facade_board import BoardFacade
+from orchestra.store.facade_entries import EntryMethods
 from orchestra.store.protocol import Blackboard, NewTask, StatementTrace
+from orchestra.store.sqlite import entries as _entries
 from orchestra.store.sqlite import reads as _reads
 from orchestra.store.sqlite import runs as _runs
 from orchestra.store.sqlite import schema
@@ -58,7 +60,7 @@ class StoreStats:
 
 
 class SQLiteBlackboard(TaskMethods, HistoryMethods, RunMethods, BoardFacade[Txn, Conn],
-                       ApprovalFacade[Txn, Conn]):
+                       ApprovalFacade[Txn, Conn], EntryMethods):
     """The durable store of runs, in one SQLite file.
 
     Open it with ``await SQLiteBlackboard.open(path)`` and close it with ``await
@@ -201,6 +203,11 @@ class SQLiteBlackboard(TaskMethods, HistoryMethods, RunMethods, BoardFacade[Txn,
         return await self._writer.write(
             lambda c: op(Txn(c, enc, time.time())), one_statement=one_statement,
             row=None if row is None else lambda: row(enc, time.time()))
+
+    _entry_sql = _entries
+
+    async def _entry_write(self, op: Callable[[Txn], Awaitable[T]]) -> T:
+        return await self._write(op)
 
     async def _read(self, op: Callable[[Conn], Awaitable[T]]) -> T:
         if self._closed:
