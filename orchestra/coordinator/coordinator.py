@@ -47,6 +47,7 @@ from orchestra.coordinator.owners import dead_local_owners, new_owner_id
 from orchestra.coordinator.pipeline import Pipeline
 from orchestra.coordinator.resumable import CANCELLABLE, INTERRUPTED_EVENT, check_resumable
 from orchestra.coordinator.settings import CoordinatorSettings as CoordinatorSettings
+from orchestra.coordinator.versions import VersionMismatchError
 from orchestra.mcp.calls import MCPSetup
 from orchestra.mcp.hub import MCPHub
 from orchestra.models.base import Model, runs_locally
@@ -119,8 +120,10 @@ class Coordinator:
         apart from the pipeline's input."""
         tasks = self.pipeline.first_tasks(run_input)
         name = self.pipeline.reference() or self.pipeline.name
+        version = self.pipeline.fingerprint
         return await self.store.create_run(name, run_input, run_id=run_id, tasks=tasks,
-                                           settings=settings)
+                                           settings=settings, version=version.id,
+                                           manifest=version.manifest())
 
     async def run(self, run_input: Any, *, run_id: str | None = None) -> Run:
         """Start a run and drive it to the end (or until it waits for a human)."""
@@ -150,10 +153,20 @@ class Coordinator:
         return await self.drive(run_id)
 
     def check_resumable(self, run: Run) -> None:
-        """Raise ``UserError`` if ``run`` is finished for good (completed or cancelled), or
-        paused by its token cap with this coordinator's cap no higher than what it used."""
+        """Raise ``UserError`` if ``run`` is finished for good (completed or cancelled),
+        paused by its token cap with this coordinator's cap no higher than what it used,
+        or on another version than this coordinator's pipeline."""
         check_resumable(run, self.settings.max_tokens_per_run,
                         cost_cap=self.settings.max_cost_per_run)
+        self.check_version(run)
+
+    def check_version(self, run: Run) -> None:
+        """``VersionMismatchError`` (naming both) unless this pipeline serves ``run``'s
+        version: a run keeps the code it started with (a run from before versions were
+        recorded has none, and any version takes it)."""
+        here = self.pipeline.fingerprint.id
+        if run.version and run.version != here:
+            raise VersionMismatchError(run.id, run.version, here)
 
     async def cancel(self, run_id: str) -> Run:
         """Cancel a run: no new steps start; running tasks here stop; state stays consistent."""
@@ -194,6 +207,7 @@ class Coordinator:
         run = started or await self.store.get_run(run_id)
         if run.status in TERMINAL_RUN_STATUSES:
             return run
+        self.check_version(run)  # before its first claim: another version's run is not ours
         if started is not None and not self.settings.shared:
             for role in self.pipeline.roles:  # a run made just now: nobody wrote to it yet
                 self.agent(run_id, role.name).loaded = True

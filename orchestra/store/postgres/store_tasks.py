@@ -12,7 +12,7 @@ from typing import TypeVar
 
 import asyncpg
 
-from orchestra._types import JSON, Step, StepKind, Task
+from orchestra._types import JSON, Run, Step, StepKind, Task
 from orchestra.store import rules
 from orchestra.store.codec import Encoder
 from orchestra.store.postgres import journal as _journal
@@ -21,6 +21,7 @@ from orchestra.store.postgres import runs as _runs
 from orchestra.store.postgres import servers as _servers
 from orchestra.store.postgres import step as _step
 from orchestra.store.postgres import tasks as _tasks
+from orchestra.store.postgres import versions as _versions
 from orchestra.store.postgres.txn import Txn
 from orchestra.store.protocol import ClaimSpec, Lease, NewTask, StepResult, Writes
 
@@ -150,9 +151,17 @@ class TaskMethods:
         ids = tuple(run_ids)
         return await self._read(lambda c: _servers.alive_until(c, ids))
 
-    async def claimable_runs(self, *, limit: int, exclude: Sequence[str] = ()) -> list[str]:
+    async def claimable_runs(self, *, limit: int, exclude: Sequence[str] = (),
+                             versions: Sequence[str] | None = None) -> list[str]:
         skip = tuple(exclude)
+        if versions is not None:
+            served = tuple(versions)
+            return await self._read(lambda c: _versions.claimable_runs(c, limit, skip, served))
         return await self._read(lambda c: _servers.claimable_runs(c, limit, skip))
+
+    async def move_version(self, run_id: str, old: str, new: str, data: JSON) -> Run:
+        return await self._submit(lambda tx: _versions.move_version(tx, run_id, old, new,
+                                                                    data))
 
     async def step_counts(self, run_id: str) -> dict[str, int]:
         return await self._read(lambda c: _reads.step_counts(c, run_id))

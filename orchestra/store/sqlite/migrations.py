@@ -8,6 +8,7 @@ same change there.
 from __future__ import annotations
 
 from orchestra.store.sqlite.migration_v10 import V10
+from orchestra.store.sqlite.versions import V11
 
 _RUN_STATUSES = "('pending', 'running', 'waiting', 'completed', 'failed', 'cancelled')"
 
@@ -385,6 +386,8 @@ WHERE status IN ('pending', 'running', 'waiting');
 # v10 (``migration_v10``): a step's start, and a step's end that writes nothing else, are
 # one statement each (``step_rows``): a tool step's journaling is two hops, not fourteen.
 
-MIGRATIONS: tuple[str, ...] = (V1, V2, V3, V4, V5, V6, V7, V8, V9, V10)
+# v11 (issue 49, ``versions``): the version of the code each run runs on
+
+MIGRATIONS: tuple[str, ...] = (V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11)
 """Script ``i`` (0-based) takes the schema from version ``i`` to ``i + 1``. Append only;
 ``schema.sql`` must always equal their result (``tests/store/test_schema.py``)."""

@@ -11,7 +11,7 @@ import time
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from typing import TypeVar
 
-from orchestra._types import JSON, Step, StepKind, Task
+from orchestra._types import JSON, Run, Step, StepKind, Task
 from orchestra.store import rules
 from orchestra.store.codec import Encoder
 from orchestra.store.protocol import ClaimSpec, Lease, NewTask, StepResult, Writes
@@ -22,6 +22,7 @@ from orchestra.store.sqlite import servers as _servers
 from orchestra.store.sqlite import step as _step
 from orchestra.store.sqlite import step_rows as _step_rows
 from orchestra.store.sqlite import tasks as _tasks
+from orchestra.store.sqlite import versions as _versions
 from orchestra.store.sqlite.events import batched_events
 from orchestra.store.sqlite.known import Known
 from orchestra.store.sqlite.txn import Claimer, Conn, NeedsTransaction, Txn
@@ -175,10 +176,19 @@ class TaskMethods:
         ids = tuple(run_ids)
         return await self._read(lambda c: _servers.alive_until(c, ids))
 
-    async def claimable_runs(self, *, limit: int, exclude: Sequence[str] = ()) -> list[str]:
+    async def claimable_runs(self, *, limit: int, exclude: Sequence[str] = (),
+                             versions: Sequence[str] | None = None) -> list[str]:
         """Live runs with a task claimable now (see ``Blackboard.claimable_runs``)."""
         skip, now = tuple(exclude), time.time()
+        if versions is not None:
+            served = tuple(versions)
+            return await self._read(lambda c: _versions.claimable_runs(c, now, limit, skip,
+                                                                       served))
         return await self._read(lambda c: _servers.claimable_runs(c, now, limit, skip))
+
+    async def move_version(self, run_id: str, old: str, new: str, data: JSON) -> Run:
+        """Move a run to another version (see ``Blackboard.move_version``)."""
+        return await self._write(lambda tx: _versions.move_version(tx, run_id, old, new, data))
 
     # -- step journal ---------------------------------------------------------
     async def get_steps(self, task_id: str, retry: int) -> list[Step]:
