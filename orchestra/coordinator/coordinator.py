@@ -47,7 +47,7 @@ from orchestra.coordinator.owners import dead_local_owners, new_owner_id
 from orchestra.coordinator.pipeline import Pipeline
 from orchestra.coordinator.resumable import CANCELLABLE, INTERRUPTED_EVENT, check_resumable
 from orchestra.coordinator.settings import CoordinatorSettings as CoordinatorSettings
-from orchestra.coordinator.versions import VersionMismatchError
+from orchestra.coordinator.versions import check_version
 from orchestra.mcp.calls import MCPSetup
 from orchestra.mcp.hub import MCPHub
 from orchestra.models.base import Model, runs_locally
@@ -164,9 +164,7 @@ class Coordinator:
         """``VersionMismatchError`` (naming both) unless this pipeline serves ``run``'s
         version: a run keeps the code it started with (a run from before versions were
         recorded has none, and any version takes it)."""
-        here = self.pipeline.fingerprint.id
-        if run.version and run.version != here:
-            raise VersionMismatchError(run.id, run.version, here)
+        check_version(run.id, run.version, self.pipeline.fingerprint)
 
     async def cancel(self, run_id: str) -> Run:
         """Cancel a run: no new steps start; running tasks here stop; state stays consistent."""

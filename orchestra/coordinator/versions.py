@@ -27,7 +27,8 @@ from orchestra._errors import UserError
 from orchestra.mcp.declare import MCPServer
 from orchestra.roles import Role
 
-__all__ = ["Version", "VersionMismatchError", "fingerprint", "label_of", "pipeline_version"]
+__all__ = ["Version", "VersionMismatchError", "check_version", "fingerprint", "label_of",
+           "pipeline_version"]
 
 _HASH = 12  # hex digits shown and stored: collisions among one store's versions are moot
 
@@ -57,6 +58,13 @@ class VersionMismatchError(UserError):
             f"{here}. Run a worker (or `orchestra resume`) with the code of {recorded}, or "
             f"move the run to this code with `orchestra upgrade {run_id}` (it checks the "
             "run's journal first and moves nothing if a completed step would differ)")
+
+
+def check_version(run_id: str, recorded: str, here: Version) -> None:
+    """``VersionMismatchError`` unless code of version ``here`` may run a run that
+    recorded ``recorded`` (a run from before versions were recorded has none: any may)."""
+    if recorded and recorded != here.id:
+        raise VersionMismatchError(run_id, recorded, here.id)
 
 
 def pipeline_version(*, name: str, roles: Sequence[Role], routes: Mapping[str, object],
