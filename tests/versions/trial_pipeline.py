@@ -28,6 +28,14 @@ def _effect(run_input: dict[str, Any], line: str) -> None:
         f.write(line + "\n")
 
 
+async def _held(path: str | None) -> None:
+    """Wait while the file at ``path`` exists (a test holds a step in flight with it)."""
+    for _ in range(2400):
+        if path is None or not Path(path).is_file():
+            return
+        await asyncio.sleep(0.05)
+
+
 def make(code: str, run_input: dict[str, Any]) -> Pipeline:
     """The pipeline as deploy ``code`` has it."""
 
@@ -43,7 +51,7 @@ def make(code: str, run_input: dict[str, Any]) -> Pipeline:
             """Do part ``n`` of the work."""
             _effect(run_input, f"work {n} start")
             if n == 2:
-                await asyncio.sleep(float(run_input.get("sleep", 0)))
+                await _held(run_input.get("hold_work"))
             _effect(run_input, f"work {n} done")
             return f"part {n} done"
 
@@ -59,11 +67,7 @@ def make(code: str, run_input: dict[str, Any]) -> Pipeline:
         return reply("hello") if done >= 2 else reply("", tool_call("work", {"n": done + 1}))
 
     async def critic_model(request: ModelRequest) -> ModelResponse:
-        hold = Path(run_input.get("hold", "-"))
-        for _ in range(2000):  # a test holds the critic here while the file is there
-            if not hold.is_file():
-                break
-            await asyncio.sleep(0.05)
+        await _held(run_input.get("hold"))
         _effect(run_input, "model critic")
         return reply("fine")
 
