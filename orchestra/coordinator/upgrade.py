@@ -121,27 +121,33 @@ async def recorded_parts(events: EventLog, run: Run) -> Mapping[str, str]:
     return parts
 
 
-async def check_upgrade(store: UpgradeStore, run: Run, version: Version) -> UpgradeCheck:
-    """Walk ``run``'s journal against ``version`` (reads only; calls nothing)."""
+async def check_upgrade(store: UpgradeStore, run: Run, version: Version, *,
+                        patched: bool = False) -> UpgradeCheck:
+    """Walk ``run``'s journal against ``version`` (reads only; calls nothing). With
+    ``patched``, its completed steps are compared with what ``version`` asks before its
+    roles' patches (every ``patched(name)`` False, as the runtime answers for a task
+    journaled before them), so differences that all sit behind patches pass."""
     old = await recorded_parts(store, run)
     tasks = await store.list_tasks(run.id)
     steps = {t.id: await store.get_steps(t.id, t.retries) for t in tasks}
-    checked, difference = first_difference(tasks, steps, old, version.parts)
+    checked, difference = first_difference(tasks, steps, old,
+                                           version.unpatched if patched else version.parts)
     return UpgradeCheck(run.id, run.version, version.id, checked, difference)
 
 
-async def upgrade_run(store: UpgradeStore, run_id: str, version: Version
-                      ) -> tuple[UpgradeCheck, Run]:
-    """Check ``run_id`` against ``version`` and move it if nothing differs; the check and
-    the run as it is after (unmoved when the check found a difference)."""
+async def upgrade_run(store: UpgradeStore, run_id: str, version: Version, *,
+                      patched: bool = False) -> tuple[UpgradeCheck, Run]:
+    """Check ``run_id`` against ``version`` and move it if nothing differs (``patched``:
+    see :func:`check_upgrade`); the check and the run as it is after (unmoved when the
+    check found a difference)."""
     run = await store.get_run(run_id)
     if run.status in ("completed", "cancelled"):
         raise UserError(f"run {run_id} is {run.status}: a finished run keeps its version "
                         f"({run.version or 'none recorded'}); fork it to run it again")
-    check = await check_upgrade(store, run, version)
+    check = await check_upgrade(store, run, version, patched=patched)
     if not check.moves or run.version == version.id:
         return check, run
     moved = await store.move_version(run_id, run.version, version.id, {
-        "from": run.version, "to": version.id, "checked": check.checked,
+        "from": run.version, "to": version.id, "checked": check.checked, "patched": patched,
         "manifest": version.manifest()})
     return check, moved

@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, is_dataclass
+from dataclasses import asdict, dataclass, field, is_dataclass
 from typing import Any
 
 import pydantic
@@ -42,6 +42,9 @@ class Version:
     label: str
     parts: Mapping[str, str]
     """Each part's hash, by name: ``role:coder:instructions``, ``route:coder``..."""
+    unpatched: Mapping[str, str] = field(default_factory=dict)
+    """The parts as a task journaled before the roles' patches asks them (every
+    ``patched(name)`` False, no patches declared): what ``upgrade --patched`` compares."""
 
     def manifest(self) -> dict[str, Any]:
         """What a run's ``run.created`` (or ``run.upgraded``) event keeps of it."""
@@ -75,13 +78,16 @@ def pipeline_version(*, name: str, roles: Sequence[Role], routes: Mapping[str, o
     parts: dict[str, str] = {"pipeline": _digest({
         "name": name, "model": _model_name(model), "mcp": sorted(s.name for s in mcp),
         "fail_run_on_task_failure": fails_run})}
-    for role in roles:
-        for part, value in _role_parts(role).items():
-            parts[f"role:{role.name}:{part}"] = _digest(value)
     for source, target in sorted(routes.items()):
         parts[f"route:{source}"] = _digest(target if isinstance(target, str)
                                            else _callable_name(target))
-    return Version(label_of(label, fingerprint(parts, label)), label, parts)
+    unpatched = dict(parts)
+    for role in roles:
+        for part, value in _role_parts(role, patched=True).items():
+            parts[f"role:{role.name}:{part}"] = _digest(value)
+        for part, value in _role_parts(role, patched=False).items():
+            unpatched[f"role:{role.name}:{part}"] = _digest(value)
+    return Version(label_of(label, fingerprint(parts, label)), label, parts, unpatched)
 
 
 def fingerprint(parts: Mapping[str, str], label: str = "") -> str:
@@ -94,11 +100,13 @@ def label_of(label: str, digest: str) -> str:
     return f"{label}@{digest}" if label else digest
 
 
-def _role_parts(role: Role) -> dict[str, Any]:
+def _role_parts(role: Role, *, patched: bool) -> dict[str, Any]:
+    """A role's parts as a task with its patches (``patched``) or before them asks."""
     cls = type(role)
     out = role.output_schema()
     return {
-        "instructions": role.system_prompt(),
+        "instructions": role.system_prompt(None if patched else _off),
+        "patches": sorted(cls.patches) if patched else [],
         "input": _schema(cls.input),
         "output": None if out is None else {"name": out.name, "schema": out.json_schema},
         "answer": None if cls.answer is None else _callable_name(type(cls.answer)),
@@ -110,6 +118,10 @@ def _role_parts(role: Role) -> dict[str, Any]:
                   "settings": asdict(cls.settings) if cls.settings is not None else None},
         "compaction": _plain(cls.compaction),
     }
+
+
+def _off(name: str) -> bool:
+    return False
 
 
 def _schema(model: type[pydantic.BaseModel] | None) -> Any:

@@ -204,13 +204,14 @@ async def resume(run_id: str, svc: Svc, body: ResumeRequest | None = None) -> JS
 
 
 @router.post("/runs/{run_id}/upgrade", response_model=UpgradeResult, responses=_ERRORS)
-async def upgrade(run_id: str, svc: Svc) -> JSONResponse:
+async def upgrade(run_id: str, svc: Svc, patched: bool = False) -> JSONResponse:
     """Move a run to the version of the pipeline as this server builds it, if no completed
     step of its journal would be asked otherwise (nothing is called); else ``moved`` is
-    false and ``difference`` names the first step that differs."""
+    false and ``difference`` names the first step that differs. ``?patched=true``: compare
+    with what the code asks before its roles' patches."""
     run = await svc.store.get_run(run_id)
     version = load_pipeline(run.pipeline, run.input).fingerprint
-    check, after = await upgrade_run(svc.store, run_id, version)
+    check, after = await upgrade_run(svc.store, run_id, version, patched=patched)
     if check.moves:
         svc.pool.kick()
     return _json({"run_id": run_id, "moved": check.moves and check.old != check.new,

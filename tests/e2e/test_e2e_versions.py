@@ -132,3 +132,32 @@ def test_upgrade_moves_a_run_whose_completed_steps_would_replay_alike(tmp_path: 
                  (run_id,)) == [("completed", data["to"])]
     assert _effects(effects) == [*at_kill, "work 2 start", "work 2 done", "model writer 2",
                                  "model critic"]
+
+
+def test_upgrade_patched_moves_a_run_whose_differences_sit_behind_patches(
+        tmp_path: Path) -> None:
+    db = tmp_path / "v.db"
+    run_id, effects = _killed_in_the_writer(tmp_path, db, "third")
+    at_kill = _effects(effects)
+    time.sleep(float(LEASE))  # the killed process's lease runs out
+    # version 4 rewords the writer behind patched("friendly"): only --patched moves it
+    plain = _cli("v4", "upgrade", run_id, "--db", db)
+    assert plain.code == 1 and "instructions, patches changed" in plain.stdout, plain
+    assert "--patched" in plain.stdout, plain
+    upgraded = _cli("v4", "upgrade", run_id, "--db", db, "--patched", "--json")
+    assert upgraded.code == 0, upgraded
+    to = json.loads(upgraded.stdout)["to"]
+    assert to.startswith("4@")
+    worker4 = _cli("v4", "worker", "--db", db, "--idle-exit", "1", "--lease", LEASE)
+    assert worker4.code == 0, worker4
+    assert query(db, "SELECT status, version FROM runs WHERE id = ?",
+                 (run_id,)) == [("completed", to)]
+    # the writer started before the patch: its last call asked as its first ones did
+    assert _effects(effects) == [*at_kill, "work 2 start", "work 2 done", "model writer 2",
+                                 "model critic"]
+    # a run started on version 4 runs with the patch
+    fresh = tmp_path / "fresh.effects"
+    done = _cli("v4", "run", "--pipeline", TRIAL, "--db", db, "--input",
+                json.dumps({"effects": str(fresh)}))
+    assert done.code == 0, done
+    assert _effects(fresh)[0] == "model writer 0 friendly"

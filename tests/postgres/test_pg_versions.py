@@ -81,8 +81,8 @@ async def test_two_workers_on_two_versions_take_only_their_own_runs(
         # only the tool call in flight at the kill ran again
         assert effects(Path(first["effects"])) == [
             *at_kill, "work 2 start", "work 2 done", "model writer 2", "model critic"]
-        assert effects(Path(second["effects"])) == [
-            "model writer 0", "work 1 start", "work 1 done", "model writer 1",
-            "work 2 start", "work 2 done", "model writer 2", "model critic"]
+        assert effects(Path(second["effects"])) == [  # version 2's reworded instructions
+            "model writer 0 friendly", "work 1 start", "work 1 done", "model writer 1 friendly",
+            "work 2 start", "work 2 done", "model writer 2 friendly", "model critic"]
     finally:
         await store.close()

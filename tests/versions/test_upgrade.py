@@ -79,3 +79,31 @@ async def test_a_run_moves_only_while_nobody_serves_it(tmp_path: Path) -> None:
         with pytest.raises(UserError, match="being served by a live process"):
             await upgrade_run(store, run_id, v3.fingerprint)
         assert (await store.get_run(run_id)).version != v3.fingerprint.id
+
+
+async def test_a_change_behind_a_patch_moves_with_patched_and_new_runs_take_it(
+        tmp_path: Path) -> None:
+    async with await SQLiteBlackboard.open(tmp_path / "s.db") as store:
+        run_id = await _writer_done(store, tmp_path)
+        before = effects(tmp_path / "effects.txt")
+        v4 = make("v4", {"effects": str(tmp_path / "effects.txt")})
+        refused, _ = await upgrade_run(store, run_id, v4.fingerprint)
+        assert refused.difference is not None
+        assert refused.difference.parts == ("instructions", "patches")
+        check, moved = await upgrade_run(store, run_id, v4.fingerprint, patched=True)
+        assert check.moves and moved.version == v4.fingerprint.id
+        assert (await Coordinator(store, v4).resume(run_id)).status == "completed"
+        assert effects(tmp_path / "effects.txt") == [*before, "model critic"]
+        # the writer's journal from before the patch recorded none: it would ask as before
+        [writer] = await store.list_tasks(run_id, role="writer")
+        first = (await store.get_steps(writer.id, 0))[0]
+        assert isinstance(first.output, dict) and "patches" not in first.output
+
+        # a run that starts under the patched code runs with the patch, and says so
+        fresh = {"effects": str(tmp_path / "fresh.txt")}
+        run = await Coordinator(store, make("v4", fresh)).run(fresh)
+        assert run.status == "completed" and run.version == v4.fingerprint.id
+        assert effects(tmp_path / "fresh.txt")[0] == "model writer 0 friendly"
+        [writer] = await store.list_tasks(run.id, role="writer")
+        first = (await store.get_steps(writer.id, 0))[0]
+        assert isinstance(first.output, dict) and first.output["patches"] == ["friendly"]

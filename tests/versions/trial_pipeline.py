@@ -3,7 +3,10 @@
 * ``v1``: a writer that calls its ``work`` tool twice (the second call slow), then a
   critic (``route``);
 * ``v2``: the writer's instructions reworded: a run killed in the writer cannot move;
-* ``v3``: only the critic's instructions changed: a run killed in the writer moves.
+* ``v3``: only the critic's instructions changed: a run killed in the writer moves;
+* ``v4``: v2's rewording behind ``patched("friendly")``: a run killed in the writer moves
+  with ``upgrade --patched`` and its writer keeps the old instructions; new runs get the
+  new ones.
 
 Every model call and tool call appends a line to the run input's ``effects`` file, so a
 test sees what ran, and how often, in any process.
@@ -18,6 +21,7 @@ from typing import Any
 
 from orchestra import FunctionModel, NewTask, Pipeline, Role, reply, tool_call
 from orchestra.models.base import ModelRequest, ModelResponse
+from orchestra.roles import Patched
 from orchestra.tools import ToolContext, tool
 
 REF = "tests.versions.trial_pipeline:build"
@@ -45,6 +49,12 @@ def make(code: str, run_input: dict[str, Any]) -> Pipeline:
                         else "Write a short greeting.")
         output = str
         recall = False
+        patches = frozenset({"friendly"}) if code == "v4" else frozenset()
+
+        def instructions_for(self, patched: Patched) -> str:
+            if code == "v4" and patched("friendly"):
+                return "Write a short, friendly greeting."
+            return type(self).instructions
 
         @tool
         async def work(self, ctx: ToolContext, n: int) -> str:
@@ -63,7 +73,8 @@ def make(code: str, run_input: dict[str, Any]) -> Pipeline:
 
     def writer_model(request: ModelRequest) -> ModelResponse:
         done = sum(1 for m in request.messages if m.role == "tool")
-        _effect(run_input, f"model writer {done}")
+        friendly = " friendly" if "friendly" in request.messages[0].content else ""
+        _effect(run_input, f"model writer {done}{friendly}")
         return reply("hello") if done >= 2 else reply("", tool_call("work", {"n": done + 1}))
 
     async def critic_model(request: ModelRequest) -> ModelResponse:
@@ -74,7 +85,7 @@ def make(code: str, run_input: dict[str, Any]) -> Pipeline:
     Writer.model = FunctionModel(writer_model, name="writer-double")
     Critic.model = FunctionModel(critic_model, name="critic-double")
     return Pipeline("trial", roles=[Writer(), Critic()], ref=REF,
-                    version={"v1": "1", "v2": "2", "v3": "3"}[code],
+                    version={"v1": "1", "v2": "2", "v3": "3", "v4": "4"}[code],
                     start=lambda inp: [NewTask("writer", inp)], routes={Writer: Critic})
 
 
