@@ -256,6 +256,8 @@ async def cmd_fork(args: argparse.Namespace, state: Interrupt) -> int:
         pipeline = load_pipeline(source.pipeline, source.input)
         models = _models(pipeline, recorded, args.model)  # a bad --model fails before forking
         settings = _settings(args)
+        if not args.no_run:  # the fork keeps the source's version: run here only if it is ours
+            check_version(source.id, source.version, pipeline.fingerprint)
         fork = await store.fork_run(source.id, args.at)
         if args.model:  # the fork's own models, recorded for its later resumes
             await store.append_event(fork.id, SETTINGS_EVENT, recorded)
