@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field, is_dataclass
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from typing import Any
 
 import pydantic
@@ -141,11 +141,13 @@ def _callable_name(fn: Any) -> str:
 
 def _plain(obj: Any) -> Any:
     """A policy object as JSON: its class and its plain public fields."""
-    fields = asdict(obj) if is_dataclass(obj) and not isinstance(obj, type) else {
-        k: v for k, v in vars(obj).items() if not k.startswith("_")} if hasattr(
-        obj, "__dict__") else {}
+    if is_dataclass(obj) and not isinstance(obj, type):  # no asdict: it deep-copies
+        values = {f.name: getattr(obj, f.name) for f in fields(obj)}
+    else:
+        values = {k: v for k, v in getattr(obj, "__dict__", {}).items()
+                  if not k.startswith("_")}
     return {"type": _callable_name(type(obj)),
-            "fields": {k: v for k, v in sorted(fields.items())
+            "fields": {k: v for k, v in sorted(values.items())
                        if isinstance(v, str | int | float | bool | type(None))}}
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from orchestra._errors import RoleDefinitionError
 from orchestra._types import Step
+from orchestra.roles import Role
 
 PATCHES_KEY = "patches"
 """Where a task's first model step records the patches it runs with."""
@@ -38,6 +39,11 @@ class TaskPatches:
             raise RoleDefinitionError(self.role, "patches", f"patched({name!r}) names no patch "
                                       f"of the role; its patches: {sorted(self.declared)}")
         return name in self.on
+
+    def prompt(self, role: Role) -> str:
+        """The role's system prompt with the patches this task runs with (a role without
+        patches is asked as before, so a ``system_prompt()`` override keeps working)."""
+        return role.system_prompt(self) if type(role).patches else role.system_prompt()
 
     def record(self, output: dict[str, Any]) -> None:
         """Mark a new first model step's record with the patches the task runs with."""

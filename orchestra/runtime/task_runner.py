@@ -134,8 +134,7 @@ class TaskRunner:
         pinned = Message("user", self.role.task_message(self.task.input), name="task",
                          task_id=self.task.id)  # name="task": replay keys can be task-local
         return Turns(journal=journal, task_id=self.task.id,
-                     system=system_message(self.role.system_prompt(self.patches)),
-                     pinned=pinned,
+                     system=system_message(self.patches.prompt(self.role)), pinned=pinned,
                      schemas=tuple([t.schema() for t in self.tools.values()]
                                    + list(schemas(self.mcp_tools))),
                      output_schema=self.role.output_schema(),
