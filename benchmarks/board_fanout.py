@@ -84,7 +84,6 @@ async def run_sqlite(entries: int, subscriptions: int) -> dict[str, Any]:
 
 async def run_postgres(entries: int, subscriptions: int) -> dict[str, Any]:
     from benchmarks.postgres.local import shared_server
-
     from orchestra.store.postgres import PostgresBlackboard
 
     dsn = shared_server().create_database("fanout" + os.urandom(4).hex())

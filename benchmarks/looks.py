@@ -80,7 +80,10 @@ async def _sqlite(shape: tuple[int, int, int], reps: int, workdir: Path) -> dict
             now = time.time()
             return await store._read(lambda c: c.execute(GROUPED_SQLITE, (now, now, "[]", 64)))
 
+        served = [build({"tasks": 1}).fingerprint.id]
         return {"now_ms": await _median_ms(lambda: store.claimable_runs(limit=64), reps),
+                "versioned_ms": await _median_ms(
+                    lambda: store.claimable_runs(limit=64, versions=served), reps),
                 "grouped_ms": await _median_ms(grouped, reps)}
 
 
@@ -90,6 +93,7 @@ async def _postgres(shape: tuple[int, int, int], reps: int) -> dict[str, float]:
     from benchmarks.postgres.local import shared_server
     from orchestra.store.postgres import PostgresBlackboard
     from orchestra.store.postgres.servers import _CLAIMABLE as CLAIMABLE_POSTGRES
+    from orchestra.store.postgres.versions import _CLAIMABLE as VERSIONED_POSTGRES
 
     dsn = shared_server().create_database("looks" + os.urandom(4).hex())
     async with await PostgresBlackboard.open(dsn) as store:
@@ -98,10 +102,13 @@ async def _postgres(shape: tuple[int, int, int], reps: int) -> dict[str, float]:
     try:  # both on one plain connection: the store's pool adds the same to each
         await conn.execute("VACUUM ANALYZE")
         now = await _median_ms(lambda: conn.fetch(CLAIMABLE_POSTGRES, [], 64), reps)
+        served = ["", build({"tasks": 1}).fingerprint.id]  # a worker's look (issue 49)
+        versioned = await _median_ms(lambda: conn.fetch(VERSIONED_POSTGRES, [], 64, served),
+                                     reps)
         grouped = await _median_ms(lambda: conn.fetch(GROUPED_POSTGRES, [], 64), reps)
     finally:
         await conn.close()
-    return {"now_ms": now, "grouped_ms": grouped}
+    return {"now_ms": now, "versioned_ms": versioned, "grouped_ms": grouped}
 
 
 async def main_async(stores: list[str], reps: int, scale: float = 1.0) -> dict[str, Any]:
@@ -115,8 +122,9 @@ async def main_async(stores: list[str], reps: int, scale: float = 1.0) -> dict[s
                 figures = (await _sqlite(shape, reps, Path(tmp)) if store == "sqlite"
                            else await _postgres(shape, reps))
                 out[f"{store}: {name}"] = figures
-                print(f"{store:9} {name:28} a look {figures['now_ms']:7.3f} ms "
-                      f"(grouped by task: {figures['grouped_ms']:7.3f} ms)", flush=True)
+                print(f"{store:9} {name:28} a look {figures['now_ms']:7.3f} ms, with the "
+                      f"version filter {figures['versioned_ms']:7.3f} ms (grouped by task: "
+                      f"{figures['grouped_ms']:7.3f} ms)", flush=True)
     return out
 
 

@@ -99,6 +99,9 @@ class Run:
     cost: float = 0.0
     steps: int = 0
     last_seq: int = 0
+    version: str = ""
+    """The version of the pipeline it runs on (``orchestra.coordinator.versions``); empty
+    for a run made before versions were recorded, which any version may take."""
 
     @property
     def reason(self) -> PauseReason | None:

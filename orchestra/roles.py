@@ -19,7 +19,7 @@ import functools
 import inspect
 import json
 import typing
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, Generic
 
 import pydantic
@@ -36,6 +36,8 @@ from orchestra.tools import Tool, ToolContext
 
 _INT_LIMITS = ("max_turns", "output_retries", "concurrency", "max_attempts")
 
+Patched = Callable[[str], bool]
+"""``patched(name)``: whether the task runs with the role's patch ``name``."""
 In = TypeVar("In", default=Any)
 Out = TypeVar("Out", default=Any)
 
@@ -94,6 +96,8 @@ class Role(Generic[In, Out]):
     posts_output: ClassVar[bool] = False
     """Post each task's output (a pydantic model) to the board as a public entry of its
     type, with the task's end: what roles that consume it are triggered by."""
+    patches: ClassVar[frozenset[str]] = frozenset()
+    """Names of the changes this role carries behind ``patched(name)`` (``instructions_for``)."""
     recall: ClassVar[bool] = True
     """Offer the built-in ``recall`` tool: full-text search of the agent's own history."""
     max_tokens_per_agent: ClassVar[int | None] = None
@@ -148,10 +152,26 @@ class Role(Generic[In, Out]):
         fmt = type(self).answer
         return fmt.schema() if fmt is not None else _output_schema(type(self).output)
 
-    def system_prompt(self) -> str:
-        """The instructions, with how to write the answer (the same for every task)."""
+    def system_prompt(self, patched: Patched | None = None) -> str:
+        """The instructions (``instructions_for``), with how to write the answer.
+        ``patched``: which of the role's ``patches`` this task runs with (default: all)."""
         fmt = type(self).answer
-        return type(self).instructions + (fmt.instructions() if fmt is not None else "")
+        on = patched if patched is not None else self._all_patches
+        return self.instructions_for(on) + (fmt.instructions() if fmt is not None else "")
+
+    def instructions_for(self, patched: Patched) -> str:
+        """The instructions a task sees: ``instructions`` unless overridden to carry a
+        change to runs in flight behind a patch, e.g. ``NEW if patched("friendly") else
+        OLD``. ``patched(name)`` (a name in ``patches``) is True for a task that starts
+        under this code, False for one journaled before (its first model step recorded
+        the patches it ran with), so both replay as they were asked."""
+        return type(self).instructions
+
+    def _all_patches(self, name: str) -> bool:
+        if name not in type(self).patches:
+            raise RoleDefinitionError(self.name, "patches", f"patched({name!r}) names no patch "
+                                      f"of the role; its patches: {sorted(type(self).patches)}")
+        return True
 
     def task_message(self, task_input: Any) -> str:
         """The task as the model reads it: ``render_task`` and what its answer holds."""

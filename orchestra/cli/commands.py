@@ -34,6 +34,7 @@ from orchestra.coordinator.run_models import (
 )
 from orchestra.coordinator.run_models import models_for_run as _models
 from orchestra.coordinator.run_models import run_cap as _run_cap
+from orchestra.coordinator.versions import check_version
 from orchestra.models.prices import Prices, parse_prices
 from orchestra.store import Blackboard
 from orchestra.store import url as store_url
@@ -194,6 +195,7 @@ async def cmd_resume(args: argparse.Namespace, state: Interrupt) -> int:
         check_resumable(run, settings.max_tokens_per_run, how=f"{again} --max-tokens N",
                         cost_cap=settings.max_cost_per_run, cost_how=f"{again} --max-cost USD")
         pipeline = load_pipeline(run.pipeline, run.input)
+        check_version(run.id, run.version, pipeline.fingerprint)  # before any write, too
         models = _models(pipeline, recorded, args.model)
         if args.max_tokens is not None:  # recorded: it holds for later resumes and workers
             await _run_cap(store, run, args.max_tokens)
@@ -217,6 +219,8 @@ async def cmd_fork(args: argparse.Namespace, state: Interrupt) -> int:
         pipeline = load_pipeline(source.pipeline, source.input)
         models = _models(pipeline, recorded, args.model)  # a bad --model fails before forking
         settings = _settings(args)
+        if not args.no_run:  # the fork keeps the source's version: run here only if it is ours
+            check_version(source.id, source.version, pipeline.fingerprint)
         fork = await store.fork_run(source.id, args.at)
         if args.model:  # the fork's own models, recorded for its later resumes
             await store.append_event(fork.id, SETTINGS_EVENT, recorded)

@@ -37,6 +37,10 @@ async def dispatch(args: argparse.Namespace, state: Interrupt) -> int:
         from orchestra.cli.copy_cmd import cmd_copy
 
         return await cmd_copy(args)
+    if args.command == "upgrade":
+        from orchestra.cli.upgrade_cmd import cmd_upgrade
+
+        return await cmd_upgrade(args)
     driver = drivers.get(args.command)
     if driver is not None:
         return await driver(args, state)

@@ -224,9 +224,10 @@ def runs_text(runs: list[Run], orphaned: dict[str, Orphan] | None = None) -> str
     says so in its status (``running (no live worker since 12:03:11)``)."""
     if not runs:
         return "no runs"
-    rows = [("RUN", "STATUS", "PIPELINE", "CREATED", "STEPS", "TOKENS", "COST")]
-    rows += [(r.id, status_text(r, orphaned or {}), r.pipeline, _age(r.created_at),
-              str(r.steps), str(r.tokens_in + r.tokens_out), usd(r.cost)) for r in runs]
+    rows = [("RUN", "STATUS", "PIPELINE", "VERSION", "CREATED", "STEPS", "TOKENS", "COST")]
+    rows += [(r.id, status_text(r, orphaned or {}), r.pipeline, r.version or "-",
+              _age(r.created_at), str(r.steps), str(r.tokens_in + r.tokens_out), usd(r.cost))
+             for r in runs]
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
                      for row in rows)
@@ -237,7 +238,8 @@ def show_text(d: dict[str, Any], where: str = "") -> str:
     run = d["run"]
     status = d.get("status_text") or (f"{run['status']} ({run['reason']})" if run.get("reason")
                                       else run["status"])
-    lines = [f"run {run['id']}  {status}  pipeline {run['pipeline']}",
+    lines = [f"run {run['id']}  {status}  pipeline {run['pipeline']}"
+             f"{'  version ' + run['version'] if run.get('version') else ''}",
              f"  tokens in/out {run['tokens_in']}/{run['tokens_out']}  steps {run['steps']}"
              f"  cost {usd(float(run.get('cost', 0.0)))}"
              + (f"  error: {run['error']}" if run["error"] else ""),
@@ -260,6 +262,9 @@ def show_text(d: dict[str, Any], where: str = "") -> str:
                      f"orchestra approve {ap['id']} {where}".rstrip())
     if run.get("reason") == "budget":
         lines.append("  " + resume_hint(run, where))
+    if run.get("orphaned") and run.get("version"):
+        lines.append(f"  only a worker of version {run['version']} takes this run; or move "
+                     f"it to the code you have: orchestra upgrade {run['id']} {where}".rstrip())
     return "\n".join(lines)
 
 

@@ -70,6 +70,7 @@ EXAMPLES = {
     "worker": "orchestra worker --db runs.db --idle-exit 60",
     "serve": "orchestra serve --db runs.db --port 8765",
     "copy": "orchestra copy --from orchestra.db --to postgresql://me@db/orchestra",
+    "upgrade": "orchestra upgrade 52d2   # move it to this code's version, if it replays alike",
 }
 """One example per command, shown at the end of its ``--help`` (tested: every command)."""
 DRIVING_COMMANDS = frozenset({"demo", "run", "resume", "fork", "worker", "serve"})
@@ -262,6 +263,9 @@ def build_parser() -> argparse.ArgumentParser:
     from orchestra.cli import copy_cmd
 
     copy_cmd.add_parser(sub)
+    from orchestra.cli import upgrade_cmd
+
+    upgrade_cmd.add_parser(sub)
     for name in ("runs", "show", "events", "approve", "deny", "cancel", "resume"):
         sub.choices[name].add_argument(
             "--server", metavar="URL", help="work through `orchestra serve` at URL instead "

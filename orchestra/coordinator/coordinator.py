@@ -50,6 +50,7 @@ from orchestra.coordinator.pipeline import Pipeline
 from orchestra.coordinator.resumable import CANCELLABLE, INTERRUPTED_EVENT, check_resumable
 from orchestra.coordinator.settings import CoordinatorSettings as CoordinatorSettings
 from orchestra.coordinator.subscriptions import catch_up, post_entry
+from orchestra.coordinator.versions import check_version
 from orchestra.mcp.hub import MCPHub, MCPSetup
 from orchestra.models.base import Model, runs_locally
 from orchestra.models.prices import PriceBook, Pricer, layered
@@ -122,8 +123,10 @@ class Coordinator:
         apart from the pipeline's input."""
         tasks = self.pipeline.first_tasks(run_input)
         name = self.pipeline.reference() or self.pipeline.name
+        version = self.pipeline.fingerprint
         return await self.store.create_run(name, run_input, run_id=run_id, tasks=tasks,
-                                           settings=settings)
+                                           settings=settings, version=version.id,
+                                           manifest=version.manifest())
 
     async def run(self, run_input: Any, *, run_id: str | None = None) -> Run:
         """Start a run and drive it to the end (or until it waits for a human)."""
@@ -153,10 +156,18 @@ class Coordinator:
         return await self.drive(run_id)
 
     def check_resumable(self, run: Run) -> None:
-        """Raise ``UserError`` if ``run`` is finished for good (completed or cancelled), or
-        paused by its token cap with this coordinator's cap no higher than what it used."""
+        """Raise ``UserError`` if ``run`` is finished for good (completed or cancelled),
+        paused by its token cap with this coordinator's cap no higher than what it used,
+        or on another version than this coordinator's pipeline."""
         check_resumable(run, self.settings.max_tokens_per_run,
                         cost_cap=self.settings.max_cost_per_run)
+        self.check_version(run)
+
+    def check_version(self, run: Run) -> None:
+        """``VersionMismatchError`` (naming both) unless this pipeline serves ``run``'s
+        version: a run keeps the code it started with (a run from before versions were
+        recorded has none, and any version takes it)."""
+        check_version(run.id, run.version, self.pipeline.fingerprint)
 
     async def post_entry(self, run_id: str, new: NewEntry, author: str = "operator") -> Entry:
         """Post ``entry(model, scope=...)`` to a run's board with the tasks it triggers, in
@@ -202,6 +213,7 @@ class Coordinator:
         run = started or await self.store.get_run(run_id)
         if run.status in TERMINAL_RUN_STATUSES:
             return run
+        self.check_version(run)  # before its first claim: another version's run is not ours
         if started is not None and not self.settings.shared:
             for role in self.pipeline.roles:  # a run made just now: nobody wrote to it yet
                 self.agent(run_id, role.name).loaded = True

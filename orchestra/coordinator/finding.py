@@ -25,7 +25,9 @@ import random
 import time
 from collections.abc import Collection
 
+from orchestra._types import Run
 from orchestra.coordinator.load import Load
+from orchestra.coordinator.served_versions import ServedVersions
 from orchestra.coordinator.serving import ParkedRuns, active_runs
 from orchestra.store.protocol import Blackboard
 
@@ -35,8 +37,11 @@ class WorkFinder:
 
     def __init__(self, store: Blackboard, parked: ParkedRuns, *, lease_seconds: float,
                  batch: int = 64, load: Load | None = None,
-                 rng: random.Random | None = None) -> None:
+                 rng: random.Random | None = None,
+                 versions: ServedVersions | None = None) -> None:
         self._store, self._parked = store, parked
+        self.versions = versions or ServedVersions()
+        """The versions this process serves: its looks and sweeps see only their runs."""
         self._sweep, self._batch = min(lease_seconds / 3, 2.0), batch
         self._swept = -self._sweep
         self.load = load or Load()
@@ -60,12 +65,16 @@ class WorkFinder:
         if busy:
             want = min(want, 1)
         mine = {*serving, *skip}
+        now = time.monotonic()
+        swept: list[Run] | None = None
+        if now - self._swept >= self._sweep:  # read first: it teaches the versions served
+            self._swept = now
+            swept = await active_runs(self._store)
+            self.versions.learn(swept)
         found = await self._pick(mine, want) if want > 0 else []
         self.full = not busy and want > 1 and len(found) == want
-        now = time.monotonic()
-        if now - self._swept >= self._sweep:
-            self._swept = now
-            found += await self._unserved(mine, set(found), set(skip))
+        if swept is not None:
+            found += await self._unserved(swept, mine, set(found), set(skip))
         elif found:
             self.live = True
         return found
@@ -76,14 +85,16 @@ class WorkFinder:
 
     async def _pick(self, serving: Collection[str], want: int) -> list[str]:
         """``want`` of the oldest ``2 * want`` claimable runs, at random, oldest first."""
-        found = await self._store.claimable_runs(limit=2 * want, exclude=tuple(serving))
+        found = await self._store.claimable_runs(limit=2 * want, exclude=tuple(serving),
+                                                 versions=tuple(self.versions.served))
         if len(found) <= want:
             return found
         return [found[i] for i in sorted(self._rng.sample(range(len(found)), want))]
 
-    async def _unserved(self, serving: Collection[str], found: set[str], skip: set[str]
-                        ) -> list[str]:
-        runs = await active_runs(self._store)
+    async def _unserved(self, runs: list[Run], serving: Collection[str], found: set[str],
+                        skip: set[str]) -> list[str]:
+        """The live runs of a served version nobody serves (and no look would find)."""
+        runs = [r for r in runs if self.versions.serves(r)]
         await self._parked.hold(r for r in runs if r.id not in serving)
         live = [r.id for r in runs if r.status in ("pending", "running") and r.id not in skip]
         self.live = bool(live or found)
@@ -97,6 +108,6 @@ class WorkFinder:
             return []
         # runs with claimable work are a backlog, not stranded: looks take them, as the
         # process has room (a sweep taking them would hand one worker every such run)
-        claimable = set(await self._store.claimable_runs(limit=len(live),
-                                                         exclude=tuple(serving)))
+        claimable = set(await self._store.claimable_runs(
+            limit=len(live), exclude=tuple(serving), versions=tuple(self.versions.served)))
         return [r for r in stranded if r not in claimable]

@@ -28,6 +28,7 @@ import inspect
 import sys
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from types import ModuleType
 from typing import Any
 
@@ -37,6 +38,7 @@ from orchestra._errors import OrchestraError, RoleDefinitionError, UserError
 from orchestra._types import Task
 from orchestra.control import All, Control
 from orchestra.coordinator.pipeline_ref import HOW_TO_REF, derive_ref, import_ref, module_ref
+from orchestra.coordinator.versions import Version, pipeline_version
 from orchestra.mcp.declare import MCPServer
 from orchestra.models.base import Model
 from orchestra.models.prices import Price
@@ -137,6 +139,9 @@ class Pipeline:
     stall: Stall | None = None
     """When the board counts as stalled (``Stall(after=10, repeats=3)``): the run ends
     ``stalled``, or waits for a person (``Stall(wait=True)``)."""
+    version: str | None = None
+    """A name for this code (``"2"``, a release tag): shown beside the fingerprint each run
+    records (``orchestra.coordinator.versions``); a new string is a new version."""
 
     def __post_init__(self) -> None:
         by_name: dict[str, Role] = {}
@@ -163,6 +168,16 @@ class Pipeline:
         self._origin: tuple[dict[str, Any], str] | None = None
         if self.ref is None:
             self.ref, self._origin = derive_ref(sys._getframe(2))
+
+    @cached_property
+    def fingerprint(self) -> Version:
+        """This pipeline's version, computed once (not per step): what a run records."""
+        return pipeline_version(name=self.name, roles=self.roles, routes=self._routes,
+                                model=self.model, mcp=self.mcp,
+                                fails_run=self.fail_run_on_task_failure,
+                                label=self.version or "",
+                                board={"done": self.done, "control": self.control,
+                                       "stall": self.stall})
 
     def _known(self, ref: Any, what: str) -> str:
         name = _role_name(ref)

@@ -32,6 +32,7 @@ from orchestra.runtime.journal import Journal, Outcome, PendingStep
 from orchestra.runtime.limits import RunLimits, Spent, call_bound, check_next_call, check_spent
 from orchestra.runtime.mcp_tools import MCPTools, open_mcp_tools, schemas
 from orchestra.runtime.outcomes import Completed, Counts, Failed, Limited, TaskOutcome, Waiting
+from orchestra.runtime.patches import TaskPatches
 from orchestra.runtime.replies import (
     OutputError,
     one_line,
@@ -77,6 +78,7 @@ class TaskRunner:
             self.tools.update(builtin_tools())
         self.tokens = 0
         self.checks_output = type(role).check_output is not Role.check_output
+        self.patches = TaskPatches(role.name, type(role).patches, ())
         self._context: int | None = getattr(model, "context_tokens", None)
 
     async def run(self) -> TaskOutcome:
@@ -131,10 +133,11 @@ class TaskRunner:
             self.mcp, self.role, self.tools, store=self.store, task=self.task, lease=self.lease,
             journal=journal, agent_id=self.agent.agent_id, tape=tape_of(self.model))
         self.settings = self.role.settings_for(self.task.input) or self.settings
+        self.patches = TaskPatches(self.role.name, type(self.role).patches, recorded)
         pinned = Message("user", self.role.task_message(self.task.input), name="task",
                          task_id=self.task.id)  # name="task": replay keys can be task-local
         return Turns(journal=journal, task_id=self.task.id,
-                     system=system_message(self.role.system_prompt()), pinned=pinned,
+                     system=system_message(self.patches.prompt(self.role)), pinned=pinned,
                      schemas=tuple([t.schema() for t in self.tools.values()]
                                    + list(schemas(self.mcp_tools))),
                      output_schema=self.role.output_schema(),
@@ -189,7 +192,10 @@ class TaskRunner:
         async def call() -> Outcome:
             resp = await st.journal.ask(model, request, n)  # streamed: deltas on the log
             usage = resp.usage if pricer is None else pricer.priced(model.name, resp.usage)
-            return reply_outcome(resp, flushed, usage)
+            outcome = reply_outcome(resp, flushed, usage)
+            if n == 1:  # the patches the task runs with, journaled with its first call
+                self.patches.record(outcome.output)
+            return outcome
 
         digest = f"{len(request.messages)}:{keys.digest(request.messages[-1].content)}"
         record, uncommitted = await st.journal.run_deferred(n, "model", "model", digest, call,

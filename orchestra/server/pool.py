@@ -30,6 +30,7 @@ from orchestra.coordinator.owners import dead_local_owners, new_owner_id
 from orchestra.coordinator.pipeline import load_pipeline
 from orchestra.coordinator.run_models import models_for_run, recorded_cap, recorded_settings
 from orchestra.coordinator.serving import ParkedRuns, needs_driving
+from orchestra.coordinator.versions import check_version
 from orchestra.mcp.hub import MCPHub
 from orchestra.models.prices import PriceBook
 from orchestra.store.protocol import Blackboard
@@ -102,6 +103,9 @@ class RunPool:
         """Every active run in turn, oldest first (a drive with nothing to do leaves)."""
         now = time.monotonic()
         runs = await self._store.list_runs(active_only=True, limit=1000)
+        versions = self._finder.versions
+        versions.learn(runs)
+        runs = [r for r in runs if versions.serves(r)]  # another version's: not ours to take
         await self._parked.hold(r for r in runs if r.id not in self._jobs)
         for run in reversed(runs):  # oldest first
             if len(self._jobs) >= self.workers:
@@ -119,6 +123,7 @@ class RunPool:
             else replace(self._settings, max_tokens_per_run=cap)  # a server-wide cap wins
         try:
             pipeline = load_pipeline(run.pipeline, run.input)
+            check_version(run.id, run.version, pipeline.fingerprint)
             if recorded.get("max_cost") and settings.max_cost_per_run is None:
                 settings = replace(settings, max_cost_per_run=float(recorded["max_cost"]))
             coord = Coordinator(self._store, pipeline,

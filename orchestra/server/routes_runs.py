@@ -22,7 +22,9 @@ from orchestra.coordinator.run_models import (
     run_cap,
     run_cost_cap,
 )
+from orchestra.coordinator.upgrade import upgrade_run
 from orchestra.coordinator.usage_report import run_usage
+from orchestra.coordinator.versions import check_version
 from orchestra.server.problems import Problem
 from orchestra.server.schemas import (
     ApprovalPage,
@@ -32,6 +34,7 @@ from orchestra.server.schemas import (
     RunCreate,
     RunDetail,
     RunPage,
+    UpgradeResult,
     decode_cursor,
     encode_cursor,
     envelope,
@@ -181,6 +184,7 @@ async def resume(run_id: str, svc: Svc, body: ResumeRequest | None = None) -> JS
     check_resumable(run, cap, how='POST /v1/runs/{id}/resume {"max_tokens": N}',  # else 409
                     cost_cap=new_cost or recorded.get("max_cost"),
                     cost_how='POST /v1/runs/{id}/resume {"max_cost": USD}')
+    check_version(run.id, run.version, load_pipeline(run.pipeline, run.input).fingerprint)
     if new_cap is not None:
         await run_cap(store, run, new_cap)
     if new_cost is not None:
@@ -197,6 +201,23 @@ async def resume(run_id: str, svc: Svc, body: ResumeRequest | None = None) -> JS
             run = await store.set_run_status(run_id, "running", only_from=stopped)
         svc.pool.kick()
     return _json({"run_id": run.id, "status": run.status}, 202)
+
+
+@router.post("/runs/{run_id}/upgrade", response_model=UpgradeResult, responses=_ERRORS)
+async def upgrade(run_id: str, svc: Svc, patched: bool = False) -> JSONResponse:
+    """Move a run to the version of the pipeline as this server builds it, if no completed
+    step of its journal would be asked otherwise (nothing is called); else ``moved`` is
+    false and ``difference`` names the first step that differs. ``?patched=true``: compare
+    with what the code asks before its roles' patches."""
+    run = await svc.store.get_run(run_id)
+    version = load_pipeline(run.pipeline, run.input).fingerprint
+    check, after = await upgrade_run(svc.store, run_id, version, patched=patched)
+    if check.moves:
+        svc.pool.kick()
+    return _json({"run_id": run_id, "moved": check.moves and check.old != check.new,
+                  "from_version": check.old, "to_version": check.new,
+                  "version": after.version, "checked": check.checked,
+                  "difference": None if check.difference is None else str(check.difference)})
 
 
 @router.get("/runs/{run_id}/approvals", response_model=ApprovalPage, responses=_ERRORS)

@@ -128,6 +128,19 @@ class RunDetail(BaseModel):
     served_here: bool = Field(description="This server is driving the run now")
 
 
+class UpgradeResult(BaseModel):
+    """What ``POST /v1/runs/{id}/upgrade`` found: moved, or the first step that differs."""
+
+    run_id: str
+    moved: bool = Field(description="The run now runs on the server's version")
+    from_version: str
+    to_version: str = Field(description="The version of the pipeline as the server builds it")
+    version: str = Field(description="The run's version after the call")
+    checked: int = Field(description="Completed steps (and routes) found the same")
+    difference: str | None = Field(None, description="The first step the new code would ask "
+                                   "otherwise (nothing moved), or null")
+
+
 class Decision(BaseModel):
     """A human's answer to a pending tool call."""
 

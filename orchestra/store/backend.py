@@ -105,6 +105,13 @@ class ForkSQL(Protocol[X_contra]):
                  input: JSON, /) -> Awaitable[Run]: ...
 
 
+class VersionSQL(Protocol[X_contra]):
+    """``versions``: moving a run to another version of the code."""
+
+    def move_version(self, tx: X_contra, run_id: str, old: str, new: str, data: JSON, /
+                     ) -> Awaitable[Run]: ...
+
+
 class ServerSQL(Protocol[C_contra]):
     """``servers``: until when each run was last known to be served."""
 
@@ -182,6 +189,7 @@ class Backend(Generic[X, C]):
     tasks: TaskSQL[X]
     journal: JournalSQL[X]
     fork: ForkSQL[X]
+    versions: VersionSQL[X]
     retention: RetentionOps[C, X]
     servers: ServerSQL[C]
     board_reads: BoardReadSQL[C]

@@ -33,6 +33,11 @@ class RunFacade(Facade[X, C]):
         return await self._read(lambda c: self._sql.reads.list_runs(
             c, active_only, limit, status, pipeline, before))
 
+    async def move_version(self, run_id: str, old: str, new: str, data: JSON) -> Run:
+        """Move a run to another version (see ``Blackboard.move_version``)."""
+        return await self._write(lambda tx: self._sql.versions.move_version(
+            tx, run_id, old, new, data))
+
     async def fork_run(self, run_id: str, at_seq: int, *, fork_id: str | None = None,
                        input: JSON = None) -> Run:
         """A new run whose board, tasks and agents' histories are as they were right after

@@ -150,7 +150,8 @@ class RunStore(Protocol):
     """Runs, and reads of their tasks. A run's id is unique in the store."""
 
     async def create_run(self, pipeline: str, input: JSON, *, run_id: str | None = None,
-                         tasks: Sequence[NewTask] = (), settings: JSON = None) -> Run: ...
+                         tasks: Sequence[NewTask] = (), settings: JSON = None,
+                         version: str = "", manifest: JSON = None) -> Run: ...
     async def get_run(self, run_id: str) -> Run: ...
     async def run_statuses(self, run_ids: Sequence[str]) -> dict[str, RunStatus]: ...
     async def list_runs(self, *, active_only: bool = False, limit: int = 100,
@@ -217,12 +218,18 @@ class TaskQueue(Protocol):
 
     async def serve_run(self, run_id: str, owner: str, lease_seconds: float) -> None: ...
     async def served_until(self, run_ids: Sequence[str]) -> dict[str, float | None]: ...
-    async def claimable_runs(self, *, limit: int,
-                             exclude: Sequence[str] = ()) -> list[str]:
+    async def claimable_runs(self, *, limit: int, exclude: Sequence[str] = (),
+                             versions: Sequence[str] | None = None) -> list[str]:
         """Up to ``limit`` live runs (not in ``exclude``) with a task a worker could claim
         now on the store's clock (pending and due, or running on an expired lease), oldest
         run first: one query, so a worker drives only runs it has work in. Its cost
-        follows the live runs it walks, not the tasks the store holds."""
+        follows the live runs it walks, not the tasks the store holds. With ``versions``,
+        only runs of those versions (and runs that recorded none)."""
+        ...
+    async def move_version(self, run_id: str, old: str, new: str, data: JSON) -> Run:
+        """Move a run from version ``old`` to ``new`` with its ``run.upgraded`` event
+        (``data``), in one transaction; ``UserError`` if it is on another version by then
+        or a live process serves it."""
         ...
 
 

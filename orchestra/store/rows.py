@@ -35,7 +35,7 @@ from orchestra._types import (
 Row = tuple[Any, ...]
 
 RUN_COLS = ("id, pipeline, input, status, created_at, updated_at, error, tokens_in, "
-            "tokens_out, cost, steps, last_seq")
+            "tokens_out, cost, steps, last_seq, version")
 # A result equal to the task's final reply is stored once, in that reply's message
 # (``result`` NULL, ``result_msg`` its rowid); reading a task resolves it. Used only
 # on the unaliased ``tasks`` table (SELECT ... FROM tasks, UPDATE tasks ... RETURNING).

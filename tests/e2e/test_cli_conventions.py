@@ -54,7 +54,8 @@ def test_global_options_env_and_listing(parked: tuple[Path, str, str],
     monkeypatch.setenv("ORCHESTRA_DB", str(db))
     assert main(["runs", "--status", "waiting", "--pipeline", "approval", "--limit", "5"]) == 0
     header, row = capsys.readouterr().out.splitlines()
-    assert header.split() == ["RUN", "STATUS", "PIPELINE", "CREATED", "STEPS", "TOKENS", "COST"]
+    assert header.split() == ["RUN", "STATUS", "PIPELINE", "VERSION", "CREATED", "STEPS", "TOKENS",
+                              "COST"]
     assert row.startswith(run_id)
     assert main(["runs", "--status", "completed"]) == 0
     assert "no runs match" in capsys.readouterr().out

@@ -21,6 +21,7 @@ from orchestra import (
 from orchestra.coordinator.finding import WorkFinder
 from orchestra.coordinator.load import BUSY_CPU, LATE, Load, LoopLag
 from orchestra.coordinator.owners import new_owner_id
+from orchestra.coordinator.served_versions import ServedVersions
 from orchestra.coordinator.serving import ParkedRuns
 from orchestra.store import Lease
 
@@ -56,7 +57,8 @@ async def _backlog(store: SQLiteBlackboard, n: int) -> list[str]:
 
 def _finder(store: SQLiteBlackboard, load: Load, batch: int) -> WorkFinder:
     return WorkFinder(store, ParkedRuns(store, new_owner_id(), 30.0), lease_seconds=30.0,
-                      batch=batch, load=load, rng=random.Random(7))
+                      batch=batch, load=load, rng=random.Random(7),
+                      versions=ServedVersions(lambda _run: _pipeline()))
 
 
 async def test_a_look_takes_a_batch_and_leaves_the_rest_of_the_backlog(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ Row = tuple[Any, ...]
 # columns both backends share.
 COLUMNS: dict[str, tuple[str, ...]] = {
     "runs": ("id", "pipeline", "input", "status", "created_at", "updated_at", "error",
-             "tokens_in", "tokens_out", "cost", "steps", "last_seq"),
+             "tokens_in", "tokens_out", "cost", "steps", "last_seq", "version"),
     "run_servers": ("run_id", "owner", "seen_at", "expires_at"),
     "tasks": ("id", "run_id", "role", "input", "status", "attempt", "retries", "max_attempts",
               "lease_owner", "lease_expires_at", "not_before", "result", "error", "parent_id",

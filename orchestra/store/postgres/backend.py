@@ -19,11 +19,13 @@ from orchestra.store.postgres import (
     runs,
     servers,
     tasks,
+    versions,
 )
 from orchestra.store.postgres.txn import Txn
 
 POSTGRES: Backend[Txn, asyncpg.Connection] = Backend(
     events=events, board=board,
     approvals=Approvals(dialect.POSTGRES, events.append_event, tasks.check_lease),
-    runs=runs, tasks=tasks, journal=journal, fork=fork, retention=retention, servers=servers,
+    runs=runs, tasks=tasks, journal=journal, fork=fork, versions=versions, retention=retention,
+    servers=servers,
     board_reads=board_reads, reads=reads)

@@ -27,7 +27,7 @@ from orchestra.store.postgres import entries as _entries
 from orchestra.store.postgres.events import whole
 from orchestra.store.postgres.txn import Txn
 
-_RUN = "SELECT pipeline, input, last_seq FROM runs WHERE id = $1"
+_RUN = "SELECT pipeline, input, last_seq, version FROM runs WHERE id = $1"
 # the event itself, or the last one before it still stored (a prune folds token deltas,
 # which change no state: forking right after one is forking right after the event before)
 _AT = "SELECT seq, at FROM events WHERE run_id = $1 AND seq <= $2 ORDER BY seq DESC LIMIT 1"
@@ -162,7 +162,7 @@ async def fork_run(tx: Txn, run_id: str, at_seq: int, fork_id: str | None, input
     row = await tx.fetchrow(_RUN, run_id)
     if row is None:
         raise NotFoundError(f"run {run_id!r} does not exist")
-    pipeline, input_text, last_seq = row
+    pipeline, input_text, last_seq, version = row
     fork_id = fork_id_for(run_id, at_seq, last_seq, fork_id)
     if await tx.fetchval("SELECT 1 FROM runs WHERE id = $1", fork_id):
         raise fork_exists(fork_id)
@@ -175,8 +175,8 @@ async def fork_run(tx: Txn, run_id: str, at_seq: int, fork_id: str | None, input
     status = fork_status(ids, run_status)
     run_input = input_text if input is None else tx.enc.json(input, f"input of run {fork_id}")
     await tx.execute("INSERT INTO runs (id, pipeline, input, status, created_at, updated_at, "
-                     "last_seq) VALUES ($1, $2, $3, $4, $5, $5, $6)",
-                     fork_id, pipeline, run_input, status, tx.now, end + 1)
+                     "last_seq, version) VALUES ($1, $2, $3, $4, $5, $5, $6, $7)",
+                     fork_id, pipeline, run_input, status, tx.now, end + 1, version)
     arrays = [list(column) for column in zip(*ids, strict=True)] if ids else [[]] * 5
     await tx.execute(_COPY_TASKS, run_id, fork_id, tx.now, *arrays)
     await tx.execute(_COPY_STEPS, run_id, fork_id, at, *arrays)

@@ -19,14 +19,14 @@ from orchestra.store.protocol import NewTask
 from orchestra.store.rules import check_new_task
 
 _INSERT = (
-    "INSERT INTO runs (id, pipeline, input, status, created_at, updated_at) "
-    "VALUES ($1, $2, $3, 'pending', $4, $4) ON CONFLICT (id) DO NOTHING"
+    "INSERT INTO runs (id, pipeline, input, status, created_at, updated_at, version) "
+    "VALUES ($1, $2, $3, 'pending', $4, $4, $5) ON CONFLICT (id) DO NOTHING"
 )
 _LOCK = "SELECT status FROM runs WHERE id = $1 FOR UPDATE"
 _GET = f"SELECT {_rows.RUN_COLS} FROM runs WHERE id = $1"
 _SET_STATUS = "UPDATE runs SET status = $1, error = $2, updated_at = $3 WHERE id = $4"
 _CREATE_AT_ONCE = (f"SELECT {_rows.RUN_COLS} FROM orchestra_create_run("
-                   f"{', '.join(f'${i}' for i in range(1, 13))})")
+                   f"{', '.join(f'${i}' for i in range(1, 14))})")
 _SET_AT_ONCE = f"SELECT {_rows.RUN_COLS} FROM orchestra_set_run_status($1, $2, $3, $4, $5, $6)"
 _PREVIOUS = "\x01previous\x01"
 """Stands for the previous status in the event's data Python encodes (the function,
@@ -40,9 +40,11 @@ _STATUSES = frozenset(RUN_STATUSES)
 
 
 async def create_run(tx: Txn, pipeline: str, input: JSON, run_id: str | None,
-                     tasks: Sequence[NewTask], settings: JSON = None) -> Run:
-    run_id, text, created = _new_run(tx.enc, pipeline, input, run_id, settings)
-    if await tx.execute(_INSERT, run_id, pipeline, text, tx.now) != "INSERT 0 1":
+                     tasks: Sequence[NewTask], settings: JSON = None, version: str = "",
+                     manifest: JSON = None) -> Run:
+    run_id, text, created = _new_run(tx.enc, pipeline, input, run_id, settings, version,
+                                     manifest)
+    if await tx.execute(_INSERT, run_id, pipeline, text, tx.now, version) != "INSERT 0 1":
         raise _exists(run_id)
     await append_event(tx, run_id, "run.created", created)
     await insert_tasks(tx, run_id, tasks, cause="run")
@@ -51,12 +53,14 @@ async def create_run(tx: Txn, pipeline: str, input: JSON, run_id: str | None,
 
 async def create_run_at_once(c: asyncpg.Connection, enc: Encoder, pipeline: str, input: JSON,
                              run_id: str | None, tasks: Sequence[NewTask],
-                             settings: JSON = None) -> Run:
+                             settings: JSON = None, version: str = "",
+                             manifest: JSON = None) -> Run:
     """``create_run`` as ONE statement (schema v6's ``orchestra_create_run``) when no task
     has a key (a key is looked up first: the general path); the same rows and events."""
     if any(t.key is not None for t in tasks):
         raise ValueError("tasks with keys take the general path: use create_run")
-    run_id, text, created = _new_run(enc, pipeline, input, run_id, settings)
+    run_id, text, created = _new_run(enc, pipeline, input, run_id, settings, version,
+                                     manifest)
     event = enc.json(created, "event 'run.created' data")
     cols: list[list[Any]] = [[] for _ in range(8)]
     for new in tasks:
@@ -69,7 +73,7 @@ async def create_run_at_once(c: asyncpg.Connection, enc: Encoder, pipeline: str,
         for column, value in zip(cols, values, strict=True):
             column.append(value)
     try:
-        row = await c.fetchrow(_CREATE_AT_ONCE, run_id, pipeline, text, event, *cols)
+        row = await c.fetchrow(_CREATE_AT_ONCE, run_id, pipeline, text, event, *cols, version)
     except asyncpg.PostgresError as exc:
         if getattr(exc, "sqlstate", None) == "OR005":
             raise _exists(run_id) from None
@@ -78,7 +82,7 @@ async def create_run_at_once(c: asyncpg.Connection, enc: Encoder, pipeline: str,
 
 
 def _new_run(enc: Encoder, pipeline: str, input: JSON, run_id: str | None,
-             settings: JSON) -> tuple[str, str, dict[str, JSON]]:
+             settings: JSON, version: str, manifest: JSON) -> tuple[str, str, dict[str, JSON]]:
     """A new run's id, its encoded input and its ``run.created`` event data."""
     run_id = new_id(12) if run_id is None else run_id
     if not run_id:
@@ -87,6 +91,8 @@ def _new_run(enc: Encoder, pipeline: str, input: JSON, run_id: str | None,
     created: dict[str, JSON] = {"pipeline": pipeline}
     if settings is not None:
         created["settings"] = settings  # the caller's choices, apart from the input
+    if version:  # the code it runs on (``versions``)
+        created["version"] = manifest if manifest is not None else {"id": version}
     return run_id, text, created
 
 

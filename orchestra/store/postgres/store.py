@@ -236,13 +236,15 @@ class PostgresBlackboard(TaskMethods, HistoryMethods, RunMethods,
 
     # -- runs -----------------------------------------------------------------
     async def create_run(self, pipeline: str, input: JSON, *, run_id: str | None = None,
-                         tasks: Sequence[NewTask] = (), settings: JSON = None) -> Run:
+                         tasks: Sequence[NewTask] = (), settings: JSON = None,
+                         version: str = "", manifest: JSON = None) -> Run:
         enc, tasks = self._enc, tuple(tasks)
         if all(t.key is None for t in tasks):  # one statement (a key is looked up first)
             return await self._statement(lambda c: _runs.create_run_at_once(
-                c, enc, pipeline, input, run_id, tasks, settings))
+                c, enc, pipeline, input, run_id, tasks, settings, version, manifest))
         return await self._write(lambda tx: _runs.create_run(tx, pipeline, input, run_id,
-                                                             tasks, settings))
+                                                             tasks, settings, version,
+                                                             manifest))
 
     async def set_run_status(self, run_id: str, status: RunStatus, *, error: str | None = None,
                              only_from: Collection[RunStatus] | None = None) -> Run:

@@ -19,6 +19,7 @@ from orchestra.store.postgres import journal as _journal
 from orchestra.store.postgres import servers as _servers
 from orchestra.store.postgres import step as _step
 from orchestra.store.postgres import tasks as _tasks
+from orchestra.store.postgres import versions as _versions
 from orchestra.store.postgres.txn import Txn
 from orchestra.store.protocol import ClaimSpec, Lease, StepResult, Writes
 
@@ -102,6 +103,10 @@ class TaskMethods(TaskFacade[Txn, asyncpg.Connection]):
     async def serve_run(self, run_id: str, owner: str, lease_seconds: float) -> None:
         await self._statement(lambda c: _servers.renew(c, run_id, owner, lease_seconds))
 
-    async def claimable_runs(self, *, limit: int, exclude: Sequence[str] = ()) -> list[str]:
+    async def claimable_runs(self, *, limit: int, exclude: Sequence[str] = (),
+                             versions: Sequence[str] | None = None) -> list[str]:
         skip = tuple(exclude)
+        if versions is not None:
+            served = tuple(versions)
+            return await self._read(lambda c: _versions.claimable_runs(c, limit, skip, served))
         return await self._read(lambda c: _servers.claimable_runs(c, limit, skip))

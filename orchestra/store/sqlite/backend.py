@@ -17,11 +17,13 @@ from orchestra.store.sqlite import (
     runs,
     servers,
     tasks,
+    versions,
 )
 from orchestra.store.sqlite.txn import Conn, Txn
 
 SQLITE: Backend[Txn, Conn] = Backend(
     events=events, board=board,
     approvals=Approvals(dialect.SQLITE, events.append_event, tasks.check_lease),
-    runs=runs, tasks=tasks, journal=journal, fork=fork, retention=retention, servers=servers,
+    runs=runs, tasks=tasks, journal=journal, fork=fork, versions=versions, retention=retention,
+    servers=servers,
     board_reads=board_reads, reads=reads)

@@ -32,7 +32,7 @@ from orchestra.store.fork_replay import (
 from orchestra.store.sqlite import entries as _entries
 from orchestra.store.sqlite.txn import Conn, Txn
 
-_RUN = "SELECT pipeline, input, last_seq FROM runs WHERE id = ?"
+_RUN = "SELECT pipeline, input, last_seq, version FROM runs WHERE id = ?"
 # the event itself, or the last one before it still stored (a prune folds token deltas,
 # which change no state: forking right after one is forking right after the event before)
 _AT = "SELECT seq, at FROM events WHERE run_id = ? AND seq <= ? ORDER BY seq DESC LIMIT 1"
@@ -162,7 +162,7 @@ async def fork_run(tx: Txn, run_id: str, at_seq: int, fork_id: str | None, input
     row = (await tx.execute(_RUN, (run_id,))).fetchone()
     if row is None:
         raise NotFoundError(f"run {run_id!r} does not exist")
-    pipeline, input_text, last_seq = row
+    pipeline, input_text, last_seq, version = row
     fork_id = fork_id_for(run_id, at_seq, last_seq, fork_id)
     if (await tx.execute("SELECT 1 FROM runs WHERE id = ?", (fork_id,))).fetchone():
         raise fork_exists(fork_id)
@@ -175,8 +175,8 @@ async def fork_run(tx: Txn, run_id: str, at_seq: int, fork_id: str | None, input
     status = fork_status(ids, run_status)
     run_input = input_text if input is None else tx.enc.json(input, f"input of run {fork_id}")
     (await tx.execute("INSERT INTO runs (id, pipeline, input, status, created_at, updated_at, "
-                 "last_seq) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                 (fork_id, pipeline, run_input, status, tx.now, tx.now, end + 1)))
+                 "last_seq, version) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                 (fork_id, pipeline, run_input, status, tx.now, tx.now, end + 1, version)))
     await tx.execute(_MAP)
     await tx.execute("DELETE FROM fork_ids")
     await tx.executemany(_INSERT_MAP, ids)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from orchestra.store.sqlite.migration_entries import V11
 from orchestra.store.sqlite.migration_v10 import V10
+from orchestra.store.sqlite.versions import V12
 
 _RUN_STATUSES = "('pending', 'running', 'waiting', 'completed', 'failed', 'cancelled')"
 
@@ -387,7 +388,8 @@ WHERE status IN ('pending', 'running', 'waiting');
 # one statement each (``step_rows``): a tool step's journaling is two hops, not fourteen.
 
 # v11 (``migration_entries``): typed board entries and their consumptions.
+# v12 (issue 49, ``versions``): the version of the code each run runs on
 
-MIGRATIONS: tuple[str, ...] = (V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11)
+MIGRATIONS: tuple[str, ...] = (V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12)
 """Script ``i`` (0-based) takes the schema from version ``i`` to ``i + 1``. Append only;
 ``schema.sql`` must always equal their result (``tests/store/test_schema.py``)."""

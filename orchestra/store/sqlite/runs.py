@@ -25,8 +25,8 @@ from orchestra.store.sqlite.writer import Row
 
 # A taken id inserts nothing and returns no row (one statement, not a check and an insert)
 _INSERT = (
-    "INSERT INTO runs (id, pipeline, input, status, created_at, updated_at) "
-    "VALUES (?, ?, ?, 'pending', ?, ?) ON CONFLICT (id) DO NOTHING "
+    "INSERT INTO runs (id, pipeline, input, status, created_at, updated_at, version) "
+    "VALUES (?, ?, ?, 'pending', ?, ?, ?) ON CONFLICT (id) DO NOTHING "
     f"RETURNING {_rows.RUN_COLS}"
 )
 _GET = f"SELECT {_rows.RUN_COLS} FROM runs WHERE id = ?"
@@ -50,7 +50,8 @@ _STATUSES = frozenset(RUN_STATUSES)
 
 
 async def create_run(tx: Txn, pipeline: str, input: JSON,
-               run_id: str | None, tasks: Sequence[NewTask], settings: JSON = None) -> Run:
+               run_id: str | None, tasks: Sequence[NewTask], settings: JSON = None,
+               version: str = "", manifest: JSON = None) -> Run:
     run_id = new_id(12) if run_id is None else run_id
     if not run_id or "/" in run_id:
         raise UserError(f"run_id must be a non-empty string without '/' (agent ids are "
@@ -59,8 +60,11 @@ async def create_run(tx: Txn, pipeline: str, input: JSON,
     created: dict[str, JSON] = {"pipeline": pipeline}
     if settings is not None:
         created["settings"] = settings
+    if version:
+        created["version"] = manifest if manifest is not None else {"id": version}
     async with batched_events(tx):  # the run's events: one UPDATE and one executemany
-        row = (await tx.execute(_INSERT, (run_id, pipeline, text, tx.now, tx.now))).fetchone()
+        row = (await tx.execute(_INSERT, (run_id, pipeline, text, tx.now, tx.now,
+                                          version))).fetchone()
         if row is None:
             raise UserError(f"run {run_id!r} already exists; choose another run_id or resume it")
         tally = new_run(tx, run_id)

@@ -37,7 +37,8 @@ CREATE TABLE runs (
     tokens_out INTEGER NOT NULL DEFAULT 0,
     cost REAL NOT NULL DEFAULT 0,
     steps INTEGER NOT NULL DEFAULT 0,
-    last_seq INTEGER NOT NULL DEFAULT 0
+    last_seq INTEGER NOT NULL DEFAULT 0,
+    version TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX runs_created ON runs (created_at);
 CREATE INDEX runs_live ON runs (created_at)

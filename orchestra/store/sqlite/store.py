@@ -222,12 +222,15 @@ class SQLiteBlackboard(TaskMethods, HistoryMethods, RunMethods, BoardFacade[Txn,
 
     # -- runs -----------------------------------------------------------------
     async def create_run(self, pipeline: str, input: JSON, *, run_id: str | None = None,
-                         tasks: Sequence[NewTask] = (), settings: JSON = None) -> Run:
+                         tasks: Sequence[NewTask] = (), settings: JSON = None,
+                         version: str = "", manifest: JSON = None) -> Run:
         """``settings``: what the caller chose for the run (e.g. model specs), recorded in
-        its ``run.created`` event, apart from ``input`` (the pipeline's own)."""
+        its ``run.created`` event, apart from ``input`` (the pipeline's own); ``version``
+        (with its ``manifest``, kept in that event): the code it runs on."""
         tasks = tuple(tasks)
         run = await self._write(lambda tx: _runs.create_run(tx, pipeline, input, run_id,
-                                                                 tasks, settings))
+                                                                 tasks, settings, version,
+                                                                 manifest))
         self._known.created(run.id)
         return run
 

@@ -20,6 +20,7 @@ from orchestra.store.sqlite import servers as _servers
 from orchestra.store.sqlite import step as _step
 from orchestra.store.sqlite import step_rows as _step_rows
 from orchestra.store.sqlite import tasks as _tasks
+from orchestra.store.sqlite import versions as _versions
 from orchestra.store.sqlite.events import batched_events
 from orchestra.store.sqlite.known import Known
 from orchestra.store.sqlite.txn import Claimer, Conn, NeedsTransaction, Txn
@@ -128,10 +129,16 @@ class TaskMethods(TaskFacade[Txn, Conn]):
                           row=lambda enc, now: _servers.renew_row(run_id, owner, lease_seconds,
                                                                   now))
 
-    async def claimable_runs(self, *, limit: int, exclude: Sequence[str] = ()) -> list[str]:
+    async def claimable_runs(self, *, limit: int, exclude: Sequence[str] = (),
+                             versions: Sequence[str] | None = None) -> list[str]:
         """Live runs with a task claimable now (see ``Blackboard.claimable_runs``)."""
         skip, now = tuple(exclude), time.time()
+        if versions is not None:
+            served = tuple(versions)
+            return await self._read(lambda c: _versions.claimable_runs(c, now, limit, skip,
+                                                                       served))
         return await self._read(lambda c: _servers.claimable_runs(c, now, limit, skip))
+
 
     # -- step journal ---------------------------------------------------------
     async def start_step(self, task_id: str, retry: int, step: int, kind: StepKind,
