@@ -238,6 +238,7 @@ class Coder(WorkspaceRole):
             out_of_time=self.out_of_time(task.until),
             # accepted by tests that ran (two candidates alike, with no test, is not that)
             accepted=step == "accept" and chose.tests[1] > 0,
+            agreed=step == "accept" and chose.tests[1] == 0,
             vouched=[chose.trusted[0], chose.trusted[1]],
             history=[{"score": d["score"], "failed": first_failure(d["report"])}
                      for d in (tried[:-1] if step == "accept" else tried)])

@@ -79,8 +79,8 @@ class CodeAnswer(Edits):
     """The other answers tried in the same task: score, first failure."""
     accepted: bool = False
     """The coder accepted it: every test passes, or every test the spec vouches for."""
-    notes: list[str] = Field(default_factory=list)
-    """What the run's notes should say (a check read from the spec that yielded)."""
+    agreed: bool = False
+    """The coder accepted it where no test calls it: two answers behaved alike when run."""
     vouched: list[int] = Field(default_factory=list)
     """Of the tests the spec vouches for: [passed, run] ([] when not counted)."""
 
