@@ -21,7 +21,7 @@ from agents.specplan import complete_plan, plan_from_spec
 from agents.testrunner import TestReport, run_pytest
 from agents.workclock import WorkClock
 from agents.workspace import Workspace
-from orchestra import ModelRetry, ModelSettings, Role, ToolContext, tool
+from orchestra import ModelRetry, ModelSettings, Role, ToolContext
 from orchestra.answers import Edits, Files
 from orchestra.models import OutputSchema
 from orchestra.runtime.replies import parse_output
@@ -151,22 +151,6 @@ class WorkspaceRole(Role):
             "timed_out": report.timed_out,
             "output": output,
         }
-
-
-class FileReader(WorkspaceRole):
-    """Workspace roles that may look around the workspace."""
-
-    recall = True
-
-    @tool
-    async def list_files(self, ctx: ToolContext, path: str = ".") -> list[str]:
-        """List files under a directory of the workspace (recursive)."""
-        return await self.workspace.list_files(path)
-
-    @tool
-    async def read_file(self, ctx: ToolContext, path: str) -> str:
-        """Read a text file of the workspace."""
-        return await self.workspace.read_file(path)
 
 
 @dataclass(frozen=True)

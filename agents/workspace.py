@@ -118,10 +118,6 @@ class Workspace:
         """
         return await asyncio.to_thread(self._write_file_sync, rel, content)
 
-    async def delete_file(self, rel: str) -> None:
-        """Remove one file (not a directory); a symlink is removed, not its target."""
-        await asyncio.to_thread(self._delete_file_sync, rel)
-
     # -- blocking implementations, run in a worker thread ------------------------
 
     def _list_files_sync(self, rel: str) -> list[str]:
@@ -252,24 +248,6 @@ class Workspace:
             "bytes": len(data),
             "sha256": hashlib.sha256(data).hexdigest(),
         }
-
-    def _delete_file_sync(self, rel: str) -> None:
-        self.resolve(rel)  # refuses escapes, including symlinks that point outside
-        pure = self._parse(rel)
-        # Unlink the name itself: resolve the parent only, so a symlink is removed
-        # rather than the file it points at.
-        parent = Path(os.path.realpath(self.root.joinpath(*pure.parts[:-1])))
-        target = parent / pure.name
-        if not parent.is_relative_to(self.root) or target == self.root:
-            raise WorkspaceError(f"path {rel!r} is not a file inside the workspace")
-        if target.is_dir() and not target.is_symlink():
-            raise WorkspaceError(f"{rel!r} is a directory; only files can be deleted")
-        try:
-            target.unlink()
-        except FileNotFoundError:
-            raise WorkspaceError(
-                f"file {rel!r} does not exist; call list_files to see what is there"
-            ) from None
 
 
 def _read_up_to(fd: int, limit: int) -> bytes:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-
 from types import SimpleNamespace
 from typing import Any
 
