@@ -1,7 +1,10 @@
 """The software pipeline: the architect plans; per module the tester writes tests from
-the spec, the coder writes the code until those tests pass (or its rounds run out),
-and the reviewer judges a module whose tests still fail (or every module, with
-``review="always"``), sending the fix to whichever of the two is wrong.
+the spec, the coder chooses among its answers on running code (:mod:`agents.decide`),
+and the reviewer judges a module where tests the spec vouches for fail (or every
+module, with ``review="always"``), sending the fix to whichever of the two is wrong.
+Each module ends approved (by its tests, or by two answers' agreement where no test
+calls it), kept unreviewed (only the tester's own tests fail, or nothing ran), or
+failed, and its note says which.
 
 Routes turn each role's output into the next work, atomically with the task's
 completion: the plan fans out into one tester task per module (modules another one
