@@ -18,7 +18,7 @@ from pydantic import BaseModel
 
 from agents.briefs import report_tail, reviewer_brief, tester_brief
 from agents.checks import code_problem, dotted, imports_module
-from agents.coder import Coder, _missing_import
+from agents.coder import Coder
 from agents.imports_fix import add_missing_imports
 from agents.inputs import ModuleTask, module_task
 from agents.moduletask import cases_file, trusted
@@ -28,7 +28,7 @@ from agents.workspace import WorkspaceError
 from orchestra import ModelRetry, ModelSettings, SlidingWindow, ToolContext
 from orchestra.answers import FileBlocks
 
-__all__ = ["Coder", "Reviewer", "Tester", "_missing_import"]
+__all__ = ["Coder", "Reviewer", "Tester"]
 
 
 def _test_path(task_input: Any) -> list[str]:
