@@ -174,13 +174,13 @@ def _code_route(review: str, clock: WorkClock) -> Any:
                                                       "by": "tests" if passed else "agreement"}))
         elif result.out_of_time and not result.files:
             _failed(writes, path, rnd, f"the run's time budget is spent: {result.text}")
-        elif result.out_of_time and not passed:
-            _failed(writes, path, rnd, "the run's time budget is spent; its best code is kept "
-                                       f"({_tally(result.report)})")
         elif review == "failures" and result.vouched[1:] and (
                 result.vouched[0] == result.vouched[1]):
             # no test the spec vouches for fails: a review would judge the tester's guesses
             _kept(writes, path, rnd, result)
+        elif result.out_of_time and not passed:
+            _failed(writes, path, rnd, "the run's time budget is spent; its best code is kept "
+                                       f"({_tally(result.report)})")
         else:
             _to_review(result, done, writes, clock.worked())
 

@@ -105,13 +105,17 @@ PROBES_FAIL = {"passed": False, "tests_passed": 2, "tests_failed": 1, "tests_err
      "every one of the 2 tests the spec vouches for passes"),
     ({"report": PROBES_FAIL, "vouched": [0, 0]}, "module.kept",
      "the spec vouches for none of them"),
+    ({"out_of_time": True, "report": PROBES_FAIL, "vouched": [2, 2]}, "module.kept",
+     "the tester's own tests fail"),
     # nothing ran and no two answers agreed: kept, said untested
     ({"report": NONE_RAN, "vouched": [0, 0]}, "module.kept",
      "no test calls it, and no two of its answers agreed when run"),
     # no test of it could run at all (it does not import): failed
     ({"report": {**NONE_RAN, "passed": False, "output": "ImportError: x"}, "vouched": [0, 0]},
      "module.failed", "no test of its best code could run: ImportError: x"),
-    ({"out_of_time": True, "report": NONE_RAN, "vouched": [0, 0]}, "module.failed",
+    ({"out_of_time": True, "report": PROBES_FAIL, "vouched": [1, 2]}, "module.failed",
+     "the run's time budget is spent; its best code is kept (2 tests passed, 1 failed)"),
+    ({"out_of_time": True, "report": NONE_RAN, "vouched": []}, "module.failed",
      "the run's time budget is spent; its best code is kept (no test of it ran)"),
 ])
 def test_each_outcome_says_what_the_module_rested_on(answer: dict[str, Any], kind: str,
@@ -120,8 +124,8 @@ def test_each_outcome_says_what_the_module_rested_on(answer: dict[str, Any], kin
     assert [e[0] for e in writes.events] == [kind] and not writes.handoffs
     (note,) = writes.notes
     assert says_ in note.body
-    assert "passes (there are none)" not in note.body and " failed after" not in (
-        note.body if kind != "module.failed" else "")
+    assert "there are none" not in note.body
+    assert (" failed after " in note.body) == (kind == "module.failed")
 
 
 def test_a_trusted_test_failing_still_goes_to_review() -> None:
