@@ -100,13 +100,6 @@ class Workspace:
 
     # -- public operations ----------------------------------------------------------
 
-    async def list_files(self, rel: str = ".") -> list[str]:
-        """Every file under ``rel``, recursively, as sorted root-relative POSIX paths.
-
-        Cache and hidden directories are skipped, as are symlinks that lead outside.
-        """
-        return await asyncio.to_thread(self._list_files_sync, rel)
-
     async def read_file(self, rel: str) -> str:
         """The UTF-8 text of a file, refusing files over the size limit and binaries."""
         return await asyncio.to_thread(self._read_file_sync, rel)
@@ -120,7 +113,10 @@ class Workspace:
 
     # -- blocking implementations, run in a worker thread ------------------------
 
-    def _list_files_sync(self, rel: str) -> list[str]:
+    def list_files(self, rel: str = ".") -> list[str]:
+        """Every file under ``rel``, recursively, as sorted root-relative POSIX paths
+        (blocking: for setup code, not for a model's tool calls). Cache and hidden
+        directories are skipped, as are symlinks that lead outside."""
         start = self.resolve(rel)
         if not start.exists():
             raise WorkspaceError(f"directory {rel!r} does not exist; {self._what_exists()}")
@@ -147,7 +143,7 @@ class Workspace:
         """Up to ``shown`` of the workspace's files, listed now (blocking: for setup code
         such as a pipeline's first task, not for a model's tool calls)."""
         try:
-            return self._list_files_sync(".")[:shown]
+            return self.list_files()[:shown]
         except WorkspaceError:  # too many to list: the model lists a subdirectory itself
             return []
 
@@ -155,7 +151,7 @@ class Workspace:
         """What a model that asked for a missing path should know instead: the files
         there are (a weak model otherwise keeps asking for the path it expected)."""
         try:
-            files = self._list_files_sync(".")
+            files = self.list_files()
         except WorkspaceError:
             return "call list_files to see what is there"
         if not files:
