@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import PurePosixPath
 from typing import Any
 
+from agents.specread import parse_params
 from agents.workspace import Workspace, WorkspaceError
 
 # f"...{... "x" ...}": the same quote inside a replacement field, valid only from 3.12;
@@ -124,13 +125,8 @@ _SIGNATURE = re.compile(
 
 def _params(sig: str) -> list[str] | None:
     """The parameter names of ``name(a, b: int = 1, *args)`` (None when unparseable)."""
-    try:
-        tree = ast.parse(f"def _f({sig}): pass")
-    except SyntaxError:
-        return None
-    fn = tree.body[0]
-    assert isinstance(fn, ast.FunctionDef)
-    return [a.arg for a in [*fn.args.posonlyargs, *fn.args.args]]
+    args = parse_params(sig)
+    return None if args is None else [a.arg for a in [*args.posonlyargs, *args.args]]
 
 
 def _top_level(tree: ast.Module) -> dict[str, ast.AST]:

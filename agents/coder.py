@@ -16,7 +16,6 @@ from __future__ import annotations
 import ast
 import dataclasses
 from collections.abc import Sequence
-from pathlib import PurePosixPath
 from typing import Any, ClassVar
 
 from agents.briefs import coder_brief
@@ -41,6 +40,7 @@ from agents.scaffold import without_tests
 from agents.smoke import smoke_calls
 from agents.specapi import spec_signatures
 from agents.speccases import CASE_PREFIX
+from agents.specfacts import read_spec
 from agents.specread import import_names
 from agents.stubs import stubs
 from agents.testsplit import failed_tests
@@ -238,6 +238,7 @@ class Coder(WorkspaceRole):
             out_of_time=self.out_of_time(task.until),
             # accepted by tests that ran (two candidates alike, with no test, is not that)
             accepted=step == "accept" and chose.tests[1] > 0,
+            agreed=step == "accept" and chose.tests[1] == 0,
             vouched=[chose.trusted[0], chose.trusted[1]],
             history=[{"score": d["score"], "failed": first_failure(d["report"])}
                      for d in (tried[:-1] if step == "accept" else tried)])
@@ -317,8 +318,7 @@ def _project(task: ModuleTask) -> dict[str, str]:
     """The public names of the project's other modules (as the spec and the plan give
     them): name -> the dotted module to import it from."""
     spec, own = task.spec, task.path
-    others = [p for p in spec_paths(spec)[0] if p != own and PurePosixPath(p).name !=
-              "__init__.py" and not PurePosixPath(p).name.startswith("test_")]
+    others = [p for p in read_spec(spec).modules if p != own]
     out: dict[str, str] = {}
     for other in others:
         for sig in spec_signatures(spec, other, [p for p in others if p != other] + [own]):

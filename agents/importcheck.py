@@ -10,14 +10,10 @@ process group, killed whole at the time limit.
 
 from __future__ import annotations
 
-import asyncio
-import os
-import sys
-from functools import partial
 from pathlib import Path
 
 from agents.checks import dotted
-from agents.sandbox import detect_sandbox, kill_tree, new_marker
+from agents.sandbox import run_python
 
 __all__ = ["import_error"]
 
@@ -28,26 +24,13 @@ TAIL_CHARS = 1500
 async def import_error(root: Path, path: str, *, timeout: float = 20.0) -> str:  # noqa: ASYNC109
     """'' when ``path`` (a module of the workspace at ``root``) imports as its dotted
     name from the root; else the end of the traceback, the root's path shown as '.'."""
-    sandbox = await asyncio.to_thread(detect_sandbox)
-    marker_var, marker = new_marker()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "PYTHON"))}
-    env.update(PYTHONPATH=str(root), PYTHONDONTWRITEBYTECODE="1", **{marker_var: marker})
     name = dotted(path)
-    proc = await asyncio.create_subprocess_exec(
-        *sandbox.command([sys.executable, "-c", _SCRIPT, name], root), cwd=root, env=env,
-        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT, start_new_session=True)
-    try:
-        out, _ = await asyncio.wait_for(proc.communicate(), timeout)
-    except TimeoutError:
+    done = await run_python(root, ["-c", _SCRIPT, name], timeout=timeout)
+    if done is None:
         return f"`import {name}` did not finish within {timeout:g} s (code at module level " \
                "runs at import: a loop or a wait there never ends)"
-    finally:
-        await asyncio.to_thread(partial(kill_tree, proc.pid, marker,
-                                        leader_alive=proc.returncode is None))
-        if proc.returncode is None:
-            await asyncio.shield(proc.wait())
-    if proc.returncode == 0:
+    code, out = done
+    if code == 0:
         return ""
     text = out.decode("utf-8", errors="replace").replace(str(root), ".").strip()
     tail = text if len(text) <= TAIL_CHARS else "...\n" + text[-TAIL_CHARS:]

@@ -1,7 +1,10 @@
 """The software pipeline: the architect plans; per module the tester writes tests from
-the spec, the coder writes the code until those tests pass (or its rounds run out),
-and the reviewer judges a module whose tests still fail (or every module, with
-``review="always"``), sending the fix to whichever of the two is wrong.
+the spec, the coder chooses among its answers on running code (:mod:`agents.decide`),
+and the reviewer judges a module where tests the spec vouches for fail (or every
+module, with ``review="always"``), sending the fix to whichever of the two is wrong.
+Each module ends approved (by its tests, or by two answers' agreement where no test
+calls it), kept unreviewed (only the tester's own tests fail, or nothing ran), or
+failed, and its note says which.
 
 Routes turn each role's output into the next work, atomically with the task's
 completion: the plan fans out into one tester task per module (modules another one
@@ -159,27 +162,25 @@ def _code_route(review: str, clock: WorkClock) -> Any:
         path, rnd = done.path, done.round
         every = bool((result.report or {}).get("passed"))
         passed = every or result.accepted
-        for note in result.notes:
-            writes.notes.append(NewNote(note, ("yielded", path)))
-        if review == "failures" and passed:
+        if review == "failures" and (passed or result.agreed):
             by = ("its tests (every one passes; reviews are for failures)" if every else
                   "the tests the spec vouches for (every one passes; the others are the "
-                  f"tester's own guesses: {_tally(result.report)})")
+                  f"tester's own guesses: {_tally(result.report)})" if passed else
+                  "agreement: no test calls it, and two of its answers gave the same "
+                  "results on the same calls")
             writes.notes.append(NewNote(f"approved {path} in round {rnd}, by {by}",
                                         ("approval", path)))
             writes.events.append(("module.approved", {"module": path, "round": rnd,
-                                                      "by": "tests"}))
+                                                      "by": "tests" if passed else "agreement"}))
         elif result.out_of_time and not result.files:
             _failed(writes, path, rnd, f"the run's time budget is spent: {result.text}")
-        elif result.out_of_time and not passed:
-            _failed(writes, path, rnd, "the run's time budget is spent; its best code is kept "
-                                       f"({_tally(result.report)})")
         elif review == "failures" and result.vouched[1:] and (
                 result.vouched[0] == result.vouched[1]):
             # no test the spec vouches for fails: a review would judge the tester's guesses
-            _failed(writes, path, rnd, "its best code is kept: every test the spec vouches "
-                    f"for passes ({result.vouched[1] or 'there are none'}); the tester's own "
-                    f"fail, and they may be wrong ({_tally(result.report)})")
+            _kept(writes, path, rnd, result)
+        elif result.out_of_time and not passed:
+            _failed(writes, path, rnd, "the run's time budget is spent; its best code is kept "
+                                       f"({_tally(result.report)})")
         else:
             _to_review(result, done, writes, clock.worked())
 
@@ -187,9 +188,27 @@ def _code_route(review: str, clock: WorkClock) -> Any:
 
 
 def _tally(report: dict[str, Any]) -> str:
-    return (f"{report.get('tests_passed', 0)} tests passed, "
-            f"{int(report.get('tests_failed') or 0) + int(report.get('tests_errors') or 0)} "
-            "failed")
+    failed = int(report.get("tests_failed") or 0) + int(report.get("tests_errors") or 0)
+    ran = int(report.get("tests_passed") or 0) + failed
+    return f"{ran - failed} tests passed, {failed} failed" if ran else "no test of it ran"
+
+
+def _kept(writes: Writes, path: str, rnd: int, result: CodeAnswer) -> None:
+    """Its best code is kept unreviewed: only the tester's own tests (probes) fail, or no
+    test calls it and no two answers agreed; one no test of which could run failed."""
+    report = result.report or {}
+    if _tally(report) == "no test of it ran" and report.get("passed") is not None:
+        _failed(writes, path, rnd, "no test of its best code could run: "
+                + str(report.get("output", ""))[:300])
+        return
+    why = (f"the tester's own tests fail ({_tally(report)}), and they may be wrong; "
+           + (f"every one of the {result.vouched[1]} tests the spec vouches for passes"
+              if result.vouched[1] else "the spec vouches for none of them")
+           if report.get("passed") is not None else
+           "no test calls it, and no two of its answers agreed when run")
+    writes.notes.append(NewNote(f"kept {path} in round {rnd} without a review: {why}",
+                                ("kept", path)))
+    writes.events.append(("module.kept", {"module": path, "round": rnd, "reason": why}))
 
 
 def _failed(writes: Writes, path: str, rnd: int, reason: str) -> None:

@@ -12,16 +12,12 @@ outcome for :mod:`agents.agreement`.
 from __future__ import annotations
 
 import ast
-import asyncio
 import json
-import os
-import sys
 from collections.abc import Sequence
-from functools import partial
 from pathlib import Path
 
 from agents.checks import dotted
-from agents.sandbox import detect_sandbox, kill_tree, new_marker
+from agents.sandbox import run_python
 
 __all__ = ["Probe", "calls_in_tests", "mentions", "run_calls"]
 
@@ -172,26 +168,10 @@ async def run_calls(root: Path, path: str, preamble: str, calls: Sequence[Probe]
     keys = [f"{setup}\n{expr}".strip() for setup, expr in calls]
     job = json.dumps({"module": dotted(path), "preamble": preamble, "per_call": per_call,
                       "calls": [[k, s, e] for k, (s, e) in zip(keys, calls, strict=True)]})
-    sandbox = await asyncio.to_thread(detect_sandbox)
-    marker_var, marker = new_marker()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "PYTHON"))}
     # the same repr of a set on every run: a replay and two candidates compare alike
-    env.update(PYTHONPATH=str(root), PYTHONDONTWRITEBYTECODE="1", PYTHONHASHSEED="0",
-               **{marker_var: marker})
-    proc = await asyncio.create_subprocess_exec(
-        *sandbox.command([sys.executable, "-c", _CHILD], root), cwd=root, env=env,
-        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.DEVNULL, start_new_session=True)
-    try:
-        out, _ = await asyncio.wait_for(proc.communicate(job.encode()),
-                                        min(5.0 + per_call * len(calls), 30.0))
-    except TimeoutError:
-        out = b""
-    finally:
-        await asyncio.to_thread(partial(kill_tree, proc.pid, marker,
-                                        leader_alive=proc.returncode is None))
-        if proc.returncode is None:
-            await asyncio.shield(proc.wait())
+    done = await run_python(root, ["-c", _CHILD], stdin=job.encode(), stderr=False,
+                            timeout=min(5.0 + per_call * len(calls), 30.0), PYTHONHASHSEED="0")
+    out = done[1] if done else b""
     try:
         data = json.loads(out.decode("utf-8", errors="replace") or "{}")
     except ValueError:

@@ -21,7 +21,7 @@ from agents.specplan import complete_plan, plan_from_spec
 from agents.testrunner import TestReport, run_pytest
 from agents.workclock import WorkClock
 from agents.workspace import Workspace
-from orchestra import ModelRetry, ModelSettings, Role, ToolContext, tool
+from orchestra import ModelRetry, ModelSettings, Role, ToolContext
 from orchestra.answers import Edits, Files
 from orchestra.models import OutputSchema
 from orchestra.runtime.replies import parse_output
@@ -79,8 +79,8 @@ class CodeAnswer(Edits):
     """The other answers tried in the same task: score, first failure."""
     accepted: bool = False
     """The coder accepted it: every test passes, or every test the spec vouches for."""
-    notes: list[str] = Field(default_factory=list)
-    """What the run's notes should say (a check read from the spec that yielded)."""
+    agreed: bool = False
+    """The coder accepted it where no test calls it: two answers behaved alike when run."""
     vouched: list[int] = Field(default_factory=list)
     """Of the tests the spec vouches for: [passed, run] ([] when not counted)."""
 
@@ -151,22 +151,6 @@ class WorkspaceRole(Role):
             "timed_out": report.timed_out,
             "output": output,
         }
-
-
-class FileReader(WorkspaceRole):
-    """Workspace roles that may look around the workspace."""
-
-    recall = True
-
-    @tool
-    async def list_files(self, ctx: ToolContext, path: str = ".") -> list[str]:
-        """List files under a directory of the workspace (recursive)."""
-        return await self.workspace.list_files(path)
-
-    @tool
-    async def read_file(self, ctx: ToolContext, path: str) -> str:
-        """Read a text file of the workspace."""
-        return await self.workspace.read_file(path)
 
 
 @dataclass(frozen=True)

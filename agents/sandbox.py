@@ -16,6 +16,7 @@ not its inherited environment).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import secrets
@@ -26,12 +27,13 @@ import sys
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Literal
 
 import structlog
 
-__all__ = ["MARKER_VAR", "Sandbox", "detect_sandbox", "kill_tree", "new_marker"]
+__all__ = ["MARKER_VAR", "Sandbox", "detect_sandbox", "kill_tree", "new_marker", "run_python"]
 
 MARKER_VAR = "ORCHESTRA_TEST_RUN"
 """Environment variable that tags every process of one test run (for the kill sweep)."""
@@ -189,3 +191,31 @@ def _belongs(pid: int, pgid: int | None, tag: bytes | None) -> bool:
             return tag in f.read().split(b"\0")
     except (OSError, ValueError, IndexError):
         return False
+
+
+async def run_python(root: Path, args: Sequence[str], *, timeout: float,  # noqa: ASYNC109
+                     stdin: bytes | None = None, stderr: bool = True, **env: str
+                     ) -> tuple[int, bytes] | None:
+    """``python args`` run from the workspace at ``root`` (on the path, with none of our
+    ``PYTEST_``/``PYTHON`` variables), sandboxed as the tests are, in its own process
+    group killed whole after: its exit code and output (``stderr``: its errors too), or
+    None when it ran past ``timeout`` seconds."""
+    sandbox = await asyncio.to_thread(detect_sandbox)
+    marker_var, marker = new_marker()
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "PYTHON"))},
+           "PYTHONPATH": str(root), "PYTHONDONTWRITEBYTECODE": "1", **env, marker_var: marker}
+    pipe = asyncio.subprocess
+    proc = await asyncio.create_subprocess_exec(
+        *sandbox.command([sys.executable, *args], root), cwd=root, env=env,
+        stdin=pipe.DEVNULL if stdin is None else pipe.PIPE, stdout=pipe.PIPE,
+        stderr=pipe.STDOUT if stderr else pipe.DEVNULL, start_new_session=True)
+    try:
+        out, _ = await asyncio.wait_for(proc.communicate(stdin), timeout)
+        return proc.returncode or 0, out
+    except TimeoutError:
+        return None
+    finally:
+        await asyncio.to_thread(partial(kill_tree, proc.pid, marker,
+                                        leader_alive=proc.returncode is None))
+        if proc.returncode is None:
+            await asyncio.shield(proc.wait())

@@ -11,6 +11,7 @@ import re
 from collections.abc import Sequence
 
 from agents.checks import _SIGNATURE, _params, spec_section
+from agents.specread import BUILTIN_NAMES
 
 __all__ = ["spec_signatures"]
 
@@ -56,7 +57,6 @@ _CLASS_PROSE = re.compile(  # "the first dataclass is `Point`", "`Rect` is a fro
 _SUBCLASS = re.compile(r"`([A-Z]\w*)`,?\s*(?:\(|which is\s+|that is\s+)?an?\s+subclass\s+of\s+"
                        r"`([A-Z]\w*)`")
 _FENCED = re.compile(r"^[ \t]*```[^\n]*\n(.*?)^[ \t]*```", re.S | re.M)
-_BUILTINS = frozenset(dir(__import__("builtins")))
 
 
 def _python_listing(block: str) -> list[str] | None:
@@ -177,7 +177,7 @@ def _signatures_in(text: str) -> list[str]:
         sig = sig.removeprefix("def ").strip()
         name = sig.split("(")[0].removeprefix("class ").strip()
         owner, _, member = name.partition(".")
-        if (name in _BUILTINS or (member and not owner[:1].isupper())
+        if (name in BUILTIN_NAMES or (member and not owner[:1].isupper())
                 or any(f.split("(")[0] == sig.split("(")[0] for f in found)):
             continue  # the first, fullest form
         found.append(sig)

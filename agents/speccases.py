@@ -14,7 +14,7 @@ import json
 from collections.abc import Sequence
 
 from agents.specexamples import stated_cases
-from agents.specread import STDLIB, Api, SpecCase, calls_in, fits, read_api
+from agents.specread import BUILTIN_NAMES, STDLIB, Api, SpecCase, calls_in, fits, read_api
 
 __all__ = ["CASE_PREFIX", "SpecCase", "add_cases", "case_strings", "render_cases",
            "spec_cases"]
@@ -134,10 +134,8 @@ def _free(case: SpecCase) -> list[str]:
         a.arg for t in trees for a in ast.walk(t) if isinstance(a, ast.arg)}
     used = {n.id for t in trees for n in ast.walk(t) if isinstance(n, ast.Name)
             and isinstance(n.ctx, ast.Load)}
-    return sorted(used - bound - _BUILTINS)
+    return sorted(used - bound - BUILTIN_NAMES)
 
-
-_BUILTINS = frozenset(dir(__import__("builtins")))
 _BUILTIN_ERRORS = frozenset(n for n in dir(__import__("builtins"))
                             if n.endswith(("Error", "Exception")))
 

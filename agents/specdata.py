@@ -15,7 +15,6 @@ from agents.specread import ERROR_NAME, Api, SpecCase, fits, literal, stated_res
 
 __all__ = ["table_cases"]
 
-_ERROR = ERROR_NAME
 
 
 def _cells(line: str) -> list[str]:
@@ -59,11 +58,11 @@ _OUTPUTS = re.compile(r"(?i)^(?:output|out|result|returns?|expected|gives|→|->
 
 def table_cases(text: str, api: Api) -> list[SpecCase]:
     out: list[SpecCase] = []
-    errors = list(dict.fromkeys(re.findall(_ERROR, text)))
+    errors = list(dict.fromkeys(re.findall(ERROR_NAME, text)))
     for before, header, rows in _tables(text):
         said = [ln for ln in before.split("\n") if ln.strip()][-2:]
         bad = bool(re.search(r"(?i)invalid|error|raise|reject|malformed|bad", " ".join(said)))
-        named = re.findall(_ERROR, " ".join(said))
+        named = re.findall(ERROR_NAME, " ".join(said))
         error = named[-1] if named else (errors[0] if len(errors) == 1 else None)
         out += _table(header, rows, api, error if bad else None)
     return out

@@ -32,9 +32,8 @@ from agents.specread import (
 __all__ = ["stated_cases"]
 
 _FENCE = re.compile(r"^[ \t]*```[^\n]*\n(.*?)^[ \t]*```[ \t]*$", re.S | re.M)
-_ERROR = ERROR_NAME
 _VERB = re.compile(r"[`\s]*(==|->|→|=>|⇒|#)[`\s]*")
-_RAISES = re.compile(r"[`\s]*\b(?:raises?|throws?)\b[`\s]*" + _ERROR)
+_RAISES = re.compile(r"[`\s]*\b(?:raises?|throws?)\b[`\s]*" + ERROR_NAME)
 
 
 def stated_cases(section: str, api: Api) -> list[SpecCase]:

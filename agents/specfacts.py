@@ -14,10 +14,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from agents.checks import dotted, spec_errors, spec_examples, spec_paths, spec_section
-from agents.inputs import Case, Stated
+from agents.checks import dotted, spec_paths, spec_section
+from agents.inputs import Stated
+from agents.moduletask import stated
 from agents.specapi import spec_signatures
-from agents.speccases import spec_cases
 from agents.specplan import stated_uses
 
 __all__ = ["SpecFacts", "read_spec"]
@@ -53,10 +53,7 @@ class SpecFacts:
 
     def stated(self, path: str, api: Sequence[str]) -> Stated:
         """What the spec states about the module at ``path`` whose API is ``api``."""
-        section = spec_section(self.text, path)
-        return Stated(section=section, api=list(api),
-                      cases=[Case.of(c) for c in spec_cases(section, api)],
-                      examples=spec_examples(section), errors=spec_errors(section))
+        return stated(self.text, path, api)
 
 
 def read_spec(text: str) -> SpecFacts:

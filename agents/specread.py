@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 __all__ = ["Api", "Function", "SpecCase", "call_source", "calls_in", "fits", "import_names",
-           "literal", "literal_prefix", "read_api", "stated_result"]
+           "literal", "literal_prefix", "parse_params", "read_api", "stated_result"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +65,8 @@ _ENTRY = re.compile(r"^\s*(?:(class)\s+|def\s+)?([A-Za-z_]\w*)(?:\.([A-Za-z_]\w*
                     r"(?:\((.*)\))?\s*(?:->\s*(.+?))?\s*:?\s*$")
 
 
-def _parse_params(params: str) -> ast.arguments | None:
+def parse_params(params: str) -> ast.arguments | None:
+    """The parameters ``a, b: int = 1, *args`` as Python reads them (None: not Python)."""
     try:
         fn = ast.parse(f"def _f({params}): pass").body[0]
     except SyntaxError:
@@ -99,7 +100,7 @@ def read_api(entries: Sequence[str]) -> Api:
             if member:
                 methods.add(member)
             continue
-        args = _parse_params(params) if params is not None else None
+        args = parse_params(params) if params is not None else None
         if owner is not None or name.startswith("__") or (args is not None and args.args[:1]
                                                            and args.args[0].arg == "self"):
             methods.add(name)

@@ -42,7 +42,14 @@ async def run_story(store: Board, run_id: str) -> list[str]:
         rejected = [m for m in modules if m in gave_up and m not in approved]
         if rejected:
             lines.append("not approved after the last review round: " + ", ".join(rejected))
-        unfinished = [m for m in modules if m not in approved and m not in gave_up]
+        unreviewed = {next((t for t in n.tags if t != "kept"), "")
+                      for n in await store.search_notes(run_id, tag="kept", limit=500)}
+        kept_as_is = [m for m in modules if m in unreviewed and m not in approved]
+        if kept_as_is:  # only the tester's own tests fail, or no test ran
+            lines.append("kept without a review, its tests unconfirmed: "
+                         + ", ".join(kept_as_is))
+        unfinished = [m for m in modules if m not in approved and m not in gave_up
+                      and m not in unreviewed]
         if unfinished:  # a paused, stopped or still running run: nobody judged them yet
             lines.append("not reviewed to the end yet: " + ", ".join(unfinished))
     for h in await store.get_handoffs(run_id):

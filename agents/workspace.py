@@ -100,13 +100,6 @@ class Workspace:
 
     # -- public operations ----------------------------------------------------------
 
-    async def list_files(self, rel: str = ".") -> list[str]:
-        """Every file under ``rel``, recursively, as sorted root-relative POSIX paths.
-
-        Cache and hidden directories are skipped, as are symlinks that lead outside.
-        """
-        return await asyncio.to_thread(self._list_files_sync, rel)
-
     async def read_file(self, rel: str) -> str:
         """The UTF-8 text of a file, refusing files over the size limit and binaries."""
         return await asyncio.to_thread(self._read_file_sync, rel)
@@ -118,13 +111,12 @@ class Workspace:
         """
         return await asyncio.to_thread(self._write_file_sync, rel, content)
 
-    async def delete_file(self, rel: str) -> None:
-        """Remove one file (not a directory); a symlink is removed, not its target."""
-        await asyncio.to_thread(self._delete_file_sync, rel)
-
     # -- blocking implementations, run in a worker thread ------------------------
 
-    def _list_files_sync(self, rel: str) -> list[str]:
+    def list_files(self, rel: str = ".") -> list[str]:
+        """Every file under ``rel``, recursively, as sorted root-relative POSIX paths
+        (blocking: for setup code, not for a model's tool calls). Cache and hidden
+        directories are skipped, as are symlinks that lead outside."""
         start = self.resolve(rel)
         if not start.exists():
             raise WorkspaceError(f"directory {rel!r} does not exist; {self._what_exists()}")
@@ -151,7 +143,7 @@ class Workspace:
         """Up to ``shown`` of the workspace's files, listed now (blocking: for setup code
         such as a pipeline's first task, not for a model's tool calls)."""
         try:
-            return self._list_files_sync(".")[:shown]
+            return self.list_files()[:shown]
         except WorkspaceError:  # too many to list: the model lists a subdirectory itself
             return []
 
@@ -159,7 +151,7 @@ class Workspace:
         """What a model that asked for a missing path should know instead: the files
         there are (a weak model otherwise keeps asking for the path it expected)."""
         try:
-            files = self._list_files_sync(".")
+            files = self.list_files()
         except WorkspaceError:
             return "call list_files to see what is there"
         if not files:
@@ -252,24 +244,6 @@ class Workspace:
             "bytes": len(data),
             "sha256": hashlib.sha256(data).hexdigest(),
         }
-
-    def _delete_file_sync(self, rel: str) -> None:
-        self.resolve(rel)  # refuses escapes, including symlinks that point outside
-        pure = self._parse(rel)
-        # Unlink the name itself: resolve the parent only, so a symlink is removed
-        # rather than the file it points at.
-        parent = Path(os.path.realpath(self.root.joinpath(*pure.parts[:-1])))
-        target = parent / pure.name
-        if not parent.is_relative_to(self.root) or target == self.root:
-            raise WorkspaceError(f"path {rel!r} is not a file inside the workspace")
-        if target.is_dir() and not target.is_symlink():
-            raise WorkspaceError(f"{rel!r} is a directory; only files can be deleted")
-        try:
-            target.unlink()
-        except FileNotFoundError:
-            raise WorkspaceError(
-                f"file {rel!r} does not exist; call list_files to see what is there"
-            ) from None
 
 
 def _read_up_to(fd: int, limit: int) -> bytes:

@@ -6,8 +6,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
+import pytest
 from test_team import fenced, run_pipeline, says
+
+from agents.pipeline import _code_route
+from agents.roles import CodeAnswer
+from agents.workclock import WorkClock
+from orchestra.store import Writes
 
 SPEC = ("# intervals\n\nWrite `intervals.py`, tested in `test_intervals.py`. "
         "`merge(items)` merges overlapping (start, end) pairs: `merge([(1, 3), (2, 4)])` "
@@ -54,7 +62,7 @@ async def test_a_module_no_test_calls_is_run_and_agreement_replaces_a_crash(
     assert "raised an error when run: merge([(1, 3), (2, 4)]) raised AttributeError" in told
     assert (tmp_path / "ws/intervals.py").read_text() == RIGHT
     (coder,) = [t for t in tasks if t.role == "coder"]
-    assert not coder.result["accepted"]  # by agreement, not by a test
+    assert not coder.result["accepted"] and coder.result["agreed"]  # not by a test
 
 
 async def test_a_stub_never_stays_where_a_real_answer_exists(tmp_path: Path) -> None:
@@ -70,3 +78,56 @@ async def test_a_stub_never_stays_where_a_real_answer_exists(tmp_path: Path) -> 
     assert "left merge unwritten (a stub)" in seen["coder"][1].messages[-1].content
     # every answer fails the tester's test: the first (a stub) is not the first of equals
     assert (tmp_path / "ws/intervals.py").read_text() == RIGHT
+
+
+def _route(**answer: Any) -> Writes:
+    """What the coder's route writes for ``answer`` in the default review mode."""
+    task = SimpleNamespace(input={"module": PLAN["modules"][0], "round": 1, "spec": SPEC})
+    writes = Writes()
+    _code_route("failures", WorkClock())(  # type: ignore[arg-type]
+        CodeAnswer(files={"intervals.py": RIGHT}, **answer), task, writes)
+    return writes
+
+
+NONE_RAN = {"passed": None, "tests_passed": 0, "tests_failed": 0, "tests_errors": 0}
+PROBES_FAIL = {"passed": False, "tests_passed": 2, "tests_failed": 1, "tests_errors": 0}
+
+
+@pytest.mark.parametrize(("answer", "kind", "says_"), [
+    # two answers alike where no test calls it: approved, and by what
+    ({"agreed": True, "report": NONE_RAN, "vouched": [0, 0]}, "module.approved",
+     "by agreement: no test calls it, and two of its answers gave the same results"),
+    ({"agreed": True, "out_of_time": True, "report": NONE_RAN, "vouched": [0, 0]},
+     "module.approved", "by agreement"),
+    # only the tester's own tests fail: kept unreviewed, not failed; zero is no "passes"
+    ({"report": PROBES_FAIL, "vouched": [2, 2]}, "module.kept",
+     "the tester's own tests fail (2 tests passed, 1 failed), and they may be wrong; "
+     "every one of the 2 tests the spec vouches for passes"),
+    ({"report": PROBES_FAIL, "vouched": [0, 0]}, "module.kept",
+     "the spec vouches for none of them"),
+    ({"out_of_time": True, "report": PROBES_FAIL, "vouched": [2, 2]}, "module.kept",
+     "the tester's own tests fail"),
+    # nothing ran and no two answers agreed: kept, said untested
+    ({"report": NONE_RAN, "vouched": [0, 0]}, "module.kept",
+     "no test calls it, and no two of its answers agreed when run"),
+    # no test of it could run at all (it does not import): failed
+    ({"report": {**NONE_RAN, "passed": False, "output": "ImportError: x"}, "vouched": [0, 0]},
+     "module.failed", "no test of its best code could run: ImportError: x"),
+    ({"out_of_time": True, "report": PROBES_FAIL, "vouched": [1, 2]}, "module.failed",
+     "the run's time budget is spent; its best code is kept (2 tests passed, 1 failed)"),
+    ({"out_of_time": True, "report": NONE_RAN, "vouched": []}, "module.failed",
+     "the run's time budget is spent; its best code is kept (no test of it ran)"),
+])
+def test_each_outcome_says_what_the_module_rested_on(answer: dict[str, Any], kind: str,
+                                                      says_: str) -> None:
+    writes = _route(**answer)
+    assert [e[0] for e in writes.events] == [kind] and not writes.handoffs
+    (note,) = writes.notes
+    assert says_ in note.body
+    assert "there are none" not in note.body
+    assert (" failed after " in note.body) == (kind == "module.failed")
+
+
+def test_a_trusted_test_failing_still_goes_to_review() -> None:
+    writes = _route(report=PROBES_FAIL, vouched=[1, 2])
+    assert [h.to_role for h in writes.handoffs] == ["reviewer"] and not writes.events

@@ -252,8 +252,8 @@ def test_the_import_a_module_is_told_to_write_is_python() -> None:
     import ast
 
     from agents.briefs import coder_brief
+    from agents.coder import _missing_import
     from agents.specread import import_names
-    from agents.team import _missing_import
 
     used = ["tokenize(source: str) -> list", "class LexError(ValueError)",
             "Token(kind: str)", "Token.width() -> int", "Lexer(text: str)", "next() -> str"]

@@ -286,7 +286,7 @@ async def test_a_revision_may_be_an_edit_of_the_answer_sent_back(tmp_path: Path)
 
 
 async def test_a_module_must_import_the_one_it_is_built_on(tmp_path: Path) -> None:
-    from agents.team import _missing_import
+    from agents.coder import _missing_import
 
     uses = [{"path": "calc/tokens.py", "public_api": ["tokens(text: str) -> list[str]"]}]
     copied = "def tokens(text):\n    return text.split()\n\n\ndef evaluate(text):\n    return 0\n"

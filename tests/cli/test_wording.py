@@ -32,13 +32,16 @@ async def test_a_stopped_run_is_not_reported_as_rejected(tmp_path: Path) -> None
         run = await store.create_run("p", {})
         author = f"{run.id}/architect"
         await store.post_plan(run.id, author, {"modules": [{"path": "a.py"}, {"path": "b.py"},
-                                                           {"path": "c.py"}]})
+                                                           {"path": "c.py"}, {"path": "d.py"}]})
         await store.post_note(run.id, author, NewNote("approved a.py in round 1",
                                                       ("approval", "a.py")))
         await store.post_note(run.id, author, NewNote("c.py failed after 3 review rounds: x",
                                                       ("failed", "c.py")))
+        await store.post_note(run.id, author, NewNote("kept d.py in round 1 without a review",
+                                                      ("kept", "d.py")))
         story = await run_story(store, run.id)
     assert "not reviewed to the end yet: b.py" in story
+    assert "kept without a review, its tests unconfirmed: d.py" in story
     assert "not approved after the last review round: c.py" in story
     assert not any(line.startswith("not approved:") for line in story)
 
