@@ -161,3 +161,34 @@ def test_upgrade_patched_moves_a_run_whose_differences_sit_behind_patches(
                 json.dumps({"effects": str(fresh)}))
     assert done.code == 0, done
     assert _effects(fresh)[0] == "model writer 0 friendly"
+
+
+def test_runs_says_a_run_needs_a_worker_of_its_version_while_others_are_served(
+        tmp_path: Path) -> None:
+    db = tmp_path / "v.db"
+    run_id, _ = _killed_in_the_writer(tmp_path, db, "orphan")
+    [(v1,)] = query(db, "SELECT version FROM runs WHERE id = ?", (run_id,))
+    # version 2 deployed: a run of its own is served by a live process (held in its critic)
+    hold, fresh = tmp_path / "v2.hold", tmp_path / "v2.effects"
+    hold.touch()
+    proc = _spawn("v2", "run", "--pipeline", TRIAL, "--db", db, "--lease", LEASE, "--input",
+                  json.dumps({"effects": str(fresh), "hold": str(hold)}), log=tmp_path / "v2")
+    try:
+        poll(lambda: "model writer 2 friendly" in _effects(fresh), what="the v2 writer's end",
+             proc=proc, timeout=90, interval=0.05)
+        needs = f"{run_id}  running (needs a worker of version {v1})"
+        # once the killed process's lease runs out, the v1 run has no worker of its version
+        listed = poll(lambda: r if needs in (r := _cli("v2", "runs", "--db", db)).stdout
+                      else None, what="the listing to name the version", timeout=30,
+                      interval=0.5)
+        [(v2_run,)] = query(db, "SELECT id FROM runs WHERE input LIKE ?", ("%v2.effects%",))
+        [v2_line] = [ln for ln in listed.stdout.splitlines() if ln.startswith(v2_run)]
+        assert v2_line.split()[1:3] == ["running", TRIAL], listed  # served: no remark
+        shown = _cli("v2", "show", run_id, "--db", db, "--json")
+        assert json.loads(shown.stdout)["run"]["needs_version"] == v1, shown
+    finally:
+        hold.unlink()
+        proc.wait(timeout=60)
+    # nobody serves anything now: the run has no live worker at all, as before versions
+    after = _cli("v2", "runs", "--db", db)
+    assert f"{run_id}  running (no live worker since " in after.stdout, after
