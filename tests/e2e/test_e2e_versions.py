@@ -5,7 +5,10 @@ version 2 (the writer's instructions reworded). A version-2 worker leaves the ru
 that would differ); a version-1 worker finishes it with no completed step run again.
 A second run killed at the same point moves to version 3 (only the critic changed)
 with ``upgrade`` and a version-3 worker finishes it, again running nothing twice; a
-fork keeps the version of the run it starts from."""
+fork keeps the version of the run it starts from (version 2 will not make one to run it,
+and a version-1 resume of it replays the steps it copied). While a version-2 process
+serves a run of its own, ``orchestra runs`` says the version-1 run needs a worker of its
+version."""
 
 from __future__ import annotations
 
@@ -96,17 +99,30 @@ def test_a_run_keeps_its_version_across_a_deploy(tmp_path: Path) -> None:
     assert _effects(effects) == [*at_kill, "work 2 start", "work 2 done", "model writer 2",
                                  "model critic"]
 
-    # a fork keeps the version of the run it starts from: version 2 will not run it, 1 does
-    forked = _cli("v2", "fork", run_id, "--at", "3", "--no-run", "--db", db, "--json")
+    # a fork keeps the version of the run it starts from: version 2 will not run it (nor
+    # make it to run it), 1 does, replaying the steps it copied
+    [(at,)] = query(db, "SELECT seq FROM events WHERE run_id = ? AND kind = 'step.completed'"
+                        " AND json_extract(data, '$.name') = 'work' ORDER BY seq LIMIT 1",
+                    (run_id,))
+    runs_before = query(db, "SELECT count(*) FROM runs")
+    made = _cli("v2", "fork", run_id, "--at", str(at), "--db", db)
+    assert made.code != 0 and f"started on version {v1}" in made.stderr, made
+    assert query(db, "SELECT count(*) FROM runs") == runs_before
+    forked = _cli("v2", "fork", run_id, "--at", str(at), "--no-run", "--db", db, "--json")
     assert forked.code == 0, forked
     fork = json.loads(forked.stdout)
     assert fork["version"] == v1
     refused = _cli("v2", "resume", fork["id"], "--db", db)
     assert refused.code != 0 and f"started on version {v1}" in refused.stderr, refused
+    finished = _effects(effects)
     done = _cli("v1", "resume", fork["id"], "--db", db)
     assert done.code == 0, done
     assert query(db, "SELECT status, version FROM runs WHERE id = ?",
                  (fork["id"],)) == [("completed", v1)]
+    # the replay under version 1 asked nothing it had copied: its first model call and
+    # first tool call replayed; the rest ran
+    assert _effects(effects) == [*finished, "model writer 1", "work 2 start", "work 2 done",
+                                 "model writer 2", "model critic"]
 
 
 def test_upgrade_moves_a_run_whose_completed_steps_would_replay_alike(tmp_path: Path) -> None:
