@@ -46,12 +46,13 @@ def _effects(path: Path) -> list[str]:
     return path.read_text().splitlines() if path.exists() else []
 
 
-def _killed_in_the_writer(tmp_path: Path, db: Path, name: str) -> tuple[str, Path]:
-    """A version-1 run SIGKILLed while the writer's second tool call runs."""
+def _killed_in_the_writer(tmp_path: Path, db: Path, name: str,
+                          code: str = "v1") -> tuple[str, Path]:
+    """A run of ``code`` (version 1) SIGKILLed while the writer's second tool call runs."""
     effects, hold = tmp_path / f"{name}.effects", tmp_path / f"{name}.hold"
     hold.touch()
     run_input = json.dumps({"effects": str(effects), "hold_work": str(hold)})
-    proc = _spawn("v1", "run", "--pipeline", TRIAL, "--input", run_input, "--db", db,
+    proc = _spawn(code, "run", "--pipeline", TRIAL, "--input", run_input, "--db", db,
                   "--lease", LEASE, log=tmp_path / name)
     try:
         poll(lambda: "work 2 start" in _effects(effects), what="the second tool call",
@@ -208,3 +209,28 @@ def test_runs_says_a_run_needs_a_worker_of_its_version_while_others_are_served(
     # nobody serves anything now: the run has no live worker at all, as before versions
     after = _cli("v2", "runs", "--db", db)
     assert f"{run_id}  running (no live worker since " in after.stdout, after
+
+
+def test_a_tool_and_a_route_behind_a_patch_keep_the_old_form_for_a_task_begun_before(
+        tmp_path: Path) -> None:
+    db = tmp_path / "v.db"
+    run_id, effects = _killed_in_the_writer(tmp_path, db, "patched", code="t1")
+    at_kill = _effects(effects)
+    time.sleep(float(LEASE))  # the killed process's lease runs out
+    # t2 puts a change to the work tool and to the route behind patched("careful")
+    plain = _cli("t2", "upgrade", run_id, "--db", db)
+    assert plain.code == 1 and "(writer) step 1 (model model): patches changed" in \
+        plain.stdout, plain
+    upgraded = _cli("t2", "upgrade", run_id, "--db", db, "--patched", "--json")
+    assert upgraded.code == 0 and json.loads(upgraded.stdout)["to"].startswith("t2@"), upgraded
+    worker = _cli("t2", "worker", "--db", db, "--idle-exit", "1", "--lease", LEASE)
+    assert worker.code == 0, worker
+    # the writer began under t1: the tool call in flight ran again as t1's, the route t1's
+    assert _effects(effects) == [*at_kill, "work 2 start", "work 2 done", "model writer 2",
+                                 "route", "model critic"]
+    fresh = tmp_path / "fresh.effects"
+    done = _cli("t2", "run", "--pipeline", TRIAL, "--db", db, "--input",
+                json.dumps({"effects": str(fresh)}))
+    assert done.code == 0, done
+    assert [e for e in _effects(fresh) if e.startswith(("work 2 done", "route"))] == [
+        "work 2 done carefully", "route careful"]
