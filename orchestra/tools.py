@@ -72,6 +72,18 @@ class ToolContext:
     """Checks each handoff against the pipeline when it is posted (the coordinator's)."""
     on_entry: EntryHook | None = None
     """Decides what each entry posted here triggers (the coordinator's subscriptions)."""
+    patches: Callable[[str], bool] | None = None
+    """The task's patches (``orchestra.runtime.patches.TaskPatches``): see :meth:`patched`."""
+
+    def patched(self, name: str) -> bool:
+        """Whether this task runs with its role's patch ``name`` (a name in the role's
+        ``patches``): True for a task that began under the code with the patch, False for
+        one whose first model step was journaled before it, as the role's instructions
+        answer (the marker is in that step's record, so every replay answers alike)."""
+        if self.patches is None:
+            raise RoleDefinitionError(self.role, "patches", f"patched({name!r}) asked outside "
+                                      "a task (no journal says which patches it runs with)")
+        return self.patches(name)
 
     def post_note(self, body: str, *tags: str) -> None:
         self.writes.notes.append(NewNote(body=body, tags=tuple(tags)))

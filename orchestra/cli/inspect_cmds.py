@@ -93,10 +93,12 @@ _SERVED = ("pending", "running")  # statuses a worker must drive (waiting waits 
 @dataclasses.dataclass(frozen=True)
 class Orphan:
     """A run that needs a worker and has none: since when (None: none ever served it),
-    and whether its last one was stopped with Ctrl-C (the run's last event says so)."""
+    whether its last one was stopped with Ctrl-C (the run's last event says so), and the
+    version it ``needs`` when live processes serve others, none its own."""
 
     since: float | None
     interrupted: bool = False
+    needs: str | None = None
 
 
 async def orphans(store: Blackboard, runs: list[Run]) -> dict[str, Orphan]:
@@ -104,10 +106,12 @@ async def orphans(store: Blackboard, runs: list[Run]) -> dict[str, Orphan]:
     live = [r for r in runs if r.status in _SERVED]
     if not live:
         return {}
-    now = time.time()
-    until = await store.served_until([r.id for r in live])
-    return {r.id: Orphan(since, await _interrupted(store, r)) for r in live
-            if (since := until.get(r.id)) is None or since < now}
+    until, now = await store.served_until([r.id for r in live]), time.time()
+    left = [r for r in live if (until.get(r.id) or 0) < now]
+    served = await store.live_versions() if any(r.version for r in left) else set()
+    return {r.id: Orphan(until.get(r.id), await _interrupted(store, r),
+                         r.version if served and r.version not in served else None)
+            for r in left}
 
 
 async def _interrupted(store: EventLog, run: Run) -> bool:
@@ -118,7 +122,7 @@ async def _interrupted(store: EventLog, run: Run) -> bool:
 
 def status_text(run: Run, orphaned: dict[str, Orphan]) -> str:
     """``running``, ``paused (budget)``, ``interrupted — orchestra resume RUN``, or e.g.
-    ``running (no live worker since 12:03:11)``."""
+    ``running (no live worker since 12:03:11)``, ``running (needs a worker of version V)``."""
     if run.reason is not None:
         return f"{run.status} ({run.reason})"
     orphan = orphaned.get(run.id)
@@ -126,6 +130,8 @@ def status_text(run: Run, orphaned: dict[str, Orphan]) -> str:
         return run.status
     if orphan.interrupted:
         return f"interrupted — orchestra resume {run.id}"
+    if orphan.needs is not None:
+        return f"{run.status} (needs a worker of version {orphan.needs})"
     if orphan.since is None:
         return f"{run.status} (waiting for a worker)"
     return (f"{run.status} (no live worker since "
@@ -138,6 +144,7 @@ def _with_worker(run: Run, orphaned: dict[str, Orphan]) -> dict[str, Any]:
     data["orphaned"] = orphan is not None
     data["no_worker_since"] = orphan.since if orphan else None
     data["interrupted"] = bool(orphan and orphan.interrupted)
+    data["needs_version"] = orphan.needs if orphan else None
     return data
 
 

@@ -207,7 +207,7 @@ class TaskExecutor:
         and pending messages, the postings its route makes, and the claim of the run's
         next tasks (what the claim may take is decided now, as the task ends)."""
         writes = outcome.writes
-        self.c.pipeline.route(task.role, outcome.output, task, writes)
+        self.c.pipeline.route(task.role, outcome.output, task, writes, outcome.patched)
         # the board may end the run as this end commits: then claim nothing more
         ends = await at_task_end(self.c.pipeline, self.c.store, task, outcome.output, writes)
         spec = None if ends else self.c.claim_spec(task)

@@ -42,17 +42,23 @@ from orchestra.coordinator.versions import Version, pipeline_version
 from orchestra.mcp.declare import MCPServer
 from orchestra.models.base import Model
 from orchestra.models.prices import Price
-from orchestra.roles import Role
+from orchestra.roles import Patched, Role
+from orchestra.runtime.patches import TaskPatches
 from orchestra.store.entry_protocol import NewEntry
 from orchestra.store.protocol import Board, NewHandoff, NewNote, NewTask, Writes
 from orchestra.subscriptions import BoardView, Stall
 
-__all__ = ["Demo", "Pipeline", "Route", "Summary", "fan_out", "handoff", "load_pipeline"]
+__all__ = ["Demo", "PatchedRoute", "Pipeline", "Route", "Summary", "fan_out", "handoff",
+           "load_pipeline"]
 
 Start = Callable[[Any], Sequence[NewTask]]
 Post = NewHandoff | NewTask | NewNote | NewEntry
 Route = Callable[[Any, Task, Writes], "Iterable[Post] | Post | None"]
 """``route(output, task, writes)``: return the postings (or append them to ``writes``)."""
+PatchedRoute = Callable[[Any, Task, Writes, Patched], "Iterable[Post] | Post | None"]
+"""``route(output, task, writes, patched)``: a route that carries a change to runs in
+flight behind ``patched(name)`` (a patch its finishing role declares): True when the
+task began under the code with the patch, False for one journaled before it."""
 RoleRef = str | type[Role]
 Summary = Callable[[Board, str], Awaitable[list[str]]]
 """``summary(board, run_id)``: what a finished run did, as lines for a person."""
@@ -112,8 +118,9 @@ class Pipeline:
     name: str
     roles: Sequence[Role]
     start: Start
-    routes: Mapping[RoleRef, Route | RoleRef] = field(default_factory=dict)
-    """Per finishing role (class or name): a function, or the role to hand the output to."""
+    routes: Mapping[RoleRef, Route | PatchedRoute | RoleRef] = field(default_factory=dict)
+    """Per finishing role (class or name): a function, or the role to hand the output to.
+    A function with a ``patched`` parameter is given the task's patches (``PatchedRoute``)."""
     model: Model | None = None
     """Used by roles that declare no model of their own."""
     ref: str | None = None
@@ -154,7 +161,8 @@ class Pipeline:
             by_name[role.name] = role
             _check_approvals(role, self.mcp)
         self.by_name = by_name
-        self._routes: dict[str, Route | str] = {}  # a function, or the role to forward to
+        self._routes: dict[str, Route | PatchedRoute | str] = {}  # a function, or a role
+        self._patched_routes: set[str] = set()  # the routes that take ``patched``
         for source, target in self.routes.items():
             name = self._known(source, "routes for")
             if isinstance(target, str) or (isinstance(target, type)
@@ -162,6 +170,8 @@ class Pipeline:
                 self._routes[name] = self._known(target, f"route of {name!r} to")
             elif callable(target):
                 self._routes[name] = target  # type: ignore[assignment]
+                if _takes_patched(target):
+                    self._patched_routes.add(name)
             else:
                 raise UserError(f"pipeline {self.name!r}: the route of {name!r} is {target!r}; "
                                 "give a function (output, task, writes) or a role")
@@ -175,7 +185,7 @@ class Pipeline:
         return pipeline_version(name=self.name, roles=self.roles, routes=self._routes,
                                 model=self.model, mcp=self.mcp,
                                 fails_run=self.fail_run_on_task_failure,
-                                label=self.version or "",
+                                label=self.version or "", patched_routes=self._patched_routes,
                                 board={"done": self.done, "control": self.control,
                                        "stall": self.stall})
 
@@ -193,16 +203,23 @@ class Pipeline:
             raise UserError(f"pipeline {self.name!r} has no role {name!r}; roles are "
                             f"{sorted(self.by_name)}") from None
 
-    def route(self, role: str, output: Any, task: Task, writes: Writes) -> None:
+    def route(self, role: str, output: Any, task: Task, writes: Writes,
+              patched: Patched | None = None) -> None:
         """Run the route of ``role`` for a completed ``task``'s ``output``: its postings
-        join ``writes`` (checked), to commit with the task's completion."""
+        join ``writes`` (checked), to commit with the task's completion. ``patched``: the
+        task's patches, as its journal records them (None: the role's, all on)."""
         target = self._routes.get(role)
         if target is None:
             return
         if isinstance(target, str):  # forwarded as is
             writes.handoffs.append(NewHandoff(target, _json(output)))
             return
-        self._post(f"route of {role!r}", target(output, task, writes), writes)
+        if role in self._patched_routes:
+            on = patched or TaskPatches(role, type(self.role(role)).patches, ())
+            returned = target(output, task, writes, on)  # type: ignore[call-arg]
+        else:
+            returned = target(output, task, writes)  # type: ignore[call-arg]
+        self._post(f"route of {role!r}", returned, writes)
 
     def reference(self) -> str | None:
         """How another process rebuilds this pipeline (``module:attr``), if it can."""
@@ -349,3 +366,11 @@ def _offer(module: ModuleType) -> str:
                    and getattr(v, "__module__", module.__name__) == module.__name__)
     return (f"it has {', '.join(names)}" if names
             else "it defines no public function or Pipeline")
+
+
+def _takes_patched(fn: Callable[..., Any]) -> bool:
+    """Whether a route function has a ``patched`` parameter (``PatchedRoute``)."""
+    try:
+        return "patched" in inspect.signature(fn).parameters
+    except (TypeError, ValueError):  # a builtin or C callable: no signature to read
+        return False

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from typing import Any
 
@@ -72,18 +72,23 @@ def check_version(run_id: str, recorded: str, here: Version) -> None:
 
 def pipeline_version(*, name: str, roles: Sequence[Role], routes: Mapping[str, object],
                      model: object, mcp: Sequence[MCPServer], fails_run: bool,
-                     label: str, board: Mapping[str, object] | None = None) -> Version:
+                     label: str, board: Mapping[str, object] | None = None,
+                     patched_routes: Collection[str] = ()) -> Version:
     """The version of a pipeline's declaration (pure: reads it, calls nothing).
     ``routes``: per finishing role, the role it forwards to or its route function;
-    ``board``: how the board ends and chooses (``done``, ``control``, ``stall``)."""
+    ``board``: how the board ends and chooses (``done``, ``control``, ``stall``);
+    ``patched_routes``: the routes that take ``patched`` (before their patches, a route
+    is the same function without them)."""
     parts: dict[str, str] = {"pipeline": _digest({
         "name": name, "model": _model_name(model), "mcp": sorted(s.name for s in mcp),
         "fail_run_on_task_failure": fails_run,
         "board": {k: _board_part(v) for k, v in sorted((board or {}).items())}})}
+    unpatched: dict[str, str] = dict(parts)
     for source, target in sorted(routes.items()):
-        parts[f"route:{source}"] = _digest(target if isinstance(target, str)
-                                           else _callable_name(target))
-    unpatched = dict(parts)
+        name = target if isinstance(target, str) else _callable_name(target)
+        unpatched[f"route:{source}"] = _digest(name)
+        parts[f"route:{source}"] = _digest({"route": name, "patched": True}
+                                           if source in patched_routes else name)
     for role in roles:
         for part, value in _role_parts(role, patched=True).items():
             parts[f"role:{role.name}:{part}"] = _digest(value)

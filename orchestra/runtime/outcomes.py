@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from orchestra._types import JSON, Message
+from orchestra.roles import Patched
 from orchestra.store.protocol import StepResult, Writes
 
 
@@ -47,6 +48,9 @@ class Completed:
     step: StepResult | None
     """The final model step when it is not committed yet: it commits with the task."""
     counts: Counts = Counts()
+    patched: Patched | None = None
+    """The task's patches (journaled with its first model step): what a route that takes
+    ``patched`` is given, so it answers as the task's instructions and tools did."""
     kind: Literal["completed"] = "completed"
 
 

@@ -152,7 +152,7 @@ class TaskRunner:
                                   default_timeout=type(self.role).tool_timeout,
                                   needs_approval=self.role.requires_approval,
                                   check_handoff=self.check_handoff, source=self.mcp_tools,
-                                  on_entry=self.on_entry)
+                                  on_entry=self.on_entry, patches=self.patches)
         return st.tools
 
     async def _request(self, st: Turns) -> ModelRequest:
@@ -308,7 +308,7 @@ class TaskRunner:
                           idempotency_key=keys.idempotency_key(self.task, n),
                           board=self.board, task_input=self.task.input,
                           rejections=tuple(st.rejections), check_handoff=self.check_handoff,
-                          on_entry=self.on_entry)
+                          on_entry=self.on_entry, patches=self.patches)
 
         async def check() -> Outcome:
             try:
@@ -390,8 +390,8 @@ class TaskRunner:
         if step is not None and step.writes is not None:
             # the final model step's own messages come first, as if committed before
             writes.messages[:0] = step.writes.messages
-        return Completed(result, serialize_output(result), writes,
-                         step.result if step is not None else None, self._counts())
+        return Completed(result, serialize_output(result), writes, step.result if step
+                         else None, self._counts(), patched=self.patches)
 
     def _fail(self, error: str, pending: list[Message]) -> Failed:
         """A failed attempt: its messages are to be stored, marked so later views skip them."""

@@ -160,8 +160,10 @@ class ToolRunner:
                  journal: Journal, agent_id: str, tools: dict[str, Tool],
                  default_timeout: float, needs_approval: Callable[[Tool], bool],
                  check_handoff: HandoffCheck | None = None,
-                 source: ToolSource | None = None, on_entry: EntryHook | None = None) -> None:
+                 source: ToolSource | None = None, on_entry: EntryHook | None = None,
+                 patches: Callable[[str], bool] | None = None) -> None:
         self.store = store
+        self.patches = patches  # the task's, journaled with its first model step
         self.board = board  # what a tool sees of the store: reads only
         self.check_handoff = check_handoff
         self.on_entry = on_entry
@@ -216,7 +218,8 @@ class ToolRunner:
                           agent_id=self.agent_id, role=self.task.role, step=n,
                           idempotency_key=keys.idempotency_key(self.task, n),
                           board=self.board, task_input=self.task.input,
-                          check_handoff=self.check_handoff, on_entry=self.on_entry)
+                          check_handoff=self.check_handoff, on_entry=self.on_entry,
+                          patches=self.patches)
         timeout = tool.timeout or self.default_timeout
         try:
             value = await asyncio.wait_for(tool.fn(ctx, **args), timeout)

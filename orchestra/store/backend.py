@@ -118,6 +118,8 @@ class ServerSQL(Protocol[C_contra]):
     def alive_until(self, conn: C_contra, run_ids: Sequence[str], /
                     ) -> Awaitable[dict[str, float | None]]: ...
 
+    def live_versions(self, conn: C_contra, /) -> Awaitable[set[str]]: ...
+
 
 class BoardReadSQL(Protocol[C_contra]):
     """``board_reads``: the board and agents' histories, read."""

@@ -59,6 +59,12 @@ class TaskFacade(Facade[X, C]):
         ids = tuple(run_ids)
         return await self._read(lambda c: self._sql.servers.alive_until(c, ids))
 
+    async def live_versions(self) -> set[str]:
+        """The versions of the live runs a live process serves now (its renewals or task
+        leases): a run of a version outside them has no worker of its version holding
+        any run, so none of its version to take it (``orchestra runs`` says so)."""
+        return await self._read(self._sql.servers.live_versions)
+
     # -- step journal ---------------------------------------------------------
     async def get_steps(self, task_id: str, retry: int) -> list[Step]:
         return await self._read(lambda c: self._sql.reads.get_steps(c, task_id, retry))

@@ -5,7 +5,10 @@ version 2 (the writer's instructions reworded). A version-2 worker leaves the ru
 that would differ); a version-1 worker finishes it with no completed step run again.
 A second run killed at the same point moves to version 3 (only the critic changed)
 with ``upgrade`` and a version-3 worker finishes it, again running nothing twice; a
-fork keeps the version of the run it starts from."""
+fork keeps the version of the run it starts from (version 2 will not make one to run it,
+and a version-1 resume of it replays the steps it copied). While a version-2 process
+serves a run of its own, ``orchestra runs`` says the version-1 run needs a worker of its
+version."""
 
 from __future__ import annotations
 
@@ -43,12 +46,13 @@ def _effects(path: Path) -> list[str]:
     return path.read_text().splitlines() if path.exists() else []
 
 
-def _killed_in_the_writer(tmp_path: Path, db: Path, name: str) -> tuple[str, Path]:
-    """A version-1 run SIGKILLed while the writer's second tool call runs."""
+def _killed_in_the_writer(tmp_path: Path, db: Path, name: str,
+                          code: str = "v1") -> tuple[str, Path]:
+    """A run of ``code`` (version 1) SIGKILLed while the writer's second tool call runs."""
     effects, hold = tmp_path / f"{name}.effects", tmp_path / f"{name}.hold"
     hold.touch()
     run_input = json.dumps({"effects": str(effects), "hold_work": str(hold)})
-    proc = _spawn("v1", "run", "--pipeline", TRIAL, "--input", run_input, "--db", db,
+    proc = _spawn(code, "run", "--pipeline", TRIAL, "--input", run_input, "--db", db,
                   "--lease", LEASE, log=tmp_path / name)
     try:
         poll(lambda: "work 2 start" in _effects(effects), what="the second tool call",
@@ -96,17 +100,30 @@ def test_a_run_keeps_its_version_across_a_deploy(tmp_path: Path) -> None:
     assert _effects(effects) == [*at_kill, "work 2 start", "work 2 done", "model writer 2",
                                  "model critic"]
 
-    # a fork keeps the version of the run it starts from: version 2 will not run it, 1 does
-    forked = _cli("v2", "fork", run_id, "--at", "3", "--no-run", "--db", db, "--json")
+    # a fork keeps the version of the run it starts from: version 2 will not run it (nor
+    # make it to run it), 1 does, replaying the steps it copied
+    [(at,)] = query(db, "SELECT seq FROM events WHERE run_id = ? AND kind = 'step.completed'"
+                        " AND json_extract(data, '$.name') = 'work' ORDER BY seq LIMIT 1",
+                    (run_id,))
+    runs_before = query(db, "SELECT count(*) FROM runs")
+    made = _cli("v2", "fork", run_id, "--at", str(at), "--db", db)
+    assert made.code != 0 and f"started on version {v1}" in made.stderr, made
+    assert query(db, "SELECT count(*) FROM runs") == runs_before
+    forked = _cli("v2", "fork", run_id, "--at", str(at), "--no-run", "--db", db, "--json")
     assert forked.code == 0, forked
     fork = json.loads(forked.stdout)
     assert fork["version"] == v1
     refused = _cli("v2", "resume", fork["id"], "--db", db)
     assert refused.code != 0 and f"started on version {v1}" in refused.stderr, refused
+    finished = _effects(effects)
     done = _cli("v1", "resume", fork["id"], "--db", db)
     assert done.code == 0, done
     assert query(db, "SELECT status, version FROM runs WHERE id = ?",
                  (fork["id"],)) == [("completed", v1)]
+    # the replay under version 1 asked nothing it had copied: its first model call and
+    # first tool call replayed; the rest ran
+    assert _effects(effects) == [*finished, "model writer 1", "work 2 start", "work 2 done",
+                                 "model writer 2", "model critic"]
 
 
 def test_upgrade_moves_a_run_whose_completed_steps_would_replay_alike(tmp_path: Path) -> None:
@@ -161,3 +178,59 @@ def test_upgrade_patched_moves_a_run_whose_differences_sit_behind_patches(
                 json.dumps({"effects": str(fresh)}))
     assert done.code == 0, done
     assert _effects(fresh)[0] == "model writer 0 friendly"
+
+
+def test_runs_says_a_run_needs_a_worker_of_its_version_while_others_are_served(
+        tmp_path: Path) -> None:
+    db = tmp_path / "v.db"
+    run_id, _ = _killed_in_the_writer(tmp_path, db, "orphan")
+    [(v1,)] = query(db, "SELECT version FROM runs WHERE id = ?", (run_id,))
+    # version 2 deployed: a run of its own is served by a live process (held in its critic)
+    hold, fresh = tmp_path / "v2.hold", tmp_path / "v2.effects"
+    hold.touch()
+    proc = _spawn("v2", "run", "--pipeline", TRIAL, "--db", db, "--lease", LEASE, "--input",
+                  json.dumps({"effects": str(fresh), "hold": str(hold)}), log=tmp_path / "v2")
+    try:
+        poll(lambda: "model writer 2 friendly" in _effects(fresh), what="the v2 writer's end",
+             proc=proc, timeout=90, interval=0.05)
+        needs = f"{run_id}  running (needs a worker of version {v1})"
+        # once the killed process's lease runs out, the v1 run has no worker of its version
+        listed = poll(lambda: r if needs in (r := _cli("v2", "runs", "--db", db)).stdout
+                      else None, what="the listing to name the version", timeout=30,
+                      interval=0.5)
+        [(v2_run,)] = query(db, "SELECT id FROM runs WHERE input LIKE ?", ("%v2.effects%",))
+        [v2_line] = [ln for ln in listed.stdout.splitlines() if ln.startswith(v2_run)]
+        assert v2_line.split()[1:3] == ["running", TRIAL], listed  # served: no remark
+        shown = _cli("v2", "show", run_id, "--db", db, "--json")
+        assert json.loads(shown.stdout)["run"]["needs_version"] == v1, shown
+    finally:
+        hold.unlink()
+        proc.wait(timeout=60)
+    # nobody serves anything now: the run has no live worker at all, as before versions
+    after = _cli("v2", "runs", "--db", db)
+    assert f"{run_id}  running (no live worker since " in after.stdout, after
+
+
+def test_a_tool_and_a_route_behind_a_patch_keep_the_old_form_for_a_task_begun_before(
+        tmp_path: Path) -> None:
+    db = tmp_path / "v.db"
+    run_id, effects = _killed_in_the_writer(tmp_path, db, "patched", code="t1")
+    at_kill = _effects(effects)
+    time.sleep(float(LEASE))  # the killed process's lease runs out
+    # t2 puts a change to the work tool and to the route behind patched("careful")
+    plain = _cli("t2", "upgrade", run_id, "--db", db)
+    assert plain.code == 1 and "(writer) step 1 (model model): patches changed" in \
+        plain.stdout, plain
+    upgraded = _cli("t2", "upgrade", run_id, "--db", db, "--patched", "--json")
+    assert upgraded.code == 0 and json.loads(upgraded.stdout)["to"].startswith("t2@"), upgraded
+    worker = _cli("t2", "worker", "--db", db, "--idle-exit", "1", "--lease", LEASE)
+    assert worker.code == 0, worker
+    # the writer began under t1: the tool call in flight ran again as t1's, the route t1's
+    assert _effects(effects) == [*at_kill, "work 2 start", "work 2 done", "model writer 2",
+                                 "route", "model critic"]
+    fresh = tmp_path / "fresh.effects"
+    done = _cli("t2", "run", "--pipeline", TRIAL, "--db", db, "--input",
+                json.dumps({"effects": str(fresh)}))
+    assert done.code == 0, done
+    assert [e for e in _effects(fresh) if e.startswith(("work 2 done", "route"))] == [
+        "work 2 done carefully", "route careful"]

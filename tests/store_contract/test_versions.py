@@ -42,3 +42,16 @@ async def test_a_run_moves_to_another_version_once_and_only_unserved(
         await store.move_version(run.id, "1@aaa", "3@ccc", {})
     assert await store.claimable_runs(limit=10, versions=["1@aaa"]) == []
     assert await store.claimable_runs(limit=10, versions=["2@bbb"]) == [run.id]
+
+
+async def test_live_versions_are_those_a_live_process_serves(store: Blackboard) -> None:
+    one = await store.create_run("p", {}, tasks=[NewTask("a", 1)], version="1@aaa")
+    two = await store.create_run("p", {}, tasks=[NewTask("a", 1)], version="2@bbb")
+    await store.create_run("p", {}, tasks=[NewTask("a", 1)])  # from before versions
+    assert await store.live_versions() == set()
+    await store.serve_run(two.id, "worker-2", 60)
+    assert await store.live_versions() == {"2@bbb"}
+    assert await store.claim_task("worker-1", run_id=one.id, lease_seconds=60) is not None
+    assert await store.live_versions() == {"1@aaa", "2@bbb"}  # a task lease serves it too
+    await store.serve_run(two.id, "worker-2", 0)  # stopped serving
+    assert await store.live_versions() == {"1@aaa"}

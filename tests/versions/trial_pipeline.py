@@ -6,7 +6,11 @@
 * ``v3``: only the critic's instructions changed: a run killed in the writer moves;
 * ``v4``: v2's rewording behind ``patched("friendly")``: a run killed in the writer moves
   with ``upgrade --patched`` and its writer keeps the old instructions; new runs get the
-  new ones.
+  new ones;
+* ``t1``: v1 with its route as a function (``to_critic``);
+* ``t2``: t1 with a change behind ``patched("careful")`` in the ``work`` tool
+  (``ctx.patched``) and in the route (a ``patched`` parameter): a task begun under t1
+  keeps the old tool and route, a task begun under t2 gets the new ones.
 
 Every model call and tool call appends a line to the run input's ``effects`` file, so a
 test sees what ran, and how often, in any process.
@@ -19,9 +23,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from orchestra import FunctionModel, NewTask, Pipeline, Role, reply, tool_call
+from orchestra import FunctionModel, NewTask, Pipeline, Role, Task, handoff, reply, tool_call
 from orchestra.models.base import ModelRequest, ModelResponse
 from orchestra.roles import Patched
+from orchestra.store.protocol import Writes
 from orchestra.tools import ToolContext, tool
 
 REF = "tests.versions.trial_pipeline:build"
@@ -49,7 +54,8 @@ def make(code: str, run_input: dict[str, Any]) -> Pipeline:
                         else "Write a short greeting.")
         output = str
         recall = False
-        patches = frozenset({"friendly"}) if code == "v4" else frozenset()
+        patches = frozenset({"friendly"} if code == "v4" else {"careful"} if code == "t2"
+                            else ())
 
         def instructions_for(self, patched: Patched) -> str:
             if code == "v4" and patched("friendly"):
@@ -62,7 +68,8 @@ def make(code: str, run_input: dict[str, Any]) -> Pipeline:
             _effect(run_input, f"work {n} start")
             if n == 2:
                 await _held(run_input.get("hold_work"))
-            _effect(run_input, f"work {n} done")
+            careful = " carefully" if code == "t2" and ctx.patched("careful") else ""
+            _effect(run_input, f"work {n} done{careful}")
             return f"part {n} done"
 
     class Critic(Role):
@@ -82,11 +89,22 @@ def make(code: str, run_input: dict[str, Any]) -> Pipeline:
         _effect(run_input, "model critic")
         return reply("fine")
 
+    if code == "t2":
+        def to_critic(output: Any, task: Task, writes: Writes, patched: Patched) -> Any:
+            _effect(run_input, "route careful" if patched("careful") else "route")
+            return handoff(Critic, output)
+    else:
+        def to_critic(output: Any, task: Task, writes: Writes) -> Any:  # type: ignore[misc]
+            _effect(run_input, "route")
+            return handoff(Critic, output)
+
     Writer.model = FunctionModel(writer_model, name="writer-double")
     Critic.model = FunctionModel(critic_model, name="critic-double")
+    route: Any = to_critic if code.startswith("t") else Critic
     return Pipeline("trial", roles=[Writer(), Critic()], ref=REF,
-                    version={"v1": "1", "v2": "2", "v3": "3", "v4": "4"}[code],
-                    start=lambda inp: [NewTask("writer", inp)], routes={Writer: Critic})
+                    version={"v1": "1", "v2": "2", "v3": "3", "v4": "4", "t1": "t1",
+                             "t2": "t2"}[code],
+                    start=lambda inp: [NewTask("writer", inp)], routes={Writer: route})
 
 
 def build(run_input: dict[str, Any]) -> Pipeline:

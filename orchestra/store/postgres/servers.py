@@ -28,6 +28,13 @@ SELECT r.id, GREATEST(
               WHERE t.run_id = r.id AND t.status = 'running'), 0)),
     extract(epoch FROM now())::float8
 FROM unnest($1::text[]) AS r(id)"""
+_LIVE_VERSIONS = """
+SELECT DISTINCT r.version FROM runs r
+WHERE r.status IN ('pending', 'running', 'waiting') AND r.version != ''
+  AND (EXISTS (SELECT 1 FROM run_servers s WHERE s.run_id = r.id
+               AND s.expires_at > extract(epoch FROM now())::float8)
+       OR EXISTS (SELECT 1 FROM tasks t WHERE t.run_id = r.id AND t.status = 'running'
+                  AND t.lease_expires_at > extract(epoch FROM now())::float8))"""
 # Live runs with a task claimable now, on the database's clock, oldest first: the live
 # runs in order (``runs_live``), each probed for one such task. The probe is a LATERAL
 # ``LIMIT 1`` ordered as ``tasks_run`` is, so the planner takes that index: as EXISTS it
@@ -69,6 +76,12 @@ async def alive_until(c: asyncpg.Connection,
             shift = 0.0  # the round trip's own delay: the times stay exactly the stored ones
         served[run_id] = until + shift if until else None
     return served
+
+
+async def live_versions(c: asyncpg.Connection) -> set[str]:
+    """The versions of the live runs some live process serves now, on the database's
+    clock (a renewal or a task lease not run out)."""
+    return {row[0] for row in await c.fetch(_LIVE_VERSIONS)}
 
 
 async def claimable_runs(c: asyncpg.Connection, limit: int, exclude: Sequence[str]) -> list[str]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 from collections.abc import Sequence
 
 from orchestra._errors import NotFoundError, UserError
@@ -29,6 +30,14 @@ SELECT r.value,
            COALESCE((SELECT MAX(lease_expires_at) FROM tasks
                      WHERE run_id = r.value AND status = 'running'), 0))
 FROM json_each(?) r"""
+
+# The versions of live runs that a live process serves now (a renewal or a task lease).
+_LIVE_VERSIONS = """
+SELECT DISTINCT r.version FROM runs r
+WHERE r.status IN ('pending', 'running', 'waiting') AND r.version != ''
+  AND (EXISTS (SELECT 1 FROM run_servers s WHERE s.run_id = r.id AND s.expires_at > ?1)
+       OR EXISTS (SELECT 1 FROM tasks t WHERE t.run_id = r.id AND t.status = 'running'
+                  AND t.lease_expires_at > ?1))"""
 
 # Live runs with a task claimable now (pending and due, or running on an expired lease),
 # oldest first: the live runs in order (``runs_live``), each asked for one such task by
@@ -72,6 +81,11 @@ async def alive_until(conn: Conn, run_ids: Sequence[str]) -> dict[str, float | N
     """Per run, until when a worker was last known to serve it (None: never served)."""
     rows = (await conn.execute(_ALIVE_UNTIL, (json.dumps(list(run_ids)),))).fetchall()
     return {run_id: (until or None) for run_id, until in rows}
+
+
+async def live_versions(conn: Conn) -> set[str]:
+    """The versions some live process serves now (see ``_LIVE_VERSIONS``)."""
+    return {v for (v,) in (await conn.execute(_LIVE_VERSIONS, (time.time(),))).fetchall()}
 
 
 async def claimable_runs(conn: Conn, now: float, limit: int,
