@@ -161,3 +161,36 @@ def test_the_extended_pipeline_is_rebuilt_by_its_reference(tmp_path: Path) -> No
     assert sorted(again.by_name) == ["architect", "coder", "docswriter", "reviewer",
                                      "tester"]
     assert build_pipeline(run_input).reference() == "agents.pipeline:build_pipeline"
+
+
+def scripted() -> FunctionModel:
+    """The model ``orchestra run --model python:test_stock_board:scripted`` builds: one
+    module whose code passes its tests, and its docs."""
+    def answer(request: ModelRequest) -> ModelResponse:
+        if request.messages[0].content.startswith("You document"):
+            return _docs(request)
+        return _failing(request) if role_of(request) in ("architect", "tester") else reply(
+            fenced("calc/add.py", GOOD))
+
+    return FunctionModel(answer, name="scripted")
+
+
+def test_the_command_line_runs_the_extended_pipeline(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spec, db = tmp_path / "spec.md", tmp_path / "o.db"
+    spec.write_text(ADD_SPEC)
+    assert main(["run", "--pipeline", f"{__name__}:build", "--spec", str(spec),
+                 "--workspace", str(tmp_path / "ws"), "--db", str(db),
+                 "--model", f"python:{__name__}:scripted"]) == 0
+    (run_id,) = asyncio.run(_run_ids(db))
+    capsys.readouterr()
+    assert main(["board", run_id, "entries", "--db", str(db)]) == 0
+    shown = [line.split(" [")[0] for line in capsys.readouterr().out.splitlines()
+             if line.startswith("entry ")]
+    assert shown == ["entry TestsWritten by tester", "entry ModuleWritten by coder",
+                     "entry Docs by docswriter"]
+
+
+async def _run_ids(db: Path) -> list[str]:
+    async with await SQLiteBlackboard.open(db) as store:
+        return [r.id for r in await store.list_runs()]
