@@ -22,7 +22,7 @@ from agents.entries import ModuleReviewed, ModuleWritten, TestsWritten
 from agents.extend import extend
 from agents.pipeline import build_pipeline
 from agents.roles import WorkspaceRole
-from orchestra import Coordinator, FunctionModel, On, Pipeline, SQLiteBlackboard, reply
+from orchestra import Coordinator, FunctionModel, On, Pipeline, SQLiteBlackboard, UserError, reply
 from orchestra.cli.main import main
 from orchestra.coordinator.pipeline import load_pipeline
 from orchestra.models.base import ModelRequest, ModelResponse
@@ -194,3 +194,11 @@ def test_the_command_line_runs_the_extended_pipeline(
 async def _run_ids(db: Path) -> list[str]:
     async with await SQLiteBlackboard.open(db) as store:
         return [r.id for r in await store.list_runs()]
+
+
+def test_an_extension_no_import_finds_says_how_to_name_it(tmp_path: Path) -> None:
+    run_input = {"spec": SPEC, "workspace": str(tmp_path / "ws")}
+    local = extend(DocsWriter)  # in a function: no other process could rebuild it
+    with pytest.raises(UserError, match=r"extend\(DocsWriter\) cannot be rebuilt"):
+        local(run_input)
+    assert extend(DocsWriter, ref="mine:docs")(run_input).reference() == "mine:docs"
