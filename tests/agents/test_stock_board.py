@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from pydantic import BaseModel
+from test_floor import NONE_RAN, PROBES_FAIL, _route
 from test_plans import MODULES, SPEC
 from test_project import _answer
 from test_team import GOOD, TESTS, fenced, role_of
@@ -26,6 +27,7 @@ from orchestra import Coordinator, FunctionModel, On, Pipeline, SQLiteBlackboard
 from orchestra.cli.main import main
 from orchestra.coordinator.pipeline import load_pipeline
 from orchestra.models.base import ModelRequest, ModelResponse
+from orchestra.store.entry_protocol import NewEntry
 
 _PATHS = sorted(f"textkit/{n}.py" for n, _, _ in MODULES)
 
@@ -202,3 +204,28 @@ def test_an_extension_no_import_finds_says_how_to_name_it(tmp_path: Path) -> Non
     with pytest.raises(UserError, match=r"extend\(DocsWriter\) cannot be rebuilt"):
         local(run_input)
     assert extend(DocsWriter, ref="mine:docs")(run_input).reference() == "mine:docs"
+
+
+@pytest.mark.parametrize("answer", [
+    {"report": {**PROBES_FAIL, "passed": True}, "vouched": [3, 3]},
+    {"agreed": True, "report": NONE_RAN, "vouched": [0, 0]},
+    {"report": PROBES_FAIL, "vouched": [2, 2]},
+    {"report": {**NONE_RAN, "passed": False, "output": "ImportError: x"}, "vouched": [0, 0]},
+    {"out_of_time": True, "report": PROBES_FAIL, "vouched": [1, 2]},
+    {"report": PROBES_FAIL, "vouched": [1, 2]},  # to review: not finished yet
+])
+def test_each_module_outcome_is_one_entry_saying_what_it_rested_on(
+        answer: dict[str, Any]) -> None:
+    writes = _route(**answer)
+    ended = [(kind, data.get("by")) for kind, data in writes.events]
+    written = [_written(e) for e in writes.entries]
+    assert len(written) == len(ended) <= 1
+    for (kind, by), done in zip(ended, written, strict=True):
+        outcome = {"module.approved": by, "module.kept": "kept", "module.failed": "failed"}
+        assert (done.path, done.by) == ("intervals.py", outcome[kind])
+        assert done.accepted == (kind == "module.approved")
+
+
+def _written(new: NewEntry) -> ModuleWritten:
+    assert new.type == "ModuleWritten"
+    return ModuleWritten.model_validate(new.body)
