@@ -24,9 +24,11 @@ module not begun yet keeps its first usable answer.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from agents.entries import AddedRole, added_roles, module_reviewed, module_written, tests_written
 from agents.inputs import ModuleTask, PlanTask, module_task
 from agents.roles import Architect, CodeAnswer, ProjectPlan, Review, TestsAnswer
 from agents.speccases import CASE_PREFIX
@@ -121,6 +123,7 @@ def _plan_route(budget: float | None, clock: WorkClock) -> Any:
 def _tests_route(budget: float | None, clock: WorkClock) -> Any:
     def route(result: TestsAnswer, task: Task, writes: Writes) -> None:
         done = _seen(clock, task)
+        writes.entries.append(tests_written(done, result.cut_off))
         if done.round > 1 and _spent(budget, clock, done):
             # corrected tests past the budget: the module keeps the code it has
             _failed(writes, done.path, done.round - 1, "the run's time budget is spent; its "
@@ -172,6 +175,8 @@ def _code_route(review: str, clock: WorkClock) -> Any:
                                         ("approval", path)))
             writes.events.append(("module.approved", {"module": path, "round": rnd,
                                                       "by": "tests" if passed else "agreement"}))
+            writes.entries.append(module_written(path, rnd, by="tests" if passed else "agreement",
+                                                 report=result.report))
         elif result.out_of_time and not result.files:
             _failed(writes, path, rnd, f"the run's time budget is spent: {result.text}")
         elif review == "failures" and result.vouched[1:] and (
@@ -209,6 +214,7 @@ def _kept(writes: Writes, path: str, rnd: int, result: CodeAnswer) -> None:
     writes.notes.append(NewNote(f"kept {path} in round {rnd} without a review: {why}",
                                 ("kept", path)))
     writes.events.append(("module.kept", {"module": path, "round": rnd, "reason": why}))
+    writes.entries.append(module_written(path, rnd, by="kept", report=report, reason=why))
 
 
 def _failed(writes: Writes, path: str, rnd: int, reason: str) -> None:
@@ -216,6 +222,7 @@ def _failed(writes: Writes, path: str, rnd: int, reason: str) -> None:
                                 ("failed", path)))
     writes.events.append(("module.failed", {"module": path, "rounds": rnd,
                                             "reason": reason[:500]}))
+    writes.entries.append(module_written(path, rnd, by="failed", reason=reason))
 
 
 def _to_review(result: CodeAnswer, done: ModuleTask, writes: Writes, worked: float) -> None:
@@ -233,9 +240,11 @@ def _review_route(max_rounds: int, budget: float | None, clock: WorkClock) -> An
     def route(review: Review, task: Task, writes: Writes) -> None:
         done = _seen(clock, task)
         path, rnd = done.path, done.round
+        writes.entries.append(module_reviewed(done, review))
         if review.approved:
             writes.notes.append(NewNote(f"approved {path} in round {rnd}", ("approval", path)))
             writes.events.append(("module.approved", {"module": path, "round": rnd}))
+            writes.entries.append(module_written(path, rnd, by="review", report=done.report))
             return
         reason = "; ".join(review.comments) or "no reason given"
         if rnd >= max_rounds:
@@ -269,8 +278,11 @@ def _review_route(max_rounds: int, budget: float | None, clock: WorkClock) -> An
 
 
 @declare_options("agents.cli_options:OPTIONS")  # its command line (`orchestra run --spec`)
-def build_pipeline(run_input: Any) -> Pipeline:
-    """The pipeline for one run input (also how any process rebuilds it to resume)."""
+def build_pipeline(run_input: Any, *, extra_roles: Sequence[AddedRole] = (),
+                   ref: str = PIPELINE_REF) -> Pipeline:
+    """The pipeline for one run input (also how any process rebuilds it to resume).
+    ``extra_roles``: roles added beside the stock four, acting on the entries the routes
+    post (``agents.entries``); ``ref``: the factory that adds them (``agents.extend``)."""
     if not isinstance(run_input, dict) or "spec" not in run_input or "workspace" not in run_input:
         raise UserError("the software pipeline needs input {'spec': <text>, 'workspace': <dir>}")
     root = Path(run_input["workspace"])
@@ -295,7 +307,8 @@ def build_pipeline(run_input: Any) -> Pipeline:
     return Pipeline(
         "software",
         roles=[Architect(workspace, clock=clock), Tester(workspace, budget=budget, clock=clock),
-               Coder(workspace, budget=budget, clock=clock), Reviewer(workspace, clock=clock)],
+               Coder(workspace, budget=budget, clock=clock), Reviewer(workspace, clock=clock),
+               *added_roles(extra_roles, workspace, clock)],
         # the files there are now, in the task's input: a small model otherwise keeps
         # reading the path it is to create (seen: read_file of the spec's module, thrice)
         start=lambda inp: [NewTask("architect", PlanTask(
@@ -307,7 +320,7 @@ def build_pipeline(run_input: Any) -> Pipeline:
             "coder": _code_route(review, clock),
             "reviewer": _review_route(max_rounds, budget, clock),
         },
-        ref=PIPELINE_REF,
+        ref=ref,
         fail_run_on_task_failure=True,
         summary=run_story,
     )

@@ -67,7 +67,14 @@ def test_demo_board_holds_plan_handoffs_decisions_and_approvals(reference: Refer
     assert res.code == 0, res
     data = json.loads(res.stdout)
     assert set(data) == {"plans", "handoffs", "notes", "approvals", "entries"}
-    assert data["entries"] == []  # the stock pipeline posts no typed entries (yet)
+    # what each task finished, as typed entries (agents.entries): a role added to the
+    # stock pipeline consumes them
+    made = sorted((e["type"], e["author"].rsplit("/", 1)[-1],
+                   e["body"].get("module") or e["body"]["path"]) for e in data["entries"])
+    assert made == sorted([("TestsWritten", "tester", m) for m in MODULES]
+                          + [("ModuleReviewed", "reviewer", m) for m in MODULES]
+                          + [("ModuleWritten", "reviewer", m) for m in MODULES])
+    assert all(e["body"]["accepted"] for e in data["entries"] if e["type"] == "ModuleWritten")
 
     # the plan: 3 modules, each with its test file
     assert len(data["plans"]) == 1

@@ -77,7 +77,8 @@ def test_forks_of_the_demo_at_several_points_end_as_the_original(reference: Refe
     before = original_state(db, run_id)
     kinds = [(seq, kind) for seq, kind, _ in events(db, run_id)]
     completions = [seq for seq, kind in kinds if kind == "task.completed"]
-    points = [completions[0], completions[len(completions) // 2], kinds[-6][0]]
+    last_step = [seq for seq, kind in kinds if kind == "step.started"][-1]  # the review's
+    points = [completions[0], completions[len(completions) // 2], last_step]
     for i, at in enumerate(points):
         workspace = tmp_path / f"ws{i}"
         fork_id, forked_at = asyncio.run(fork(db, run_id, at, workspace))
