@@ -132,7 +132,6 @@ def _common(p: argparse.ArgumentParser) -> None:
 def _version() -> str:
     """Read from the installed metadata: importing the package would slow down `--help`."""
     from importlib.metadata import PackageNotFoundError, version
-
     try:
         return version(DISTRIBUTION)
     except PackageNotFoundError:

@@ -161,17 +161,11 @@ class Coordinator:
         or on another version than this coordinator's pipeline."""
         check_resumable(run, self.settings.max_tokens_per_run,
                         cost_cap=self.settings.max_cost_per_run)
-        self.check_version(run)
-
-    def check_version(self, run: Run) -> None:
-        """``VersionMismatchError`` (naming both) unless this pipeline serves ``run``'s
-        version: a run keeps the code it started with (a run from before versions were
-        recorded has none, and any version takes it)."""
+        # a run keeps the code it started with (VersionMismatchError names both versions)
         check_version(run.id, run.version, self.pipeline.fingerprint)
 
     async def post_entry(self, run_id: str, new: NewEntry, author: str = "operator") -> Entry:
-        """Post ``entry(model, scope=...)`` to a run's board with the tasks it triggers, in
-        one transaction (``store.post_entry`` leaves them to the run's next idle look)."""
+        """Post ``entry(model, scope=...)`` with the tasks it triggers, in one transaction."""
         return await post_entry(self.pipeline, self.store, run_id, new, author)
 
     async def cancel(self, run_id: str) -> Run:
@@ -213,7 +207,8 @@ class Coordinator:
         run = started or await self.store.get_run(run_id)
         if run.status in TERMINAL_RUN_STATUSES:
             return run
-        self.check_version(run)  # before its first claim: another version's run is not ours
+        # before its first claim: another version's run is not ours
+        check_version(run.id, run.version, self.pipeline.fingerprint)
         if started is not None and not self.settings.shared:
             for role in self.pipeline.roles:  # a run made just now: nobody wrote to it yet
                 self.agent(run_id, role.name).loaded = True
@@ -373,12 +368,8 @@ class Coordinator:
     async def _transition(self, run_id: str, status: RunStatus, *, error: str | None = None,
                           only_from: Collection[RunStatus] = _LIVE) -> Run:
         """Set the run's status unless another process already moved it out of ``only_from``
-        (finished, cancelled, or made the same change); then return the run as it is.
-
-        Without the guard, a run cancelled by ``orchestra cancel`` from another process
-        was flipped to ``completed`` by its driver, and two workers finishing one run
-        each logged ``run.completed``.
-        """
+        (else a run cancelled elsewhere was flipped to ``completed`` by its driver, and two
+        workers finishing one run each logged ``run.completed``); return the run as it is."""
         try:
             return await self.store.set_run_status(run_id, status, error=error,
                                                    only_from=only_from)
@@ -389,7 +380,7 @@ class Coordinator:
 
     async def _revive_failed(self, run_id: str) -> None:
         """A failed run being resumed: its failed tasks get another go (a fresh journal
-        retry each); tasks a usage cap stopped are still pending and simply continue."""
+        retry each); tasks a usage cap stopped are pending and continue."""
         retried = await self.store.retry_failed_tasks(run_id)
         await self.store.set_run_status(run_id, "running")
         if retried:
