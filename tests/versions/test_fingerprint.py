@@ -9,7 +9,16 @@ from pathlib import Path
 
 import pydantic
 
-from orchestra import Coordinator, FunctionModel, NewTask, Pipeline, Role, SQLiteBlackboard, reply
+from orchestra import (
+    Coordinator,
+    FunctionModel,
+    NewTask,
+    On,
+    Pipeline,
+    Role,
+    SQLiteBlackboard,
+    reply,
+)
 from orchestra.tools import ToolContext, tool
 
 
@@ -83,6 +92,37 @@ def test_the_same_declaration_has_the_same_version_and_each_change_another() -> 
         ["role:writer:instructions"]
     assert set(changed["route"].parts) - set(base.parts) == {"route:writer"}
     assert changed["label"].id.startswith("2@") and changed["label"].parts == base.parts
+
+
+class Reader(Role[Brief, str]):
+    """You read briefs."""
+
+    name = "critic"
+    consumes = [On(Brief)]
+
+
+def _unapproved(brief: Brief) -> bool:
+    return not brief.text
+
+
+class PickyReader(Reader):
+    """You read briefs."""
+
+    name = "critic"
+    consumes = [On(Brief, where=_unapproved)]
+
+
+def test_what_a_role_consumes_and_how_the_board_ends_are_in_the_version() -> None:
+    def with_reader(reader: Role, **board: object) -> Pipeline:
+        return Pipeline("p", roles=[Writer(), reader], model=_model(),
+                        start=lambda inp: [NewTask("writer", inp)], **board)  # type: ignore[arg-type]
+
+    base = with_reader(Reader()).fingerprint
+    assert with_reader(Reader()).fingerprint == base
+    picky = with_reader(PickyReader()).fingerprint
+    assert [k for k in base.parts if base.parts[k] != picky.parts[k]] == ["role:critic:consumes"]
+    done = with_reader(Reader(), done=lambda board: True).fingerprint
+    assert [k for k in base.parts if base.parts[k] != done.parts[k]] == ["pipeline"]
 
 
 def test_a_pipeline_computes_its_version_once() -> None:
