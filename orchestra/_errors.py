@@ -8,7 +8,8 @@
 * ``ServerError`` — ``orchestra serve`` at a URL cannot be reached or used.
 * ``ModelBehaviorError`` — the model misbehaved (invalid JSON, unknown tool,
   wrong arguments) past its retry budget.
-* ``ModelAPIError`` — the model provider failed (HTTP error, unreachable, auth).
+* ``ModelAPIError`` — the model provider failed (HTTP error, unreachable, auth);
+  ``ContextOverflowError`` when the server refused a request as longer than its context.
 * ``UsageLimitExceeded`` — a token/cost/turn cap stopped the task.
 * ``DeterminismError`` — replay asked for a different step than the journal holds.
 * ``ModelRetry`` — a control signal a tool raises to make the model fix its call.
@@ -86,6 +87,20 @@ class ModelAPIError(OrchestraError):
         self.retryable = retryable
         self.status = status
         super().__init__(message)
+
+
+class ContextOverflowError(ModelAPIError):
+    """The server refused a request as longer than the model's context window.
+
+    ``context_tokens`` is the window the server named (None when it named none),
+    ``prompt_tokens`` what it counted for the request: the runtime refits the request
+    to that window and sends it once more before giving up."""
+
+    def __init__(self, message: str, *, model: str = "", status: int | None = None,
+                 context_tokens: int | None = None, prompt_tokens: int | None = None) -> None:
+        super().__init__(message, model=model, retryable=False, status=status)
+        self.context_tokens = context_tokens
+        self.prompt_tokens = prompt_tokens
 
 
 class UsageLimitExceeded(OrchestraError):

@@ -1,6 +1,7 @@
 """Every error orchestra raises (the common ones are also importable from ``orchestra``)."""
 
 from orchestra._errors import (
+    ContextOverflowError,
     DeterminismError,
     LeaseLostError,
     ModelAPIError,
@@ -18,6 +19,7 @@ from orchestra._errors import (
 )
 
 __all__ = [
+    "ContextOverflowError",
     "DeterminismError",
     "LeaseLostError",
     "ModelAPIError",

@@ -28,10 +28,11 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-from orchestra._errors import ModelAPIError
+from orchestra._errors import ContextOverflowError, ModelAPIError
 from orchestra._log import get_logger
 from orchestra._secrets import SECRETS, check_key, mask_url, url_secrets
 from orchestra._secrets import redact as _redact
+from orchestra.models._context import refusal_sizes
 
 T = TypeVar("T")
 
@@ -163,6 +164,13 @@ class Endpoint:
             advice = f"the provider is overloaded ({said}). Resume the run later."
         elif status >= 500:
             advice = f"server error ({said}). Resume the run later if it persists."
+        elif status in (400, 413) and (sizes := refusal_sizes(body, fallback)) is not None:
+            return Failure(ContextOverflowError(
+                f"{self.label}: the request is longer than the model's context ({said}). "
+                "A role's request is refitted once to the window the server names; past "
+                "that, lower the role's max_tokens or keep less of its history in view.",
+                model=self.model, status=status, context_tokens=sizes[0],
+                prompt_tokens=sizes[1]))
         else:
             advice = f"the request was rejected ({said})."
         error = ModelAPIError(f"{self.label}: {advice}", model=self.model,

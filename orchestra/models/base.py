@@ -106,7 +106,9 @@ class Model(Protocol):
     """One async method. ``name`` identifies the model in logs and errors.
 
     A model may also say ``local = True``: it runs on this machine or is a test double
-    (see :func:`runs_locally`), so its calls cost nothing to count."""
+    (see :func:`runs_locally`), so its calls cost nothing to count; and how large its
+    context window is, as ``context_tokens`` or, when it learns it from its server, an
+    async ``context_window()`` (see :func:`context_window_of`)."""
 
     name: str
 
@@ -165,3 +167,18 @@ def streams(model: object) -> TypeGuard[StreamingModel]:
     """Whether ``model`` has ``request_stream`` (what ``isinstance(model, StreamingModel)``
     tells, in a tenth of a microsecond instead of twenty: it is asked per task)."""
     return callable(getattr(model, "request_stream", None))
+
+
+async def context_window_of(model: object) -> int | None:
+    """How many tokens ``model``'s context holds, None when unknown: its async
+    ``context_window()`` (which may ask its server, once), else its ``context_tokens``;
+    a wrapper without either (``inner``) answers for the model it wraps."""
+    learn = getattr(model, "context_window", None)
+    if callable(learn):
+        window = await learn()
+    else:
+        window = getattr(model, "context_tokens", None)
+        inner = getattr(model, "inner", None)
+        if window is None and inner is not None:
+            return await context_window_of(inner)
+    return window if isinstance(window, int) and window > 0 else None

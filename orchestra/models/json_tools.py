@@ -33,6 +33,7 @@ from orchestra.models.base import (
     OutputSchema,
     ToolCall,
     ToolSchema,
+    context_window_of,
     streams,
 )
 
@@ -154,10 +155,19 @@ class JSONToolModel:
     def __init__(self, inner: Model, *, name: str | None = None) -> None:
         self.inner = inner
         self.name = name or inner.name
-        self.context_tokens: int | None = getattr(inner, "context_tokens", None)
 
     def __repr__(self) -> str:
         return f"JSONToolModel({self.inner!r})"
+
+    @property
+    def context_tokens(self) -> int | None:
+        """The inner model's context window as known now (it may learn it later)."""
+        window = getattr(self.inner, "context_tokens", None)
+        return window if isinstance(window, int) else None
+
+    async def context_window(self) -> int | None:
+        """The inner model's context window, learned from its server if it can."""
+        return await context_window_of(self.inner)
 
     async def request(self, request: ModelRequest) -> ModelResponse:
         if not request.tools:

@@ -15,10 +15,11 @@ import os
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
-from orchestra._errors import UserError
+from orchestra._errors import ContextOverflowError, UserError
 from orchestra._log import get_logger
 from orchestra._secrets import mask_url
 from orchestra.models._chat_format import ResponseFormatMode, ShapeError, chat_body, chat_response
+from orchestra.models._context import probe_context
 from orchestra.models._guard import check_allowed
 from orchestra.models._http import (
     Backoff,
@@ -88,7 +89,9 @@ class OpenAIModel:
     A 400 that rejects the format degrades it once to ``json_object`` and then to
     none, remembered for this instance; the runtime validates the JSON either way.
     ``context_tokens`` is the served model's context window, when known: the
-    runtime compacts requests to fit it.
+    runtime compacts requests to fit it. Given none, :meth:`context_window` asks a
+    local or self-hosted server once (llama.cpp, vLLM, LM Studio); a request the
+    server refuses as too long narrows it to the window the refusal names.
 
     ``concurrency`` caps the requests in flight at once (default: unbounded for OpenAI,
     1 for other servers): a llama.cpp or Ollama server with one slot queues a second
@@ -140,6 +143,8 @@ class OpenAIModel:
             None if self.official else 1)
         self._gate: tuple[asyncio.AbstractEventLoop, asyncio.Semaphore] | None = None
         self.context_tokens = context_tokens
+        self._asked_size = False  # the server was asked its context window (once)
+        self._size_gate: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
         self.json_schema_mode: JSONSchemaMode = json_schema_mode
         self.backoff = backoff or Backoff()
         self.name = name or (f"openai:{model}" if self.official
@@ -187,6 +192,45 @@ class OpenAIModel:
                 self._degraded = _DEGRADE[mode]
                 _log.info("model.response_format_fallback", model=self.name,
                           rejected=mode, now=self._degraded)
+
+    async def context_window(self) -> int | None:
+        """The served model's context window: the one given (``?context=`` wins), else
+        the one the server says, asked at the first call and kept (concurrent first
+        calls ask once), else None. OpenAI's own API says none: it is not asked. A
+        failed probe leaves None, logged once; requests then go unfitted, as before."""
+        if self.context_tokens is not None or self.official or self._asked_size:
+            return self.context_tokens
+        try:
+            check_allowed(self.name)
+        except UserError:  # requests are off (tests): the request itself will say so
+            return None
+        async with self._size_lock():
+            if not self._asked_size:
+                window, where = await probe_context(self.base_url, self.model,
+                                                    api_key=self.__api_key)
+                self._asked_size = True
+                if window is None:
+                    _log.info("model.context_unknown", model=self.name, asked=where)
+                elif self.context_tokens is None:  # a refusal may have named it meanwhile
+                    self.context_tokens = window
+                    _log.info("model.context_learned", model=self.name, context=window,
+                              source=where)
+        return self.context_tokens
+
+    def _size_lock(self) -> asyncio.Lock:
+        """This event loop's lock around the one probe (a new loop gets its own)."""
+        loop = asyncio.get_running_loop()
+        if self._size_gate is None or self._size_gate[0] is not loop:
+            self._size_gate = (loop, asyncio.Lock())
+        return self._size_gate[1]
+
+    def _narrow(self, error: ContextOverflowError) -> None:
+        """A refusal for size names the served window: later requests fit it."""
+        served = error.context_tokens
+        if served is not None and (self.context_tokens is None or served < self.context_tokens):
+            _log.warning("model.context_refused", model=self.name, context=served,
+                         was=self.context_tokens)
+            self.context_tokens = served
 
     async def aclose(self) -> None:
         """Close the HTTP connections (the model stays usable; a new client is made)."""
@@ -288,7 +332,10 @@ class OpenAIModel:
             return self._endpoint.malformed(exc)
         if isinstance(exc, _Silence):
             return self._endpoint.timed_out(self._timeout(request))
-        return classify_sdk_error(self._sdk, self._endpoint, exc, self._timeout(request))
+        failure = classify_sdk_error(self._sdk, self._endpoint, exc, self._timeout(request))
+        if failure is not None and isinstance(failure.error, ContextOverflowError):
+            self._narrow(failure.error)
+        return failure
 
 
 def _shrunk(request: ModelRequest, timeouts: int) -> ModelRequest:

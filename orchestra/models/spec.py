@@ -43,7 +43,9 @@ SPEC_FORMS = (
 OPTIONS: dict[str, str] = {
     "timeout": "seconds without a token before a request is abandoned (HTTP providers; "
                "default 120; streamed answers may take longer in all)",
-    "context": "the model's context window in tokens: requests are compacted to fit it",
+    "context": "the model's context window in tokens: requests are compacted to fit it "
+               "(default: asked of a llama.cpp, vLLM or LM Studio server, else learned "
+               "from its first refusal for size; given, it wins)",
     "n_ctx": "gguf only: the context the model is loaded with (default 4096; also 'context')",
     "structured": "how a structured answer is constrained: json_schema, json_object or none",
     "tools": "native (the provider's tool calls) or json (one constrained JSON object a turn)",

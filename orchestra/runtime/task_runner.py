@@ -27,7 +27,7 @@ from orchestra.runtime import keys
 from orchestra.runtime.agent_state import ATTEMPT_FAILED, AgentState
 from orchestra.runtime.builtin_tools import builtin_tools
 from orchestra.runtime.compactor import summarize
-from orchestra.runtime.context_fit import fit_context
+from orchestra.runtime.context_fit import ContextWindow
 from orchestra.runtime.journal import Journal, Outcome, PendingStep
 from orchestra.runtime.limits import RunLimits, Spent, call_bound, check_next_call, check_spent
 from orchestra.runtime.mcp_tools import MCPTools, open_mcp_tools, schemas
@@ -79,7 +79,7 @@ class TaskRunner:
         self.tokens = 0
         self.checks_output = type(role).check_output is not Role.check_output
         self.patches = TaskPatches(role.name, type(role).patches, ())
-        self._context: int | None = getattr(model, "context_tokens", None)
+        self.window = ContextWindow(model)  # learned at the first fit, narrowed by refusals
 
     async def run(self) -> TaskOutcome:
         """Run the task to its end, returned as data (nothing of a completed task's end
@@ -165,9 +165,9 @@ class TaskRunner:
         if view.summary is not None:
             messages += (Message("user", "Summary of your earlier work:\n"
                                  + view.summary.summary),)
-        return ModelRequest(messages + fit_context(
+        return ModelRequest(messages + await self.window.fit(
             view.messages, fixed=messages, tools=st.schemas, output=st.output_schema,
-            settings=self.settings, context=self._context, pinned=st.pinned),
+            settings=self.settings, pinned=st.pinned),
             st.schemas, st.output_schema, retry_settings(
                 # by the task's key when it has one: the same task of another run of the
                 # pipeline samples alike, so a recorded session replays there too
@@ -186,11 +186,11 @@ class TaskRunner:
         model, pricer = self.model, self.pricer
         if self._money_capped() and pricer is not None and not st.journal.is_recorded(n):
             check_next_call(self.limits, self._spent(), call_bound(
-                pricer, model.name, request, self._context), run_id=self.task.run_id,
+                pricer, model.name, request, self.window.context), run_id=self.task.run_id,
                 agent=self.agent.agent_id, agent_cost_cap=type(self.role).max_cost_per_agent)
 
         async def call() -> Outcome:
-            resp = await st.journal.ask(model, request, n)  # streamed: deltas on the log
+            resp = await self.window.ask(st.journal.ask, request, n)  # streamed: deltas logged
             usage = resp.usage if pricer is None else pricer.priced(model.name, resp.usage)
             outcome = reply_outcome(resp, flushed, usage)
             if n == 1:  # the patches the task runs with, journaled with its first call

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -43,11 +44,17 @@ class Received:
 
 
 class WireServer:
-    """Pops a scripted reply per POST and records what was sent."""
+    """Pops a scripted reply per POST and records what was sent; answers a GET from
+    ``pages`` (by path; 404 otherwise). ``judge``, when set, sees each POST body first
+    and may answer it instead of the script (a server that checks what it is sent)."""
 
     def __init__(self) -> None:
         self.script: list[Reply] = []
         self.received: list[Received] = []
+        self.pages: dict[str, Reply] = {}
+        self.fetched: list[Received] = []
+        """The GETs made, in order."""
+        self.judge: Callable[[Any], Reply | None] | None = None
         self.in_flight = self.max_in_flight = 0
         """Requests being answered now, and the most there ever were at once."""
         self._lock = threading.Lock()
@@ -64,17 +71,29 @@ class WireServer:
                     with outer._lock:
                         outer.in_flight -= 1
 
+            def do_GET(self) -> None:
+                with outer._lock:
+                    outer.fetched.append(Received(
+                        self.path, {k.lower(): v for k, v in self.headers.items()}, None))
+                    reply = outer.pages.get(self.path) or Reply(
+                        404, {"error": {"message": f"File Not Found: {self.path}"}})
+                self._send(reply)
+
             def _answer(self) -> None:
                 raw = self.rfile.read(int(self.headers.get("content-length") or 0))
                 try:
                     body = json.loads(raw)
                 except ValueError:
                     body = raw.decode(errors="replace")
+                judged = outer.judge(body) if outer.judge is not None else None
                 with outer._lock:
                     outer.received.append(Received(
                         self.path, {k.lower(): v for k, v in self.headers.items()}, body))
-                    reply = outer.script.pop(0) if outer.script else Reply(
-                        500, {"error": {"message": "test script exhausted"}})
+                    reply = judged or (outer.script.pop(0) if outer.script else Reply(
+                        500, {"error": {"message": "test script exhausted"}}))
+                self._send(reply)
+
+            def _send(self, reply: Reply) -> None:
                 if reply.delay:
                     time.sleep(reply.delay)
                 if reply.events is not None:
