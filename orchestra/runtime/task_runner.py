@@ -167,7 +167,7 @@ class TaskRunner:
                                  + view.summary.summary),)
         return ModelRequest(messages + await self.window.fit(
             view.messages, fixed=messages, tools=st.schemas, output=st.output_schema,
-            settings=self.settings, pinned=st.pinned),
+            settings=self.settings, pinned=view.messages[0] if st.restart else st.pinned),
             st.schemas, st.output_schema, retry_settings(
                 # by the task's key when it has one: the same task of another run of the
                 # pipeline samples alike, so a recorded session replays there too

@@ -323,3 +323,48 @@ async def _run_writer(tmp_path: Any, role: Role, model: Any) -> Any:
             {"task": "write it"})
     finally:
         await store.close()
+
+
+async def test_a_task_started_afresh_keeps_its_input_once_when_its_view_is_cut(
+        tmp_path: Any) -> None:
+    """After an afresh start the task's input is the first message merged with the note;
+    cut to a small context, the view keeps that message: the note is not lost, the
+    input not doubled."""
+    from orchestra import ModelRetry
+
+    class Picky(Role):
+        """Write the file."""
+
+        answer = ONE
+        output_retries = 12
+
+        async def check_output(self, ctx: Any, output: Any) -> None:
+            if "return 'I' * n" not in output.files["kata/roman.py"]:
+                raise ModelRetry("wrong: it must return 'I' * n. " + "Look again. " * 60)
+
+    bad = "kata/roman.py\n```python\ndef to_roman(n):\n    return ''\n```"
+    replies = [bad, bad, *(f"kata/roman.py\n```python\ndef to_roman(n):\n    return '{i}'\n```"
+                           for i in range(4)), f"kata/roman.py\n```python\n{CODE}```"]
+    requests: list[ModelRequest] = []
+
+    class Small(FunctionModel):
+        context_tokens = 1200
+
+    def model(request: ModelRequest) -> ModelResponse:
+        requests.append(request)
+        return ModelResponse(replies[len(requests) - 1])
+
+    store = await SQLiteBlackboard.open(tmp_path / "o.db")
+    try:
+        pipeline = Pipeline("p", roles=[Picky()],
+                            start=lambda inp: [NewTask("picky", inp)])
+        run = await Coordinator(store, pipeline, models={"picky": Small(model)}).run(
+            {"task": "write it " + "with care " * 80})
+    finally:
+        await store.close()
+    assert run.status == "completed", run.error
+    assert len(requests) == len(replies)
+    for request in requests:
+        assert sum(m.content.count("write it") for m in request.messages) == 1
+    for request in requests[2:]:  # started afresh: the note stays with the input
+        assert "# Note" in request.messages[1].content
