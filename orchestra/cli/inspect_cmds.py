@@ -19,10 +19,10 @@ from orchestra._types import DEFAULT_CONCURRENCY, DELTA_EVENT, AgentId, Event, R
 from orchestra.cli.board_text import _handoff_text, _plan_text, shorten
 from orchestra.cli.cost_text import resume_hint, usage_line, usd
 from orchestra.cli.live_text import delta_piece
-from orchestra.coordinator.resumable import INTERRUPTED_EVENT
+from orchestra.coordinator.orphans import Orphan, orphans, worker_fields
 from orchestra.coordinator.serving import served_now
 from orchestra.coordinator.usage_report import run_usage
-from orchestra.store import Blackboard, EventLog, RunStore
+from orchestra.store import Blackboard, RunStore
 from orchestra.store.url import label
 
 OpenStore = Callable[..., AbstractAsyncContextManager[Blackboard]]
@@ -87,39 +87,6 @@ def event_line(e: Event) -> str:
            f"{detail[:160]}"
 
 
-_SERVED = ("pending", "running")  # statuses a worker must drive (waiting waits for a human)
-
-
-@dataclasses.dataclass(frozen=True)
-class Orphan:
-    """A run that needs a worker and has none: since when (None: none ever served it),
-    whether its last one was stopped with Ctrl-C (the run's last event says so), and the
-    version it ``needs`` when live processes serve others, none its own."""
-
-    since: float | None
-    interrupted: bool = False
-    needs: str | None = None
-
-
-async def orphans(store: Blackboard, runs: list[Run]) -> dict[str, Orphan]:
-    """Runs that need a worker and have no live one, by run id."""
-    live = [r for r in runs if r.status in _SERVED]
-    if not live:
-        return {}
-    until, now = await store.served_until([r.id for r in live]), time.time()
-    left = [r for r in live if (until.get(r.id) or 0) < now]
-    served = await store.live_versions() if any(r.version for r in left) else set()
-    return {r.id: Orphan(until.get(r.id), await _interrupted(store, r),
-                         r.version if served and r.version not in served else None)
-            for r in left}
-
-
-async def _interrupted(store: EventLog, run: Run) -> bool:
-    last = await store.events(run.id, starting_after=run.last_seq - 1, limit=1) \
-        if run.last_seq else []
-    return bool(last) and last[-1].kind == INTERRUPTED_EVENT
-
-
 def status_text(run: Run, orphaned: dict[str, Orphan]) -> str:
     """``running``, ``paused (budget)``, ``interrupted — orchestra resume RUN``, or e.g.
     ``running (no live worker since 12:03:11)``, ``running (needs a worker of version V)``."""
@@ -139,13 +106,7 @@ def status_text(run: Run, orphaned: dict[str, Orphan]) -> str:
 
 
 def _with_worker(run: Run, orphaned: dict[str, Orphan]) -> dict[str, Any]:
-    data = run_dict(run)
-    orphan = orphaned.get(run.id)
-    data["orphaned"] = orphan is not None
-    data["no_worker_since"] = orphan.since if orphan else None
-    data["interrupted"] = bool(orphan and orphan.interrupted)
-    data["needs_version"] = orphan.needs if orphan else None
-    return data
+    return {**run_dict(run), **worker_fields(orphaned.get(run.id))}
 
 
 async def show_data(store: Blackboard, run_id: str) -> dict[str, Any]:

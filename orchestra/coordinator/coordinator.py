@@ -7,8 +7,8 @@ the store's leases guarantee a task attempt runs in one place only.
 
 Following one run, :meth:`Coordinator.drive` reads top to bottom:
 
-1. **claim**: mark the run running and served, and claim its first tasks
-   (``_fill``: ``store.claim_tasks`` within the free slots ``Jobs.free_slots`` counts);
+1. **claim**: mark the run running and served, and claim its first tasks (``_fill``:
+   ``claim_tasks`` within ``Jobs.free_slots``, of runs on this pipeline's version only);
 2. **execute**: each claimed task runs in a job (``TaskExecutor.execute`` in
    ``execution.py``); the runtime's ``TaskRunner.run`` returns how it ended, as data;
 3. **hand in**: the executor commits a completed task with its route's postings and
@@ -312,19 +312,19 @@ class Coordinator:
                                               finishing=task.role)
         if free <= 0 or not any(n > 0 for n in capacity.values()):
             return None
-        return ClaimSpec(self.owner, capacity, free, task.run_id, self.settings.lease_seconds)
+        return ClaimSpec(self.owner, capacity, free, task.run_id, self.settings.lease_seconds,
+                         (self.pipeline.fingerprint.id,))
 
     async def _fill(self, run_id: str, executor: TaskExecutor) -> bool:
-        """Claim as many of the run's ready tasks as there are free slots, and run them;
-        whether it found any."""
+        """Claim the run's ready tasks into the free slots, and run them; whether any."""
         if self.jobs.stopped(run_id):
             return False
         capacity, free = self.jobs.free_slots(self._role_limits, self.settings.concurrency)
         if free <= 0 or not any(n > 0 for n in capacity.values()):
             return False
         tasks = await self.store.claim_tasks(self.owner, run_id=run_id, capacity=capacity,
-                                             limit=free,
-                                             lease_seconds=self.settings.lease_seconds)
+                                             limit=free, lease_seconds=self.settings.lease_seconds,
+                                             versions=(self.pipeline.fingerprint.id,))
         executor.start(run_id, tasks)
         return bool(tasks)
 

@@ -12,6 +12,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from orchestra._errors import UserError
 from orchestra._types import Approval, Run, RunStatus
 from orchestra.coordinator.coordinator import Coordinator
+from orchestra.coordinator.orphans import Orphan, orphans, worker_fields
 from orchestra.coordinator.owners import dead_local_owners
 from orchestra.coordinator.pipeline import load_pipeline
 from orchestra.coordinator.resumable import CANCELLABLE, check_resumable
@@ -102,12 +103,16 @@ async def list_runs(svc: Svc, active: bool = False, status: RunStatus | None = N
     runs = await svc.store.list_runs(active_only=active, status=status, pipeline=pipeline,
                                      limit=limit, before=before)
     nxt = encode_cursor(runs[-1].created_at, runs[-1].id) if len(runs) == limit else None
-    return _json(envelope("runs", [_run_json(r) for r in runs], nxt))
+    orphaned = await orphans(svc.store, runs)
+    return _json(envelope("runs", [_run_json(r, orphaned) for r in runs], nxt))
 
 
-def _run_json(run: Run) -> dict[str, Any]:
-    """A run as the API shows it: its fields, and ``reason`` (why it is paused, or null)."""
-    return {**dataclasses.asdict(run), "reason": run.reason}
+def _run_json(run: Run, orphaned: dict[str, Orphan]) -> dict[str, Any]:
+    """A run as the API shows it: its fields, ``reason`` (why it is paused, or null) and
+    its worker state as ``orchestra runs --json`` says it (``needs_version``: a live run
+    that only a worker of that version may take, and no live process serves)."""
+    return {**dataclasses.asdict(run), "reason": run.reason,
+            **worker_fields(orphaned.get(run.id))}
 
 
 @router.get("/runs/{run_id}", response_model=RunDetail, responses=_ERRORS)
@@ -116,11 +121,12 @@ async def get_run(run_id: str, svc: Svc) -> JSONResponse:
     store = svc.store
     run = await store.get_run(run_id)
     # queued together on the store's reader: one wait instead of four round trips
-    tasks, steps, agents, pending, usage = await asyncio.gather(
+    tasks, steps, agents, pending, usage, orphaned = await asyncio.gather(
         store.task_counts(run_id), store.step_counts(run_id), store.agent_infos(run_id),
-        store.list_approvals(run_id, status="pending"), run_usage(store, run_id))
+        store.list_approvals(run_id, status="pending"), run_usage(store, run_id),
+        orphans(store, [run]))
     return _json({
-        "run": _run_json(run),
+        "run": _run_json(run, orphaned),
         "status": run.status,
         "reason": run.reason,
         "usage": {"tokens_in": run.tokens_in, "tokens_out": run.tokens_out, "cost": run.cost,

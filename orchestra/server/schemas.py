@@ -46,7 +46,10 @@ class RunAccepted(BaseModel):
 
 class RunPage(BaseModel):
     runs: list[Run] = Field(description="Each run also says `reason`: why it is paused "
-                                        "(`budget`: its token cap), else null")
+                                        "(`budget`: its token cap), else null; and its "
+                                        "worker state: `orphaned`, `no_worker_since`, "
+                                        "`interrupted`, `needs_version` (a live run only a "
+                                        "worker of that version takes, and none is live)")
     next_cursor: str | None = Field(None, description="Pass as ?cursor= for the next page")
 
 
@@ -114,7 +117,7 @@ class Usage(BaseModel):
 class RunDetail(BaseModel):
     """What a polling client needs: status, progress, per-agent state, usage."""
 
-    run: Run
+    run: Run = Field(description="With `reason` and the worker state, as in the listing")
     status: RunStatus
     reason: PauseReason | None = Field(None, description="Why the run is `paused`: `budget`, "
                                        "its token cap was reached (resume it with a higher "

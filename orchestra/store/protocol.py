@@ -144,6 +144,9 @@ class ClaimSpec:
     limit: int
     run_id: str | None = None
     lease_seconds: float = 30.0
+    versions: tuple[str, ...] | None = None
+    """Take only tasks of runs on one of these versions (or none recorded), as
+    ``claim_tasks(versions=...)``; None: any run."""
 
 
 class RunStore(Protocol):
@@ -185,7 +188,9 @@ class TaskQueue(Protocol):
     ``not_before`` passed, run live), and bumps ``attempt``, the fencing token: every
     write under a ``Lease``
     is refused with ``LeaseLostError`` (and writes nothing) unless the task is still
-    ``running`` with that owner and attempt. A task's ``key`` is unique per run:
+    ``running`` with that owner and attempt. With ``versions`` (the code versions the
+    claimer runs), a claim takes only tasks of runs on one of them or on none recorded,
+    inside its one statement; None takes any run's. A task's ``key`` is unique per run:
     adding it again returns the existing task and writes nothing. ``serve_run``
     renews a process's claim to serve a run (like a lease); ``served_until`` tells
     a served run from one with no live worker, in times on the caller's clock (a
@@ -194,11 +199,11 @@ class TaskQueue(Protocol):
 
     async def add_tasks(self, run_id: str, tasks: Sequence[NewTask]) -> list[Task]: ...
     async def claim_task(self, owner: str, *, run_id: str | None = None,
-                         roles: Collection[str] | None = None,
-                         lease_seconds: float = 30.0) -> Task | None: ...
+                         roles: Collection[str] | None = None, lease_seconds: float = 30.0,
+                         versions: Collection[str] | None = None) -> Task | None: ...
     async def claim_tasks(self, owner: str, *, capacity: dict[str, int], limit: int,
-                          run_id: str | None = None,
-                          lease_seconds: float = 30.0) -> list[Task]: ...
+                          run_id: str | None = None, lease_seconds: float = 30.0,
+                          versions: Collection[str] | None = None) -> list[Task]: ...
     async def heartbeat(self, task_id: str, lease: Lease, lease_seconds: float) -> bool: ...
     async def release_leases(self, run_id: str | None = None, *,
                              owners: Collection[str] = ()) -> list[Task]: ...

@@ -6,10 +6,24 @@ fingerprints is the coordinator's business (``orchestra.coordinator.versions``).
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from orchestra._errors import UserError
 
 UPGRADED_EVENT = "run.upgraded"
 """A run moved to another version: ``{"from": old, "to": new, "manifest": ...}``."""
+
+
+def served(versions: Collection[str] | None) -> list[str] | None:
+    """The ``runs.version`` values a claimer serving ``versions`` may take (sorted): those,
+    and ``''`` (a run that recorded none: any process may take it); None: no filter."""
+    return None if versions is None else sorted({*versions, ""})
+
+
+def covers(known: frozenset[str] | None, versions: Collection[str] | None) -> bool:
+    """Whether a run known to be on one of ``known`` (None: not known) is one a claimer
+    serving ``versions`` may take."""
+    return versions is None or (known is not None and known <= {*versions, ""})
 
 
 def version_changed(run_id: str, expected: str, found: str) -> UserError:

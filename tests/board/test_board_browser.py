@@ -14,7 +14,7 @@ import httpx
 from tests.board.board_api import AUTH, detail, messages, start, wait_status
 from tests.board.board_browser import Watched, browser, open_page  # noqa: F401 (fixture)
 from tests.board.conftest import TOKEN
-from tests.server.server_helpers import Server, effects, wait_for
+from tests.server.server_helpers import Server, effects, stranded_run, wait_for
 
 FINISHED = "#events li[data-kind='run.completed']"
 
@@ -217,3 +217,20 @@ def test_a_lane_keeps_each_answer_whole_when_its_role_writes_two_at_once(
     assert len(answers) == 1  # both wrote the same answer
     assert w.page.inner_text(lane) in answers
     assert w.errors == []
+
+
+def test_a_run_no_live_process_of_its_version_serves_says_so(browser: Any,  # noqa: F811
+                                                             server: Server) -> None:
+    old, new = stranded_run(server.db)
+    try:
+        w = _page(browser, server)
+        w.page.goto("/")
+        row = w.page.inner_text(f"tr[data-run='{old}']")
+        assert "needs a worker of version 1@old" in row
+        assert "needs a worker" not in w.page.inner_text(f"tr[data-run='{new}']")
+        w.page.goto(f"/runs/{old}")
+        assert "needs a worker of version 1@old" in w.page.inner_text("#part-header")
+        assert w.errors == []
+    finally:
+        for run_id in (old, new):
+            httpx.post(f"{server.url}/v1/runs/{run_id}/cancel", headers=AUTH).raise_for_status()

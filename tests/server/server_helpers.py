@@ -119,3 +119,29 @@ def read_events(response: httpx.Response, *, stop_after: int | None = None
 
 def effects(path: Path) -> list[str]:
     return path.read_text().splitlines() if path.exists() else []
+
+
+def stranded_run(db: Path) -> tuple[str, str]:
+    """Two live runs made by another process: one on version ``1@old`` of a pipeline no
+    process here builds, and one on ``2@new`` that a live process serves (for a minute).
+    The first needs a worker of its version; their ids."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    from orchestra import NewTask, SQLiteBlackboard
+
+    async def make() -> tuple[str, str]:
+        store = await SQLiteBlackboard.open(db)
+        try:
+            old = await store.create_run("no_such_module:build", {}, version="1@old",
+                                         tasks=[NewTask("x", {})])
+            new = await store.create_run("no_such_module:build", {}, version="2@new",
+                                         tasks=[NewTask("x", {})])
+            await store.serve_run(new.id, "elsewhere", 60)
+        finally:
+            await store.close()
+        return old.id, new.id
+
+    # its own thread: a caller may be inside an event loop (Playwright's sync API is)
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(lambda: asyncio.run(make())).result()

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from server_helpers import PIPELINE, Server, effects, read_events, wait_for
+from server_helpers import PIPELINE, Server, effects, read_events, stranded_run, wait_for
 
 from orchestra.client import ApiError, AsyncClient, Client
 
@@ -279,3 +279,21 @@ def test_a_run_stopped_by_its_token_cap_resumes_with_a_higher_one(server: Server
     events = list(api.runs.stream(run_id))
     assert events[-1].kind == "run.completed"
     assert api.runs.get(run_id)["steps"]["completed"] == 9
+
+
+def test_the_api_says_a_run_needs_a_worker_of_its_version(server: Server) -> None:
+    """A live run of a version no live process serves, while others are served: the
+    listing and the detail carry its version and ``needs_version`` (as ``orchestra runs``
+    says "needs a worker of version V"); a served run needs nothing."""
+    old, new = stranded_run(server.db)
+    try:
+        listed = {r["id"]: r for r in httpx.get(f"{server.url}/v1/runs").json()["runs"]}
+        assert (listed[old]["version"], listed[old]["needs_version"]) == ("1@old", "1@old")
+        assert listed[old]["orphaned"] is True
+        assert (listed[new]["version"], listed[new]["needs_version"]) == ("2@new", None)
+        assert listed[new]["orphaned"] is False
+        run = httpx.get(f"{server.url}/v1/runs/{old}").json()["run"]
+        assert (run["version"], run["needs_version"]) == ("1@old", "1@old")
+    finally:
+        for run_id in (old, new):
+            httpx.post(f"{server.url}/v1/runs/{run_id}/cancel").raise_for_status()

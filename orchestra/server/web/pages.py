@@ -14,6 +14,7 @@ from starlette.responses import Response
 
 from orchestra._errors import NotFoundError
 from orchestra._types import TERMINAL_RUN_STATUSES, Event, RunStatus
+from orchestra.coordinator.orphans import orphans
 from orchestra.server.schemas import decode_cursor, encode_cursor
 from orchestra.server.services import Services, services
 from orchestra.server.web import views
@@ -33,7 +34,7 @@ async def runs_page(request: Request, svc: Svc, status: str = "", cursor: str = 
     chosen: Any = status if status in STATUSES else None
     before = decode_cursor(cursor) if cursor else None
     runs = await svc.store.list_runs(status=chosen, limit=50, before=before)
-    context = {"runs": runs, "status": chosen}
+    context = {"runs": runs, "status": chosen, "orphaned": await orphans(svc.store, runs)}
     if partial:
         return JSONResponse({"rows": fragment(request, "_rows.html", **context)})
     active = len(await svc.store.list_runs(active_only=True, limit=1000))
@@ -52,6 +53,7 @@ async def _run_parts(request: Request, svc: Svc, run_id: str) -> dict[str, Any]:
     tasks = await store.list_tasks(run_id)
     return {
         "run": run,
+        "orphan": (await orphans(store, [run])).get(run_id),  # e.g. needs another version
         "task_counts": await store.task_counts(run_id),
         "task_total": len(tasks),
         "items": views.timeline(run, tasks),

@@ -1,4 +1,5 @@
-"""A step's writes in one round trip: one call of ``orchestra_step`` (schema v5).
+"""A step's writes in one round trip: one call of ``orchestra_step`` (schema v5; its
+claim's version filter v10).
 
 The general path (``journal``) takes a transaction of about ten statements, each a
 round trip to the server, with the task's and the run's rows locked across all of
@@ -23,10 +24,11 @@ from orchestra.store.leases import lease_lost
 from orchestra.store.postgres.tasks import TASK_NAMES
 from orchestra.store.protocol import ClaimSpec, Lease, StepResult, Writes
 from orchestra.store.rules import already_completed, check_new_task
+from orchestra.store.versions import served
 
 __all__ = ["end_step", "start_step"]
 
-_STEP = f"SELECT * FROM orchestra_step({', '.join(f'${i}' for i in range(1, 36))})"
+_STEP = f"SELECT * FROM orchestra_step({', '.join(f'${i}' for i in range(1, 37))})"
 _START = "SELECT orchestra_start_step($1, $2, $3, $4, $5, $6, $7, $8)"
 
 
@@ -90,7 +92,8 @@ async def end_step(c: asyncpg.Connection, enc: Encoder, result: StepResult, leas
             *hand, done, result_text,
             None if claim is None else claim.owner, roles, caps,
             None if claim is None else claim.limit, None if claim is None else claim.run_id,
-            None if claim is None else float(claim.lease_seconds))
+            None if claim is None else float(claim.lease_seconds),
+            None if claim is None else served(claim.versions))
     except asyncpg.PostgresError as exc:
         _raise(exc, task_id, lease, result.step, result.name, result.retry)
         raise  # pragma: no cover (``_raise`` always raises)

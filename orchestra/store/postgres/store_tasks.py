@@ -38,20 +38,23 @@ class TaskMethods(TaskFacade[Txn, asyncpg.Connection]):
 
     # -- tasks and leases -----------------------------------------------------
     async def claim_task(self, owner: str, *, run_id: str | None = None,
-                         roles: Collection[str] | None = None,
-                         lease_seconds: float = 30.0) -> Task | None:
+                         roles: Collection[str] | None = None, lease_seconds: float = 30.0,
+                         versions: Collection[str] | None = None) -> Task | None:
         roles = None if roles is None else tuple(roles)
+        served = None if versions is None else tuple(versions)
         tasks = await self._write(lambda tx: _tasks.claim(
-            tx, owner, run_id=run_id, roles=roles, lease_seconds=lease_seconds))
+            tx, owner, run_id=run_id, roles=roles, lease_seconds=lease_seconds,
+            versions=served))
         return tasks[0] if tasks else None
 
     async def claim_tasks(self, owner: str, *, capacity: dict[str, int], limit: int,
                           run_id: str | None = None, lease_seconds: float = 30.0,
-                          ) -> list[Task]:
+                          versions: Collection[str] | None = None) -> list[Task]:
         capacity = dict(capacity)
+        served = None if versions is None else tuple(versions)
         return await self._statement(lambda c: _tasks.claim_many_at_once(
             c, owner, run_id=run_id, capacity=capacity, limit=limit,
-            lease_seconds=lease_seconds))
+            lease_seconds=lease_seconds, versions=served))
 
     async def complete_task(self, task_id: str, lease: Lease, result: JSON, *,
                             agent_id: str, writes: Writes | None = None,
@@ -79,7 +82,8 @@ class TaskMethods(TaskFacade[Txn, asyncpg.Connection]):
             await _journal.complete_task(tx, task_id, lease, result, agent_id, writes, step)
             nxt = await _tasks.claim_many(tx, claim.owner, run_id=claim.run_id,
                                           capacity=dict(claim.capacity), limit=claim.limit,
-                                          lease_seconds=claim.lease_seconds, expired=False)
+                                          lease_seconds=claim.lease_seconds, expired=False,
+                                          versions=claim.versions)
             return nxt
 
         return await self._write(op)

@@ -22,6 +22,7 @@ from orchestra.store.postgres.events import append_event, require_run, whole
 from orchestra.store.postgres.txn import Txn
 from orchestra.store.protocol import Lease, NewTask
 from orchestra.store.rules import check_new_task
+from orchestra.store.versions import served
 
 TASK_COLS = ", ".join("tasks." + c.strip() for c in (
     'id, run_id, role, input, status, attempt, retries, max_attempts, lease_owner, '
@@ -43,6 +44,7 @@ WITH picked AS (
       AND r.status IN ('pending', 'running', 'waiting')
       AND ($4::text IS NULL OR t.run_id = $4)
       AND ($5::text[] IS NULL OR t.role = ANY($5::text[]))
+      AND ($7::text[] IS NULL OR r.version = ANY($7::text[]))
     ORDER BY t.created_at, t.position
     LIMIT $6
     FOR UPDATE OF t SKIP LOCKED)
@@ -50,6 +52,8 @@ UPDATE tasks SET status = 'running', attempt = tasks.attempt + 1, lease_owner = 
     lease_expires_at = $2, updated_at = $3
 FROM picked WHERE tasks.id = picked.id
 RETURNING {TASK_COLS}, tasks.position"""
+# $7 (both claims): the versions the claimer serves (``versions.served``; NULL: any), so a
+# claim never takes a task of a run on code it does not run.
 # Leases past their expiry (their owner stopped heartbeating): anyone's to take, with
 # the attempt counted; SKIP LOCKED as for pending tasks.
 _TAKE_OVER = f"""
@@ -59,6 +63,7 @@ WITH picked AS (
       AND r.status IN ('pending', 'running', 'waiting')
       AND ($4::text IS NULL OR t.run_id = $4)
       AND ($5::text[] IS NULL OR t.role = ANY($5::text[]))
+      AND ($7::text[] IS NULL OR r.version = ANY($7::text[]))
     ORDER BY t.created_at, t.position
     LIMIT $6
     FOR UPDATE OF t SKIP LOCKED)
@@ -132,18 +137,20 @@ async def insert_tasks(tx: Txn, run_id: str, tasks: Sequence[NewTask], *,
 
 
 async def claim(tx: Txn, owner: str, *, run_id: str | None, roles: Collection[str] | None,
-                lease_seconds: float, limit: int = 1, expired: bool = True) -> list[Task]:
+                lease_seconds: float, limit: int = 1, expired: bool = True,
+                versions: Collection[str] | None = None) -> list[Task]:
     """Lease up to ``limit`` of the oldest claimable pending tasks to ``owner`` (after
-    the tasks whose lease expired, unless not ``expired``).
+    the tasks whose lease expired, unless not ``expired``), of runs on one of
+    ``versions`` (None: any).
 
     ``SKIP LOCKED`` passes over rows another transaction is claiming right now, so
     claimers on many hosts never wait on each other and never take the same task.
     """
     if not owner:
         raise UserError("claim_task needs a non-empty owner")
-    role_list = None if roles is None else sorted(roles)
+    role_list, versions_list = None if roles is None else sorted(roles), served(versions)
     taken = await tx.fetch(_TAKE_OVER, owner, tx.now + lease_seconds, tx.now, run_id, role_list,
-                           limit) if expired else []
+                           limit, versions_list) if expired else []
     # each row: the task's columns, then its position (then, taken over, its old owner)
     n = len(TASK_NAMES)
     for r in sorted(taken, key=lambda r: (r[16], r[n])):
@@ -153,7 +160,8 @@ async def claim(tx: Txn, owner: str, *, run_id: str | None, roles: Collection[st
     rows = [tuple(r)[:n + 1] for r in taken]
     if len(rows) < limit:
         rows += [tuple(r) for r in await tx.fetch(_CLAIM, owner, tx.now + lease_seconds, tx.now,
-                                                  run_id, role_list, limit - len(rows))]
+                                                  run_id, role_list, limit - len(rows),
+                                                  versions_list)]
     rows = sorted(rows, key=lambda r: (r[16], r[n]))  # RETURNING has no order: oldest first
     tasks = [_rows.task(tuple(r)[:n]) for r in rows]
     for task in tasks:
@@ -164,7 +172,8 @@ async def claim(tx: Txn, owner: str, *, run_id: str | None, roles: Collection[st
 
 
 async def claim_many(tx: Txn, owner: str, *, run_id: str | None, capacity: dict[str, int],
-                     limit: int, lease_seconds: float, expired: bool = True) -> list[Task]:
+                     limit: int, lease_seconds: float, expired: bool = True,
+                     versions: Collection[str] | None = None) -> list[Task]:
     """Claim up to ``limit`` tasks, at most ``capacity[role]`` per role, in one transaction
     (``expired=False``: no takeover of expired leases, as a hand-in's claim, see SQLite's)."""
     free = {role: n for role, n in capacity.items() if n > 0}
@@ -172,7 +181,8 @@ async def claim_many(tx: Txn, owner: str, *, run_id: str | None, capacity: dict[
     while free and len(claimed) < limit:
         want = min(limit - len(claimed), *free.values())
         tasks = await claim(tx, owner, run_id=run_id, roles=tuple(free),
-                            lease_seconds=lease_seconds, limit=want, expired=expired)
+                            lease_seconds=lease_seconds, limit=want, expired=expired,
+                            versions=versions)
         for task in tasks:
             claimed.append(task)
             free[task.role] -= 1
@@ -221,16 +231,17 @@ async def retry_failed(tx: Txn, run_id: str) -> list[Task]:
 
 
 _CLAIM_AT_ONCE = ("SELECT * FROM orchestra_claim($1, $2, $3, $4, $5, $6, "
-                  "extract(epoch FROM now())::float8)")
+                  "extract(epoch FROM now())::float8, $7)")
 
 
 async def claim_many_at_once(c: asyncpg.Connection, owner: str, *, run_id: str | None,
-                             capacity: dict[str, int], limit: int,
-                             lease_seconds: float) -> list[Task]:
-    """``claim_many`` as one statement (``orchestra_claim``, schema v5): one round trip."""
+                             capacity: dict[str, int], limit: int, lease_seconds: float,
+                             versions: Collection[str] | None = None) -> list[Task]:
+    """``claim_many`` as one statement (``orchestra_claim``, schema v5; its version filter
+    v10): one round trip."""
     free = sorted((role, n) for role, n in capacity.items() if n > 0)
     if free and not owner:
         raise UserError("claim_task needs a non-empty owner")
     rows = await c.fetch(_CLAIM_AT_ONCE, owner, [r for r, _ in free], [n for _, n in free],
-                         limit, run_id, float(lease_seconds))
+                         limit, run_id, float(lease_seconds), served(versions))
     return [_rows.task(tuple(r[name] for name in TASK_NAMES)) for r in rows]

@@ -39,17 +39,20 @@ from orchestra.store.sqlite.journal import _dedupe_reply, _is_last_reply
 from orchestra.store.sqlite.known import Before, Known
 from orchestra.store.sqlite.txn import Claimer, NeedsTransaction, Txn
 from orchestra.store.sqlite.writer import Row
+from orchestra.store.versions import covers
 
 # What the write must know before it decides, in one statement (each one is a hop to
 # aiosqlite's thread): the lease (``leases.LEASE_COLUMNS``), whether the run has
-# pending work (?2: only for a claim) and the agent's last message seq (?3: only when
-# messages are appended). A subquery in a CASE branch not taken is not run.
+# pending work (?2: only for a claim), the agent's last message seq (?3: only when
+# messages are appended) and the run's version (whether the claim may take its tasks).
+# A subquery in a CASE branch not taken is not run.
 _BEFORE = """
 SELECT run_id, role, status, lease_owner, attempt, retries, max_attempts,
     CASE WHEN ?2 THEN EXISTS (SELECT 1 FROM tasks p WHERE p.run_id = t.run_id
                               AND p.status = 'pending') ELSE 0 END,
     CASE WHEN ?3 IS NULL THEN 0
-         ELSE (SELECT COALESCE(MAX(seq), 0) FROM messages WHERE agent_id = ?3) END
+         ELSE (SELECT COALESCE(MAX(seq), 0) FROM messages WHERE agent_id = ?3) END,
+    (SELECT version FROM runs WHERE id = t.run_id)
 FROM tasks t WHERE id = ?1"""
 _INSERT = (
     "INSERT INTO step_records (run_id, task_id, agent_id, agent_role, retry, step, kind, "
@@ -72,23 +75,31 @@ async def complete_and_claim(tx: Txn, known: Known, task_id: str, lease: Lease, 
     What the record must know first (the task's run and role, the agent's last message
     seq) comes from ``known`` when this process knows it: the record alone is then the
     whole write, and its trigger checks what it assumed (and the lease). Otherwise, or
-    when the trigger finds it stale, one read (``_BEFORE``) learns it.
+    when the trigger finds it stale, one read (``_BEFORE``) learns it. The handoffs'
+    tasks are claimed only if the run is on a version ``claim`` serves: known when this
+    process claimed the task under the same versions (a run's version does not change
+    while a lease in it is held, and the trigger checks the lease), else read.
     """
     if writes is not None and _has_nul(writes):
         return None
     appends = writes is not None and bool(writes.messages)
     before = known.before(task_id, agent_id, appends)
+    versions = None if claim is None else claim.versions
+    if before is not None and not covers(before.served, versions):
+        before = None  # the run's version decides what the claim may take: read it
+    take = claim  # None once the run is on a version the claim does not serve
     for _ in range(2):
         if before is None:
             row = (await tx.execute(_BEFORE, (task_id, claim is not None,
                                               agent_id if appends else None))).fetchone()
             info = lease_info(task_id, lease, row)
-            if row[7]:  # the run has pending work, which the claim must take first
+            before = Before(info.run_id, info.role, row[8], frozenset((row[9],)))
+            take = claim if covers(before.served, versions) else None
+            if row[7] and take is not None:  # the run's pending work: the claim's first
                 return None
-            before = Before(info.run_id, info.role, row[8])
             known.learn(task_id, before, agent_id if appends else None)
         params, claimed, last_seq = _record(tx.enc, tx.now, task_id, lease, result, agent_id,
-                                            writes, step, claim, before)
+                                            writes, step, take, before)
         try:
             await tx.execute(_APPEND, params)
         except sqlite3.IntegrityError as exc:
@@ -100,7 +111,7 @@ async def complete_and_claim(tx: Txn, known: Known, task_id: str, lease: Lease, 
             before = None
             continue
         known.ended(task_id)
-        known.claimed(claimed)
+        known.claimed(claimed, before.served)
         if appends:
             known.appended(agent_id, last_seq)
         return claimed
@@ -119,14 +130,14 @@ def record_row(enc: Encoder, now: float, known: Known, task_id: str, lease: Leas
         return None
     appends = writes is not None and bool(writes.messages)
     before = known.before(task_id, agent_id, appends)
-    if before is None:
+    if before is None or not covers(before.served, None if claim is None else claim.versions):
         return None
     params, claimed, last_seq = _record(enc, now, task_id, lease, result, agent_id, writes,
                                         step, claim, before)
 
     def done() -> list[Task]:
         known.ended(task_id)
-        known.claimed(claimed)
+        known.claimed(claimed, before.served)
         if appends:
             known.appended(agent_id, last_seq)
         return claimed

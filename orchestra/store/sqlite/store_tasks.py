@@ -25,8 +25,16 @@ from orchestra.store.sqlite.events import batched_events
 from orchestra.store.sqlite.known import Known
 from orchestra.store.sqlite.txn import Claimer, Conn, NeedsTransaction, Txn
 from orchestra.store.sqlite.writer import Row, RowOf
+from orchestra.store.versions import covers
+from orchestra.store.versions import served as _served_list
 
 T = TypeVar("T")
+
+
+def _served(versions: Collection[str] | None) -> frozenset[str] | None:
+    """The ``runs.version`` values a claim serving ``versions`` takes (None: any)."""
+    values = _served_list(versions)
+    return None if values is None else frozenset(values)
 
 
 class TaskMethods(TaskFacade[Txn, Conn]):
@@ -40,29 +48,32 @@ class TaskMethods(TaskFacade[Txn, Conn]):
 
     # -- tasks and leases -----------------------------------------------------
     async def claim_task(self, owner: str, *, run_id: str | None = None,
-                         roles: Collection[str] | None = None,
-                         lease_seconds: float = 30.0) -> Task | None:
+                         roles: Collection[str] | None = None, lease_seconds: float = 30.0,
+                         versions: Collection[str] | None = None) -> Task | None:
         roles = None if roles is None else tuple(roles)
+        served = None if versions is None else tuple(versions)
         task = await self._write(lambda tx: _tasks.claim(
-            tx, owner, run_id=run_id, roles=roles, lease_seconds=lease_seconds))
+            tx, owner, run_id=run_id, roles=roles, lease_seconds=lease_seconds,
+            versions=served))
         if task is not None:
-            self._known.claimed((task,))
+            self._known.claimed((task,), _served(served))
         return task
 
     async def claim_tasks(self, owner: str, *, capacity: dict[str, int], limit: int,
-                          run_id: str | None = None,
-                          lease_seconds: float = 30.0) -> list[Task]:
+                          run_id: str | None = None, lease_seconds: float = 30.0,
+                          versions: Collection[str] | None = None) -> list[Task]:
         """Claim up to ``limit`` ready tasks (at most ``capacity[role]`` of each role) in
         one transaction: a coordinator with free slots fills them in one round trip."""
         capacity = dict(capacity)
+        served = None if versions is None else tuple(versions)
         if run_id is not None and owner and limit > 0:  # else the claim itself says why
             now = time.time()
             if not await self._read(lambda c: _tasks.claimable_in_run(c, run_id, now)):
                 return []  # nothing to claim: found by a read, no write lock taken
         tasks = await self._write(lambda tx: _tasks.claim_many(
             tx, owner, run_id=run_id, capacity=capacity, limit=limit,
-            lease_seconds=lease_seconds))
-        self._known.claimed(tasks)
+            lease_seconds=lease_seconds, versions=served))
+        self._known.claimed(tasks, _served(served))
         return tasks
 
     async def complete_task(self, task_id: str, lease: Lease, result: JSON, *,
@@ -99,19 +110,24 @@ class TaskMethods(TaskFacade[Txn, Conn]):
                 older = await _tasks.claim_many(tx, claim.owner, run_id=claim.run_id,
                                              capacity=dict(claim.capacity), limit=claim.limit,
                                              lease_seconds=claim.lease_seconds,
-                                             announce=False, expired=False)
+                                             announce=False, expired=False,
+                                             versions=claim.versions)
                 room = dict(claim.capacity)
                 for task in older:
                     room[task.role] -= 1
-                claimer = Claimer(claim.owner, room, claim.limit - len(older),
-                                            claim.lease_seconds)
+                left = claim.limit - len(older)
+                if claim.versions is not None and not covers(
+                        frozenset((await _versions.task_run_version(tx, task_id) or "",)),
+                        claim.versions):
+                    left = 0  # the run is on code the claimer does not run: none of its tasks
+                claimer = Claimer(claim.owner, room, left, claim.lease_seconds)
                 with tx.claiming(claimer):
                     await _journal.complete_task(tx, task_id, lease, result, agent_id, writes,
                                                step)
                 nxt = older + claimer.claimed
                 await _tasks.announce_claims(tx, nxt, claim.owner)
             known.ended(task_id)
-            known.claimed(nxt)
+            known.claimed(nxt, _served(claim.versions))
             return nxt
 
         def row(enc: Encoder, now: float) -> Row | None:

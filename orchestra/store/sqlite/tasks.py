@@ -19,6 +19,7 @@ from orchestra.store.protocol import Lease, NewTask
 from orchestra.store.rules import check_new_task
 from orchestra.store.sqlite.events import append_event, require_run
 from orchestra.store.sqlite.txn import Conn, Txn
+from orchestra.store.versions import served
 
 _BY_KEY = f'SELECT {_rows.TASK_COLS} FROM tasks WHERE run_id = ? AND "key" = ?'
 _INSERT = (
@@ -37,9 +38,12 @@ WHERE id IN (
       AND r.status IN ('pending', 'running', 'waiting')
       AND (?4 IS NULL OR t.run_id = ?4)
       AND (?5 IS NULL OR t.role IN (SELECT value FROM json_each(?5)))
+      AND (?7 IS NULL OR r.version IN (SELECT value FROM json_each(?7)))
     ORDER BY t.created_at, t.rowid
     LIMIT ?6)
 RETURNING {_rows.TASK_COLS}"""
+# ?7 (and ``_EXPIRED``'s ?5): the versions a claimer serves, as JSON (``versions.served``;
+# NULL: any), so a claim never takes a task of a run on code it does not run.
 # Leases past their expiry, on the store's clock: their owner stopped heartbeating
 # (it died, or hung for a whole lease), so the task is anyone's to take. The
 # ``tasks_leased`` index holds only running tasks, a few per worker. (On PostgreSQL
@@ -50,6 +54,7 @@ WHERE t.status = 'running' AND t.lease_expires_at < ?1
   AND r.status IN ('pending', 'running', 'waiting')
   AND (?2 IS NULL OR t.run_id = ?2)
   AND (?3 IS NULL OR t.role IN (SELECT value FROM json_each(?3)))
+  AND (?5 IS NULL OR r.version IN (SELECT value FROM json_each(?5)))
 ORDER BY t.created_at, t.rowid
 LIMIT ?4"""
 _TAKE_OVER = f"""
@@ -137,21 +142,23 @@ async def insert_tasks(tx: Txn, run_id: str, tasks: Sequence[NewTask],
 
 
 async def claim(tx: Txn, owner: str, *,
-          run_id: str | None, roles: Collection[str] | None, lease_seconds: float) -> Task | None:
+          run_id: str | None, roles: Collection[str] | None, lease_seconds: float,
+          versions: Collection[str] | None = None) -> Task | None:
     """Lease to ``owner`` a task whose lease expired, else the oldest claimable pending
-    task, or return None."""
+    task, of a run on one of ``versions`` (None: any), or return None."""
     tasks = await take_over(tx, owner, run_id=run_id, roles=roles, lease_seconds=lease_seconds,
-                      limit=1)
+                      limit=1, versions=versions)
     if tasks:
         await announce_claims(tx, tasks, owner)
         return tasks[0]
     tasks = await _claim(tx, owner, run_id=run_id, roles=roles,
-                   lease_seconds=lease_seconds, limit=1)
+                   lease_seconds=lease_seconds, limit=1, versions=versions)
     return tasks[0] if tasks else None
 
 
 async def take_over(tx: Txn, owner: str, *, run_id: str | None, roles: Collection[str] | None,
-              lease_seconds: float, limit: int) -> list[Task]:
+              lease_seconds: float, limit: int,
+              versions: Collection[str] | None = None) -> list[Task]:
     """Lease to ``owner`` up to ``limit`` running tasks whose lease expired (oldest first).
 
     The attempt is counted (it is the fencing token: the old owner, if it still
@@ -166,7 +173,7 @@ async def take_over(tx: Txn, owner: str, *, run_id: str | None, roles: Collectio
     roles_json = None if roles is None else json.dumps(sorted(roles))
     taken = []
     for task_id, old_owner in (await tx.execute(_EXPIRED, (tx.now, run_id, roles_json,
-                                                    limit))).fetchall():
+                                                    limit, _served(versions)))).fetchall():
         row = (await tx.execute(_TAKE_OVER, (owner, tx.now + lease_seconds, tx.now,
                                       task_id))).fetchone()
         if row is None:
@@ -181,18 +188,25 @@ async def take_over(tx: Txn, owner: str, *, run_id: str | None, roles: Collectio
 
 async def _claim(tx: Txn, owner: str, *,
            run_id: str | None, roles: Collection[str] | None, lease_seconds: float,
-           limit: int, announce: bool = True) -> list[Task]:
+           limit: int, announce: bool = True,
+           versions: Collection[str] | None = None) -> list[Task]:
     """Lease up to ``limit`` of the oldest claimable pending tasks to ``owner``."""
     if not owner:
         raise UserError("claim_task needs a non-empty owner")
     roles_json = None if roles is None else json.dumps(sorted(roles))
     rows = (await tx.execute(_CLAIM, (owner, tx.now + lease_seconds, tx.now, run_id, roles_json,
-                                 limit))).fetchall()
+                                 limit, _served(versions)))).fetchall()
     # RETURNING gives rows in no set order; hand them out oldest first, as claimed
     tasks = sorted((_rows.task(row) for row in rows), key=lambda t: t.created_at)
     if announce:
         await announce_claims(tx, tasks, owner)
     return tasks
+
+
+def _served(versions: Collection[str] | None) -> str | None:
+    """``versions.served`` as the JSON the claim statements take."""
+    values = served(versions)
+    return None if values is None else json.dumps(values)
 
 
 async def announce_claims(tx: Txn, tasks: Sequence[Task], owner: str) -> None:
@@ -207,8 +221,9 @@ async def announce_claims(tx: Txn, tasks: Sequence[Task], owner: str) -> None:
 async def claim_many(tx: Txn, owner: str, *,
                run_id: str | None, capacity: dict[str, int], limit: int,
                lease_seconds: float, announce: bool = True,
-               expired: bool = True) -> list[Task]:
-    """Claim up to ``limit`` tasks, at most ``capacity[role]`` per role, in one transaction.
+               expired: bool = True, versions: Collection[str] | None = None) -> list[Task]:
+    """Claim up to ``limit`` tasks, at most ``capacity[role]`` per role, of runs on one of
+    ``versions`` (None: any), in one transaction.
 
     Tasks whose lease expired (their worker died) come first, then pending tasks,
     oldest first: any process serving a run takes over a dead worker's work.
@@ -221,7 +236,8 @@ async def claim_many(tx: Txn, owner: str, *,
     claimed: list[Task] = []
     if free and limit > 0 and expired:  # a dead worker's tasks first: the oldest work
         claimed = await take_over(tx, owner, run_id=run_id, roles=tuple(free),
-                            lease_seconds=lease_seconds, limit=min(limit, sum(free.values())))
+                            lease_seconds=lease_seconds, limit=min(limit, sum(free.values())),
+                            versions=versions)
         for task in claimed:
             free[task.role] -= 1
             if not free[task.role]:
@@ -235,7 +251,8 @@ async def claim_many(tx: Txn, owner: str, *,
         # so a worker with room for more learns it without a second, empty claim.
         want = min(limit - len(claimed), *free.values())
         tasks = await _claim(tx, owner, run_id=run_id, roles=tuple(free),
-                       lease_seconds=lease_seconds, limit=want, announce=False)
+                       lease_seconds=lease_seconds, limit=want, announce=False,
+                       versions=versions)
         if announce:
             await announce_claims(tx, tasks, owner)
         for task in tasks:

@@ -2,7 +2,8 @@
 
 Schema v11 gives each run a ``version`` (empty for runs made before it: any process may
 take those). A worker's look for work (:func:`claimable_runs`) names the versions it
-serves, so it never finds, let alone claims, a run of another version; moving a run to
+serves, so it never finds a run of another version, and the claims filter on the same
+versions (``tasks``: the claim statements; ``step``: a hand-in's claim); moving a run to
 another version (:func:`move_version`) is one transaction that also writes its
 ``run.upgraded`` event, and refuses while a process serves the run.
 """
@@ -36,6 +37,7 @@ WHERE r.status IN ('pending', 'running', 'waiting')
                   AND t.lease_expires_at < ?2))
 ORDER BY r.created_at LIMIT ?4"""
 _VERSION = "SELECT version FROM runs WHERE id = ?"
+_TASK_VERSION = "SELECT r.version FROM tasks t JOIN runs r ON r.id = t.run_id WHERE t.id = ?"
 _MOVE = f"UPDATE runs SET version = ?, updated_at = ? WHERE id = ? RETURNING {_rows.RUN_COLS}"
 
 
@@ -46,6 +48,12 @@ async def claimable_runs(conn: Conn, now: float, limit: int, exclude: Sequence[s
     rows = (await conn.execute(_CLAIMABLE, (now, now, json.dumps(list(exclude)), limit,
                                             served))).fetchall()
     return [run_id for (run_id,) in rows]
+
+
+async def task_run_version(tx: Txn, task_id: str) -> str | None:
+    """The version of ``task_id``'s run (None: no such task)."""
+    row = (await tx.execute(_TASK_VERSION, (task_id,))).fetchone()
+    return None if row is None else str(row[0])
 
 
 async def move_version(tx: Txn, run_id: str, old: str, new: str, data: JSON) -> Run:
