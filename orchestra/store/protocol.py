@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from orchestra._entries import Entry
+from orchestra._entries import PUBLIC, Entry, Scope
 from orchestra._types import (
     JSON,
     AgentInfo,
@@ -70,6 +70,8 @@ class NewHandoff:
 class NewNote:
     body: str
     tags: tuple[str, ...] = ()
+    scope: Scope = PUBLIC
+    """Who may read it (public unless said): ``Scope.roles("critic")``, ``PRIVATE``..."""
 
 
 @dataclass(slots=True)
