@@ -60,7 +60,7 @@ ACCEPTED: tuple[Outcome, ...] = ("tests", "agreement", "review")
 class ModuleWritten(BaseModel):
     """A module is finished: its code is in the workspace at ``path`` (unless no answer
     came in time), ``accepted`` (approved) or not (``reason``). Posted once per module,
-    in the round that ends it."""
+    in the round that ends it (round 0: the architect kept it, its tests passing)."""
 
     path: str
     round: int

@@ -97,9 +97,11 @@ def _plan_route(budget: float | None, clock: WorkClock) -> Any:
             by_path[path] = module.model_copy(update={"public_api": api or module.public_api})
         uses = _uses(plan, facts)
         order = [p for p in _ordered(list(by_path), uses) if p not in plan.kept]
-        for path in plan.kept:
+        for path in plan.kept:  # finished before this run: its ModuleWritten says so
             writes.notes.append(NewNote(f"{path} is kept as the workspace holds it: its "
                                         "tests pass", ("kept", path)))
+            writes.entries.append(module_written(path, 0, by="tests", reason="kept as the "
+                                                 "workspace holds it: its tests pass"))
         if not order:
             return
         # each module's rounds end by its share of the time left (in build order), so the

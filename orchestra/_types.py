@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple, get_args
 
+from orchestra._scopes import PUBLIC, Scope
+
 JSON = Any
 """A value that round-trips through ``json.dumps`` / ``json.loads``."""
 
@@ -171,7 +173,7 @@ class Handoff:
 
 @dataclass(frozen=True, slots=True)
 class Note:
-    """Shared knowledge any agent can write and full-text search.
+    """Shared knowledge any agent can write and full-text search, within its ``scope``.
 
     ``rank`` is set by a text search: higher is more relevant, comparable only
     within one result (each backend scores in its own way).
@@ -184,6 +186,12 @@ class Note:
     tags: tuple[str, ...] = ()
     created_at: float = 0.0
     rank: float | None = None
+    scope: Scope = PUBLIC
+    """Who may read it: a role outside it never does (``visible_to``, as for entries)."""
+
+    @property
+    def author_role(self) -> str:
+        return AgentId.parse(self.author).role
 
 
 @dataclass(frozen=True, slots=True)

@@ -85,8 +85,10 @@ class ToolContext:
                                       "a task (no journal says which patches it runs with)")
         return self.patches(name)
 
-    def post_note(self, body: str, *tags: str) -> None:
-        self.writes.notes.append(NewNote(body=body, tags=tuple(tags)))
+    def post_note(self, body: str, *tags: str, scope: Scope = PUBLIC) -> None:
+        """Post a note (``scope``: who may read it, as an entry's); it commits with this
+        tool's journal entry."""
+        self.writes.notes.append(NewNote(body=body, tags=tuple(tags), scope=scope))
 
     def post_plan(self, body: Any) -> None:
         self.writes.plans.append(body)

@@ -1,9 +1,12 @@
-"""How the board's plans and handoffs read as text lines."""
+"""How the board's plans, handoffs and notes read as text lines."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
+
+from orchestra._scopes import PUBLIC
+from orchestra._types import Note
 
 
 def shorten(text: str, limit: int) -> str:
@@ -49,3 +52,10 @@ def _handoff_text(source: str, to_role: str, note: str, payload: Any, task_id: s
     for comment in comments or []:
         lines.append(f"    - {shorten(str(comment), 300)}")
     return "\n".join(lines)
+
+
+def note_text(n: Note) -> str:
+    """A note as ``orchestra board`` shows it, its scope named when it is not public (the
+    operator's view holds every note)."""
+    scope = "" if n.scope == PUBLIC else f" [{n.scope}]"
+    return f"note [{', '.join(n.tags)}] {n.author_role}{scope}: {shorten(n.body, 300)}"

@@ -16,7 +16,7 @@ from typing import Any
 from orchestra._errors import NotFoundError, UserError
 from orchestra._ids import resolve_prefix
 from orchestra._types import DEFAULT_CONCURRENCY, DELTA_EVENT, AgentId, Event, Run
-from orchestra.cli.board_text import _handoff_text, _plan_text, shorten
+from orchestra.cli.board_text import _handoff_text, _plan_text, note_text, shorten
 from orchestra.cli.cost_text import resume_hint, usage_line, usd
 from orchestra.cli.live_text import delta_piece
 from orchestra.coordinator.orphans import Orphan, orphans, worker_fields
@@ -300,8 +300,7 @@ async def _board(args: argparse.Namespace, store: Blackboard) -> None:
     if "notes" in kinds:
         notes = await store.search_notes(args.run, text=args.search)
         out["notes"] = [dataclasses.asdict(n) for n in notes]
-        text += [f"note [{', '.join(n.tags)}] {AgentId.parse(n.author).role}: "
-                 f"{shorten(n.body, 300)}" for n in notes]
+        text += [note_text(n) for n in notes]
     if "approvals" in kinds:
         aps = await store.list_approvals(args.run)
         out["approvals"] = [dataclasses.asdict(a) for a in aps]

@@ -11,12 +11,13 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import Counter
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 from orchestra._entries import Consumption, Entry
-from orchestra._types import Note, Run, RunStatus, Task
+from orchestra._errors import NotFoundError, UserError
+from orchestra._types import LIVE_RUN_STATUSES, Run, RunStatus, Task
 from orchestra.coordinator.pipeline import Pipeline
 from orchestra.store.protocol import NewNote
 from orchestra.subscriptions import BoardView
@@ -83,19 +84,37 @@ async def board_end(pipeline: Pipeline, store: EndReads, run_id: str) -> BoardEn
     return decide_end(pipeline, entries, quiet)
 
 
-class NoteWriter(Protocol):
-    async def post_note(self, run_id: str, author: str, note: NewNote) -> Note: ...
+class NotingStatus(Protocol):
+    async def set_run_status_noting(self, run_id: str, status: RunStatus, note: NewNote, *,
+                                    author: str, error: str | None = None,
+                                    only_from: Collection[RunStatus] | None = None) -> Run: ...
+    async def get_run(self, run_id: str) -> Run: ...
 
 
-async def end_by_board(store: NoteWriter, run_id: str, end: BoardEnd,
+async def end_by_board(store: NotingStatus, run_id: str, end: BoardEnd,
                        transition: Callable[..., Awaitable[Run]],
                        unserve: Callable[[str], Awaitable[None]]) -> Run:
     """End the run as the board says: completed, or stalled (or waiting) with the reason
-    as its error and as a note on its board; and stop serving it, in one group commit."""
-    error = None
-    if end.status != "completed":
-        error = end.reason
-        await store.post_note(run_id, "orchestra", NewNote(end.reason, ("stalled",)))
-    run, _ = await asyncio.gather(transition(run_id, end.status, error=error),
-                                  unserve(run_id))
+    as its error and as a note on its board, the note in the status change's transaction
+    (a kill between them would post it twice: once before, once on the resume that
+    decides again); and stop serving it, in one group commit."""
+    if end.status == "completed":
+        change = transition(run_id, end.status)
+    else:
+        change = _noting(store, run_id, end)
+    run, _ = await asyncio.gather(change, unserve(run_id))
     return run
+
+
+async def _noting(store: NotingStatus, run_id: str, end: BoardEnd) -> Run:
+    """The stall's status and note, unless another process already ended the run (then
+    neither, and the run as it is; as the coordinator's ``_transition`` does)."""
+    try:
+        return await store.set_run_status_noting(run_id, end.status,
+                                                 NewNote(end.reason, ("stalled",)),
+                                                 author="orchestra", error=end.reason,
+                                                 only_from=LIVE_RUN_STATUSES)
+    except NotFoundError:
+        raise
+    except UserError:
+        return await store.get_run(run_id)

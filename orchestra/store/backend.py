@@ -72,10 +72,13 @@ class ApprovalSQL(Protocol[X_contra]):
 
 
 class RunSQL(Protocol[X_contra]):
-    """``runs``: tasks added to a run after it was created."""
+    """``runs``: tasks added to a run after it was created; a run's status changed."""
 
     def add_tasks(self, tx: X_contra, run_id: str, tasks: Sequence[NewTask], /
                   ) -> Awaitable[list[Task]]: ...
+
+    def set_run_status(self, tx: X_contra, run_id: str, status: RunStatus, error: str | None,
+                       only_from: Collection[RunStatus] | None, /) -> Awaitable[Run]: ...
 
 
 class TaskSQL(Protocol[X_contra]):

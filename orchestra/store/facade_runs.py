@@ -4,12 +4,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from orchestra._types import JSON, Run, RunStatus
 from orchestra.store.backend import C, X
 from orchestra.store.facade import Facade
-from orchestra.store.protocol import Pruned
+from orchestra.store.protocol import NewNote, Pruned
 from orchestra.store.pruning import prune
 
 
@@ -32,6 +32,21 @@ class RunFacade(Facade[X, C]):
         previous page (keyset pagination: stable while runs are being created)."""
         return await self._read(lambda c: self._sql.reads.list_runs(
             c, active_only, limit, status, pipeline, before))
+
+    async def set_run_status_noting(self, run_id: str, status: RunStatus, note: NewNote, *,
+                                    author: str, error: str | None = None,
+                                    only_from: Collection[RunStatus] | None = None) -> Run:
+        """Change a run's status and post the note that says why, in one transaction: a
+        kill leaves both or neither, so a resumed run that decides again notes it once."""
+        allowed = None if only_from is None else frozenset(only_from)
+        sql = self._sql
+
+        async def op(tx: X) -> Run:
+            run = await sql.runs.set_run_status(tx, run_id, status, error, allowed)
+            await sql.board.post_note(tx, run_id, author, note)
+            return run
+
+        return await self._write(op)
 
     async def move_version(self, run_id: str, old: str, new: str, data: JSON) -> Run:
         """Move a run to another version (see ``Blackboard.move_version``)."""

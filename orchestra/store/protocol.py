@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from orchestra._entries import Entry
+from orchestra._entries import PUBLIC, Entry, Scope
 from orchestra._types import (
     JSON,
     AgentInfo,
@@ -70,6 +70,8 @@ class NewHandoff:
 class NewNote:
     body: str
     tags: tuple[str, ...] = ()
+    scope: Scope = PUBLIC
+    """Who may read it (public unless said): ``Scope.roles("critic")``, ``PRIVATE``..."""
 
 
 @dataclass(slots=True)
@@ -162,6 +164,9 @@ class RunStore(Protocol):
                         before: tuple[float, str] | None = None) -> list[Run]: ...
     async def set_run_status(self, run_id: str, status: RunStatus, *, error: str | None = None,
                              only_from: Collection[RunStatus] | None = None) -> Run: ...
+    async def set_run_status_noting(self, run_id: str, status: RunStatus, note: NewNote, *,
+                                    author: str, error: str | None = None,
+                                    only_from: Collection[RunStatus] | None = None) -> Run: ...
     async def fork_run(self, run_id: str, at_seq: int, *, fork_id: str | None = None,
                        input: JSON = None) -> Run: ...
     async def get_task(self, task_id: str) -> Task: ...

@@ -11,6 +11,7 @@ from collections.abc import Collection
 from typing import Any
 
 from orchestra._errors import StoreError
+from orchestra._scopes import SCOPE_KINDS, Scope
 from orchestra._types import (
     APPROVAL_STATUSES,
     JSON,
@@ -46,7 +47,7 @@ TASK_COLS = ('id, run_id, role, input, status, attempt, retries, max_attempts, l
              'retry_attempt')
 PLAN_COLS = "run_id, version, author, body, created_at"
 HANDOFF_COLS = "id, run_id, from_agent, to_role, payload, note, task_id, created_at"
-NOTE_COLS = "id, run_id, author, body, tags, created_at"
+NOTE_COLS = "id, run_id, author, body, tags, created_at, scope"
 NOTE_COLS_N = ", ".join("n." + c.strip() for c in NOTE_COLS.split(","))
 MESSAGE_COLS = "role, content, tool_calls, tool_call_id, name, agent_id, seq, task_id"
 COMPACTION_COLS = "agent_id, first_seq, last_seq, summary, task_id, step, id, created_at"
@@ -113,12 +114,21 @@ def handoff(row: Row) -> Handoff:
                    row[5], row[6], row[7])
 
 
+def scope_of(table: str, key: object, text: Any) -> Scope:
+    """A scope column (an entry's, a note's), or ``StoreError`` naming the row."""
+    scope = json_of(table, key, "scope", text)
+    if not isinstance(scope, dict) or scope.get("kind") not in SCOPE_KINDS:
+        raise bad_row(table, key, f"column scope is {scope!r}, not a scope")
+    return Scope.from_json(scope)
+
+
 def note(row: Row, rank: float | None = None) -> Note:
     key = row[0]
     tags = json_of("notes", key, "tags", row[4])
     if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
         raise bad_row("notes", key, f"column tags is {tags!r}, not a list of strings")
-    return Note(key, row[1], row[2], row[3], tuple(tags), row[5], rank)
+    return Note(key, row[1], row[2], row[3], tuple(tags), row[5], rank,
+                scope_of("notes", key, row[6]))
 
 
 def message(row: Row) -> Message:

@@ -1,7 +1,8 @@
 """Narrow views of a store, checked at run time as well as by the type checker.
 
-A tool's ``ctx.board`` is a :class:`ReadOnlyBoard`: a user's tool may search notes and
-its agent's messages and read plans and handoffs, but it cannot reach the rest of the
+A tool's ``ctx.board`` is a :class:`ReadOnlyBoard`: a user's tool may search the notes
+and entries its role may see (their scope, ``visible_to``) and its agent's messages, and
+read plans and handoffs, but it cannot reach the rest of the
 store (``delete_run``, ``set_run_status``, a write outside its lease and its journal),
 even by ignoring the type annotation. Its writes go through the context
 (``ctx.post_note``, ``ctx.post_plan``, ``ctx.handoff``) and commit with its journal entry.
@@ -34,8 +35,18 @@ class ReadOnlyBoard:
     async def search_notes(self, run_id: str | None = None, *, text: str | None = None,
                            author: str | None = None, tag: str | None = None,
                            limit: int = 50) -> list[Note]:
-        return await self.__store.search_notes(run_id, text=text, author=author, tag=tag,
-                                               limit=limit)
+        """The notes this board's role may read (every note for a board of no role), up
+        to ``limit`` of them: notes it may not read take no place in the ``limit``."""
+        role, asked = self.__role, limit
+        while True:
+            found = await self.__store.search_notes(run_id, text=text, author=author, tag=tag,
+                                                    limit=asked)
+            if role is None:
+                return found
+            seen = [n for n in found if visible_to(n.scope, n.author_role, role, self.__labels)]
+            if len(seen) >= limit or len(found) < asked:
+                return seen[:limit]
+            asked *= 4  # the store's page held notes out of scope: read further
 
     async def search_messages(self, agent_id: str, text: str, *,
                               limit: int = 10) -> list[Message]:

@@ -165,16 +165,17 @@ def test_the_extended_pipeline_is_rebuilt_by_its_reference(tmp_path: Path) -> No
     assert build_pipeline(run_input).reference() == "agents.pipeline:build_pipeline"
 
 
-def scripted() -> FunctionModel:
-    """The model ``orchestra run --model python:test_stock_board:scripted`` builds: one
-    module whose code passes its tests, and its docs."""
-    def answer(request: ModelRequest) -> ModelResponse:
-        if request.messages[0].content.startswith("You document"):
-            return _docs(request)
-        return _failing(request) if role_of(request) in ("architect", "tester") else reply(
-            fenced("calc/add.py", GOOD))
+def _passing(request: ModelRequest) -> ModelResponse:
+    """One module whose code passes its tests, and its docs."""
+    if request.messages[0].content.startswith("You document"):
+        return _docs(request)
+    return _failing(request) if role_of(request) in ("architect", "tester") else reply(
+        fenced("calc/add.py", GOOD))
 
-    return FunctionModel(answer, name="scripted")
+
+def scripted() -> FunctionModel:
+    """The model ``orchestra run --model python:test_stock_board:scripted`` builds."""
+    return FunctionModel(_passing, name="scripted")
 
 
 def test_the_command_line_runs_the_extended_pipeline(
@@ -229,3 +230,23 @@ def test_each_module_outcome_is_one_entry_saying_what_it_rested_on(
 def _written(new: NewEntry) -> ModuleWritten:
     assert new.type == "ModuleWritten"
     return ModuleWritten.model_validate(new.body)
+
+
+def test_a_module_the_architect_keeps_is_written_and_documented(tmp_path: Path) -> None:
+    # the workspace holds calc/add.py and its passing tests: the plan keeps it, unwritten
+    ws = tmp_path / "ws"
+    (ws / "calc").mkdir(parents=True)
+    (ws / "tests").mkdir()
+    (ws / "calc/__init__.py").write_text("")
+    (ws / "calc/add.py").write_text(GOOD)
+    (ws / "tests/test_add.py").write_text(TESTS)
+    run, seen, entries, consumed = asyncio.run(
+        _run(tmp_path, build, _passing, spec=ADD_SPEC))
+    assert run.status == "completed", run.error
+    assert {role for role, _ in seen} == {"architect", "docswriter"}  # nothing rewritten
+    (done,) = [e.value(ModuleWritten) for e in entries if e.type == "ModuleWritten"]
+    assert (done.path, done.round, done.accepted, done.by) == ("calc/add.py", 0, True, "tests")
+    (use,) = consumed
+    assert (use.role, next(e for e in entries if e.id == use.trigger).type) == (
+        "docswriter", "ModuleWritten")
+    assert [e.value(Docs).module for e in entries if e.type == "Docs"] == ["calc/add.py"]

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from store_helpers import fts_consistent, query
 
+from orchestra._entries import PUBLIC
 from orchestra._types import (
     APPROVAL_STATUSES,
     MESSAGE_ROLES,
@@ -93,8 +94,8 @@ async def test_files_of_every_version_migrate_with_their_data(version: int,
         assert (handoff.to_role, handoff.payload, handoff.note, handoff.task_id) == (
             "coder", {"module": "a"}, "go", coder.id)
         assert [m.seq for m in await store.get_messages("run1/architect")] == [1, 2, 3, 4]
-        assert [n.body for n in await store.search_notes("run1", text="sqlite")] == [
-            "sqlite stores the board"]
+        [old] = await store.search_notes("run1", text="sqlite")
+        assert (old.body, old.scope) == ("sqlite stores the board", PUBLIC)  # as before v13
         assert [a.status for a in await store.list_approvals("run1")] == ["approved"]
         assert len(await store.get_compactions("run1/architect")) == 1
         assert [p.body for p in await store.get_plans("run1")] == [{"modules": ["a"]}]

@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from orchestra._entries import Scope
 from orchestra._errors import NotFoundError, UserError
 from orchestra._types import Event, Message, Run
 from orchestra.store import (
@@ -33,7 +34,8 @@ async def two_task_run(store: Blackboard) -> Run:
                                                       Message("assistant", "t1")]))
     await store.complete_task(arch.id, lease, {"plan": 1}, agent_id=agent, writes=Writes(
         messages=[Message("assistant", "done")], plans=[{"modules": ["a"]}],
-        notes=[NewNote("chose sqlite")], handoffs=[NewHandoff("coder", {"m": "a"})]))
+        notes=[NewNote("chose sqlite", scope=Scope.roles("coder"))],
+        handoffs=[NewHandoff("coder", {"m": "a"})]))
     coder = await store.claim_task("w", run_id=run.id)
     assert coder is not None
     clease, cagent = Lease("w", coder.attempt), f"{run.id}/coder"
@@ -87,7 +89,9 @@ async def test_a_fork_holds_the_state_right_after_its_event(store: Blackboard) -
     assert coder.parent_id == arch.id
     [handoff] = await store.get_handoffs("f2")
     assert (handoff.task_id, handoff.from_agent) == (coder.id, "f2/architect")
-    assert [n.body for n in await store.search_notes("f2", text="sqlite")] == ["chose sqlite"]
+    [note] = await store.search_notes("f2", text="sqlite")
+    assert (note.body, note.author, note.scope) == ("chose sqlite", "f2/architect",
+                                                    Scope.roles("coder"))  # scope kept
     assert len(await store.get_plans("f2")) == 1
     assert await store.get_messages("f2/coder") == []
 

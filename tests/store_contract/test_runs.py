@@ -6,7 +6,7 @@ import pytest
 from backends import Claimed
 
 from orchestra._errors import LeaseLostError, NotFoundError, UserError
-from orchestra.store import Blackboard, NewTask
+from orchestra.store import Blackboard, NewNote, NewTask
 
 
 async def test_a_run_round_trips_and_changes_status(store: Blackboard) -> None:
@@ -26,6 +26,24 @@ async def test_a_run_round_trips_and_changes_status(store: Blackboard) -> None:
     assert (failed.status, failed.error) == ("failed", "why")
     assert [r.id for r in await store.list_runs(active_only=True)] == []
     assert [r.id for r in await store.list_runs()] == ["r1"]
+
+
+async def test_a_status_change_and_its_note_commit_together(store: Blackboard) -> None:
+    """How the board stalls a run: both or neither, so a resume that decides again after a
+    kill between them cannot post the note twice."""
+    await store.create_run("pipe", {}, run_id="r1")
+    note = NewNote("stalled: no entry", ("stalled",))
+    with pytest.raises(UserError, match="is pending"):
+        await store.set_run_status_noting("r1", "stalled", note, author="orchestra",
+                                          error="why", only_from=("running",))
+    assert await store.search_notes("r1") == []
+    stalled = await store.set_run_status_noting("r1", "stalled", note, author="orchestra",
+                                                error="why", only_from=("pending",))
+    assert (stalled.status, stalled.error) == ("stalled", "why")
+    [posted] = await store.search_notes("r1")
+    assert (posted.author, posted.body, posted.tags) == ("orchestra", note.body, note.tags)
+    kinds = [e.kind for e in await store.events("r1")]
+    assert kinds[-2:] == ["run.stalled", "note.posted"]
 
 
 async def test_a_paused_run_keeps_its_pending_tasks_and_is_claimed_by_nobody(

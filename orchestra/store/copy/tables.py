@@ -31,7 +31,7 @@ COLUMNS: dict[str, tuple[str, ...]] = {
               "error", "attempts", "tokens_in", "tokens_out", "cost", "started_at",
               "finished_at"),
     "plans": ("run_id", "version", "author", "body", "created_at"),
-    "notes": ("run_id", "author", "tags", "body", "created_at"),
+    "notes": ("run_id", "author", "tags", "body", "created_at", "scope"),
     "approvals": ("id", "run_id", "task_id", "retry", "step", "tool", "arguments", "status",
                   "decided_by", "reason", "created_at", "decided_at"),
     "events": ("run_id", "seq", "kind", "data", "at"),

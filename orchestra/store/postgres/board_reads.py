@@ -109,7 +109,7 @@ async def search_notes(c: asyncpg.Connection, run_id: str | None, text: str | No
             notes = []
         else:
             rows = _t(await c.fetch(_SEARCH_NOTES, run_id, author, tag, limit, text))
-            notes = [_rows.note(r[:6], r[6]) for r in rows]
+            notes = [_rows.note(r[:7], r[7]) for r in rows]
     else:
         notes = [_rows.note(r)
                  for r in _t(await c.fetch(_LIST_NOTES, run_id, author, tag, limit))]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from orchestra._types import MESSAGE_ROLES, STEP_KINDS
 from orchestra.store.postgres.migration_entries import V8
+from orchestra.store.postgres.migration_note_scopes import V11
 from orchestra.store.postgres.step_sql import V5
 from orchestra.store.postgres.step_sql_v6 import V6
 from orchestra.store.postgres.step_sql_v10 import V10
@@ -224,5 +225,6 @@ WHERE status IN ('pending', 'running', 'waiting');
 # v8 (``migration_entries``): typed board entries and their consumptions
 # v9 (issue 49, ``versions``): the version of the code each run runs on
 # v10 (issue 49, ``step_sql_v10``): the claim functions filter on the claimer's versions
-MIGRATIONS: tuple[str, ...] = (V1, V2, V3, V4, V5, V6, V7, V8, V9, V10)
+# v11 (issue 48, ``migration_note_scopes``): a note has a scope, as an entry does
+MIGRATIONS: tuple[str, ...] = (V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11)
 """Script ``i`` (0-based) takes the schema from version ``i`` to ``i + 1``. Append only."""

@@ -19,6 +19,7 @@ from orchestra._types import (
     Note,
     Plan,
 )
+from orchestra.store import entry_rows as _entry_rows
 from orchestra.store import rows as _rows
 from orchestra.store.codec import encode_message, new_id
 from orchestra.store.protocol import NewHandoff, NewNote, NewTask, Writes
@@ -43,7 +44,8 @@ _INSERT_PLAN = (
 )
 _HANDOFF_OF_TASK = f"SELECT {_rows.HANDOFF_COLS} FROM handoffs WHERE task_id = ?"
 _INSERT_NOTE = (
-    "INSERT INTO notes (run_id, author, tags, body, created_at) VALUES (?, ?, ?, ?, ?) RETURNING id"
+    "INSERT INTO notes (run_id, author, tags, body, created_at, scope) VALUES (?, ?, ?, ?, ?, ?) "
+    "RETURNING id"
 )
 
 
@@ -129,16 +131,13 @@ async def post_handoff(tx: Txn, run_id: str, from_agent: str,
 
 async def post_note(tx: Txn, run_id: str, author: str, note: NewNote) -> Note:
     await require_run(tx, run_id)
-    tags = tuple(note.tags)
-    if not all(isinstance(t, str) for t in tags):
-        raise UserError(f"note tags must be strings, got {tags!r}")
     body = tx.enc.text(note.body, f"note body from {author!r}")
-    tags_text = tx.enc.json(list(tags), f"note tags from {author!r}")
-    row = (await tx.execute(_INSERT_NOTE, (run_id, author, tags_text, body, tx.now))).fetchone()
+    tags_text, scope = _entry_rows.note_columns(tx.enc, author, note)
+    row = (await tx.execute(_INSERT_NOTE, (run_id, author, tags_text, body, tx.now, scope))
+           ).fetchone()
     note_id = int(row[0])
-    await append_event(tx, run_id, "note.posted",
-                 {"note": note_id, "author": author, "tags": list(tags)})
-    return Note(note_id, run_id, author, body, tags, tx.now)
+    await append_event(tx, run_id, "note.posted", _entry_rows.note_posted(note_id, author, note))
+    return Note(note_id, run_id, author, body, tuple(note.tags), tx.now, scope=note.scope)
 
 
 async def apply_writes(tx: Txn, run_id: str, agent_id: str | None,

@@ -108,7 +108,7 @@ async def search_notes(conn: Conn, run_id: str | None, text: str | None,
         else:
             found = await conn.execute(_SEARCH_NOTES, (query, run_id, author, tag, limit))
             rows = found.fetchall()
-        notes = [_rows.note(r[:6], r[6]) for r in rows]
+        notes = [_rows.note(r[:7], r[7]) for r in rows]
     else:
         rows = (await conn.execute(_LIST_NOTES, (None, run_id, author, tag, limit))).fetchall()
         notes = [_rows.note(r) for r in rows]

@@ -103,8 +103,8 @@ SELECT {_agent("c.agent_id")}, c.first_seq, c.last_seq, c.summary, {_mapped("c.t
 FROM agents a JOIN compactions c ON c.agent_id = a.id
 WHERE a.run_id = ?1 AND c.created_at <= ?3 ORDER BY c.id"""
 _COPY_NOTES = f"""
-INSERT INTO notes (run_id, author, tags, body, created_at)
-SELECT ?2, {_agent("author")}, tags, body, created_at FROM notes
+INSERT INTO notes (run_id, author, tags, body, created_at, scope)
+SELECT ?2, {_agent("author")}, tags, body, created_at, scope FROM notes
 WHERE run_id = ?1 AND created_at <= ?3 ORDER BY id"""
 _COPY_PLANS = f"""
 INSERT INTO plans (run_id, version, author, body, created_at)

@@ -8,6 +8,7 @@ same change there.
 from __future__ import annotations
 
 from orchestra.store.sqlite.migration_entries import V11
+from orchestra.store.sqlite.migration_note_scopes import V13
 from orchestra.store.sqlite.migration_v10 import V10
 from orchestra.store.sqlite.versions import V12
 
@@ -390,6 +391,7 @@ WHERE status IN ('pending', 'running', 'waiting');
 # v11 (``migration_entries``): typed board entries and their consumptions.
 # v12 (issue 49, ``versions``): the version of the code each run runs on
 
-MIGRATIONS: tuple[str, ...] = (V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12)
+MIGRATIONS: tuple[str, ...] = (V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12,
+                                V13)
 """Script ``i`` (0-based) takes the schema from version ``i`` to ``i + 1``. Append only;
 ``schema.sql`` must always equal their result (``tests/store/test_schema.py``)."""

@@ -98,7 +98,8 @@ CREATE TABLE notes (
     author TEXT NOT NULL,
     tags TEXT NOT NULL,
     body TEXT NOT NULL,
-    created_at REAL NOT NULL
+    created_at REAL NOT NULL,
+    scope TEXT NOT NULL DEFAULT '{"kind":"public","names":[]}'  -- who may read it (v13)
 );
 CREATE INDEX notes_run ON notes (run_id, id);
 CREATE VIRTUAL TABLE notes_fts USING fts5 (body, tags, content = 'notes', content_rowid = 'id');
