@@ -19,13 +19,12 @@ later one replaces the best so far only on evidence from running code:
 
 Then the choice is held against the first candidate: if it lost a test the first passed
 without passing strictly more of what the spec vouches for, the first is the module. Zero
-tests is never a pass. What the checks read from the spec say (``advice``) is said to
-the model, never a reason to refuse or rank (``../shared/research/small-models.md``).
+tests is never a pass.
 
 Next steps (:func:`decide`): accept once every test passes (or, after a second answer,
 every trusted test), or once two candidates behave alike where no test exists; a module
-that does not import goes back for a revision with its traceback (one the checks advise
-on, with their advice); otherwise a new sample, until the rounds or the time run out.
+that does not import goes back for a revision with its traceback; otherwise a new
+sample, until the rounds or the time run out.
 """
 
 from __future__ import annotations
@@ -53,8 +52,6 @@ class Tried:
     """Tests the spec vouches for (its examples among them): passed, run."""
     tests: tuple[int, int] = (0, 0)
     """Every test of the module: passed, run."""
-    advice: str = ""
-    """What the checks read from the spec say is missing (advice only)."""
     stub: bool = False
     """A public function of it is a stub (:func:`agents.stubs.stubs`)."""
     runs: Mapping[str, str] = field(default_factory=dict)
@@ -77,7 +74,7 @@ class Tried:
         runs = data.get("runs")
         failed = data.get("failed")
         return cls(imports=bool(data.get("imports", True)), spec=(s[3], s[5]),
-                   trusted=(s[2], s[4]), tests=(s[0], s[1]), advice=str(data.get("advice") or ""),
+                   trusted=(s[2], s[4]), tests=(s[0], s[1]),
                    stub=bool(data.get("stubs")),
                    runs={str(k): str(v) for k, v in runs.items()} if isinstance(runs, dict)
                    else {},
@@ -161,6 +158,6 @@ def decide(tried: Sequence[Tried], *, rounds: int, out_of_time: bool) -> tuple[N
         return "accept", chosen  # no test: two candidates that behave alike
     if out_of_time or len(tried) >= rounds:
         return "keep_best", chosen
-    if not last.imports or last.advice:
-        return "revise", chosen  # a real error (or a check's advice) back to its author
+    if not last.imports:
+        return "revise", chosen  # a real error back to its author
     return "sample", chosen

@@ -43,9 +43,6 @@ class Stated(BaseModel):
                                      "heading names the module)")
     api: list[str] = Field(default_factory=list, description="signatures the spec gives")
     cases: list[Case] = Field(default_factory=list, description="examples the spec states")
-    examples: list[str] = Field(default_factory=list,
-                                description="string values the spec gives in backticks")
-    errors: list[str] = Field(default_factory=list, description="errors the spec names")
 
 
 class ModuleTask(BaseModel):

@@ -9,10 +9,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from agents.briefs import report_tail
-from agents.checks import dotted, spec_errors, spec_examples, spec_section
+from agents.checks import dotted, spec_section
 from agents.inputs import Case, ModuleTask, Stated
 from agents.speccases import CASE_PREFIX, SpecCase, add_cases, spec_cases
-from agents.testsplit import failed_tests, trusted_tests
+from agents.testsplit import failed_tests, test_names
 
 __all__ = ["cases", "cases_file", "first_failure", "score", "stated", "summary", "trusted"]
 
@@ -21,8 +21,7 @@ def stated(spec: str, path: str, api: Sequence[str]) -> Stated:
     """What ``spec`` states about the module at ``path`` whose API is ``api``."""
     section = spec_section(spec, path)
     return Stated(section=section, api=list(api),
-                  cases=[Case.of(c) for c in spec_cases(section, api)],
-                  examples=spec_examples(section), errors=spec_errors(section))
+                  cases=[Case.of(c) for c in spec_cases(section, api)])
 
 
 def _stated(task: ModuleTask) -> Stated:
@@ -45,10 +44,10 @@ def first_failure(report: dict[str, Any]) -> str:
     return ""
 
 
-def trusted(tests: str, task: ModuleTask) -> set[str]:
-    """The tests of ``tests`` the spec vouches for (its own examples among them)."""
-    said = _stated(task)
-    return trusted_tests(tests, said.examples, said.errors, prefix=CASE_PREFIX)
+def trusted(tests: str) -> set[str]:
+    """The tests of ``tests`` the spec vouches for: those the pipeline wrote from the
+    examples it states (a model's test that merely quotes the spec is a probe)."""
+    return {t for t in test_names(tests) if t.startswith(CASE_PREFIX)}
 
 
 def score(report: dict[str, Any], vouched: set[str] | frozenset[str] = frozenset()

@@ -177,7 +177,7 @@ class Reviewer(WorkspaceRole):
                              "changes instead, with concrete comments.") from None
         failed = failed_tests(str(result["output"]))
         ran = result["tests_passed"] + result["tests_failed"] + result["tests_errors"]
-        if not result["passed"] and (failed & trusted(tests, task) or (not failed and (
+        if not result["passed"] and (failed & trusted(tests) or (not failed and (
                 ran or result["timed_out"]))):  # no test at all vetoes nothing
             raise ModelRetry("You approved, but tests the spec vouches for fail:\n"
                              + report_tail(result) + "\nRequest changes instead: say "

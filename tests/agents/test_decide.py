@@ -10,11 +10,11 @@ from agents.decide import Tried, best, decide
 
 
 def t(passed: int = 0, total: int = 4, *, spec: tuple[int, int] = (0, 0),
-      trusted: tuple[int, int] = (0, 0), imports: bool = True, advice: str = "",
+      trusted: tuple[int, int] = (0, 0), imports: bool = True,
       stub: bool = False, runs: dict[str, str] | None = None,
       failed: set[str] | None = None) -> Tried:
     return Tried(imports=imports, spec=spec, trusted=trusted, tests=(passed, total),
-                 advice=advice, stub=stub, runs=runs or {},
+                 stub=stub, runs=runs or {},
                  failed=None if failed is None else frozenset(failed))
 
 
@@ -91,8 +91,6 @@ def test_the_first_of_equals_stays() -> None:
     assert decide([first, t(2, spec=(1, 2), trusted=(1, 3))], rounds=2,
                   out_of_time=False) == ("keep_best", 0)
     assert best([t(2), t(2), t(2)]) == 0
-    # advice read from the spec parts nothing: it is said, never ranked
-    assert best([t(2, advice="m.py has no top-level 'add'"), t(2)]) == 0
 
 
 def test_never_worse_than_the_first_on_any_test_that_ran() -> None:
@@ -114,13 +112,6 @@ def test_a_module_that_does_not_import_is_revised_with_its_error() -> None:
     assert best([t(0, imports=False), t(0)]) == 1
 
 
-def test_advice_alone_never_sends_an_answer_back() -> None:
-    said = "m.py has no top-level 'add'"
-    assert decide([t(4, advice=said)], rounds=4, out_of_time=False) == ("accept", 0)
-    # when its tests fail anyway, the advice goes with its revision (in view)
-    assert decide([t(1, advice=said)], rounds=4, out_of_time=False) == ("revise", 0)
-
-
 def test_failing_tests_ask_for_fresh_samples_until_the_rounds_run_out() -> None:
     steps = [decide([t(1)] * n, rounds=4, out_of_time=False)[0] for n in (1, 2, 3, 4)]
     assert steps == ["sample", "sample", "sample", "keep_best"]
@@ -137,8 +128,8 @@ def test_nothing_tried_is_a_caller_error() -> None:
 
 
 def test_a_journaled_candidate_reads_back_as_tried() -> None:
-    got = Tried.of({"score": [3, 5, 2, 1, 4, 2], "imports": False, "advice": "x",
+    got = Tried.of({"score": [3, 5, 2, 1, 4, 2], "imports": False,
                     "stubs": ["f"], "runs": {"f(1)": "=1"}, "failed": ["test_a"]})
-    assert got == Tried(imports=False, spec=(1, 2), trusted=(2, 4), tests=(3, 5), advice="x",
+    assert got == Tried(imports=False, spec=(1, 2), trusted=(2, 4), tests=(3, 5),
                         stub=True, runs={"f(1)": "=1"}, failed=frozenset({"test_a"}))
     assert Tried.of({"score": [1, 1]}).failed is None

@@ -252,7 +252,6 @@ def test_the_import_a_module_is_told_to_write_is_python() -> None:
     import ast
 
     from agents.briefs import coder_brief
-    from agents.coder import _missing_import
     from agents.specread import import_names
 
     used = ["tokenize(source: str) -> list", "class LexError(ValueError)",
@@ -265,5 +264,3 @@ def test_the_import_a_module_is_told_to_write_is_python() -> None:
                   "public_api": used}]}
     (line,) = [x for x in coder_brief(task).splitlines() if "from lexer import" in x]
     ast.parse(line.split(": ", 1)[1])
-    advice = _missing_import("def run(source):\n    return []\n", task["uses"])
-    ast.parse(advice.split("(", 1)[1].split(")")[0])
