@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 import re
 
-__all__ = ["failed_tests", "guard_imports", "salvage", "split_tests", "test_names"]
+__all__ = ["failed_tests", "guard_imports", "split_tests", "test_names"]
 
 _FAILED = re.compile(r"^(?:FAILED|ERROR) [^\s:]+::(\w+)", re.MULTILINE)
 
@@ -96,25 +96,3 @@ def guard_imports(text: str, module: str) -> str:
             for a in node.names]
         lines[node.lineno - 1:node.end_lineno] = new
     return "\n".join(lines)
-
-
-_TOP_DEF = re.compile(r"(?:async\s+def|def|class)\s|@")
-
-
-def salvage(text: str) -> str | None:
-    """A reply cut off at the token limit inside its last fenced block, with that block
-    ended before the definition it was cut in (the complete tests kept: a small model
-    enumerating cases runs out of tokens, and another try costs as much); None when no
-    complete definition is left."""
-    lines = text.split("\n")
-    fences = [i for i, line in enumerate(lines) if line.lstrip().startswith("```")]
-    if len(fences) % 2 == 0:
-        return None
-    start = fences[-1]
-    starts = [i for i in range(start + 1, len(lines)) if _TOP_DEF.match(lines[i])]
-    if len(starts) < 2:
-        return None
-    kept = lines[:starts[-1]]
-    while kept and (not kept[-1].strip() or kept[-1].startswith("@")):
-        kept.pop()
-    return "\n".join([*kept, "```", ""])
