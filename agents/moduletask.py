@@ -5,28 +5,21 @@ the input: a replay reads the same."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from agents.briefs import report_tail
-from agents.checks import dotted, spec_section
-from agents.inputs import Case, ModuleTask, Stated
-from agents.speccases import CASE_PREFIX, SpecCase, add_cases, spec_cases
+from agents.checks import dotted
+from agents.inputs import ModuleTask, Stated
+from agents.speccases import CASE_PREFIX, SpecCase, add_cases
+from agents.specfacts import read_spec
 from agents.testsplit import failed_tests, test_names
 
-__all__ = ["cases", "cases_file", "first_failure", "score", "stated", "summary", "trusted"]
-
-
-def stated(spec: str, path: str, api: Sequence[str]) -> Stated:
-    """What ``spec`` states about the module at ``path`` whose API is ``api``."""
-    section = spec_section(spec, path)
-    return Stated(section=section, api=list(api),
-                  cases=[Case.of(c) for c in spec_cases(section, api)])
+__all__ = ["cases", "cases_file", "first_failure", "score", "summary", "trusted"]
 
 
 def _stated(task: ModuleTask) -> Stated:
     """The task's :class:`Stated` (read from the spec for a task posted without it)."""
-    return task.stated or stated(task.spec, task.path, task.module.public_api)
+    return task.stated or read_spec(task.spec).stated(task.path, task.module.public_api)
 
 
 def summary(report: dict[str, Any]) -> dict[str, Any]:
