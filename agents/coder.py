@@ -31,7 +31,6 @@ from agents.roles import CodeAnswer, WorkspaceRole
 from agents.scaffold import without_tests
 from agents.smoke import smoke_calls
 from agents.specapi import spec_signatures
-from agents.speccases import CASE_PREFIX
 from agents.specfacts import read_spec
 from agents.stubs import stubs
 from agents.testsplit import failed_tests
@@ -180,7 +179,7 @@ class Coder(WorkspaceRole):
                       f"on {len(calls)} calls of its public functions instead"}
         runs = {} if failed else await run_calls(self.workspace.root, path, preamble, calls)
         data = {"score": score(report, vouched) if not failed else
-                [0, 0, 0, 0, len(vouched), sum(1 for t in vouched if t.startswith(CASE_PREFIX))],
+                [0, 0, 0, len(vouched)],
                 "imports": not failed, "files": {path: code}, "text": text,
                 "report": report, "stubs": stubs(code), "runs": runs}
         if _failures_known(data):

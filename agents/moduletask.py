@@ -45,15 +45,13 @@ def trusted(tests: str) -> set[str]:
 
 def score(report: dict[str, Any], vouched: set[str] | frozenset[str] = frozenset()
           ) -> list[int]:
-    """[tests passed, tests run, vouched tests passed, of those the ones written from the
-    spec's own words, vouched tests, spec's own tests] (see :class:`agents.decide.Tried`)."""
+    """[tests passed, tests run, vouched tests passed, vouched tests] (see
+    :class:`agents.decide.Tried`)."""
     passed = int(report.get("tests_passed") or 0)
     total = passed + int(report.get("tests_failed") or 0) + int(report.get("tests_errors") or 0)
     failed = failed_tests(str(report.get("output", "")))
     ok = vouched - failed if total else set()
-    own = sum(1 for t in vouched if t.startswith(CASE_PREFIX))
-    return [passed, total, len(ok), sum(1 for t in ok if t.startswith(CASE_PREFIX)),
-            len(vouched), own]
+    return [passed, total, len(ok), len(vouched)]
 
 
 def cases(task: ModuleTask) -> list[SpecCase]:
