@@ -79,25 +79,6 @@ def code_problem(path: str, text: str, *, tests: bool) -> str:
                 "imports the module and asserts what it returns")
     if not tests and not defs:
         return "not the module's code: it defines no function or class"
-    return "" if tests else _shadowed_method(body)
-
-
-def _shadowed_method(body: list[ast.stmt]) -> str:
-    """An instance attribute named like a method of its class (``self.items = {}`` beside
-    ``def items(self)``): the attribute hides the method on every instance, so each call
-    fails. A small model writes it and cannot see it in the test report."""
-    for cls in (n for n in body if isinstance(n, ast.ClassDef)):
-        methods = {f.name for f in cls.body if isinstance(f, (ast.FunctionDef,
-                                                               ast.AsyncFunctionDef))}
-        for node in ast.walk(cls):
-            targets = node.targets if isinstance(node, ast.Assign) else (
-                [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else [])
-            for t in targets:
-                if (isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name)
-                        and t.value.id == "self" and t.attr in methods):
-                    return (f"class {cls.name} sets self.{t.attr}, which hides its method "
-                            f"{t.attr}() on every instance (calling it fails): name the "
-                            f"attribute differently, e.g. self._{t.attr}")
     return ""
 
 

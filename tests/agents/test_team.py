@@ -299,15 +299,14 @@ def test_checks_of_one_test_are_cut_apart_and_told_apart_by_the_spec() -> None:
         == {"test_r_2", "test_x"}
 
 
-def test_an_attribute_that_hides_a_method_is_named() -> None:
+def test_a_module_with_a_fault_only_running_shows_is_a_candidate() -> None:
+    """An attribute that hides a method (``self.items`` beside ``def items``) is no reason
+    to refuse a module that parses: its test run shows the calls that fail."""
     from agents.checks import code_problem
 
     shadow = ("class Inventory:\n    def __init__(self):\n        self.items = {}\n\n"
               "    def items(self):\n        return sorted(self.items.items())\n")
-    assert "sets self.items, which hides its method items()" in code_problem(
-        "kata/inventory.py", shadow, tests=False)
-    fine = shadow.replace("self.items", "self._items")
-    assert code_problem("kata/inventory.py", fine, tests=False) == ""
+    assert code_problem("kata/inventory.py", shadow, tests=False) == ""
 
 
 def test_a_raises_block_whose_error_a_later_check_reads_stays_whole() -> None:
