@@ -5,27 +5,19 @@ its real errors back for a revision, ask for a new sample, or keep the best so f
 
 The first request is the one a user would make of the model (the spec, then "write
 module X", greedy): its answer, if it imports, is the floor. Later answers replace it
-only on evidence from running code (:func:`agents.decide.best`). What the checks read
-from the spec (public names, imports of the modules it builds on) is said as advice,
-never a reason to refuse an answer. Only an answer that is no module at all (does not
-parse, defines nothing) is sent back unwritten.
+only on evidence from running code (:func:`agents.decide.best`). Nothing read from the
+spec refuses an answer: only one that is no module at all (does not parse, defines
+nothing) is sent back unwritten.
 """
 
 from __future__ import annotations
 
 import ast
 import dataclasses
-from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from agents.briefs import coder_brief
-from agents.checks import (
-    api_problem,
-    code_problem,
-    dotted,
-    imports_module,
-    spec_paths,
-)
+from agents.checks import code_problem, dotted, spec_paths
 from agents.coderasks import how_it_did, one_shot, revision, spec_failures
 from agents.codereply import CodeBlocks, copied_line
 from agents.compose import Answer, compose
@@ -35,13 +27,11 @@ from agents.imports_fix import absolute_imports, add_missing_imports, usable_pre
 from agents.inputs import ModuleTask, module_task
 from agents.moduletask import first_failure, score, summary, trusted
 from agents.probe import calls_in_tests, mentions, run_calls
-from agents.roles import CodeAnswer, ModuleSpec, WorkspaceRole
+from agents.roles import CodeAnswer, WorkspaceRole
 from agents.scaffold import without_tests
 from agents.smoke import smoke_calls
 from agents.specapi import spec_signatures
-from agents.speccases import CASE_PREFIX
 from agents.specfacts import read_spec
-from agents.specread import import_names
 from agents.stubs import stubs
 from agents.testsplit import failed_tests
 from agents.workspace import WorkspaceError
@@ -174,7 +164,7 @@ class Coder(WorkspaceRole):
         failed = await import_error(self.workspace.root, path)
         names = [*_public(task), *_defined(code)]
         exercised = mentions(tests, names)
-        vouched = trusted(tests, task) if exercised else set()
+        vouched = trusted(tests) if exercised else set()
         preamble, calls = calls_in_tests(tests, names) if exercised else ("", [])
         if not calls:  # nothing calls it: it is run all the same
             preamble, calls = f"from {dotted(path)} import *", smoke_calls(first, task.spec)
@@ -188,11 +178,9 @@ class Coder(WorkspaceRole):
                       "timed_out": False, "output": "no test calls this module; it was run "
                       f"on {len(calls)} calls of its public functions instead"}
         runs = {} if failed else await run_calls(self.workspace.root, path, preamble, calls)
-        advice = (api_problem(path, code, task.module.public_api)
-                  or _missing_import(code, task.uses))
         data = {"score": score(report, vouched) if not failed else
-                [0, 0, 0, 0, len(vouched), sum(1 for t in vouched if t.startswith(CASE_PREFIX))],
-                "imports": not failed, "advice": advice, "files": {path: code}, "text": text,
+                [0, 0, 0, len(vouched)],
+                "imports": not failed, "files": {path: code}, "text": text,
                 "report": report, "stubs": stubs(code), "runs": runs}
         if _failures_known(data):
             data["failed"] = sorted(failed_tests(str(report.get("output", ""))))
@@ -207,11 +195,9 @@ class Coder(WorkspaceRole):
         if len(usable) < 2:
             return None
         tests = await self.workspace.read_file(task.test_path)
-        vouched = trusted(tests, task)
-        own = {t for t in vouched if t.startswith(CASE_PREFIX)}
         code = compose([Answer(d["files"][path], frozenset(failed_tests(
             str(d["report"].get("output", ""))))) for d in usable],
-            best([Tried.of(d) for d in usable]), tests, _public(task), [own, vouched])
+            best([Tried.of(d) for d in usable]), tests, _public(task), [trusted(tests)])
         if code is None or any(d["files"].get(path) == code for d in tried):
             return None
         made = await self._try(task, code, "", first)
@@ -309,7 +295,7 @@ def _previous_round(task: ModuleTask) -> dict[str, Any] | None:
     report = task.report
     if not task.current or not report or "tests_passed" not in report:
         return None
-    vouched = trusted(task.tests, task)
+    vouched = trusted(task.tests)
     return {"score": score(report, vouched), "files": {task.path: task.current}, "text": "",
             "report": report, "imports": True}
 
@@ -327,16 +313,3 @@ def _project(task: ModuleTask) -> dict[str, str]:
         for sig in used.public_api:
             out.setdefault(sig.split("(")[0].removeprefix("class ").strip(), dotted(used.path))
     return {name: mod for name, mod in out.items() if name.isidentifier()}
-
-
-def _missing_import(code: str, uses: Sequence[ModuleSpec | dict[str, Any]]) -> str:
-    """Why ``code`` does not build on the modules the plan says it uses ('' if it does)."""
-    for one in uses:
-        used = one if isinstance(one, ModuleSpec) else ModuleSpec.model_validate(
-            {"purpose": "", "test_path": "", "public_api": [], **one})
-        other = used.path
-        if other and not imports_module(code, other):
-            names = ", ".join(import_names(used.public_api))
-            return (f"the spec builds it on {other}: import from it (from {dotted(other)} "
-                    f"import {names or '...'}) instead of writing that code again")
-    return ""

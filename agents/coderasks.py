@@ -37,22 +37,20 @@ def _first_line(report: dict[str, Any]) -> str:
 
 def revision(mine: dict[str, Any], task: ModuleTask) -> str:
     """The feedback for a revision: the import's traceback, or what its tests and calls
-    showed (the spec's own examples that failed first); then the checks' advice."""
+    showed (the spec's own examples that failed first)."""
     path, test_path, report = task.path, task.test_path, mine["report"]
-    advice = mine.get("advice") or ""
-    told = f" Also: {advice}." if advice else ""
     ask = f"Reply with the complete corrected file in one fenced block labelled {path}."
     if not mine.get("imports", True):
         return (f"{report['output']}\n\nFix {path} so that it imports like this (its users "
-                f"and tests import it as `import {dotted(path)}` from the workspace root)."
-                f"{told} {ask}")
+                f"and tests import it as `import {dotted(path)}` from the workspace root). "
+                f"{ask}")
     passed, total = mine["score"][:2]
     if not total:
         return f"Your module {how_it_did(mine)}. {ask}"
     return (f"The tests in {test_path} ran against your module: {passed} of {total} passed. "
             f"{spec_failures(report, task)}The end of pytest's report:\n{report['output']}"
             f"\n\nFind the cause in {path} and fix it (where a test contradicts the spec, "
-            f"follow the spec).{told} {ask}")
+            f"follow the spec). {ask}")
 
 
 def how_it_did(mine: dict[str, Any]) -> str:
@@ -66,8 +64,6 @@ def how_it_did(mine: dict[str, Any]) -> str:
               (mine.get("runs") or {}).items() if o.startswith("!")][:3]
     if raised and not total:
         said.append("raised an error when run: " + "; ".join(raised))
-    if mine.get("advice"):
-        said.append(str(mine["advice"]))
     return ", and ".join(said) or ("ran, but no test checks it (versions are compared by what "
                                    "they return on the same calls)")
 

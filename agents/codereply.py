@@ -1,5 +1,6 @@
-"""What a coder's reply holds when it is not a clean file: a reply cut off inside its
-file (the definitions before the cut are kept), or the spec's words copied as code."""
+"""What a reply holds when it is not a clean file: a reply cut off inside its file (the
+definitions before the cut are kept; a coder's module, a tester's tests), or the spec's
+words copied as code."""
 
 from __future__ import annotations
 

@@ -124,8 +124,8 @@ def compose(answers: Sequence[Answer], base: int, tests: str, public: Sequence[s
     """The composite of ``answers`` built on ``answers[base]`` (the best whole answer), or
     None when no public name is better elsewhere (or taking it would clash).
 
-    ``weights``: sets of tests that count first, most trusted first (the spec's own
-    examples, then the tests it vouches for)."""
+    ``weights``: sets of tests that count first, most trusted first (the tests the spec
+    vouches for)."""
     parsed = [_parse(a.code) for a in answers]
     home = parsed[base]
     if home is None or len(answers) < 2:

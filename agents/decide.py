@@ -1,17 +1,16 @@
 """Which of the coder's candidates is the module, and what it does next: pure functions.
 
 Each candidate is summed up as a :class:`Tried`: does it import, is it a stub, how many
-of the spec's own examples, of the tests the spec vouches for and of all tests it
-passed (and which it failed), and what it did when run on the module's inputs (the
-calls of the tests, or a smoke run's; :mod:`agents.agreement`). Nothing here runs
-anything; the coder's check does the effects and words the feedback.
+of the spec's own examples and of all tests it passed (and which it failed), and what it
+did when run on the module's inputs (the calls of the tests, or a smoke run's;
+:mod:`agents.agreement`). Nothing here runs anything; the coder's check does the effects
+and words the feedback.
 
 Selection (:func:`best`). The first candidate, the model asked once, is the floor. A
 later one replaces the best so far only on evidence from running code:
 
 1. an answer that imports beats one that does not, and one that is no stub beats a stub;
-2. it passes strictly more of the spec's own examples, or as many and strictly more of
-   the tests the spec vouches for;
+2. it passes strictly more of the spec's own examples (the tests the spec vouches for);
 3. where those tie, its outputs agree with more of the other candidates' outputs on the
    same inputs (MBR-exec), or, where agreement ties too, it passes strictly more of all
    the tests; either way only if it raises from its own code on no input the first
@@ -19,13 +18,12 @@ later one replaces the best so far only on evidence from running code:
 
 Then the choice is held against the first candidate: if it lost a test the first passed
 without passing strictly more of what the spec vouches for, the first is the module. Zero
-tests is never a pass. What the checks read from the spec say (``advice``) is said to
-the model, never a reason to refuse or rank (``../shared/research/small-models.md``).
+tests is never a pass.
 
 Next steps (:func:`decide`): accept once every test passes (or, after a second answer,
-every trusted test), or once two candidates behave alike where no test exists; a module
-that does not import goes back for a revision with its traceback (one the checks advise
-on, with their advice); otherwise a new sample, until the rounds or the time run out.
+every one of the spec's own examples), or once two candidates behave alike where no test
+exists; a module that does not import goes back for a revision with its traceback;
+otherwise a new sample, until the rounds or the time run out.
 """
 
 from __future__ import annotations
@@ -47,14 +45,10 @@ class Tried:
 
     imports: bool
     """It imports as its users import it (a module that does not is no usable answer)."""
-    spec: tuple[int, int] = (0, 0)
-    """The spec's own examples (tests the pipeline wrote from its words): passed, run."""
     trusted: tuple[int, int] = (0, 0)
-    """Tests the spec vouches for (its examples among them): passed, run."""
+    """The spec's own examples (tests the pipeline wrote from its words): passed, run."""
     tests: tuple[int, int] = (0, 0)
     """Every test of the module: passed, run."""
-    advice: str = ""
-    """What the checks read from the spec say is missing (advice only)."""
     stub: bool = False
     """A public function of it is a stub (:func:`agents.stubs.stubs`)."""
     runs: Mapping[str, str] = field(default_factory=dict)
@@ -70,14 +64,14 @@ class Tried:
     @classmethod
     def of(cls, data: Mapping[str, object]) -> Tried:
         """From a candidate as the coder journals it (``score``: [passed, run, trusted
-        passed, spec passed, trusted run, spec run]; ``stubs``, ``runs``, ``failed``)."""
+        passed, trusted run]; ``stubs``, ``runs``, ``failed``)."""
         raw = data.get("score")
         s = [int(x) for x in raw] if isinstance(raw, list) else []
-        s += [0] * (6 - len(s))
+        s += [0] * (4 - len(s))
         runs = data.get("runs")
         failed = data.get("failed")
-        return cls(imports=bool(data.get("imports", True)), spec=(s[3], s[5]),
-                   trusted=(s[2], s[4]), tests=(s[0], s[1]), advice=str(data.get("advice") or ""),
+        return cls(imports=bool(data.get("imports", True)), trusted=(s[2], s[3]),
+                   tests=(s[0], s[1]),
                    stub=bool(data.get("stubs")),
                    runs={str(k): str(v) for k, v in runs.items()} if isinstance(runs, dict)
                    else {},
@@ -96,20 +90,14 @@ def _loses(t: Tried, floor: Tried) -> bool:
     return t.tests[0] < floor.tests[0]
 
 
-def _vouched(t: Tried) -> tuple[int, int]:
-    """What the spec vouches for that ``t`` passes: its own examples (the pipeline wrote
-    them from the spec's words), then every test the spec vouches for."""
-    return t.spec[0], t.trusted[0]
-
-
 def _replaces(new: Tried, old: Tried, floor: Tried, agree: tuple[int, int]) -> bool:
     """``new`` takes the place of ``old`` (the best so far); ``agree``: their agreement."""
     if new.imports != old.imports:
         return new.imports
     if new.stub != old.stub:
         return old.stub
-    if _vouched(new) != _vouched(old):
-        return _vouched(new) > _vouched(old)
+    if new.trusted[0] != old.trusted[0]:
+        return new.trusted[0] > old.trusted[0]
     if crashes(new.runs, floor.runs) or _loses(new, floor):
         return False
     if agree[0] != agree[1]:
@@ -131,7 +119,7 @@ def best(tried: Sequence[Tried], extra: Sequence[Tried] = ()) -> int:
         if i != first and _replaces(t, pool[chosen], floor, (agree[i], agree[chosen])):
             chosen = i
     pick = pool[chosen]
-    if _loses(pick, floor) and _vouched(pick) <= _vouched(floor) and not floor.stub:
+    if _loses(pick, floor) and pick.trusted[0] <= floor.trusted[0] and not floor.stub:
         return first  # never worse than the model asked once, on any test that ran
     return chosen
 
@@ -161,6 +149,6 @@ def decide(tried: Sequence[Tried], *, rounds: int, out_of_time: bool) -> tuple[N
         return "accept", chosen  # no test: two candidates that behave alike
     if out_of_time or len(tried) >= rounds:
         return "keep_best", chosen
-    if not last.imports or last.advice:
-        return "revise", chosen  # a real error (or a check's advice) back to its author
+    if not last.imports:
+        return "revise", chosen  # a real error back to its author
     return "sample", chosen

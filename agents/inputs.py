@@ -41,11 +41,7 @@ class Stated(BaseModel):
 
     section: str = Field(description="the spec's part about the module (all of it when no "
                                      "heading names the module)")
-    api: list[str] = Field(default_factory=list, description="signatures the spec gives")
     cases: list[Case] = Field(default_factory=list, description="examples the spec states")
-    examples: list[str] = Field(default_factory=list,
-                                description="string values the spec gives in backticks")
-    errors: list[str] = Field(default_factory=list, description="errors the spec names")
 
 
 class ModuleTask(BaseModel):

@@ -5,29 +5,21 @@ the input: a replay reads the same."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from agents.briefs import report_tail
-from agents.checks import dotted, spec_errors, spec_examples, spec_section
-from agents.inputs import Case, ModuleTask, Stated
-from agents.speccases import CASE_PREFIX, SpecCase, add_cases, spec_cases
-from agents.testsplit import failed_tests, trusted_tests
+from agents.checks import dotted
+from agents.inputs import ModuleTask, Stated
+from agents.speccases import CASE_PREFIX, SpecCase, add_cases
+from agents.specfacts import read_spec
+from agents.testsplit import failed_tests, test_names
 
-__all__ = ["cases", "cases_file", "first_failure", "score", "stated", "summary", "trusted"]
-
-
-def stated(spec: str, path: str, api: Sequence[str]) -> Stated:
-    """What ``spec`` states about the module at ``path`` whose API is ``api``."""
-    section = spec_section(spec, path)
-    return Stated(section=section, api=list(api),
-                  cases=[Case.of(c) for c in spec_cases(section, api)],
-                  examples=spec_examples(section), errors=spec_errors(section))
+__all__ = ["cases", "cases_file", "first_failure", "score", "summary", "trusted"]
 
 
 def _stated(task: ModuleTask) -> Stated:
     """The task's :class:`Stated` (read from the spec for a task posted without it)."""
-    return task.stated or stated(task.spec, task.path, task.module.public_api)
+    return task.stated or read_spec(task.spec).stated(task.path, task.module.public_api)
 
 
 def summary(report: dict[str, Any]) -> dict[str, Any]:
@@ -45,23 +37,21 @@ def first_failure(report: dict[str, Any]) -> str:
     return ""
 
 
-def trusted(tests: str, task: ModuleTask) -> set[str]:
-    """The tests of ``tests`` the spec vouches for (its own examples among them)."""
-    said = _stated(task)
-    return trusted_tests(tests, said.examples, said.errors, prefix=CASE_PREFIX)
+def trusted(tests: str) -> set[str]:
+    """The tests of ``tests`` the spec vouches for: those the pipeline wrote from the
+    examples it states (a model's test that merely quotes the spec is a probe)."""
+    return {t for t in test_names(tests) if t.startswith(CASE_PREFIX)}
 
 
 def score(report: dict[str, Any], vouched: set[str] | frozenset[str] = frozenset()
           ) -> list[int]:
-    """[tests passed, tests run, vouched tests passed, of those the ones written from the
-    spec's own words, vouched tests, spec's own tests] (see :class:`agents.decide.Tried`)."""
+    """[tests passed, tests run, vouched tests passed, vouched tests] (see
+    :class:`agents.decide.Tried`)."""
     passed = int(report.get("tests_passed") or 0)
     total = passed + int(report.get("tests_failed") or 0) + int(report.get("tests_errors") or 0)
     failed = failed_tests(str(report.get("output", "")))
     ok = vouched - failed if total else set()
-    own = sum(1 for t in vouched if t.startswith(CASE_PREFIX))
-    return [passed, total, len(ok), sum(1 for t in ok if t.startswith(CASE_PREFIX)),
-            len(vouched), own]
+    return [passed, total, len(ok), len(vouched)]
 
 
 def cases(task: ModuleTask) -> list[SpecCase]:

@@ -14,7 +14,7 @@ import json
 from collections.abc import Sequence
 
 from agents.specexamples import stated_cases
-from agents.specread import BUILTIN_NAMES, STDLIB, Api, SpecCase, calls_in, fits, read_api
+from agents.specread import STDLIB, Api, SpecCase, calls_in, fits, free_names, literal, read_api
 
 __all__ = ["CASE_PREFIX", "SpecCase", "add_cases", "case_strings", "render_cases",
            "spec_cases"]
@@ -23,16 +23,6 @@ CASE_PREFIX = "test_spec_example_"
 """The names of the tests written from the spec's words (trusted as the spec itself)."""
 
 _MARK = "# Examples the spec states, written by the pipeline from the spec's own words."
-
-
-def _literal(text: str) -> str | None:
-    """``text`` as Python source if it is a literal (``"IV"``, ``[("a", 1)]``, ``-1``)."""
-    try:
-        tree = ast.parse(text.strip(), mode="eval")
-        ast.literal_eval(tree)
-    except (SyntaxError, ValueError, TypeError, MemoryError, RecursionError):
-        return None
-    return ast.unparse(tree)
 
 
 def spec_cases(section: str, public_api: Sequence[str]) -> list[SpecCase]:
@@ -48,15 +38,8 @@ def spec_cases(section: str, public_api: Sequence[str]) -> list[SpecCase]:
 def _verbatim(case: SpecCase, section: str) -> bool:
     """Every string a case holds is written in the spec (as it is, or escaped as a
     literal writes it): a case read wrongly is left out instead of trusted."""
-    flat = " ".join(section.split())
-    for s in case_strings([case]):
-        forms = {s, repr(s)[1:-1], json.dumps(s, ensure_ascii=False)[1:-1]}
-        if not any(f in section for f in forms) and " ".join(s.split()) not in flat:
-            return False
-        if s.strip() and s not in section and repr(s)[1:-1] not in section and \
-                json.dumps(s, ensure_ascii=False)[1:-1] not in section:
-            return False
-    return True
+    return all(not s.strip() or any(f in section for f in (
+        s, repr(s)[1:-1], json.dumps(s, ensure_ascii=False)[1:-1])) for s in case_strings([case]))
 
 
 def _typed(case: SpecCase, api: Api) -> bool:
@@ -124,17 +107,10 @@ def _free(case: SpecCase) -> list[str]:
     trees = [ast.parse(s) for s in (*case.setup, case.call, case.expected or "None")]
     call = trees[-2].body[0]
     simple = (not case.setup and isinstance(call, ast.Expr) and isinstance(call.value, ast.Call)
-              and isinstance(call.value.func, ast.Name) and _literal(ast.unparse(
+              and isinstance(call.value.func, ast.Name) and literal(ast.unparse(
                   ast.Tuple([*call.value.args, *(k.value for k in call.value.keywords)],
-                            ast.Load()))) is not None and _literal(case.expected or "None"))
-    if simple:
-        return []
-    bound = {n.id for t in trees for n in ast.walk(t) if isinstance(n, ast.Name)
-             and not isinstance(n.ctx, ast.Load)} | {
-        a.arg for t in trees for a in ast.walk(t) if isinstance(a, ast.arg)}
-    used = {n.id for t in trees for n in ast.walk(t) if isinstance(n, ast.Name)
-            and isinstance(n.ctx, ast.Load)}
-    return sorted(used - bound - BUILTIN_NAMES)
+                            ast.Load()))) is not None and literal(case.expected or "None"))
+    return [] if simple else sorted(free_names(case))
 
 _BUILTIN_ERRORS = frozenset(n for n in dir(__import__("builtins"))
                             if n.endswith(("Error", "Exception")))

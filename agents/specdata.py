@@ -1,6 +1,6 @@
 """Examples a spec gives as markdown tables of inputs and outputs (a column per
-parameter and one headed by the call, a table of bad inputs under a sentence about
-errors, an input/output pair of columns).
+parameter and one headed by the call, or an input/output pair of columns). What a
+table means is read from its header and its cells, never from the sentence before it.
 
 A cell is a value when it is a literal that fits the parameter's type, or the cell's
 text for a ``str`` parameter. Anything else leaves the row out.
@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from agents.specread import ERROR_NAME, Api, SpecCase, fits, literal, stated_result
+from agents.specread import Api, SpecCase, fits, literal, stated_result
 
 __all__ = ["table_cases"]
 
@@ -26,8 +26,8 @@ def _unticked(cell: str) -> str:
     return cell[1:-1] if len(cell) > 1 and cell[0] == cell[-1] == "`" else cell
 
 
-def _tables(text: str) -> Iterator[tuple[str, list[str], list[list[str]]]]:
-    """(the text before it, header, rows) of each markdown table."""
+def _tables(text: str) -> Iterator[tuple[list[str], list[list[str]]]]:
+    """(header, rows) of each markdown table."""
     lines = text.split("\n")
     i = 0
     while i < len(lines) - 1:
@@ -37,7 +37,7 @@ def _tables(text: str) -> Iterator[tuple[str, list[str], list[list[str]]]]:
             while j < len(lines) and lines[j].strip().startswith("|"):
                 j += 1
             rows = [[_unticked(c) for c in _cells(r)] for r in lines[i + 2:j]]
-            yield "\n".join(lines[:i])[-400:], [_unticked(c) for c in _cells(lines[i])], rows
+            yield [_unticked(c) for c in _cells(lines[i])], rows
             i = j
         else:
             i += 1
@@ -57,19 +57,11 @@ _OUTPUTS = re.compile(r"(?i)^(?:output|out|result|returns?|expected|gives|→|->
 
 
 def table_cases(text: str, api: Api) -> list[SpecCase]:
-    out: list[SpecCase] = []
-    errors = list(dict.fromkeys(re.findall(ERROR_NAME, text)))
-    for before, header, rows in _tables(text):
-        said = [ln for ln in before.split("\n") if ln.strip()][-2:]
-        bad = bool(re.search(r"(?i)invalid|error|raise|reject|malformed|bad", " ".join(said)))
-        named = re.findall(ERROR_NAME, " ".join(said))
-        error = named[-1] if named else (errors[0] if len(errors) == 1 else None)
-        out += _table(header, rows, api, error if bad else None)
-    return out
+    """The cases the tables of ``text`` state for the functions of ``api``."""
+    return [c for header, rows in _tables(text) for c in _table(header, rows, api)]
 
 
-def _table(header: list[str], rows: list[list[str]], api: Api,
-           error: str | None) -> list[SpecCase]:
+def _table(header: list[str], rows: list[list[str]], api: Api) -> list[SpecCase]:
     call_col = next(((i, m) for i, h in enumerate(header)
                      if (m := re.fullmatch(r"([a-z_]\w*)\(([\w\s,]*)\)", h))
                      and m.group(1) in api.functions), None)
@@ -93,15 +85,6 @@ def _table(header: list[str], rows: list[list[str]], api: Api,
                 out.append(SpecCase(f"{fn.name}({', '.join(a for a in args if a)})",
                                     expected=expected, error=error))
         return out
-    for i, h in enumerate(header):
-        owners = [f for f in api.functions.values() if f.required == [h]]
-        if len(owners) == 1 and error:
-            fn = owners[0]
-            for row in rows:
-                value = _cell_value(row[i], fn.annotation(h)) if len(row) > i else None
-                if value is not None:
-                    out.append(SpecCase(f"{fn.name}({value})", error=error))
-            return out
     if len(header) == 2 and len(api.functions) == 1 and _INPUTS.match(header[0]) and \
             _OUTPUTS.match(header[1]):
         fn = next(iter(api.functions.values()))

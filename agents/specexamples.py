@@ -19,12 +19,12 @@ from collections.abc import Iterator
 
 from agents.specdata import table_cases
 from agents.specread import (
-    BUILTIN_NAMES,
     ERROR_NAME,
     STDLIB,
     Api,
     SpecCase,
     calls_in,
+    free_names,
     literal,
     stated_result,
 )
@@ -173,10 +173,5 @@ def _doctest_items(block: str) -> Iterator[tuple[str, list[str]]]:
 
 def _names_known(case: SpecCase, api: Api) -> bool:
     """Every name a case uses is the module's, the standard library's, or its own."""
-    trees = [ast.parse(s) for s in (*case.setup, case.call, case.expected or "None")]
-    bound = {n.id for t in trees for n in ast.walk(t) if isinstance(n, ast.Name)
-             and not isinstance(n.ctx, ast.Load)} | {
-        a.arg for t in trees for a in ast.walk(t) if isinstance(a, ast.arg)}
-    used = {n.id for t in trees for n in ast.walk(t) if isinstance(n, ast.Name)
-            and isinstance(n.ctx, ast.Load)} - bound - BUILTIN_NAMES
+    used = free_names(case)
     return bool(used) and used <= (api.names | STDLIB) and bool(used & api.names)

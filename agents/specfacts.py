@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from agents.checks import dotted, spec_paths, spec_section
-from agents.inputs import Stated
-from agents.moduletask import stated
+from agents.inputs import Case, Stated
 from agents.specapi import spec_signatures
+from agents.speccases import spec_cases
 from agents.specplan import stated_uses
 
 __all__ = ["SpecFacts", "read_spec"]
@@ -53,7 +53,8 @@ class SpecFacts:
 
     def stated(self, path: str, api: Sequence[str]) -> Stated:
         """What the spec states about the module at ``path`` whose API is ``api``."""
-        return stated(self.text, path, api)
+        section = spec_section(self.text, path)
+        return Stated(section=section, cases=[Case.of(c) for c in spec_cases(section, api)])
 
 
 def read_spec(text: str) -> SpecFacts:

@@ -15,7 +15,7 @@ import re
 from pathlib import PurePosixPath
 from typing import Any
 
-from agents.checks import dotted, spec_paths, spec_section
+from agents.checks import dotted, spec_paths
 from agents.specapi import spec_signatures
 
 __all__ = ["complete_plan", "plan_from_spec", "stated_uses"]
@@ -27,13 +27,6 @@ def _test_for(path: str, modules: list[str], tests: list[str]) -> str | None:
     if len(named) == 1:
         return named[0]
     return tests[0] if len(modules) == len(tests) == 1 else None
-
-
-def _purpose(spec: str, path: str) -> str:
-    section = spec_section(spec, path)
-    prose = [line.strip("-* ").strip() for line in section.splitlines()[1:]
-             if line.strip() and not line.lstrip().startswith(("#", "`"))]
-    return (prose[0].split(". ")[0][:200] if prose else "") or "as the spec describes"
 
 
 def plan_from_spec(spec: str) -> dict[str, Any] | None:
@@ -50,7 +43,7 @@ def plan_from_spec(spec: str) -> dict[str, Any] | None:
         test_path = _test_for(path, modules, tests) or str(
             PurePosixPath(where) / f"test_{PurePosixPath(path).stem}.py")
         others = [m for m in modules if m != path]
-        planned.append({"path": path, "purpose": _purpose(spec, path), "test_path": test_path,
+        planned.append({"path": path, "purpose": "as the spec describes", "test_path": test_path,
                         "public_api": spec_signatures(spec, path, others)})
     return {"modules": planned, "decisions": [{
         "decision": "the plan is the spec's own: its modules, test files and signatures",

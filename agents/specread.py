@@ -15,8 +15,8 @@ import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-__all__ = ["Api", "Function", "SpecCase", "call_source", "calls_in", "fits", "import_names",
-           "literal", "literal_prefix", "parse_params", "read_api", "stated_result"]
+__all__ = ["Api", "Function", "SpecCase", "call_source", "calls_in", "fits", "free_names",
+           "import_names", "literal", "literal_prefix", "parse_params", "read_api", "stated_result"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -305,3 +305,15 @@ def stated_result(text: str, returns: str | None) -> tuple[str | None, str | Non
 
 BUILTIN_NAMES = frozenset(dir(builtins))
 STDLIB = frozenset(sys.stdlib_module_names)
+
+
+def free_names(case: SpecCase) -> set[str]:
+    """The names a case reads that neither it nor the builtins define: the module's (or
+    the standard library's)."""
+    trees = [ast.parse(s) for s in (*case.setup, case.call, case.expected or "None")]
+    bound = {n.id for t in trees for n in ast.walk(t) if isinstance(n, ast.Name)
+             and not isinstance(n.ctx, ast.Load)} | {
+        a.arg for t in trees for a in ast.walk(t) if isinstance(a, ast.arg)}
+    used = {n.id for t in trees for n in ast.walk(t) if isinstance(n, ast.Name)
+            and isinstance(n.ctx, ast.Load)}
+    return used - bound - BUILTIN_NAMES

@@ -19,11 +19,12 @@ from pydantic import BaseModel
 from agents.briefs import report_tail, reviewer_brief, tester_brief
 from agents.checks import code_problem, dotted, imports_module
 from agents.coder import Coder
+from agents.codereply import complete_part
 from agents.imports_fix import add_missing_imports
 from agents.inputs import ModuleTask, module_task
 from agents.moduletask import cases_file, trusted
 from agents.roles import Review, TestsAnswer, WorkspaceRole
-from agents.testsplit import failed_tests, guard_imports, salvage, split_tests
+from agents.testsplit import failed_tests, guard_imports, split_tests
 from agents.workspace import WorkspaceError
 from orchestra import ModelRetry, ModelSettings, SlidingWindow, ToolContext
 from orchestra.answers import FileBlocks
@@ -38,13 +39,13 @@ def _test_path(task_input: Any) -> list[str]:
 @dataclass(frozen=True)
 class _TestBlocks(FileBlocks):
     """The test file as a fenced block; one cut off at the token limit keeps its complete
-    tests (see :func:`agents.testsplit.salvage`, none when it was cut in the first) and
+    tests (see :func:`agents.codereply.complete_part`, none when it was cut in the first) and
     says it was cut off: the tester asks for the rest, once."""
 
     def parse(self, text: str, *, truncated: bool, task_input: Any) -> BaseModel:
         if not truncated:
             return super().parse(text, truncated=truncated, task_input=task_input)
-        kept = salvage(text)
+        kept = complete_part(text)
         if kept is None:
             return self.output.model_validate({"text": text, "cut_off": True, "files": {
                 module_task(task_input).test_path: ""}})
@@ -177,7 +178,7 @@ class Reviewer(WorkspaceRole):
                              "changes instead, with concrete comments.") from None
         failed = failed_tests(str(result["output"]))
         ran = result["tests_passed"] + result["tests_failed"] + result["tests_errors"]
-        if not result["passed"] and (failed & trusted(tests, task) or (not failed and (
+        if not result["passed"] and (failed & trusted(tests) or (not failed and (
                 ran or result["timed_out"]))):  # no test at all vetoes nothing
             raise ModelRetry("You approved, but tests the spec vouches for fail:\n"
                              + report_tail(result) + "\nRequest changes instead: say "

@@ -1,22 +1,18 @@
-"""Model-written tests made fine-grained, and told apart by what the spec vouches for.
+"""Model-written tests made fine-grained.
 
 A small model puts every assert of a module into one test function; one wrong expected
 value it invented (``to_roman(501) == "DIXI"``) then fails the whole function, and a
 correct module scores the same as a broken one. So a test function made of independent
 checks (asserts and ``with pytest.raises`` blocks, nothing assigned) is cut into one
-test per check, and each test is *trusted* when the spec vouches for it: it holds one
-of the example values the spec states, or checks an error the spec names. Candidates are
-then ranked by the trusted tests they pass first (the research on small models: let the
-tests you can trust select; treat invented expectations as probes).
+test per check: each wrong expectation fails alone, a probe among the others.
 """
 
 from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Sequence
 
-__all__ = ["failed_tests", "guard_imports", "salvage", "split_tests", "trusted_tests"]
+__all__ = ["failed_tests", "guard_imports", "split_tests", "test_names"]
 
 _FAILED = re.compile(r"^(?:FAILED|ERROR) [^\s:]+::(\w+)", re.MULTILINE)
 
@@ -65,28 +61,14 @@ def split_tests(text: str) -> str:
     return "\n".join(lines)
 
 
-def trusted_tests(text: str, examples: Sequence[str], errors: Sequence[str],
-                  prefix: str | None = None) -> set[str]:
-    """The test functions of ``text`` the spec vouches for: holding one of its example
-    values (a string constant equal to one), expecting an error it names, or named
-    with ``prefix`` (tests written from the spec's own words)."""
+def test_names(text: str) -> set[str]:
+    """The test functions ``text`` defines (none when it does not parse)."""
     try:
         tree = ast.parse(text)
     except SyntaxError:
         return set()
-    wanted, out = set(examples), set()
-    for fn in ast.walk(tree):
-        if not (isinstance(fn, ast.FunctionDef) and fn.name.startswith("test")):
-            continue
-        if prefix and fn.name.startswith(prefix):
-            out.add(fn.name)
-            continue
-        for node in ast.walk(fn):
-            if (isinstance(node, ast.Constant) and node.value in wanted) or (
-                    isinstance(node, ast.Name) and node.id in errors):
-                out.add(fn.name)
-                break
-    return out
+    return {fn.name for fn in ast.walk(tree)
+            if isinstance(fn, ast.FunctionDef) and fn.name.startswith("test")}
 
 
 def failed_tests(output: str) -> set[str]:
@@ -114,25 +96,3 @@ def guard_imports(text: str, module: str) -> str:
             for a in node.names]
         lines[node.lineno - 1:node.end_lineno] = new
     return "\n".join(lines)
-
-
-_TOP_DEF = re.compile(r"(?:async\s+def|def|class)\s|@")
-
-
-def salvage(text: str) -> str | None:
-    """A reply cut off at the token limit inside its last fenced block, with that block
-    ended before the definition it was cut in (the complete tests kept: a small model
-    enumerating cases runs out of tokens, and another try costs as much); None when no
-    complete definition is left."""
-    lines = text.split("\n")
-    fences = [i for i, line in enumerate(lines) if line.lstrip().startswith("```")]
-    if len(fences) % 2 == 0:
-        return None
-    start = fences[-1]
-    starts = [i for i in range(start + 1, len(lines)) if _TOP_DEF.match(lines[i])]
-    if len(starts) < 2:
-        return None
-    kept = lines[:starts[-1]]
-    while kept and (not kept[-1].strip() or kept[-1].startswith("@")):
-        kept.pop()
-    return "\n".join([*kept, "```", ""])

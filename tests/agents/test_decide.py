@@ -9,12 +9,11 @@ import pytest
 from agents.decide import Tried, best, decide
 
 
-def t(passed: int = 0, total: int = 4, *, spec: tuple[int, int] = (0, 0),
-      trusted: tuple[int, int] = (0, 0), imports: bool = True, advice: str = "",
+def t(passed: int = 0, total: int = 4, *, trusted: tuple[int, int] = (0, 0), imports: bool = True,
       stub: bool = False, runs: dict[str, str] | None = None,
       failed: set[str] | None = None) -> Tried:
-    return Tried(imports=imports, spec=spec, trusted=trusted, tests=(passed, total),
-                 advice=advice, stub=stub, runs=runs or {},
+    return Tried(imports=imports, trusted=trusted, tests=(passed, total),
+                 stub=stub, runs=runs or {},
                  failed=None if failed is None else frozenset(failed))
 
 
@@ -24,7 +23,7 @@ def test_an_answer_that_passes_every_test_is_accepted_at_once() -> None:
 
 
 def test_passing_the_trusted_tests_stops_after_one_more_answer() -> None:
-    vouched = t(3, spec=(2, 2), trusted=(3, 3))
+    vouched = t(3, trusted=(2, 2))
     assert decide([vouched], rounds=4, out_of_time=False) == ("sample", 0)
     assert decide([vouched, vouched], rounds=4, out_of_time=False) == ("accept", 0)
     # no trusted test at all: only every test passing stops early
@@ -45,8 +44,8 @@ def test_zero_tests_is_never_a_pass() -> None:
 
 
 def test_a_stub_ranks_below_every_answer_that_is_not_one() -> None:
-    stub = t(1, spec=(1, 2), trusted=(1, 2), stub=True)
-    tries = t(0, spec=(0, 2), trusted=(0, 2))
+    stub = t(1, trusted=(1, 2), stub=True)
+    tries = t(0, trusted=(0, 2))
     assert best([stub, tries]) == 1 and best([tries, stub]) == 0
     # a stub passing every test is still not accepted as the module
     assert decide([t(4, stub=True)], rounds=4, out_of_time=False)[0] == "sample"
@@ -55,14 +54,14 @@ def test_a_stub_ranks_below_every_answer_that_is_not_one() -> None:
 
 
 def test_more_trusted_tests_replace_the_first() -> None:
-    first = t(3, spec=(1, 2), trusted=(1, 3))
-    later = t(2, spec=(2, 2), trusted=(2, 3))
+    first = t(3, trusted=(1, 2))
+    later = t(2, trusted=(2, 2))
     assert best([first, later]) == 1
-    # the spec's own examples first: the tests the spec vouches for may hold a tester's
-    pleaser = t(4, total=5, spec=(0, 2), trusted=(3, 4))
-    assert best([pleaser, t(1, total=5, spec=(2, 2), trusted=(2, 4))]) == 1
+    # the spec's own examples first, before the tester's own tests
+    pleaser = t(4, total=5, trusted=(0, 2))
+    assert best([pleaser, t(1, total=5, trusted=(2, 2))]) == 1
     # as many vouched for, losing tests the first passed: the first is the floor
-    assert best([pleaser, t(1, total=5, spec=(0, 2), trusted=(3, 4))]) == 0
+    assert best([pleaser, t(1, total=5, trusted=(0, 2))]) == 0
 
 
 def test_agreement_picks_the_majority_behaviour() -> None:
@@ -87,12 +86,10 @@ def test_a_later_candidate_that_raises_where_the_first_did_not_loses() -> None:
 
 
 def test_the_first_of_equals_stays() -> None:
-    first = t(2, spec=(1, 2), trusted=(1, 3))
-    assert decide([first, t(2, spec=(1, 2), trusted=(1, 3))], rounds=2,
+    first = t(2, trusted=(1, 2))
+    assert decide([first, t(2, trusted=(1, 2))], rounds=2,
                   out_of_time=False) == ("keep_best", 0)
     assert best([t(2), t(2), t(2)]) == 0
-    # advice read from the spec parts nothing: it is said, never ranked
-    assert best([t(2, advice="m.py has no top-level 'add'"), t(2)]) == 0
 
 
 def test_never_worse_than_the_first_on_any_test_that_ran() -> None:
@@ -114,13 +111,6 @@ def test_a_module_that_does_not_import_is_revised_with_its_error() -> None:
     assert best([t(0, imports=False), t(0)]) == 1
 
 
-def test_advice_alone_never_sends_an_answer_back() -> None:
-    said = "m.py has no top-level 'add'"
-    assert decide([t(4, advice=said)], rounds=4, out_of_time=False) == ("accept", 0)
-    # when its tests fail anyway, the advice goes with its revision (in view)
-    assert decide([t(1, advice=said)], rounds=4, out_of_time=False) == ("revise", 0)
-
-
 def test_failing_tests_ask_for_fresh_samples_until_the_rounds_run_out() -> None:
     steps = [decide([t(1)] * n, rounds=4, out_of_time=False)[0] for n in (1, 2, 3, 4)]
     assert steps == ["sample", "sample", "sample", "keep_best"]
@@ -137,8 +127,8 @@ def test_nothing_tried_is_a_caller_error() -> None:
 
 
 def test_a_journaled_candidate_reads_back_as_tried() -> None:
-    got = Tried.of({"score": [3, 5, 2, 1, 4, 2], "imports": False, "advice": "x",
+    got = Tried.of({"score": [3, 5, 2, 4], "imports": False,
                     "stubs": ["f"], "runs": {"f(1)": "=1"}, "failed": ["test_a"]})
-    assert got == Tried(imports=False, spec=(1, 2), trusted=(2, 4), tests=(3, 5), advice="x",
+    assert got == Tried(imports=False, trusted=(2, 4), tests=(3, 5),
                         stub=True, runs={"f(1)": "=1"}, failed=frozenset({"test_a"}))
     assert Tried.of({"score": [1, 1]}).failed is None

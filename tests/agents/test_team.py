@@ -154,7 +154,9 @@ async def test_a_review_that_blames_the_tests_goes_to_the_tester(tmp_path: Path)
         split_tests(guard_imports(TESTS, "calc.add")))
 
 
-async def test_functions_written_as_methods_are_refused_by_name(tmp_path: Path) -> None:
+async def test_functions_written_as_methods_are_told_by_their_test_run(tmp_path: Path
+                                                                     ) -> None:
+    """No rule read from the spec names the fault: the tests that ran against it do."""
     method = "class Calc:\n    def add(self, a, b):\n        return a + b\n"
     run, _, seen = await run_pipeline(tmp_path, {
         "architect": [plan], "tester": [says(fenced("tests/test_add.py", TESTS))],
@@ -162,7 +164,7 @@ async def test_functions_written_as_methods_are_refused_by_name(tmp_path: Path) 
         "reviewer": [approve]})
     assert run.status == "completed", run.error
     told = seen["coder"][1].messages[-1].content
-    assert "no top-level 'add' (you defined it inside another definition)" in told
+    assert "module 'calc.add' has no attribute 'add'" in told
 
 
 async def test_a_module_built_on_another_is_coded_after_it_with_its_api(tmp_path: Path) -> None:
@@ -240,34 +242,13 @@ def test_code_must_be_a_module_or_a_test_file_not_just_python() -> None:
     assert "not valid Python" in code_problem("calc/add.py", "def f(:", tests=False)
 
 
-def test_api_check_reads_signatures_classes_and_methods() -> None:
-    from agents.checks import api_problem
-
-    assert api_problem("m.py", GOOD, ["add(a: int, b: int) -> int"]) == ""
-    assert "takes (a)" in api_problem("m.py", "def add(a):\n    return a\n", ["add(a, b)"])
-    assert api_problem("m.py", "def add(a, b, c=0):\n    return a\n", ["add(a, b)"]) == ""
-    account = "class Account:\n    def deposit(self, amount):\n        pass\n"
-    assert api_problem("m.py", account, ["Account.deposit(amount: int) -> None",
-                                         "class Account"]) == ""
-    assert "no method 'withdraw'" in api_problem("m.py", account, ["Account.withdraw(x)"])
-    assert "no top-level 'Ledger'" in api_problem("m.py", account, ["Ledger()"])
-    # a method the spec calls, written as a property: every call of it fails
-    rect = ("import functools\n\n\nclass Rect:\n    @property\n    def area(self):\n"
-            "        return 1\n\n    @functools.cached_property\n    def center(self):\n"
-            "        return 0\n")
-    assert "Rect.area in m.py is a property" in api_problem("m.py", rect, ["Rect.area()"])
-    assert "Rect.center in m.py is a property" in api_problem("m.py", rect, ["Rect.center()"])
-    assert "is a property" in api_problem("m.py", rect, ["class Rect", "area()"])
-    assert api_problem("m.py", rect, ["Rect.area", "class Rect"]) == ""  # read, not called
-
-
-def test_spec_examples_and_sections() -> None:
-    from agents.checks import spec_examples, spec_section
+def test_a_spec_section_is_the_part_about_its_module() -> None:
+    from agents.checks import spec_section
 
     spec = ("# kata\n\n## `a/x.py`\n\n`\"aaabcc\"` becomes `\"3a1b2c\"`; `\"\"` stays.\n\n"
             "## `a/y.py`\n\n`1994` is `\"MCMXCIV\"`.\n")
-    assert spec_examples(spec) == ["aaabcc", "3a1b2c", "MCMXCIV"]
-    assert spec_examples(spec_section(spec, "a/x.py")) == ["aaabcc", "3a1b2c"]
+    assert "aaabcc" in spec_section(spec, "a/x.py")
+    assert "MCMXCIV" not in spec_section(spec, "a/x.py")
 
 
 async def test_a_revision_may_be_an_edit_of_the_answer_sent_back(tmp_path: Path) -> None:
@@ -285,18 +266,7 @@ async def test_a_revision_may_be_an_edit_of_the_answer_sent_back(tmp_path: Path)
     assert coder.result["files"] == {"calc/add.py": GOOD} and coder.result["edits"]
 
 
-async def test_a_module_must_import_the_one_it_is_built_on(tmp_path: Path) -> None:
-    from agents.coder import _missing_import
-
-    uses = [{"path": "calc/tokens.py", "public_api": ["tokens(text: str) -> list[str]"]}]
-    copied = "def tokens(text):\n    return text.split()\n\n\ndef evaluate(text):\n    return 0\n"
-    assert "import from it (from calc.tokens import tokens)" in _missing_import(copied, uses)
-    assert _missing_import("from calc.tokens import tokens\n", uses) == ""
-    assert _missing_import("from calc import tokens\n", uses) == ""
-
-
 def test_the_specs_own_signatures_are_the_public_api() -> None:
-    from agents.checks import api_problem
     from agents.specapi import spec_signatures
 
     spec = ("# kit\n\n## `kit/a.py`\n\n`to_roman(n: int) -> str`; `to_roman(4)` is `\"IV\"`.\n\n"
@@ -305,15 +275,12 @@ def test_the_specs_own_signatures_are_the_public_api() -> None:
     assert spec_signatures(spec, "kit/a.py", ["kit/b.py"]) == ["to_roman(n: int) -> str"]
     api = spec_signatures(spec, "kit/b.py", ["kit/a.py"])
     assert api == ["Inventory()", "add(item: str, quantity: int) -> None", "items()"]
-    inventory = ("class Inventory:\n    def add(self, item, quantity):\n        pass\n\n"
-                 "    def items(self):\n        return []\n")
-    assert api_problem("kit/b.py", inventory, api) == ""  # methods of the class it names
-    roman = "class Roman:\n    def to_roman(self, n):\n        return ''\n"
-    assert "no top-level 'to_roman'" in api_problem("kit/a.py", roman, ["to_roman(n: int)"])
 
 
 def test_checks_of_one_test_are_cut_apart_and_told_apart_by_the_spec() -> None:
-    from agents.testsplit import failed_tests, trusted_tests
+    from agents.moduletask import trusted
+    from agents.speccases import CASE_PREFIX
+    from agents.testsplit import failed_tests
 
     text = ("import pytest\nfrom k.r import r\n\n\ndef test_r():\n    \"\"\"doc\"\"\"\n"
             "    assert r(1) == 'I'\n    assert r(501) == 'DIXI'\n"
@@ -323,20 +290,23 @@ def test_checks_of_one_test_are_cut_apart_and_told_apart_by_the_spec() -> None:
     assert "def test_r_1():\n    assert r(1) == 'I'" in split
     assert "def test_r_3():\n    with pytest.raises(ValueError):\n        r(0)" in split
     assert "def test_state():\n    x = r(2)" in split  # shared state: left whole
-    assert trusted_tests(split, ["I"], ["ValueError"]) == {"test_r_1", "test_r_3"}
+    # only the tests written from the spec's stated examples are trusted; a model's
+    # test that quotes the spec is a probe like the others
+    assert trusted(split) == set()
+    assert trusted(f"{split}\n\ndef {CASE_PREFIX}1():\n    assert r(1) == 'I'\n") == {
+        f"{CASE_PREFIX}1"}
     assert failed_tests("FAILED tests/t.py::test_r_2 - assert\nERROR tests/t.py::test_x[1]") \
         == {"test_r_2", "test_x"}
 
 
-def test_an_attribute_that_hides_a_method_is_named() -> None:
+def test_a_module_with_a_fault_only_running_shows_is_a_candidate() -> None:
+    """An attribute that hides a method (``self.items`` beside ``def items``) is no reason
+    to refuse a module that parses: its test run shows the calls that fail."""
     from agents.checks import code_problem
 
     shadow = ("class Inventory:\n    def __init__(self):\n        self.items = {}\n\n"
               "    def items(self):\n        return sorted(self.items.items())\n")
-    assert "sets self.items, which hides its method items()" in code_problem(
-        "kata/inventory.py", shadow, tests=False)
-    fine = shadow.replace("self.items", "self._items")
-    assert code_problem("kata/inventory.py", fine, tests=False) == ""
+    assert code_problem("kata/inventory.py", shadow, tests=False) == ""
 
 
 def test_a_raises_block_whose_error_a_later_check_reads_stays_whole() -> None:

@@ -5,7 +5,7 @@ llama.cpp's OpenAI-compatible server) wrote in runs of the stock pipeline. The
 script replays those replies in an order that walks one module through every way
 the model failed, then lets it recover, and checks what the framework told it at
 each turn: a reply that is no plan gives way to the plan the spec states (no further
-call), code fenced inside a JSON string is read as code (then its API is checked), a
+call), code fenced inside a JSON string is read as code (then run against its tests), a
 cut-off answer is said to be cut off, a block for another role's file is refused
 naming the allowed one, tests that leave out the spec's example are taken as they are
 (they are probes), and a copied schema is named as such.
@@ -64,8 +64,9 @@ SCRIPT: dict[str, list[Step]] = {
     "architect": [(None, lambda: reply(QWEN_PLAN_AS_PURE_CALL))],
     "tester": [(None, lambda: reply(WEAK_TESTS))],
     "coder": [
-        (None, lambda: reply(QWEN_CODE_IN_JSON)),  # unwrapped, then refused: a method
-        ("no top-level 'add'", lambda: ModelResponse(CUT_OFF, finish_reason="length")),
+        # unwrapped and run: a method, so its test fails, and a new sample is asked for
+        (None, lambda: reply(QWEN_CODE_IN_JSON)),
+        ("passed 0 of its 1 tests", lambda: ModelResponse(CUT_OFF, finish_reason="length")),
         ("cut off at the token limit", lambda: reply(FOREIGN)),
         # two unusable replies in a row: a fresh start, told the last problem briefly
         ("not one of calc/add.py", lambda: reply(_fenced("calc/add.py", CODE))),
@@ -143,16 +144,17 @@ async def test_weak_model_replies_are_fed_back_and_recovered(tmp_path: Path) -> 
     assert script.turns["architect"] == 1 and script.turns["tester"] == 1
     (architect,) = [t for t in tasks if t.role == "architect"]
     assert [m["path"] for m in architect.result["modules"]] == ["calc/add.py"]
-    # code fenced inside a JSON string was read as code (and then its API was checked),
-    # never refused as "not valid Python (line 1: '```python')"
+    # code fenced inside a JSON string was read as code (and then run against its
+    # tests), never refused as "not valid Python (line 1: '```python')"
     assert "not valid Python" not in feedback[("coder", 1)]
-    assert "Define each of them at module level" in feedback[("coder", 1)]
+    assert "TypeError: 'NoneType' object is not call" in feedback[("coder", 1)]
     # a cut-off answer is said to be cut off, and what to do
     assert "shorter" in feedback[("coder", 2)] and "not valid" not in feedback[("coder", 2)]
     # a block for another role's file names the allowed one
     assert "a block for 'tests/test_add.py'" in feedback[("coder", 3)]
-    # an answer the check sent back stays in view (a feedback loop, not a fresh start)
-    after_check = script.requests[("coder", 1)].messages
-    assert any(m.role == "assistant" and "class Add" in m.content for m in after_check)
+    # an answer that ran and failed its tests is followed by a new sample, asked afresh
+    # (what failed said in its note, the failed answer out of view)
+    after_run = script.requests[("coder", 1)].messages
+    assert not any(m.role == "assistant" and "class Add" in m.content for m in after_run)
     # a copied schema is not answered with the schema again
     assert '"properties"' not in feedback[("reviewer", 1)]
