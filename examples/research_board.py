@@ -183,8 +183,9 @@ async def main(db: Path, model_spec: str | None, subject: str) -> None:
     store = await SQLiteBlackboard.open(db)
     try:
         models = {}
-        if model_spec:
-            models = {role.name: load_model(model_spec) for role in build({}).roles}
+        if model_spec:  # one model for every role: its concurrency gate queues them all
+            model = load_model(model_spec)  # (a one-slot local server answers one at a time)
+            models = {role.name: model for role in build({}).roles}
         coordinator = Coordinator(store, build({}), models=models)
         active = [r for r in await store.list_runs(active_only=True)
                   if r.pipeline.endswith("research_board:build")]
