@@ -8,10 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from agents.pipeline import DEFAULT_MAX_ROUNDS, REVIEWS
+from agents.pipeline import DEFAULT_MAX_ROUNDS, MODULE_BUDGET_S, REVIEWS
 from orchestra.coordinator.pipeline_options import Option, OptionValues, PipelineOptions
-
-DEFAULT_TIME_BUDGET_S = 600.0
 
 
 def run_input(values: OptionValues) -> dict[str, Any]:
@@ -22,8 +20,9 @@ def run_input(values: OptionValues) -> dict[str, Any]:
                            "max_rounds": values.integer("max-rounds"),
                            "review": values.text("review"),
                            "workspace": str(values.path("workspace"))}
-    budget = values.number("time-budget")
-    if budget:
+    if values.get("time-budget") is None:  # not given: each module the plan has brings its share
+        out["module_budget"] = MODULE_BUDGET_S
+    elif budget := values.number("time-budget"):
         out["time_budget"] = budget
     return out
 
@@ -33,11 +32,10 @@ OPTIONS = PipelineOptions((
     Option("workspace", "dir", required=True, help="the directory the agents write to"),
     Option("max-rounds", "int", default=DEFAULT_MAX_ROUNDS, minimum=1,
            help="review rounds per module"),
-    Option("time-budget", "float", default=DEFAULT_TIME_BUDGET_S, minimum=0,
-           metavar="SECONDS",
+    Option("time-budget", "float", minimum=0, metavar="SECONDS",
            help=f"after this much working time (a resumed run goes on from where it was) no "
                 f"module starts another round: each keeps its best code so the run ends "
-                f"(default {DEFAULT_TIME_BUDGET_S:g}; 0: no budget)"),
+                f"(default {MODULE_BUDGET_S:g} per module the plan has; 0: no budget)"),
     Option("review", choices=REVIEWS, default=REVIEWS[0],
            help="when the reviewer reads a module: only when its tests fail (default), or "
                 "after every coder task"),

@@ -14,12 +14,15 @@ its comments, up to ``max_rounds`` rounds, after which the module is marked fail
 (with the reason) instead of looping forever.
 
 Run input: ``{"spec": str, "workspace": str, "max_rounds": int, "review": "failures" |
-"always", "time_budget": seconds|None, "model": spec|None}``. With ``review="failures"``
-the reviewer reads a module only where its code and the tests the spec vouches for
-disagree. The time budget is the run's working time (:mod:`agents.workclock`), not the
-wall clock: a run resumed the next morning goes on where it was. From ``RESERVE_S``
-before its end no role starts another round: each module keeps its best code, and a
-module not begun yet keeps its first usable answer.
+"always", "time_budget": seconds|None, "module_budget": seconds|None, "model": spec|None}``.
+With ``review="failures"`` the reviewer reads a module only where its code and the tests
+the spec vouches for disagree. The time budget is the run's working time
+(:mod:`agents.workclock`), not the wall clock: a run resumed the next morning goes on
+where it was. From ``RESERVE_S`` before its end no role starts another round: each module
+keeps its best code, and a module not begun yet keeps its first usable answer. Given no
+``time_budget`` but a ``module_budget`` (the CLI's default), the budget is that much per
+module the plan has: a project of seven modules is not held to one module's ten minutes
+(seen: the share of each was 64 s, one answer, no second round).
 """
 
 from __future__ import annotations
@@ -44,6 +47,8 @@ from orchestra.store import Writes
 
 PIPELINE_REF = "agents.pipeline:build_pipeline"
 DEFAULT_MAX_ROUNDS = 2
+MODULE_BUDGET_S = 600.0
+"""Working seconds per planned module when no run budget is given (``module_budget``)."""
 RESERVE_S = 150.0
 """Working seconds before the end of the run's budget at which no module starts another
 round: what the rounds in flight and the modules not yet begun (one answer each) need,
@@ -84,7 +89,20 @@ def _ordered(paths: list[str], uses: dict[str, list[str]]) -> list[str]:
     return done
 
 
-def _plan_route(budget: float | None, clock: WorkClock) -> Any:
+def _ends(budget: float | None, per_module: float | None, now: float,
+          modules: int) -> list[float | None]:
+    """When each module's rounds end, in build order: by its share of the run's budget
+    left, so the first cannot spend what the others need; or, with a budget per module,
+    by that much for it and each one before it (less the reserve the run's end keeps)."""
+    if budget is not None:
+        share = (budget - now) / modules
+        return [now + share * (i + 1) for i in range(modules)]
+    if per_module is not None:
+        return [now + per_module * (i + 1) - RESERVE_S for i in range(modules)]
+    return [None] * modules
+
+
+def _plan_route(budget: float | None, per_module: float | None, clock: WorkClock) -> Any:
     def route(plan: ProjectPlan, task: Task, writes: Writes) -> None:
         facts = read_spec(PlanTask.model_validate(task.input).spec)  # once per run
         spec = facts.text
@@ -104,16 +122,14 @@ def _plan_route(budget: float | None, clock: WorkClock) -> Any:
                                                  "workspace holds it: its tests pass"))
         if not order:
             return
-        # each module's rounds end by its share of the time left (in build order), so the
-        # first cannot spend what the others need; a route runs once: no replay
-        now = clock.worked()
-        share = (budget - now) / len(order) if budget is not None else None
+        now = clock.worked()  # a route runs once: no replay
+        ends = _ends(budget, per_module, now, len(order))
         fan_out(
             writes, "tester",
             (ModuleTask(module=by_path[path].model_copy(update={"uses": uses[path]}),
                         round=1, spec=spec, uses=[by_path[p] for p in uses[path]],
                         stated=facts.stated(path, by_path[path].public_api),
-                        until=None if share is None else now + share * (i + 1),
+                        until=ends[i],
                         worked=now).model_dump(mode="json")
              for i, path in enumerate(order)),
             note="write this module's tests from the spec",
@@ -294,10 +310,12 @@ def build_pipeline(run_input: Any, *, extra_roles: Sequence[AddedRole] = (),
     workspace = Workspace(root)
     max_rounds = int(run_input.get("max_rounds") or DEFAULT_MAX_ROUNDS)
     budget = run_input.get("time_budget")
-    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, (int, float))
-                               or budget < 0):
-        raise UserError(f"time_budget {budget!r} is not a duration (seconds of the run's "
-                        "working time, as `orchestra run --time-budget` sets it)")
+    per_module = run_input.get("module_budget")
+    for name, value in (("time_budget", budget), ("module_budget", per_module)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                  or value < 0):
+            raise UserError(f"{name} {value!r} is not a duration (seconds of the run's "
+                            "working time, as `orchestra run --time-budget` sets it)")
     if budget is not None:
         budget = float(budget) - RESERVE_S
     clock = WorkClock()
@@ -317,7 +335,8 @@ def build_pipeline(run_input: Any, *, extra_roles: Sequence[AddedRole] = (),
             spec=inp["spec"], workspace_files=workspace.existing_files()).model_dump(),
             key="plan")],
         routes={
-            "architect": _plan_route(budget, clock),
+            "architect": _plan_route(budget, None if per_module is None else float(per_module),
+                                     clock),
             "tester": _tests_route(budget, clock),
             "coder": _code_route(review, clock),
             "reviewer": _review_route(max_rounds, budget, clock),

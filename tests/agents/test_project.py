@@ -43,7 +43,7 @@ async def test_eight_modules_are_written_each_after_those_it_builds_on(tmp_path:
     (ws / "textkit").mkdir()
     (ws / "textkit/__init__.py").write_text("")
     coded: list[str] = []
-    run_input = {"spec": SPEC, "workspace": str(ws), "time_budget": 600}  # the CLI's default
+    run_input = {"spec": SPEC, "workspace": str(ws), "module_budget": 600}  # the CLI's default
     pipeline = build_pipeline(run_input)
     model = FunctionModel(lambda r: _answer(r, coded), name="scripted")
     store = await SQLiteBlackboard.open(tmp_path / "o.db")
@@ -60,3 +60,34 @@ async def test_eight_modules_are_written_each_after_those_it_builds_on(tmp_path:
     for path, (_, uses) in _BY_PATH.items():
         assert all(first[f"textkit/{u}.py"] < first[path] for u in uses), path
     assert all((ws / p).is_file() for p in _BY_PATH)
+
+
+def test_a_module_budget_gives_each_module_its_own_share() -> None:
+    """Given no run budget, each module's rounds end by 600 s more than the one before
+    (less the run end's reserve); a run budget is shared by the modules instead."""
+    from agents.pipeline import RESERVE_S, _ends
+
+    assert _ends(None, 600.0, 100.0, 3) == [100 + 600 * i - RESERVE_S for i in (1, 2, 3)]
+    assert _ends(900.0, None, 0.0, 3) == [300.0, 600.0, 900.0]
+    assert _ends(None, None, 5.0, 2) == [None, None]
+
+
+async def test_the_default_budget_is_per_module_so_a_project_gets_second_rounds(
+        tmp_path: Path) -> None:
+    """Each module's tester task carries its own end: a 7-module project is not held to
+    the 450 s one module gets (a share of 64 s each left no second round)."""
+    ws = tmp_path / "ws"
+    (ws / "textkit").mkdir(parents=True)
+    run_input = {"spec": SPEC, "workspace": str(ws), "module_budget": 600}
+    pipeline = build_pipeline(run_input)
+    model = FunctionModel(lambda r: _answer(r, []), name="scripted")
+    store = await SQLiteBlackboard.open(tmp_path / "o.db")
+    try:
+        run = await Coordinator(store, pipeline, models={r.name: model for r in pipeline.roles}
+                                ).run(run_input)
+        tasks = [t for t in await store.list_tasks(run.id) if t.role == "tester"]
+    finally:
+        await store.close()
+    ends = sorted(t.input["until"] - t.input["worked"] for t in tasks)
+    assert len(ends) == 8
+    assert [round(e) for e in ends] == [600 * i - 150 for i in range(1, 9)]

@@ -174,4 +174,8 @@ def test_the_stock_input_keeps_its_form(tmp_path: Path) -> None:
     assert made == {"spec": "# a spec\n", "max_rounds": 2, "review": "failures",
                     "workspace": str(tmp_path / "ws"), "time_budget": 60.0}
     no_budget = STOCK.run_input(STOCK.values({**given, "time-budget": 0.0}))
-    assert "time_budget" not in no_budget
+    assert "time_budget" not in no_budget and "module_budget" not in no_budget
+    # not given: ten minutes per module the plan has, not ten minutes for a whole project
+    default = STOCK.run_input(STOCK.values({k: v for k, v in given.items()
+                                            if k != "time-budget"}))
+    assert default["module_budget"] == 600.0 and "time_budget" not in default
