@@ -329,8 +329,7 @@ def build_pipeline(run_input: Any, *, extra_roles: Sequence[AddedRole] = (),
         roles=[Architect(workspace, clock=clock), Tester(workspace, budget=budget, clock=clock),
                Coder(workspace, budget=budget, clock=clock), Reviewer(workspace, clock=clock),
                *added_roles(extra_roles, workspace, clock)],
-        # the files there are now, in the task's input: a small model otherwise keeps
-        # reading the path it is to create (seen: read_file of the spec's module, thrice)
+        # the files there are now: the architect keeps a module whose tests pass
         start=lambda inp: [NewTask("architect", PlanTask(
             spec=inp["spec"], workspace_files=workspace.existing_files()).model_dump(),
             key="plan")],

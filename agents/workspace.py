@@ -19,10 +19,9 @@ import stat
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-__all__ = ["DEFAULT_MAX_FILE_BYTES", "DEFAULT_MAX_LIST_ENTRIES", "Workspace", "WorkspaceError"]
+__all__ = ["DEFAULT_MAX_FILE_BYTES", "Workspace", "WorkspaceError"]
 
 DEFAULT_MAX_FILE_BYTES = 256 * 1024
-DEFAULT_MAX_LIST_ENTRIES = 2000
 
 # Directories that hold tool caches or VCS data, never files an agent should edit.
 _SKIPPED_DIRS = frozenset({"__pycache__", ".pytest_cache", ".git", "node_modules"})
@@ -35,29 +34,18 @@ class WorkspaceError(ValueError):
 class Workspace:
     """A directory an agent may read and write, and nothing outside it."""
 
-    def __init__(
-        self,
-        root: Path | str,
-        *,
-        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
-        max_list_entries: int = DEFAULT_MAX_LIST_ENTRIES,
-    ) -> None:
+    def __init__(self, root: Path | str, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> None:
         real_root = Path(os.path.realpath(root))
         if not real_root.is_dir():
             raise WorkspaceError(
                 f"workspace root {str(root)!r} is not a directory; create it before use"
             )
-        if max_file_bytes < 1 or max_list_entries < 1:
-            raise WorkspaceError(
-                f"limits must be positive, got max_file_bytes={max_file_bytes}, "
-                f"max_list_entries={max_list_entries}"
-            )
+        if max_file_bytes < 1:
+            raise WorkspaceError(f"max_file_bytes must be positive, got {max_file_bytes}")
         self.root = real_root
         """The workspace directory, with symlinks already resolved."""
         self.max_file_bytes = max_file_bytes
         """Largest file, in bytes, that ``read_file`` returns or ``write_file`` accepts."""
-        self.max_list_entries = max_list_entries
-        """Most paths ``list_files`` returns before asking for a narrower directory."""
 
     def __repr__(self) -> str:
         return f"Workspace({str(self.root)!r})"
@@ -111,57 +99,24 @@ class Workspace:
         """
         return await asyncio.to_thread(self._write_file_sync, rel, content)
 
-    # -- blocking implementations, run in a worker thread ------------------------
+    # -- blocking implementations ----------------------------------------------------
 
-    def list_files(self, rel: str = ".") -> list[str]:
-        """Every file under ``rel``, recursively, as sorted root-relative POSIX paths
-        (blocking: for setup code, not for a model's tool calls). Cache and hidden
-        directories are skipped, as are symlinks that lead outside."""
-        start = self.resolve(rel)
-        if not start.exists():
-            raise WorkspaceError(f"directory {rel!r} does not exist; {self._what_exists()}")
-        if not start.is_dir():
-            raise WorkspaceError(f"{rel!r} is a file, not a directory; read it with read_file")
+    def existing_files(self, shown: int = 50) -> list[str]:
+        """The first ``shown`` of the workspace's files, sorted root-relative POSIX paths
+        (blocking: for a pipeline's setup). Cache and hidden directories are skipped, as
+        are symlinks that lead outside."""
         found: list[str] = []
-        for dirpath, dirnames, filenames in os.walk(start):
+        for dirpath, dirnames, filenames in os.walk(self.root):
             # Pruning in place stops os.walk from descending; symlinked directories
             # are never descended because followlinks defaults to False.
             dirnames[:] = [d for d in dirnames if d not in _SKIPPED_DIRS and not d.startswith(".")]
             for name in filenames:
                 path = Path(dirpath, name)
-                if path.is_symlink() and not self._inside(path):
+                if path.is_symlink() and not Path(os.path.realpath(path)).is_relative_to(
+                        self.root):
                     continue
                 found.append(path.relative_to(self.root).as_posix())
-                if len(found) > self.max_list_entries:
-                    raise WorkspaceError(
-                        f"{rel!r} holds more than {self.max_list_entries} files; "
-                        f"list a subdirectory instead"
-                    )
-        return sorted(found)
-
-    def existing_files(self, shown: int = 50) -> list[str]:
-        """Up to ``shown`` of the workspace's files, listed now (blocking: for setup code
-        such as a pipeline's first task, not for a model's tool calls)."""
-        try:
-            return self.list_files()[:shown]
-        except WorkspaceError:  # too many to list: the model lists a subdirectory itself
-            return []
-
-    def _what_exists(self, shown: int = 20) -> str:
-        """What a model that asked for a missing path should know instead: the files
-        there are (a weak model otherwise keeps asking for the path it expected)."""
-        try:
-            files = self.list_files()
-        except WorkspaceError:
-            return "call list_files to see what is there"
-        if not files:
-            return "the workspace has no files yet, so there is nothing to read"
-        more = f" and {len(files) - shown} more" if len(files) > shown else ""
-        return f"the workspace's files are: {', '.join(files[:shown])}{more}"
-
-    def _inside(self, path: Path) -> bool:
-        real = Path(os.path.realpath(path))
-        return real.is_relative_to(self.root)
+        return sorted(found)[:shown]
 
     def _read_file_sync(self, rel: str) -> str:
         real = self.resolve(rel)
@@ -170,15 +125,15 @@ class Workspace:
             # O_NONBLOCK: opening a FIFO must not hang waiting for a writer.
             fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         except FileNotFoundError:
-            raise WorkspaceError(f"file {rel!r} does not exist; {self._what_exists()}") from None
+            raise WorkspaceError(f"file {rel!r} does not exist in the workspace") from None
         except IsADirectoryError:
-            raise WorkspaceError(f"{rel!r} is a directory; call list_files on it") from None
+            raise WorkspaceError(f"{rel!r} is a directory; give a file path to read") from None
         except OSError as exc:
             raise WorkspaceError(f"cannot open {rel!r}: {exc.strerror}") from None
         try:
             info = os.fstat(fd)
             if stat.S_ISDIR(info.st_mode):
-                raise WorkspaceError(f"{rel!r} is a directory; call list_files on it")
+                raise WorkspaceError(f"{rel!r} is a directory; give a file path to read")
             if not stat.S_ISREG(info.st_mode):
                 raise WorkspaceError(f"{rel!r} is not a regular file; only files can be read")
             # Read one byte past the limit so a file that grew since fstat is still caught.
