@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import structlog
 from model_wire import SECRET, Reply, WireServer
 from pydantic import BaseModel
 from structlog.testing import capture_logs
@@ -83,6 +85,17 @@ async def test_model_lists_say_the_window(wire: WireServer, path: str, listing: 
     assert all(g.headers["authorization"] == f"Bearer {SECRET}" for g in wire.fetched)
 
 
+@pytest.fixture
+def plain_logs() -> Iterator[None]:
+    """Info lines reach capture_logs: an in-process CLI test run before configures
+    structlog to drop them (its level is warning), for the rest of the session."""
+    saved = structlog.get_config()
+    structlog.reset_defaults()
+    yield
+    structlog.configure(**saved)
+
+
+@pytest.mark.usefixtures("plain_logs")
 async def test_a_failed_probe_leaves_none_logged_once_without_the_key(
         wire: WireServer, monkeypatch: pytest.MonkeyPatch) -> None:
     wire.pages["/props"] = Reply(body=b"<html>not json</html>")
@@ -108,6 +121,7 @@ async def test_a_failed_probe_leaves_none_logged_once_without_the_key(
         slow.close()
 
 
+@pytest.mark.usefixtures("plain_logs")
 async def test_a_server_that_is_down_leaves_none(closed_port: int) -> None:
     model = OpenAIModel("local", base_url=f"http://127.0.0.1:{closed_port}/v1")
     with capture_logs() as logs:
