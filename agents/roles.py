@@ -7,6 +7,7 @@ files as fenced blocks, a verdict as JSON.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import re
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ from agents.checks import check_plan, path_problem
 from agents.specplan import complete_plan, plan_from_spec
 from agents.testrunner import TestReport, run_pytest
 from agents.workclock import WorkClock
-from agents.workspace import Workspace
+from agents.workspace import Workspace, WorkspaceError
 from orchestra import ModelRetry, ModelSettings, Role, ToolContext
 from orchestra.answers import Edits, Files
 from orchestra.models import OutputSchema
@@ -214,18 +215,25 @@ class Architect(WorkspaceRole):
             raise ModelRetry("Your plan cannot be used: "
                              + (check_plan(output, self.workspace) or "it has no module")
                              + ". Reply with the plan as a JSON object.")
-        kept = await self._passing(plan, PlanTask.model_validate(ctx.task_input))
+        kept = await self._passing(plan)
         plan = plan.model_copy(update={"kept": kept}) if kept else plan
         return None if plan == output else plan
 
-    async def _passing(self, plan: ProjectPlan, task: PlanTask) -> list[str]:
+    async def _passing(self, plan: ProjectPlan) -> list[str]:
         """The planned modules the workspace already holds whose tests (the plan's test
-        file) it holds too and which pass: a run on a workspace part built keeps them."""
-        have = set(task.workspace_files)
+        file) it holds too and which pass: a run on a workspace part built keeps them.
+        Looked up in the workspace, not in the listing the model is shown (its first 50
+        files); this check is a journaled step, so a replay keeps what it kept."""
         kept = []
         for m in plan.modules:
-            if m.path in have and m.test_path in have and (
+            if await asyncio.to_thread(self._holds, m.path, m.test_path) and (
                     await self.tests(m.test_path))["passed"]:
                 kept.append(m.path)
         return kept
+
+    def _holds(self, *paths: str) -> bool:
+        try:
+            return all(self.workspace.resolve(p).is_file() for p in paths)
+        except WorkspaceError:
+            return False
 

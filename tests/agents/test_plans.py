@@ -8,6 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from agents.roles import Architect, PlanTask
 from agents.specplan import complete_plan
 from agents.workspace import Workspace
@@ -117,9 +119,12 @@ def test_a_completed_plan_lists_each_module_once_with_a_test_file_of_its_own() -
     assert "added b.py" in plan["decisions"][-1]["decision"]
 
 
-async def test_a_workspace_holding_a_module_whose_tests_pass_keeps_it(tmp_path: Path) -> None:
+@pytest.mark.parametrize("crowded", [False, True])
+async def test_a_workspace_holding_a_module_whose_tests_pass_keeps_it(
+        tmp_path: Path, crowded: bool) -> None:
     """`orchestra run --spec` on a workspace part built plans around what is there: the
-    module whose tests pass is not written again; the one whose tests fail is."""
+    module whose tests pass is not written again; the one whose tests fail is. Crowded:
+    past the 50 files the architect is shown (sorted before them), it is kept all the same."""
     from test_team import role_of
 
     from agents.pipeline import build_pipeline
@@ -127,6 +132,10 @@ async def test_a_workspace_holding_a_module_whose_tests_pass_keeps_it(tmp_path: 
     spec = ("# calc\n\n## `calc/add.py`\n\n`add(a: int, b: int) -> int`\n\n"
             "## `calc/neg.py`\n\n`neg(a: int) -> int`\n")
     ws = tmp_path / "ws"
+    if crowded:
+        (ws / "a_docs").mkdir(parents=True)
+        for i in range(60):
+            (ws / f"a_docs/n{i:02}.md").write_text("notes\n")
     for path, text in {
         "calc/add.py": "def add(a: int, b: int) -> int:\n    return a + b\n",
         "tests/test_add.py": "from calc.add import add\n\n\ndef test_add():\n"
