@@ -133,14 +133,14 @@ def test_each_module_gets_its_share_of_the_time_left_in_build_order() -> None:
     task = SimpleNamespace(input={"spec": CALC_SPEC, "workspace_files": []})
     writes = Writes()
     clock = WorkClock()
-    _plan_route(300.0, clock)(ProjectPlan.model_validate(PLAN), task, writes)  # type: ignore[arg-type]
+    _plan_route(300.0, None, clock)(ProjectPlan.model_validate(PLAN), task, writes)  # type: ignore[arg-type]
     until = {h.payload["module"]["path"]: h.payload["until"] for h in writes.handoffs}
     # tokens.py is built first (evaluator.py builds on it): its share ends first; shares
     # are of the run's working seconds, not epochs
     assert until["tokens.py"] < until["evaluator.py"] <= 300 + 1
     assert abs(until["evaluator.py"] - until["tokens.py"] - 150) < 5
     none = Writes()
-    _plan_route(None, clock)(ProjectPlan.model_validate(PLAN), task, none)  # type: ignore[arg-type]
+    _plan_route(None, None, clock)(ProjectPlan.model_validate(PLAN), task, none)  # type: ignore[arg-type]
     assert all(h.payload["until"] is None for h in none.handoffs)
 
 
