@@ -36,11 +36,26 @@ def spec_signatures(spec: str, path: str, others: Sequence[str] = ()) -> list[st
                    if not _BUILT_ON.search(spec[max(0, m.start() - 30):m.start()]))
     mine = []
     for sig in found:
-        at = spec.find(sig)
+        at = _anchor(spec, sig)
         owner = next((p for start, p in reversed(named) if start < at), None)
-        if at < 0 or owner in (None, path):
+        if at >= 0 and owner in (None, path):
             mine.append(sig)
     return mine
+
+
+def _anchor(spec: str, sig: str) -> int:
+    """Where ``sig`` is given; a signature the readers put together (``class X``,
+    ``X.m(...)``) is where its class is first named. -1: nowhere, so no module's (it
+    was given to every module before: each was told a class of another was its API)."""
+    at = spec.find(sig)
+    if at >= 0:
+        return at
+    head = sig.removeprefix("class ").split("(")[0].strip()
+    cls, _, member = head.partition(".")
+    for probe in (f"`{member}(" if member else None, f"`{cls}`", f"`{cls}("):
+        if probe and (at := spec.find(probe)) >= 0:
+            return at
+    return -1
 
 
 _BUILT_ON = re.compile(r"(?:builds? on|built on|uses|imports?|from|depends on|on top of|"
@@ -143,11 +158,23 @@ def _prose_methods(text: str, sigs: Sequence[str]) -> dict[str, str]:
         intro = here[0] if here else 0
         while intro > 0 and re.match(r"\s*[-*+] ", blocks[intro][1]):
             intro -= 1  # bullets: the paragraph that introduces them speaks for them
-        said = " ".join(b for _, b in blocks[intro:(here[0] + 1) if here else 0])
+        if here and intro == here[0]:  # prose: the sentence that gives it must say so
+            said = _sentence(text, at)
+        else:
+            said = " ".join(b for _, b in blocks[intro:(here[0] + 1) if here else 0])
         if re.search(r"\bmethods?\b", said) and not re.search(
                 r"\bfunctions?\b", text[max(0, at - 40):at], re.I):
             out[sig] = owner[-1]
     return out
+
+
+def _sentence(text: str, at: int) -> str:
+    """The sentence of prose around ``at`` (a paragraph that names a method and then a
+    function, "... and a method `total()`. `parse(line)` reads ...", gave both as
+    methods when the paragraph spoke for each)."""
+    start = max(text.rfind(". ", 0, at), text.rfind("\n\n", 0, at))
+    ends = [e for e in (text.find(". ", at), text.find("\n\n", at)) if e >= 0]
+    return text[start + 1:min(ends) if ends else len(text)]
 
 
 def _signatures_in(text: str) -> list[str]:
@@ -160,7 +187,8 @@ def _signatures_in(text: str) -> list[str]:
     listed = [(m, sigs) for m in fenced if (sigs := _python_listing(m)) is not None]
     blocks = "\n".join(b for b in fenced if all(b is not m for m, _ in listed))
     found: list[str] = []
-    candidates = [*_BACKTICKED_CALL.findall(text), *(
+    candidates = [" ".join(c.split()) for c in _BACKTICKED_CALL.findall(text)]  # wrapped
+    candidates += [*(
         s for s in _SIGNATURE_LINE.findall(blocks) if ":" in s or "->" in s)]
     candidates += [f"class {m.group(1)}{m.group(2) or ''}" for m in _CLASS_LINE.finditer(blocks)]
     candidates += [sig for _, sigs in listed for sig in sigs]

@@ -235,3 +235,18 @@ def test_what_the_spec_says_builds_on_what_outweighs_the_plans_guess() -> None:
         "lexer.py", "parser.py", "vm.py"]
     silent = "# lang\n\nThree modules: `lexer.py`, `parser.py` and `vm.py`.\n"
     assert _uses(backwards, read_spec(silent))["parser.py"] == ["vm.py", "lexer.py"]
+
+
+def test_a_paragraph_naming_a_method_then_a_function_keeps_the_function_a_function() -> None:
+    """Only the sentence that gives a signature says whether it is a method; a class the
+    readers name is the API of the module whose part names it, of no other module."""
+    spec = ("# shop\n\n**`shop/cart.py`** keeps items. It has a class `Cart` with a list of\n"
+            "items and a method `count()` that returns how many there are. `load_cart(text)`\n"
+            "reads a cart from text.\n\n**`shop/price.py`** uses `cart`. `price_of(cart,\n"
+            "rate)` is the price of a cart at a rate.\n")
+    paths = ["shop/cart.py", "shop/price.py"]
+    assert spec_signatures(spec, paths[0], paths[1:]) == [
+        "class Cart", "Cart.count()", "load_cart(text)"]
+    # the class is not the other module's too; a signature wrapped inside its backticks
+    # is read whole
+    assert spec_signatures(spec, paths[1], paths[:1]) == ["price_of(cart, rate)"]
