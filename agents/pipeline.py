@@ -47,6 +47,11 @@ from orchestra.store import Writes
 
 PIPELINE_REF = "agents.pipeline:build_pipeline"
 DEFAULT_MAX_ROUNDS = 2
+VERSION = "2"
+"""The stock pipeline's ``version=``: raised when what its checks journal changes form
+where the fingerprint cannot see it (a tool's body; here the coder's candidate scores
+went from six numbers to four), so a run in flight stays with the code that wrote its
+journal (``docs/versions.md``)."""
 MODULE_BUDGET_S = 600.0
 """Working seconds per planned module when no run budget is given (``module_budget``)."""
 RESERVE_S = 150.0
@@ -341,6 +346,7 @@ def build_pipeline(run_input: Any, *, extra_roles: Sequence[AddedRole] = (),
             "reviewer": _review_route(max_rounds, budget, clock),
         },
         ref=ref,
+        version=VERSION,
         fail_run_on_task_failure=True,
         summary=run_story,
     )

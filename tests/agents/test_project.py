@@ -91,3 +91,11 @@ async def test_the_default_budget_is_per_module_so_a_project_gets_second_rounds(
     ends = sorted(t.input["until"] - t.input["worked"] for t in tasks)
     assert len(ends) == 8
     assert [round(e) for e in ends] == [600 * i - 150 for i in range(1, 9)]
+
+
+def test_the_stock_pipeline_carries_its_version(tmp_path: Path) -> None:
+    """A change to what its checks journal raises VERSION: runs in flight keep theirs."""
+    from agents.pipeline import VERSION
+
+    pipeline = build_pipeline({"spec": SPEC, "workspace": str(tmp_path / "ws")})
+    assert pipeline.fingerprint.id.startswith(f"{VERSION}@")
