@@ -18,6 +18,7 @@ between the model and the measurement changes them. Two ways of asking:
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -29,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.katas import Kata
+from orchestra.models._context import probe_context
 from orchestra.models.openai import OPENAI_BASE_URL
 from orchestra.models.spec import parse_model_spec
 
@@ -176,20 +178,15 @@ at about 3.5-4 characters a token with Qwen's tokenizer)."""
 
 @cache
 def context_size(model: str) -> int | None:
-    """The server's context in tokens: the spec's ``context`` option, else what a
-    llama.cpp server says at ``/props``; None when neither says."""
+    """The server's context in tokens: the spec's ``context`` option, else what the server
+    says (asked the way the framework asks it: :func:`orchestra.models._context.probe_context`);
+    None when neither says."""
     stated = parse_model_spec(model).number("context")
     if stated:
         return int(stated)
-    base_url, _, _ = endpoint(model)
-    try:
-        with urllib.request.urlopen(f"{base_url.removesuffix('/v1')}/props", timeout=10) as r:
-            props = json.loads(r.read())
-    except (urllib.error.URLError, TimeoutError, OSError, ValueError):
-        return None
-    settings = props.get("default_generation_settings") if isinstance(props, dict) else None
-    n_ctx = (settings or {}).get("n_ctx") or props.get("n_ctx")
-    return int(n_ctx) if isinstance(n_ctx, int) and n_ctx > 0 else None
+    base_url, name, key = endpoint(model)
+    window, _ = asyncio.run(probe_context(base_url, name, api_key=key, seconds=10))
+    return window
 
 
 def reply_room(model: str, prompt_text: str, cap: int) -> int:
