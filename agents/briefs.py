@@ -103,7 +103,8 @@ def coder_brief(task_input: Any) -> str:
              f"{module.purpose}\nIts public API, at module level, with exactly "
              f"these names and parameters:\n{_api(module)}{_uses(task)}\n"
              f"Its tests are in {module.test_path}, written by the tester from the "
-             "spec; you write only the module."]
+             "spec; you write only the module, with the standard library only. Reply with "
+             f"the complete module in one fenced block labelled {path}."]
     return "\n\n".join(parts + _rounds(task, task.current, "# The module as it is now",
                                         path, "# Review comments to address"))
 

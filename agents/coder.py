@@ -18,7 +18,13 @@ from typing import Any, ClassVar
 
 from agents.briefs import coder_brief
 from agents.checks import code_problem, dotted, spec_paths
-from agents.coderasks import how_it_did, one_shot, revision, spec_failures
+from agents.coderasks import (
+    ONE_SHOT_SYSTEM,
+    how_it_did,
+    module_request,
+    revision,
+    spec_failures,
+)
 from agents.codereply import CodeBlocks, copied_line
 from agents.compose import Answer, compose
 from agents.decide import Tried, best, decide, passes
@@ -35,7 +41,7 @@ from agents.specfacts import read_spec
 from agents.stubs import stubs
 from agents.testsplit import failed_tests
 from agents.workspace import WorkspaceError
-from orchestra import ModelRetry, ModelSettings, SlidingWindow, ToolContext
+from orchestra import ModelRetry, ModelSettings, TaskWindow, ToolContext
 from orchestra.answers import EditError, apply_edits
 from orchestra.runtime.retry_sampling import SAMPLE_TEMPERATURE
 
@@ -47,19 +53,19 @@ def _module_path(task_input: Any) -> list[str]:
 
 
 class Coder(WorkspaceRole):
-    """You are a careful Python developer. You write one module of a project exactly as
-    the spec and the plan describe it: every public function or class at module level,
-    with the names and parameters given, and the exact values and errors the spec
-    states. Use only the standard library. When you are told that tests fail, find the
-    cause in your code and fix it; where a test contradicts the spec, follow the spec."""
+    """Writes one module: first asked as a user asks the model once (the floor), then
+    revised or sampled again on what running the answers showed."""
 
     name = "coder"
+    instructions = ONE_SHOT_SYSTEM
+    """A user's system prompt, so the first request is the one-shot request: each later
+    request says what to fix and how to reply."""
     input = ModuleTask
     answer = CodeBlocks(paths=_module_path, output=CodeAnswer, whole_files_first=True)
     # the first answer greedy, as the one-shot baseline's (a server's default is often 0.8:
     # a worse first answer); revisions and new samples are warmer (retry_settings' ladder)
     settings = ModelSettings(max_tokens=2000, temperature=0.0)
-    compaction = SlidingWindow(last=12)
+    compaction = TaskWindow(last=12)  # each module asked as if it were the first
     output_retries = 8
     concurrency = 1
     keep_best_after: ClassVar[int] = 6
@@ -73,10 +79,32 @@ class Coder(WorkspaceRole):
 
     def render_task(self, task_input: Any) -> str:
         """The first round asks as a user asks the model once
-        (:func:`agents.coderasks.one_shot`); a round a review sent back shows the module
-        as it is and the comments."""
+        (:func:`agents.coderasks.module_request`: the spec, the plan's modules built
+        before this one as the workspace holds them, "write this module"); a round a
+        review sent back shows the module as it is and the comments."""
         task = module_task(task_input)
-        return coder_brief(task) if task.round > 1 or task.current else one_shot(task)
+        if task.round > 1 or task.current:
+            return coder_brief(task)
+        return module_request(task.spec, task.path, self._written(task.before))
+
+    def task_message(self, task_input: Any) -> str:
+        """The first request is the one-shot request, byte for byte (no note of the
+        files it may change: its one module is what it asks for)."""
+        task = module_task(task_input)
+        if task.round > 1 or task.current:
+            return super().task_message(task_input)
+        return self.render_task(task_input)
+
+    def _written(self, paths: list[str]) -> dict[str, str]:
+        """The modules built before this one, as the workspace holds them when the task
+        starts (a module not written yet, or not readable, is left out)."""
+        out: dict[str, str] = {}
+        for path in paths:
+            try:
+                out[path] = self.workspace.resolve(path).read_text()
+            except (OSError, UnicodeDecodeError, WorkspaceError):
+                continue
+        return out
 
     def settings_for(self, task_input: Any) -> ModelSettings | None:
         """A round a review sent back samples warm (a 1.5B model asked greedily again,

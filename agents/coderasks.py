@@ -5,6 +5,7 @@ candidate as journaled: a replay words them alike."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from agents.checks import dotted
@@ -12,22 +13,29 @@ from agents.failures import how_it_failed
 from agents.inputs import ModuleTask
 from agents.moduletask import cases, first_failure
 from agents.speccases import CASE_PREFIX
-from agents.specread import import_names
 from agents.testsplit import failed_tests
 
-__all__ = ["how_it_did", "one_shot", "revision", "spec_failures"]
+__all__ = ["ONE_SHOT_SYSTEM", "how_it_did", "module_request", "revision", "spec_failures"]
 
 
-def one_shot(task: ModuleTask) -> str:
-    """The first request, as a user asks the model once for the module: the spec, then
-    which module to write (and the names to import from the modules it builds on). No
-    API list read from the spec, no tests: a reading of the spec can be wrong, and the
-    module asked this way is the floor (the one-shot baseline asks the same way)."""
-    path = task.path
-    uses = "".join(f"\nIt builds on {u.path}: import from it (`from {dotted(u.path)} import "
-                   f"{', '.join(import_names(u.public_api)) or '...'}`)." for u in task.uses)
-    return (f"# The spec\n\n{task.spec.strip()}\n\n# Your task\n\nWrite the module {path}."
-            f"{uses}\nReply with the complete module in one fenced block.")
+ONE_SHOT_SYSTEM = "You are a helpful assistant and an expert Python programmer."
+"""The system prompt of the first request: a user's, not the coder's role text, so the
+first answer is the one the model gives when asked once (``benchmarks.one_shot`` asks
+with the same words)."""
+
+
+def module_request(spec: str, path: str, written: Mapping[str, str]) -> str:
+    """The request a user makes of the model once for a module: the spec, the modules
+    already written (whole), then "write this module". The one-shot baseline asks with
+    this function, so the coder's first answer is the baseline's answer (the floor)."""
+    parts = [spec.rstrip()]
+    if written:
+        parts.append("The modules already written:")
+        parts.extend(f"`{p}`:\n\n```python\n{code.rstrip()}\n```" for p, code in
+                     written.items())
+    parts.append(f"Write `{path}`. Reply with the complete module in one fenced "
+                 "```python block.")
+    return "\n\n".join(parts)
 
 
 def _first_line(report: dict[str, Any]) -> str:

@@ -58,7 +58,12 @@ _DEF_START = re.compile(r"\s*(?:async\s+def|def|class)\s|\s*@")
 
 class CodeBlocks(EditBlocks):
     """The module as a fenced file (or edits); a reply cut off inside its file keeps
-    the definitions before the cut (:func:`complete_part`)."""
+    the definitions before the cut (:func:`complete_part`). It adds nothing to the system
+    prompt: the coder's first request is a user's plain one (each later request says how to
+    reply), and a fenced file labelled with its path or edits of it parse alike."""
+
+    def instructions(self) -> str:
+        return ""
 
     def parse(self, text: str, *, truncated: bool, task_input: Any) -> BaseModel:
         kept = complete_part(text) if truncated else None

@@ -53,6 +53,10 @@ class ModuleTask(BaseModel):
     spec: str = ""
     stated: Stated | None = None
     uses: list[ModuleSpec] = Field(default_factory=list)
+    before: list[str] = Field(default_factory=list)
+    """The plan's modules written before this one (paths, in the plan's order): the
+    coder's first request shows them as the workspace holds them, as a user shows the
+    model what is written."""
     comments: list[str] = Field(default_factory=list)
     """The reviewer's comments that sent the module back."""
     report: dict[str, Any] | None = None

@@ -47,11 +47,12 @@ from orchestra.store import Writes
 
 PIPELINE_REF = "agents.pipeline:build_pipeline"
 DEFAULT_MAX_ROUNDS = 2
-VERSION = "2"
-"""The stock pipeline's ``version=``: raised when what its checks journal changes form
-where the fingerprint cannot see it (a tool's body; here the coder's candidate scores
-went from six numbers to four), so a run in flight stays with the code that wrote its
-journal (``docs/versions.md``)."""
+VERSION = "3"
+"""The stock pipeline's ``version=``: raised when what its tasks do changes where the
+fingerprint cannot see it (2: the coder's candidate scores went from six numbers to four;
+3: the coder's first request shows the modules written before it, read from the
+workspace), so a run in flight stays with the code that wrote its journal
+(``docs/versions.md``)."""
 MODULE_BUDGET_S = 600.0
 """Working seconds per planned module when no run budget is given (``module_budget``)."""
 RESERVE_S = 150.0
@@ -133,6 +134,7 @@ def _plan_route(budget: float | None, per_module: float | None, clock: WorkClock
             writes, "tester",
             (ModuleTask(module=by_path[path].model_copy(update={"uses": uses[path]}),
                         round=1, spec=spec, uses=[by_path[p] for p in uses[path]],
+                        before=[p for p in by_path if p in plan.kept or p in order[:i]],
                         stated=facts.stated(path, by_path[path].public_api),
                         until=ends[i],
                         worked=now).model_dump(mode="json")
@@ -172,7 +174,8 @@ def _spent(budget: float | None, clock: WorkClock, done: ModuleTask) -> bool:
 
 def _to_coder(done: ModuleTask, writes: Writes, worked: float) -> None:
     payload = ModuleTask(module=done.module, spec=done.spec, stated=done.stated,
-                         uses=done.uses, round=done.round, until=done.until, worked=worked)
+                         uses=done.uses, before=done.before, round=done.round, until=done.until,
+                         worked=worked)
     if done.round > 1:  # the tests were wrong: the code is tried again against the new ones
         payload.current = done.code
         payload.comments = ["The tests were corrected (the reviewer found them wrong "

@@ -29,12 +29,13 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from agents.coderasks import ONE_SHOT_SYSTEM, module_request
 from benchmarks.katas import Kata
 from orchestra.models._context import probe_context
 from orchestra.models.openai import OPENAI_BASE_URL
 from orchestra.models.spec import parse_model_spec
 
-SYSTEM = "You are a helpful assistant and an expert Python programmer."
+SYSTEM = ONE_SHOT_SYSTEM
 _FENCE = re.compile(r"^[ \t]*```[ \t]*([^\n`]*)\n(.*?)^[ \t]*```", re.S | re.M)
 _PATHLIKE = re.compile(r"[\w./-]+\.py\b")
 
@@ -200,15 +201,9 @@ def reply_room(model: str, prompt_text: str, cap: int) -> int:
 
 def module_prompt(kata: Kata, module: str, written: dict[str, str]) -> str:
     """The user message asking for one module: the spec, the modules already written,
-    then how to reply."""
-    parts = [kata.text.rstrip()]
-    if written:
-        parts.append("The modules already written:")
-        parts.extend(f"`{path}`:\n\n```python\n{code.rstrip()}\n```" for path, code in
-                     written.items())
-    parts.append(f"Write `{module}`. Reply with the complete module in one fenced "
-                 "```python block.")
-    return "\n\n".join(parts)
+    then how to reply; the words the stock coder's first request uses
+    (:func:`agents.coderasks.module_request`), so that request is this baseline's."""
+    return module_request(kata.text, module, written)
 
 
 _OPEN_FENCE = re.compile(r"^[ \t]*```[^\n`]*\n", re.M)

@@ -23,7 +23,7 @@ from orchestra._errors import (
 )
 from orchestra._types import Run, Task
 from orchestra._version import __version__
-from orchestra.compaction import KeepAll, SlidingWindow, Summarize, TokenBudget
+from orchestra.compaction import KeepAll, SlidingWindow, Summarize, TaskWindow, TokenBudget
 from orchestra.coordinator.coordinator import Coordinator, CoordinatorSettings
 from orchestra.coordinator.pipeline import Pipeline, fan_out, handoff
 from orchestra.mcp.declare import MCPServer
@@ -84,6 +84,7 @@ __all__ = [
     "Scope",
     "ScriptedModel",
     "SlidingWindow",
+    "TaskWindow",
     "Stall",
     "Summarize",
     "Task",

@@ -130,7 +130,7 @@ class SlidingWindow(CompactionPolicy):
 
     def __init__(self, last: int = 20) -> None:
         if last < 1:
-            raise UserError(f"SlidingWindow(last={last!r}): last must be >= 1")
+            raise UserError(f"{type(self).__name__}(last={last!r}): last must be >= 1")
         self.last = last
 
     def view(self, history: Sequence[Message], *, summary: CompactionRecord | None,
@@ -141,6 +141,20 @@ class SlidingWindow(CompactionPolicy):
                 break
             kept[:0] = block
         return View(_keep_pinned(kept, pinned))
+
+
+class TaskWindow(SlidingWindow):
+    """The last ``last`` messages of the current task only (from its pinned input on):
+    for an agent whose tasks are independent, each asked as if it were the first (a
+    coder writing another module is asked as a user asks the model once). Its earlier
+    tasks stay in the store, for ``recall`` and the board."""
+
+    def view(self, history: Sequence[Message], *, summary: CompactionRecord | None,
+             pinned: Message | None, counter: TokenCounter = message_tokens) -> View:
+        if pinned is not None:
+            start = next((i for i, m in enumerate(history) if m is pinned), None)
+            history = history[start:] if start is not None else [pinned]
+        return super().view(history, summary=summary, pinned=pinned, counter=counter)
 
 
 class TokenBudget(CompactionPolicy):

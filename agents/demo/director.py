@@ -43,14 +43,16 @@ def _task_view(request: ModelRequest) -> tuple[str, str, list[Any]]:
     role = next((r for r, opening in _OPENINGS if system.startswith(opening)), "coder")
     start = max(i for i, m in enumerate(request.messages) if m.name == "task")
     task = request.messages[start].content
-    brief = task.split("# Your task", 1)[-1]
+    # a brief's task follows its heading; the coder's first request ends with it
+    brief = (task.split("# Your task", 1)[-1] if "# Your task" in task
+             else task.rsplit("\n\n", 1)[-1])
     path = next((m["path"] for k, m in modules().items() if k != "init"
                  and m["path"] in brief), "")
     return role, path, list(request.messages[start + 1:])
 
 
 _OPENINGS = (("architect", "You are the architect"), ("tester", "You write the pytest"),
-             ("reviewer", "You review one"), ("coder", "You are a careful"))
+             ("reviewer", "You review one"), ("coder", "You are a helpful assistant"))
 
 
 def _by_path(path: str) -> dict[str, Any]:

@@ -15,6 +15,8 @@ from test_team import fenced, run_pipeline, says
 from agents.pipeline import _code_route
 from agents.roles import CodeAnswer
 from agents.workclock import WorkClock
+from benchmarks.katas import Kata
+from benchmarks.one_shot import SYSTEM, module_prompt
 from orchestra.store import Writes
 
 SPEC = ("# intervals\n\nWrite `intervals.py`, tested in `test_intervals.py`. "
@@ -34,17 +36,35 @@ RIGHT_TOO = RIGHT.replace("out = []", "out: list = []")
 STUB = "def merge(items):\n    # Implement the merging here\n    pass\n"
 
 
-async def test_the_first_request_asks_as_a_user_would(tmp_path: Path) -> None:
+async def test_the_first_request_is_the_one_shot_request_byte_for_byte(
+        tmp_path: Path) -> None:
+    """Each module's first request is the one-shot baseline's (its system prompt, its
+    words, the modules written before it shown whole, nothing of the agent's earlier
+    tasks), so the first answer is the baseline's answer: the floor."""
+    spec = ("# pair\n\nWrite `base.py` (tested in `test_base.py`): `one()` returns 1. "
+            "Then `top.py` (tested in `test_top.py`), built on base.py: `two()` returns "
+            "`one() + 1`.\n")
+    plan = {"modules": [
+        {"path": "base.py", "purpose": "one", "test_path": "test_base.py",
+         "public_api": ["one()"]},
+        {"path": "top.py", "purpose": "two", "test_path": "test_top.py",
+         "public_api": ["two()"], "uses": ["base.py"]}]}
+    base, top = "def one():\n    return 1\n", "from base import one\n\n\ndef two():\n" \
+        "    return one() + 1\n"
+    kata = Kata("pair", tmp_path / "pair.md", tmp_path / "hidden")
+    kata.spec.write_text(spec)
     _, _, seen = await run_pipeline(tmp_path, {
-        "architect": [says(json.dumps(PLAN))], "tester": [says(fenced("test_intervals.py",
-                                                                      NO_CALL))],
-        "coder": [says(fenced("intervals.py", RIGHT)), says(fenced("intervals.py", RIGHT))],
-        "reviewer": []}, spec=SPEC, review="failures")
-    first = seen["coder"][0].messages[1].content
-    assert first.startswith(f"# The spec\n\n{SPEC.strip()}\n\n# Your task\n\n"
-                            "Write the module intervals.py.\nReply with the complete module "
-                            "in one fenced block.")
-    assert "test_intervals.py" not in first.split("# Your task")[1]  # no tests in view
+        "architect": [says(json.dumps(plan))],
+        "tester": [says(fenced("test_base.py", "from base import one\n\n\ndef test_one():"
+                               "\n    assert one() == 1\n")),
+                   says(fenced("test_top.py", "from top import two\n\n\ndef test_two():"
+                               "\n    assert two() == 2\n"))],
+        "coder": [says(f"```python\n{base}```\n"), says(f"```python\n{top}```\n")],
+        "reviewer": []}, spec=spec, review="failures")
+    asked = [[(m.role, m.content) for m in r.messages] for r in seen["coder"]]
+    assert asked[0] == [("system", SYSTEM), ("user", module_prompt(kata, "base.py", {}))]
+    assert asked[1] == [("system", SYSTEM),
+                        ("user", module_prompt(kata, "top.py", {"base.py": base}))]
 
 
 async def test_a_module_no_test_calls_is_run_and_agreement_replaces_a_crash(

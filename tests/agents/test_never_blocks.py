@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from test_team import approve, fenced, run_pipeline, says
+from test_team import approve, asked_path, fenced, run_pipeline, says
 
 # a spec read wrongly: its `Shelf` is a class, but nothing here says so to a rule
 SHELF_SPEC = ("# shelf\n\nWrite `shelf.py`, tested in `test_shelf.py`. A `Shelf` keeps "
@@ -58,8 +58,7 @@ TESTS = {"tokens.py": ("test_tokens.py", "from tokens import tokenize\n\n\ndef t
 
 def _for_module(answers: dict[str, str], test: bool = False):  # type: ignore[no-untyped-def]
     def answer(request):  # type: ignore[no-untyped-def]
-        brief = request.messages[-1].content.split("# Your task", 1)[1]
-        path = "evaluator.py" if "evaluator.py" in brief.split("\n")[2] else "tokens.py"
+        path = asked_path(request, ("evaluator.py", "tokens.py"))
         if test:
             return says(fenced(*TESTS[path]))(request)
         return says(fenced(path, answers[path]))(request)

@@ -14,7 +14,8 @@ from agents.pipeline import build_pipeline
 from orchestra import Coordinator, FunctionModel, SQLiteBlackboard, reply
 from orchestra.models.base import ModelRequest, ModelResponse
 
-_WRITES = re.compile(r"this task (?:writes|may change): (\S+?\.py)")
+_WRITES = re.compile(r"this task (?:writes|may change): (\S+?\.py)|^Write `(\S+?\.py)`\. Reply",
+                     re.M)
 _BY_PATH = {f"textkit/{n}.py": (sig.split("(")[0], uses) for n, sig, uses in MODULES}
 
 
@@ -22,7 +23,7 @@ def _answer(request: ModelRequest, coded: list[str]) -> ModelResponse:
     role = role_of(request)
     if role == "architect":
         return reply(json.dumps(PLAN))
-    path = _WRITES.findall("\n".join(m.content for m in request.messages))[-1]
+    path = "".join(_WRITES.findall("\n".join(m.content for m in request.messages))[-1])
     if role == "tester":
         module = next(p for p in _BY_PATH if path == f"tests/test_{Path(p).stem}.py")
         fn = _BY_PATH[module][0]

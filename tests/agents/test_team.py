@@ -9,7 +9,7 @@ fix to whichever of code and tests is wrong against the spec.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -42,13 +42,23 @@ def fenced(path: str, code: str) -> str:
 def role_of(request: ModelRequest) -> str:
     system = request.messages[0].content
     for role, opening in (("architect", "You are the architect"), ("tester", "You write"),
-                          ("reviewer", "You review"), ("coder", "You are a careful")):
+                          ("reviewer", "You review"), ("coder", "You are a helpful assistant")):
         if system.startswith(opening):
             return role
     raise AssertionError(system[:60])
 
 
 Replies = dict[str, list[Callable[[ModelRequest], ModelResponse]]]
+
+
+def asked_path(request: ModelRequest, paths: Iterable[str]) -> str:
+    """Which of ``paths`` a tester's or coder's task asks for: the line after "# Your
+    task" (a brief), else the last paragraph ("Write `x.py`. Reply ...": the one-shot
+    request)."""
+    text = [m.content for m in request.messages if m.name == "task"][-1]
+    line = (text.split("# Your task", 1)[1].split("\n")[2] if "# Your task" in text
+            else text.rsplit("\n\n", 1)[-1])
+    return next(p for p in paths if p in line)
 
 
 async def run_pipeline(tmp_path: Path, replies: Replies, spec: str = SPEC,
@@ -187,8 +197,7 @@ async def test_a_module_built_on_another_is_coded_after_it_with_its_api(tmp_path
     def by_module(what: dict[str, str], label: Callable[[str], str]
                   ) -> Callable[[ModelRequest], ModelResponse]:
         def answer(request: ModelRequest) -> ModelResponse:
-            brief = request.messages[-1].content.split("# Your task", 1)[1]
-            path = next(p for p in what if p in brief.split("\n")[2])
+            path = asked_path(request, what)
             return reply(fenced(label(path), what[path]))
         return answer
 
@@ -202,8 +211,8 @@ async def test_a_module_built_on_another_is_coded_after_it_with_its_api(tmp_path
     assert run.status == "completed", run.error
     coders = sorted((t for t in tasks if t.role == "coder"), key=lambda t: t.created_at)
     assert [t.input["module"]["path"] for t in coders] == ["calc/tokens.py", "calc/evaluate.py"]
-    brief = seen["coder"][1].messages[-1].content
-    assert "from calc.tokens import tokens" in brief and "tokens(text: str)" in brief
+    brief = seen["coder"][1].messages[-1].content  # shown the module it builds on, whole
+    assert f"`calc/tokens.py`:\n\n```python\n{code_of['calc/tokens.py']}```" in brief
 
 
 async def test_a_rejection_without_comments_is_sent_back(tmp_path: Path) -> None:

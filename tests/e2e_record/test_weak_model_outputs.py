@@ -82,7 +82,7 @@ SCRIPT: dict[str, list[Step]] = {
 def _role(request: ModelRequest) -> str:
     system = request.messages[0].content
     for role, opening in (("architect", "You are the architect"), ("tester", "You write"),
-                          ("reviewer", "You review"), ("coder", "You are a careful")):
+                          ("reviewer", "You review"), ("coder", "You are a helpful assistant")):
         if system.startswith(opening):
             return role
     raise AssertionError(system[:80])

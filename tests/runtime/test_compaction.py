@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from orchestra import KeepAll, SlidingWindow, Summarize, TokenBudget
+from orchestra import KeepAll, SlidingWindow, Summarize, TaskWindow, TokenBudget
 from orchestra._types import ToolCallRecord
 from orchestra.compaction import (
     SummaryRequest,
@@ -151,3 +151,23 @@ def test_prior_history_leaves_out_only_the_tasks_own_messages() -> None:
     for task in ("t1", "t2", "t3", "t9"):
         assert [m.seq for m in agent.prior(task)] == \
             [i + 1 for i, t in enumerate(owners) if t != task]
+
+
+def test_a_task_window_shows_the_current_task_alone() -> None:
+    """The agent's earlier tasks stay out of view (a coder asked for another module is
+    asked as if it were its first task); within the task, the window slides and keeps
+    the pinned input."""
+    earlier = [Message("user", "write a.py", name="task", task_id="t1"),
+               Message("assistant", "a.py ...")]
+    pinned = Message("user", "write b.py", name="task", task_id="t2")
+    mine = [Message("assistant", f"b.py try {i}") if i % 2 == 0 else
+            Message("user", f"feedback {i}") for i in range(6)]
+    history = [*earlier, pinned, *mine]
+    view = TaskWindow(last=20).view(history, summary=None, pinned=pinned)
+    assert isinstance(view, View)
+    assert list(view.messages) == [pinned, *mine]
+    short = TaskWindow(last=3).view(history, summary=None, pinned=pinned)
+    assert isinstance(short, View)
+    assert list(short.messages) == [pinned, *mine[-3:]]
+    every = SlidingWindow(last=20).view(history, summary=None, pinned=pinned)
+    assert isinstance(every, View) and every.messages[0] is earlier[0]
