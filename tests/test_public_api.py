@@ -25,7 +25,8 @@ def test_top_level_is_the_user_api() -> None:
         "ModelAPIError", "ModelBehaviorError", "ModelRequest", "ModelResponse", "ModelRetry",
         "ModelSettings", "NewHandoff", "NewNote", "NewTask", "NotFoundError", "OrchestraError",
         "Pipeline", "Price", "Prices", "Role", "RoleDefinitionError", "Run", "SQLiteBlackboard",
-        "ScriptedModel", "SlidingWindow", "Summarize", "Task", "TaskWindow", "TokenBudget", "ToolContext",
+        "ScriptedModel", "SlidingWindow", "Summarize", "Task", "TaskWindow", "TokenBudget",
+        "ToolContext",
         "UsageLimitExceeded", "UserError", "__version__", "fan_out", "handoff", "load_model",
         "reply", "tool", "tool_call",
         # the blackboard's coordination (issue 48): typed entries, their scopes, what a
