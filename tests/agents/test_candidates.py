@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from agents.agreement import agreement, alike, crashes, own_raises
+from agents.importcheck import Imported, check_import
 from agents.probe import calls_in_tests, mentions, run_calls
 from agents.smoke import smoke_calls, spec_literals
 from agents.stubs import stubs
@@ -141,3 +142,16 @@ async def test_the_calls_of_tests_that_take_the_modules_names_one_by_one_run(
     assert calls == [("", "half(4)"), ("", "gone(1)")]
     assert await run_calls(tmp_path, "m.py", preamble, calls) == {
         "half(4)": "=2", "gone(1)": "?AttributeError"}
+
+
+async def test_importing_a_candidate_says_which_planned_names_it_defines(tmp_path: Path) -> None:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "m.py").write_text(
+        "print('@@ noise', end='')\nLIMIT = 3\n\n\ndef half(n):\n    return n // 2\n\n\n"
+        "class Item:\n    def price(self):\n        return 1\n")
+    done = await check_import(tmp_path, "pkg/m.py", ["half", "Item", "price", "parse_item",
+                                                     "LIMIT"])
+    assert done == Imported("", ("half", "Item", "LIMIT"))
+    (tmp_path / "pkg" / "m.py").write_text("import nowhere\n")
+    failed = await check_import(tmp_path, "pkg/m.py", ["half"])
+    assert failed.defines == () and "No module named 'nowhere'" in failed.error
