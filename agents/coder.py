@@ -28,7 +28,7 @@ from agents.coderasks import (
 from agents.codereply import CodeBlocks, copied_line
 from agents.compose import Answer, compose
 from agents.decide import Tried, best, decide, passes
-from agents.importcheck import import_error
+from agents.importcheck import check_import
 from agents.imports_fix import absolute_imports, add_missing_imports, usable_prefix
 from agents.inputs import ModuleTask, module_task
 from agents.moduletask import first_failure, score, summary, trusted
@@ -38,6 +38,7 @@ from agents.scaffold import without_tests
 from agents.smoke import smoke_calls
 from agents.specapi import spec_signatures
 from agents.specfacts import read_spec
+from agents.specread import import_names
 from agents.stubs import stubs
 from agents.testsplit import failed_tests
 from agents.workspace import WorkspaceError
@@ -180,16 +181,19 @@ class Coder(WorkspaceRole):
 
     async def _try(self, task: ModuleTask, code: str, text: str, first: str
                    ) -> dict[str, Any]:
-        """The effects: write the answer, import it as its users will, run its tests and
-        the calls they make (or, with no test that calls the module, a smoke run made
-        from ``first``, the first candidate). The candidate as journaled."""
+        """The effects: write the answer, import it as its users will (counting the names
+        the plan says it exports that it defines), run its tests and the calls they make
+        (or, with no test that calls the module, a smoke run made from ``first``, the
+        first candidate). The candidate as journaled."""
         path, test_path = task.path, task.test_path
         await self.workspace.write_file(path, code)
         try:
             tests = await self.workspace.read_file(test_path)
         except WorkspaceError:
             tests = ""
-        failed = await import_error(self.workspace.root, path)
+        planned = [n for n in import_names(task.module.public_api) if n.isidentifier()]
+        imported = await check_import(self.workspace.root, path, planned)
+        failed = imported.error
         names = [*_public(task), *_defined(code)]
         exercised = mentions(tests, names)
         vouched = trusted(tests) if exercised else set()
@@ -209,7 +213,9 @@ class Coder(WorkspaceRole):
         data = {"score": score(report, vouched) if not failed else
                 [0, 0, 0, len(vouched)],
                 "imports": not failed, "files": {path: code}, "text": text,
-                "report": report, "stubs": stubs(code), "runs": runs}
+                "report": report, "stubs": stubs(code), "runs": runs,
+                # of the names the plan says it exports (its dependents import them)
+                "exports": [len(imported.defines), len(planned)]}
         if _failures_known(data):
             data["failed"] = sorted(failed_tests(str(report.get("output", ""))))
         return data

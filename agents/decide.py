@@ -1,20 +1,21 @@
 """Which of the coder's candidates is the module, and what it does next: pure functions.
 
 Each candidate is summed up as a :class:`Tried`: does it import, is it a stub, how many
-of the spec's own examples and of all tests it passed (and which it failed), and what it
-did when run on the module's inputs (the calls of the tests, or a smoke run's;
-:mod:`agents.agreement`). Nothing here runs anything; the coder's check does the effects
-and words the feedback.
+of the spec's own examples and of all tests it passed (and which it failed), how many of
+the names its dependents import from it it defines, and what it did when run on the
+module's inputs (the calls of the tests, or a smoke run's; :mod:`agents.agreement`).
+Nothing here runs anything; the coder's check does the effects and words the feedback.
 
 Selection (:func:`best`). The first candidate, the model asked once, is the floor. A
 later one replaces the best so far only on evidence from running code:
 
 1. an answer that imports beats one that does not, and one that is no stub beats a stub;
 2. it passes strictly more of the spec's own examples (the tests the spec vouches for);
-3. where those tie, its outputs agree with more of the other candidates' outputs on the
-   same inputs (MBR-exec), or, where agreement ties too, it passes strictly more of all
-   the tests; either way only if it raises from its own code on no input the first
-   candidate answers and fails no test the first candidate passed.
+3. where those tie, it defines more of the names the plan says it exports (those a module
+   built on it imports), or, where those tie, its outputs agree with more of the other
+   candidates' outputs on the same inputs (MBR-exec), or, where agreement ties too, it
+   passes strictly more of all the tests; each only if it raises from its own code on no
+   input the first candidate answers and fails no test the first candidate passed.
 
 Then the choice is held against the first candidate: if it lost a test the first passed
 without passing strictly more of what the spec vouches for, the first is the module. Zero
@@ -55,6 +56,9 @@ class Tried:
     """What it did on each input (:mod:`agents.agreement`)."""
     failed: frozenset[str] | None = None
     """The tests it failed (None: the report does not name them all)."""
+    exports: tuple[int, int] | None = None
+    """The names the plan says it exports (what a module built on it imports): how many
+    it defines once imported, of how many (None: not counted)."""
 
     @property
     def every_test(self) -> bool:
@@ -64,18 +68,21 @@ class Tried:
     @classmethod
     def of(cls, data: Mapping[str, object]) -> Tried:
         """From a candidate as the coder journals it (``score``: [passed, run, trusted
-        passed, trusted run]; ``stubs``, ``runs``, ``failed``)."""
+        passed, trusted run]; ``stubs``, ``runs``, ``failed``, ``exports``)."""
         raw = data.get("score")
         s = [int(x) for x in raw] if isinstance(raw, list) else []
         s += [0] * (4 - len(s))
         runs = data.get("runs")
         failed = data.get("failed")
+        exports = data.get("exports")
         return cls(imports=bool(data.get("imports", True)), trusted=(s[2], s[3]),
                    tests=(s[0], s[1]),
                    stub=bool(data.get("stubs")),
                    runs={str(k): str(v) for k, v in runs.items()} if isinstance(runs, dict)
                    else {},
-                   failed=frozenset(str(f) for f in failed) if isinstance(failed, list) else None)
+                   failed=frozenset(str(f) for f in failed) if isinstance(failed, list) else None,
+                   exports=(int(exports[0]), int(exports[1])) if isinstance(exports, list)
+                   and len(exports) == 2 else None)
 
 
 def _loses(t: Tried, floor: Tried) -> bool:
@@ -100,6 +107,8 @@ def _replaces(new: Tried, old: Tried, floor: Tried, agree: tuple[int, int]) -> b
         return new.trusted[0] > old.trusted[0]
     if crashes(new.runs, floor.runs) or _loses(new, floor):
         return False
+    if new.exports is not None and old.exports is not None and new.exports[0] != old.exports[0]:
+        return new.exports[0] > old.exports[0]
     if agree[0] != agree[1]:
         return agree[0] > agree[1]
     return new.tests[0] > old.tests[0]

@@ -4,34 +4,58 @@ A module's users (and any test in the workspace root) import ``calc.py`` as ``im
 calc`` and ``pkg/calc.py`` as ``import pkg.calc``, with the workspace root on the path.
 A module that fails there (a relative import in a top-level module, a name of another
 module it never imports) fails every test for a reason no test names; the import's own
-traceback says it in one place. Run in the same sandbox as the tests, in its own
-process group, killed whole at the time limit.
+traceback says it in one place. Imported, it says which of the names its dependents
+import from it (as the plan tells them) it defines. Run in the same sandbox as the
+tests, in its own process group, killed whole at the time limit.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from agents.checks import dotted
 from agents.sandbox import run_python
 
-__all__ = ["import_error"]
+__all__ = ["Imported", "check_import"]
 
-_SCRIPT = "import importlib, sys; importlib.import_module(sys.argv[1])"
+_MARK = "@@orchestra-defines@@"
+# the names it has on a line of their own, last: what the module prints at import is before
+_SCRIPT = ("import importlib, json, sys; m = importlib.import_module(sys.argv[1]); "
+           f"print('\\n{_MARK}' + json.dumps([n for n in sys.argv[2:] if hasattr(m, n)]))")
 TAIL_CHARS = 1500
 
 
-async def import_error(root: Path, path: str, *, timeout: float = 20.0) -> str:  # noqa: ASYNC109
-    """'' when ``path`` (a module of the workspace at ``root``) imports as its dotted
-    name from the root; else the end of the traceback, the root's path shown as '.'."""
+@dataclass(frozen=True, slots=True)
+class Imported:
+    """What importing a module showed."""
+
+    error: str
+    """'' when it imports; else the end of the traceback, the root's path shown as '.'."""
+    defines: tuple[str, ...] = ()
+    """Those of the names asked about that it has once imported, in their order."""
+
+
+async def check_import(root: Path, path: str, names: Sequence[str] = (), *,
+                       timeout: float = 20.0) -> Imported:  # noqa: ASYNC109
+    """Import ``path`` (a module of the workspace at ``root``) as its dotted name from the
+    root, and see which of ``names`` (identifiers) it defines at module level."""
     name = dotted(path)
-    done = await run_python(root, ["-c", _SCRIPT, name], timeout=timeout)
+    done = await run_python(root, ["-c", _SCRIPT, name, *names], timeout=timeout)
     if done is None:
-        return f"`import {name}` did not finish within {timeout:g} s (code at module level " \
-               "runs at import: a loop or a wait there never ends)"
+        return Imported(f"`import {name}` did not finish within {timeout:g} s (code at "
+                        "module level runs at import: a loop or a wait there never ends)")
     code, out = done
+    text = out.decode("utf-8", errors="replace")
     if code == 0:
-        return ""
-    text = out.decode("utf-8", errors="replace").replace(str(root), ".").strip()
+        line = text.rpartition(f"\n{_MARK}")[2].split("\n")[0] if _MARK in text else ""
+        try:
+            has = json.loads(line)
+        except ValueError:  # it ended the process before our line: none known
+            has = []
+        return Imported("", tuple(n for n in names if isinstance(has, list) and n in has))
+    text = text.replace(str(root), ".").strip()
     tail = text if len(text) <= TAIL_CHARS else "...\n" + text[-TAIL_CHARS:]
-    return f"`import {name}` from the workspace root fails:\n{tail}"
+    return Imported(f"`import {name}` from the workspace root fails:\n{tail}")

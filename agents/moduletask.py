@@ -9,6 +9,7 @@ from typing import Any
 
 from agents.briefs import report_tail
 from agents.checks import dotted
+from agents.failures import how_it_failed
 from agents.inputs import ModuleTask, Stated
 from agents.speccases import CASE_PREFIX, SpecCase, add_cases
 from agents.specfacts import read_spec
@@ -30,10 +31,15 @@ def summary(report: dict[str, Any]) -> dict[str, Any]:
 
 
 def first_failure(report: dict[str, Any]) -> str:
-    """The first ``FAILED``/``ERROR`` line of a pytest report ('' when none)."""
-    for line in str(report.get("output", "")).splitlines():
+    """The first ``FAILED``/``ERROR`` line of a pytest report ('' when none), its message
+    whole where pytest cut it at the terminal's width and the report shows the test's
+    section (the name a module lacks comes after "AttributeError: ...")."""
+    output = str(report.get("output", ""))
+    for line in output.splitlines():
         if line.startswith(("FAILED ", "ERROR ")):
-            return line[:300]
+            test = next(iter(failed_tests(line)), "")
+            said = how_it_failed(output, test) if test and line.endswith("...") else ""
+            return (f"{line.split(' - ')[0]} - {said}" if said else line)[:300]
     return ""
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from agents.checks import dotted
 from agents.sandbox import run_python
+from agents.testsplit import guard_lines
 
 __all__ = ["Probe", "calls_in_tests", "mentions", "run_calls"]
 
@@ -83,16 +84,17 @@ def _raises_block(stmt: ast.stmt) -> bool:
 
 
 def calls_in_tests(tests: str, names: Sequence[str]) -> tuple[str, list[Probe]]:
-    """The tests' imports (one preamble) and the calls their test functions make of the
-    module (tests naming none of ``names`` skipped), each after the statements before it
-    in its test; their expected values are left out. ('', []) when the file does not
-    parse."""
+    """The tests' imports and the names they take from the module (one preamble), and
+    the calls their test functions make of the module (tests naming none of ``names``
+    skipped), each after the statements before it in its test; their expected values
+    are left out. ('', []) when the file does not parse."""
     try:
         tree = ast.parse(tests)
     except SyntaxError:
         return "", []
+    guarded = guard_lines(tree)  # the module's names, taken one by one
     preamble = "\n".join(ast.unparse(n) for n in tree.body
-                         if isinstance(n, (ast.Import, ast.ImportFrom)))
+                         if isinstance(n, (ast.Import, ast.ImportFrom)) or n in guarded)
     found: list[Probe] = []
     for fn in _test_functions(tree):
         used = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)} | {

@@ -8,6 +8,7 @@ files as fenced blocks, a verdict as JSON.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import re
 from dataclasses import dataclass
@@ -18,7 +19,7 @@ from pydantic import BaseModel, Field
 from pydantic.json_schema import SkipJsonSchema
 
 from agents.checks import check_plan, path_problem
-from agents.specplan import complete_plan, plan_from_spec
+from agents.specplan import complete_plan, package_inits, plan_from_spec
 from agents.testrunner import TestReport, run_pytest
 from agents.workclock import WorkClock
 from agents.workspace import Workspace, WorkspaceError
@@ -202,7 +203,8 @@ class Architect(WorkspaceRole):
     async def check_output(self, ctx: ToolContext, output: Any) -> ProjectPlan | None:
         """The plan as the model made it, made whole (see :func:`complete_plan`): only a
         path outside the workspace or not a ``.py`` file is dropped, and only a plan with
-        no usable module left, from a spec that names none, is sent back."""
+        no usable module left, from a spec that names none, is sent back. Its packages
+        get the ``__init__.py`` the workspace lacks (:meth:`_packages`)."""
         spec = PlanTask.model_validate(ctx.task_input).spec
         usable = [m.model_dump(mode="json") for m in output.modules
                   if not path_problem(self.workspace, m.path)]
@@ -215,6 +217,7 @@ class Architect(WorkspaceRole):
             raise ModelRetry("Your plan cannot be used: "
                              + (check_plan(output, self.workspace) or "it has no module")
                              + ". Reply with the plan as a JSON object.")
+        await self._packages(plan)
         kept = await self._passing(plan)
         plan = plan.model_copy(update={"kept": kept}) if kept else plan
         return None if plan == output else plan
@@ -230,6 +233,16 @@ class Architect(WorkspaceRole):
                     await self.tests(m.test_path))["passed"]:
                 kept.append(m.path)
         return kept
+
+    async def _packages(self, plan: ProjectPlan) -> None:
+        """An empty ``__init__.py`` for each package of the plan's modules where the
+        workspace has none (:func:`package_inits`). Written only where no file is: a
+        user's own is never replaced, and this journaled step, run again after a crash,
+        finds the one it wrote and writes nothing."""
+        for init in package_inits([m.path for m in plan.modules]):
+            if not await asyncio.to_thread(self._holds, init):
+                with contextlib.suppress(WorkspaceError):  # a directory of that name: left
+                    await self.workspace.write_file(init, "")
 
     def _holds(self, *paths: str) -> bool:
         try:

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Sequence
 from pathlib import PurePosixPath
 from typing import Any
 
 from agents.checks import dotted, spec_paths
 from agents.specapi import spec_signatures
 
-__all__ = ["complete_plan", "plan_from_spec", "stated_uses"]
+__all__ = ["complete_plan", "package_inits", "plan_from_spec", "stated_uses"]
 
 
 def _test_for(path: str, modules: list[str], tests: list[str]) -> str | None:
@@ -83,6 +84,23 @@ def complete_plan(plan: dict[str, Any], spec: str) -> dict[str, Any]:
         taken.add(test_path)
         m["test_path"] = test_path
     return {**plan, "modules": modules, "decisions": decisions}
+
+
+def package_inits(paths: Sequence[str]) -> list[str]:
+    """The ``__init__.py`` files the packages of the modules at ``paths`` need, outermost
+    first: ``tally/items.py`` is imported as ``tally.items``, and a user expects
+    ``tally/__init__.py`` beside it (without one ``tally`` imports as a namespace package).
+    Not one the plan has as a module of its own (its coder writes it), nor one in a test
+    directory or a directory whose name is no identifier (nothing imports it as a package)."""
+    out: list[str] = []
+    for path in paths:
+        parts = PurePosixPath(path).parts[:-1]
+        for i in range(1, len(parts) + 1):
+            init = str(PurePosixPath(*parts[:i], "__init__.py"))
+            if (parts[0] not in ("tests", "test") and all(p.isidentifier() for p in parts[:i])
+                    and init not in paths and init not in out):
+                out.append(init)
+    return out
 
 
 _BUILDS_ON = re.compile(r"\b(?:builds? on|is built on|built on top of|on top of|uses|imports"

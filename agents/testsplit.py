@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 import re
 
-__all__ = ["failed_tests", "guard_imports", "split_tests", "test_names"]
+__all__ = ["failed_tests", "guard_imports", "guard_lines", "split_tests", "test_names"]
 
 _FAILED = re.compile(r"^(?:FAILED|ERROR) [^\s:]+::(\w+)", re.MULTILINE)
 
@@ -76,23 +76,56 @@ def failed_tests(output: str) -> set[str]:
     return set(_FAILED.findall(output))
 
 
+_MISSING = '''
+def _not_in_module(name):
+    """A name the tests import that the module does not define: any use of it raises an
+    error naming both (None would say only "'NoneType' object is not callable")."""
+    def fail(*args, **kwargs):
+        raise AttributeError(f"{name!r} is not defined in module "
+                             f"{_tested_module.__name__!r} (the tests import it)")
+    uses = ["__call__", "__getattr__", "__iter__", "__len__", "__bool__", "__getitem__",
+            "__contains__", "__eq__", "__lt__", "__le__", "__gt__", "__ge__", "__enter__",
+            "__instancecheck__", "__subclasscheck__"]
+    return type(f"{name} (not in {_tested_module.__name__})", (), dict.fromkeys(uses, fail)
+                | {"__hash__": object.__hash__, "__repr__": lambda self: f"<no {name}>"})()
+
+'''
+"""What stands for each name a test file imports: one small function in the file
+itself (it runs in the sandbox, without this package)."""
+
+
 def guard_imports(text: str, module: str) -> str:
     """``text`` with its top-level ``from module import a, b`` written so that a name the
     module lacks fails only the tests that use it: ``import module`` then ``a =
-    getattr(module, "a", None)``. Otherwise one name a tester guessed (an error class the
-    spec never names) fails the whole file at collection, the spec's own examples with it,
-    and every answer scores the same. ``text`` unchanged when it does not parse."""
+    getattr(module, "a", <placeholder>)``. Otherwise one name a tester guessed (an error
+    class the spec never names) fails the whole file at collection, the spec's own
+    examples with it, and every answer scores the same. The placeholder raises, when
+    used, an error naming the module and the name (which the coder's feedback quotes: a
+    1.5B model told only "'NoneType' object is not callable" never wrote the function).
+    ``text`` unchanged when it does not parse."""
     try:
         tree = ast.parse(text)
     except SyntaxError:
         return text
     lines = text.split("\n")
-    for node in reversed(tree.body):
-        if not (isinstance(node, ast.ImportFrom) and node.module == module and node.level == 0
-                and node.end_lineno and all(a.name != "*" for a in node.names)):
-            continue
-        new = [f"import {module} as _tested_module"] + [
-            f"{a.asname or a.name} = getattr(_tested_module, {a.name!r}, None)"
-            for a in node.names]
+    guarded = [node for node in tree.body if isinstance(node, ast.ImportFrom)
+               and node.module == module and node.level == 0 and node.end_lineno
+               and all(a.name != "*" for a in node.names)]
+    for node in reversed(guarded):
+        new = [f"import {module} as _tested_module"] + (
+            _MISSING.split("\n") if node is guarded[0] else []) + [
+            f"{a.asname or a.name} = getattr(_tested_module, {a.name!r}, "
+            f"_not_in_module({a.name!r}))" for a in node.names]
         lines[node.lineno - 1:node.end_lineno] = new
     return "\n".join(lines)
+
+
+def guard_lines(tree: ast.Module) -> list[ast.stmt]:
+    """The top-level statements :func:`guard_imports` wrote into a test file (the
+    placeholder's function and the names taken from the module), which the file's calls
+    need beside its imports."""
+    return [node for node in tree.body if (
+        isinstance(node, ast.FunctionDef) and node.name == "_not_in_module") or (
+        isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+        and ast.unparse(node.value.func) == "getattr" and node.value.args
+        and ast.unparse(node.value.args[0]) == "_tested_module")]

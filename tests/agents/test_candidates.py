@@ -6,9 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from agents.agreement import agreement, alike, crashes, own_raises
+from agents.importcheck import Imported, check_import
 from agents.probe import calls_in_tests, mentions, run_calls
 from agents.smoke import smoke_calls, spec_literals
 from agents.stubs import stubs
+from agents.testsplit import guard_imports
 
 
 def test_stubs_are_found_by_their_bodies() -> None:
@@ -126,3 +128,30 @@ def test_agreement_counts_the_outputs_two_candidates_share() -> None:
     assert own_raises(c) == ["f(0)"] and crashes(c, a) == [] and crashes(c, {"f(0)": "=0"})
     assert alike(a, a) and not alike(a, b) and not alike({}, {})
     assert not alike({"f(0)": "!TypeError"}, {"f(0)": "!TypeError"})
+
+
+async def test_the_calls_of_tests_that_take_the_modules_names_one_by_one_run(
+        tmp_path: Path) -> None:
+    """A test file whose imports the tester guarded (:func:`guard_imports`) calls the
+    module through names it takes one by one: the calls run on them (not a NameError for
+    every candidate alike), a name the module lacks raising in the tests' own code."""
+    (tmp_path / "m.py").write_text("def half(n):\n    return n // 2\n")
+    tests = guard_imports("from m import half, gone\n\n\ndef test_half():\n    assert half(4) "
+                          "== 2\n    assert gone(1) == 1\n", "m")
+    preamble, calls = calls_in_tests(tests, ["half", "gone"])
+    assert calls == [("", "half(4)"), ("", "gone(1)")]
+    assert await run_calls(tmp_path, "m.py", preamble, calls) == {
+        "half(4)": "=2", "gone(1)": "?AttributeError"}
+
+
+async def test_importing_a_candidate_says_which_planned_names_it_defines(tmp_path: Path) -> None:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "m.py").write_text(
+        "print('@@ noise', end='')\nLIMIT = 3\n\n\ndef half(n):\n    return n // 2\n\n\n"
+        "class Item:\n    def price(self):\n        return 1\n")
+    done = await check_import(tmp_path, "pkg/m.py", ["half", "Item", "price", "parse_item",
+                                                     "LIMIT"])
+    assert done == Imported("", ("half", "Item", "LIMIT"))
+    (tmp_path / "pkg" / "m.py").write_text("import nowhere\n")
+    failed = await check_import(tmp_path, "pkg/m.py", ["half"])
+    assert failed.defines == () and "No module named 'nowhere'" in failed.error

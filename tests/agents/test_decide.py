@@ -11,10 +11,10 @@ from agents.decide import Tried, best, decide
 
 def t(passed: int = 0, total: int = 4, *, trusted: tuple[int, int] = (0, 0), imports: bool = True,
       stub: bool = False, runs: dict[str, str] | None = None,
-      failed: set[str] | None = None) -> Tried:
+      failed: set[str] | None = None, exports: tuple[int, int] | None = None) -> Tried:
     return Tried(imports=imports, trusted=trusted, tests=(passed, total),
                  stub=stub, runs=runs or {},
-                 failed=None if failed is None else frozenset(failed))
+                 failed=None if failed is None else frozenset(failed), exports=exports)
 
 
 def test_an_answer_that_passes_every_test_is_accepted_at_once() -> None:
@@ -132,3 +132,27 @@ def test_a_journaled_candidate_reads_back_as_tried() -> None:
     assert got == Tried(imports=False, trusted=(2, 4), tests=(3, 5),
                         stub=True, runs={"f(1)": "=1"}, failed=frozenset({"test_a"}))
     assert Tried.of({"score": [1, 1]}).failed is None
+
+
+def test_an_answer_its_dependents_can_import_ranks_above_one_they_cannot() -> None:
+    """The names the plan says the module exports, counted once it is imported: below the
+    spec's own examples, above agreement and the tester's tests; never a refusal."""
+    lacks, whole = (1, 2), (2, 2)
+    assert best([t(2, exports=lacks), t(2, exports=whole)]) == 1
+    # above agreement and more of the tester's tests
+    usual = {"f(2)": "=4"}
+    assert best([t(2, exports=whole, runs={"f(2)": "=5"}), t(3, exports=lacks, runs=usual),
+                 t(3, exports=lacks, runs=usual)]) == 0
+    # below the spec's own examples
+    assert best([t(2, trusted=(1, 2), exports=whole), t(2, trusted=(2, 2), exports=lacks)]) == 1
+    # it never outweighs a test the first passed, nor an input it answered
+    assert best([t(2, exports=lacks, failed={"a", "b"}),
+                 t(2, exports=whole, failed={"a", "c"})]) == 0
+    assert best([t(2, exports=lacks, runs={"f(-1)": "=0"}),
+                 t(2, exports=whole, runs={"f(-1)": "!ValueError"})]) == 0
+    # a candidate not counted (journaled before the count) is compared as before
+    assert best([t(2), t(2, exports=whole)]) == 0
+    # and it refuses nothing: an answer defining none of them passing every test is accepted
+    assert decide([t(4, exports=(0, 2))], rounds=4, out_of_time=False) == ("accept", 0)
+    assert Tried.of({"score": [1, 2, 0, 0], "exports": [1, 2]}).exports == (1, 2)
+    assert Tried.of({"score": [1, 2, 0, 0]}).exports is None

@@ -100,6 +100,29 @@ async def test_a_stub_never_stays_where_a_real_answer_exists(tmp_path: Path) -> 
     assert (tmp_path / "ws/intervals.py").read_text() == RIGHT
 
 
+async def test_an_answer_that_defines_what_its_dependents_import_ranks_above_one_that_does_not(
+        tmp_path: Path) -> None:
+    """The plan says the module exports merge and covered (what a module built on it
+    imports); its tests and its calls cannot tell the answers apart, the names they
+    define do (the first defines no covered: its dependents would not import)."""
+    both = {"modules": [{**PLAN["modules"][0], "public_api": ["merge(items)",
+                                                              "covered(items)"]}]}
+    tests = ("from intervals import merge\n\n\ndef test_merge():\n"
+             "    assert merge([(1, 3), (3, 5)]) == [(1, 6)]\n")  # a tester's wrong value
+    whole = RIGHT + "\n\ndef covered(items):\n    return sum(e - s for s, e in merge(items))\n"
+    run, tasks, seen = await run_pipeline(tmp_path, {
+        "architect": [says(json.dumps(both))],
+        "tester": [says(fenced("test_intervals.py", tests))],
+        "coder": [says(fenced("intervals.py", c)) for c in (RIGHT, whole, RIGHT, RIGHT)],
+        "reviewer": []}, spec=SPEC + "`covered(items)` is the length they cover.\n",
+        review="failures", max_rounds=1)
+    assert run.status == "completed", run.error
+    assert len(seen["coder"]) == 4
+    assert (tmp_path / "ws/intervals.py").read_text() == whole
+    (coder,) = [t for t in tasks if t.role == "coder"]
+    assert [h["score"] for h in coder.result["history"]] == [[0, 1, 0, 0]] * 4
+
+
 def _route(**answer: Any) -> Writes:
     """What the coder's route writes for ``answer`` in the default review mode."""
     task = SimpleNamespace(input={"module": PLAN["modules"][0], "round": 1, "spec": SPEC})

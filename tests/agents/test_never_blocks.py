@@ -93,12 +93,14 @@ async def test_a_module_that_does_not_import_gets_its_traceback_back(tmp_path: P
 
 
 async def test_the_first_usable_answer_is_never_lost(tmp_path: Path) -> None:
-    worse = "def tokenize(text):\n    return []\n"
+    # later, emptier answers, each unlike the others when run (three alike would be
+    # the majority execution agreement picks)
+    worse = [f"def tokenize(text):\n    return {r}\n" for r in ("[]", "list(text)", "[text] * 2")]
     run, _tasks, _ = await run_pipeline(tmp_path, {
         "architect": [says(json.dumps({"modules": PLAN["modules"][:1]}))],
         "tester": [says(fenced(*TESTS["tokens.py"]))],
         "coder": [says(fenced("tokens.py", TOKENS.replace("'+'", "'-'"))),
-                  *[says(fenced("tokens.py", worse))] * 3],
+                  *[says(fenced("tokens.py", w)) for w in worse]],
         "reviewer": [says(json.dumps({"module": "tokens.py", "approved": False,
                                       "comments": ["split on +"]}))]},
         spec=CALC_SPEC.split(", and")[0] + ".\n", review="failures", max_rounds=1)

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from agents.roles import Architect, PlanTask
-from agents.specplan import complete_plan
+from agents.specplan import complete_plan, package_inits
 from agents.workspace import Workspace
 from orchestra import Coordinator, FunctionModel, NewTask, Pipeline, SQLiteBlackboard, reply
 from orchestra.models.base import ModelRequest, ModelResponse
@@ -39,11 +39,11 @@ PLAN = {"modules": [{"path": f"textkit/{name}.py", "purpose": name, "public_api"
                     for name, sig, uses in MODULES]}
 
 
-async def _plan(tmp_path: Path, replies: list[str], spec: str = SPEC
+async def _plan(tmp_path: Path, replies: list[str], spec: str = SPEC, db: str = "o.db"
                 ) -> tuple[dict[str, Any], int]:
     """The architect alone, on ``spec``, answering ``replies`` in turn: its accepted
     plan and the model calls it made."""
-    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws").mkdir(exist_ok=True)  # a test may put the user's files there first
     workspace = Workspace(tmp_path / "ws")
     calls: list[ModelRequest] = []
 
@@ -54,7 +54,7 @@ async def _plan(tmp_path: Path, replies: list[str], spec: str = SPEC
     pipeline = Pipeline("plan", roles=[Architect(workspace)], start=lambda i: [
                             NewTask("architect", PlanTask(spec=i["spec"]).model_dump())],
                         model=FunctionModel(model, name="scripted"))
-    store = await SQLiteBlackboard.open(tmp_path / "o.db")
+    store = await SQLiteBlackboard.open(tmp_path / db)
     try:
         run = await Coordinator(store, pipeline).run({"spec": spec})
         assert run.status == "completed", run.error
@@ -179,3 +179,25 @@ async def test_a_workspace_holding_a_module_whose_tests_pass_keeps_it(
     assert "return -a" in (ws / "calc/neg.py").read_text()
     assert [n.body for n in notes] == ["calc/add.py is kept as the workspace holds it: its "
                                        "tests pass"]
+
+
+def test_the_packages_of_a_plans_modules_need_their_init_files() -> None:
+    assert package_inits(["tally/money.py", "tally/items.py", "calc.py", "a/b/c.py",
+                          "tests/helpers.py", "my-pkg/x.py", "pkg/__init__.py", "pkg/m.py"]
+                         ) == ["tally/__init__.py", "a/__init__.py", "a/b/__init__.py"]
+
+
+async def test_a_package_the_workspace_lacks_gets_an_empty_init_file(tmp_path: Path) -> None:
+    """The plan's modules live in textkit/: the workspace gets textkit/__init__.py, empty
+    (a user expects it; without it textkit imports as a namespace package). Run again
+    (a resumed step), it writes nothing; a user's own is never replaced."""
+    made = tmp_path / "ws/textkit/__init__.py"
+    await _plan(tmp_path, [json.dumps(PLAN)])
+    assert made.read_text() == ""
+    made.write_text(USERS)  # now as a user has it
+    await _plan(tmp_path, [json.dumps(PLAN)], db="again.db")
+    assert made.read_text() == USERS
+    assert sorted(p.name for p in made.parent.iterdir()) == ["__init__.py"]
+
+
+USERS = '"""The textkit of its user."""\n'

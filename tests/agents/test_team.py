@@ -15,10 +15,11 @@ from typing import Any
 
 import pytest
 
+from agents.failures import how_it_failed
 from agents.pipeline import build_pipeline
 from agents.roles import Review
 from agents.team import Coder, Reviewer
-from agents.testsplit import guard_imports, split_tests
+from agents.testsplit import failed_tests, guard_imports, split_tests
 from agents.workspace import Workspace
 from orchestra import Coordinator, FunctionModel, ModelRetry, SQLiteBlackboard, ToolContext, reply
 from orchestra.models.base import ModelRequest, ModelResponse
@@ -326,11 +327,46 @@ def test_a_raises_block_whose_error_a_later_check_reads_stays_whole() -> None:
 
 def test_a_name_the_tests_guess_fails_only_the_tests_that_use_it() -> None:
     text = "from calc.add import add, Oops\nimport os\n\n\ndef test_a():\n    assert add\n"
-    assert guard_imports(text, "calc.add") == (
-        "import calc.add as _tested_module\nadd = getattr(_tested_module, 'add', None)\n"
-        "Oops = getattr(_tested_module, 'Oops', None)\nimport os\n\n\ndef test_a():\n"
-        "    assert add\n")
+    guarded = guard_imports(text, "calc.add")
+    assert guarded.startswith("import calc.add as _tested_module\n\ndef _not_in_module(name):")
+    assert guarded.endswith(
+        "\nadd = getattr(_tested_module, 'add', _not_in_module('add'))\n"
+        "Oops = getattr(_tested_module, 'Oops', _not_in_module('Oops'))\nimport os\n\n\n"
+        "def test_a():\n    assert add\n")
+    assert guard_imports(guarded, "calc.add") == guarded
     assert guard_imports("def broken(:\n", "calc.add") == "def broken(:\n"
+
+
+async def test_a_name_the_module_lacks_fails_by_its_name(tmp_path: Path) -> None:
+    """Its tests fail saying which name the module lacks (not "'NoneType' object is not
+    callable", which a 1.5B model never read as "write parse_item"), in the line the
+    coder's feedback quotes; the other tests pass."""
+    from agents.moduletask import first_failure, score
+    from agents.testrunner import run_pytest
+
+    (tmp_path / "tally").mkdir()
+    (tmp_path / "tally" / "items.py").write_text("def total(xs):\n    return sum(xs)\n")
+    uses = {"call": "parse_item('a 1')", "keywords": "parse_item(text='a')",
+            "attribute": "Item.price", "iterate": "list(Item)", "compare": "LIMIT == 3",
+            "truth": "LIMIT", "isinstance": "isinstance(3, Item)"}
+    tests = "from tally.items import total, parse_item, Item, LIMIT\n\n\n" + "".join(
+        f"def test_{use}():\n    assert {expr}\n\n\n" for use, expr in uses.items()
+    ) + "def test_total():\n    assert total([1, 2]) == 3\n"
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_items.py").write_text(guard_imports(tests, "tally.items"))
+    run = await run_pytest(tmp_path)
+    report: dict[str, Any] = {"tests_passed": run.tests_passed, "tests_failed": run.tests_failed,
+                              "tests_errors": run.tests_errors, "output": run.output}
+    assert score(report) == [1, 8, 0, 0]
+    assert failed_tests(report["output"]) == {f"test_{use}" for use in uses}
+    for use, expr in uses.items():
+        name = next(n for n in ("parse_item", "Item", "LIMIT") if n in expr)
+        assert how_it_failed(report["output"], f"test_{use}") == (
+            f"AttributeError: {name!r} is not defined in module 'tally.items' (the tests "
+            "import it)"), use
+    first = first_failure(report)  # pytest cut its summary line at 80 columns
+    assert first == ("FAILED tests/test_items.py::test_call - AttributeError: 'parse_item' "
+                     "is not defined in module 'tally.items' (the tests import it)")
 
 
 def test_tests_cut_off_at_the_token_limit_keep_their_complete_functions() -> None:

@@ -51,9 +51,11 @@ def test_demo_summary_tells_what_was_built_caught_and_fixed(reference: Reference
 
 
 def test_demo_workspace_tests_really_pass(reference: Reference) -> None:
+    # the package's __init__.py too: empty, written where the workspace had none
     assert sorted(reference.files) == sorted(
-        [*MODULES, "tests/test_slugify.py", "tests/test_wrap.py",
+        [*MODULES, "textkit/__init__.py", "tests/test_slugify.py", "tests/test_wrap.py",
          "tests/test_stats.py"])
+    assert reference.files["textkit/__init__.py"] == b""
     env = {**child_env(), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}  # plain pytest: fast
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
                           cwd=reference.workspace, env=env, capture_output=True, text=True,

@@ -147,7 +147,8 @@ async def test_weak_model_replies_are_fed_back_and_recovered(tmp_path: Path) -> 
     # code fenced inside a JSON string was read as code (and then run against its
     # tests), never refused as "not valid Python (line 1: '```python')"
     assert "not valid Python" not in feedback[("coder", 1)]
-    assert "TypeError: 'NoneType' object is not call" in feedback[("coder", 1)]
+    # the function it never wrote is named (not "'NoneType' object is not callable")
+    assert "'add' is not defined in module 'calc.add'" in feedback[("coder", 1)]
     # a cut-off answer is said to be cut off, and what to do
     assert "shorter" in feedback[("coder", 2)] and "not valid" not in feedback[("coder", 2)]
     # a block for another role's file names the allowed one
