@@ -51,8 +51,8 @@ VERSION = "3"
 """The stock pipeline's ``version=``: raised when what its tasks do changes where the
 fingerprint cannot see it (2: the coder's candidate scores went from six numbers to four;
 3: the coder's first request shows the modules written before it, read from the
-workspace, and its candidates record how many planned exports they define), so a run in flight stays with the code that wrote its journal
-(``docs/versions.md``)."""
+workspace, and its candidates record how many planned exports they define), so a run
+in flight stays with the code that wrote its journal (``docs/versions.md``)."""
 MODULE_BUDGET_S = 600.0
 """Working seconds per planned module when no run budget is given (``module_budget``)."""
 RESERVE_S = 150.0

@@ -12,13 +12,14 @@ and server timings (llama.cpp's prompt tokens evaluated and reused) included.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from orchestra.models.base import DeltaSink
 
-__all__ = ["StreamError", "fold_chunks", "report_chunk", "sse_chunks"]
+__all__ = ["LoopGuard", "StreamError", "cut_off", "fold_chunks", "report_chunk", "sse_chunks"]
 
 
 class StreamError(ValueError):
@@ -116,4 +117,46 @@ def fold_chunks(chunks: list[dict[str, Any]]) -> dict[str, Any]:
     if refusal:
         message["refusal"] = "".join(refusal)
     body["choices"] = [{"index": 0, "message": message, "finish_reason": finish}]
+    return body
+
+
+LOOP_LINES = 30
+"""Consecutive lines of one shape (digits aside) that make a reply a loop: a small model
+asked greedily may write ``assert f(1.0, 0.1)``, ``assert f(1.0, 0.01)``, ... until its
+token cap, minutes on two cores. No answer needs thirty such lines in a row."""
+_DIGITS = re.compile(r"\d+")
+
+
+class LoopGuard:
+    """Watches a streamed reply's text for a loop (:data:`LOOP_LINES` lines of one
+    shape in a row); O(1) per chunk."""
+
+    def __init__(self, lines: int = LOOP_LINES) -> None:
+        self.lines = lines
+        self._partial = ""
+        self._shape = ""
+        self._run = 0
+
+    def looping(self, chunk: dict[str, Any]) -> bool:
+        """Take one chunk's text (choice 0); True once the reply loops."""
+        for choice in chunk.get("choices") or ():
+            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+                continue
+            text = (choice.get("delta") or {}).get("content")
+            if not isinstance(text, str) or "\n" not in text:
+                self._partial += text if isinstance(text, str) else ""
+                continue
+            *done, self._partial = (self._partial + text).split("\n")
+            for line in done:
+                shape = _DIGITS.sub("#", line.strip())
+                same = len(shape) >= 8 and shape == self._shape
+                self._shape, self._run = shape, self._run + 1 if same else 1
+        return self._run >= self.lines
+
+
+def cut_off(body: dict[str, Any]) -> dict[str, Any]:
+    """A folded body whose stream the client ended (a loop): it reads as a reply cut off
+    at its token cap (``finish_reason`` "length"), what callers already handle."""
+    for choice in body.get("choices") or ():
+        choice["finish_reason"] = "length"
     return body

@@ -29,7 +29,14 @@ from orchestra.models._http import (
     classify_sdk_error,
     load_key,
 )
-from orchestra.models._stream import StreamError, fold_chunks, report_chunk, sse_chunks
+from orchestra.models._stream import (
+    LoopGuard,
+    StreamError,
+    cut_off,
+    fold_chunks,
+    report_chunk,
+    sse_chunks,
+)
 from orchestra.models.base import DeltaSink, ModelRequest, ModelResponse
 
 if TYPE_CHECKING:
@@ -310,11 +317,14 @@ class OpenAIModel:
             try:
                 if "text/event-stream" not in response.headers.get("content-type", ""):
                     return json.loads(await response.read())
-                chunks = []
+                chunks, guard = [], LoopGuard()
                 async for chunk in sse_chunks(response.iter_lines()):
                     chunks.append(chunk)
                     if sink is not None:
                         report_chunk(chunk, sink)
+                    if guard.looping(chunk):  # closing the stream stops the server too
+                        _log.info("model.reply_looping", model=self.name, lines=guard.lines)
+                        return cut_off(fold_chunks(chunks))
                 return fold_chunks(chunks)
             except Exception as exc:  # the SDK maps errors of the send, not of the body
                 names = {k.__name__ for k in type(exc).__mro__}

@@ -12,7 +12,7 @@ from orchestra._errors import ModelAPIError
 from orchestra._types import Message
 from orchestra.models._chat_format import chat_response
 from orchestra.models._http import Backoff
-from orchestra.models._stream import fold_chunks
+from orchestra.models._stream import LOOP_LINES, fold_chunks
 from orchestra.models.base import ModelRequest, ModelSettings
 from orchestra.models.openai import OpenAIModel
 
@@ -124,3 +124,37 @@ def test_concurrency_is_a_spec_option() -> None:
     assert isinstance(model, OpenAIModel) and model.concurrency == 3
     with pytest.raises(UserError, match="concurrency"):
         load_model("openai-compatible:http://127.0.0.1:1/v1#m?concurrency=0")
+
+
+async def test_a_looping_reply_is_cut_off_where_it_loops(
+        wire: WireServer, backoff: Backoff) -> None:
+    """Thirty lines of one shape in a row (a small model writing asserts until its cap)
+    end the stream: the reply reads as cut off at its cap, the code before it kept, and
+    the server is not read to the end."""
+    code = "def f(x):\n    return x\n\n\ndef test_f():\n"
+    loop = [chunk(f"    assert f({i}) == {'0' * i}\n") for i in range(1, 200)]
+    wire.add(Reply(events=[(0, chunk("```python\n")), (0, chunk(code))]
+                   + [(0, c) for c in loop] + [(0, chunk(finish="stop"))]))
+    response = await local(wire, backoff).request_stream(ask(2000), _Quiet())
+    assert response.finish_reason == "length"
+    assert response.text.startswith("```python\n" + code)
+    assert response.text.count("assert f(") == LOOP_LINES
+
+
+async def test_varied_lines_are_never_cut(wire: WireServer, backoff: Backoff) -> None:
+    lines = [f"    assert f({i}) == {i}\n" if i % 2 else f"    assert g({i}) == {i}\n"
+             for i in range(100)]
+    wire.add(Reply(events=[(0, chunk(line)) for line in lines] + [(0, chunk(finish="stop"))]))
+    response = await local(wire, backoff).request_stream(ask(2000), _Quiet())
+    assert response.finish_reason == "stop" and response.text == "".join(lines)
+
+
+class _Quiet:
+    def text(self, piece: str) -> None:
+        pass
+
+    def arguments(self, index: int, name: str, piece: str) -> None:
+        pass
+
+    def retry(self) -> None:
+        pass
