@@ -323,7 +323,7 @@ class OpenAIModel:
                     if sink is not None:
                         report_chunk(chunk, sink)
                     if guard.looping(chunk):  # closing the stream stops the server too
-                        _log.info("model.reply_looping", model=self.name, lines=guard.lines)
+                        _log.info("model.reply_looping", model=self.name, chars=guard.window)
                         return cut_off(fold_chunks(chunks))
                 return fold_chunks(chunks)
             except Exception as exc:  # the SDK maps errors of the send, not of the body
