@@ -25,7 +25,7 @@ from agents.coderasks import (
     revision,
     spec_failures,
 )
-from agents.codereply import CodeBlocks, copied_line
+from agents.codereply import CodeBlocks
 from agents.compose import Answer, compose
 from agents.decide import Tried, best, decide, passes
 from agents.importcheck import check_import
@@ -144,12 +144,6 @@ class Coder(WorkspaceRole):
                 return CodeAnswer(text=f"no usable {path} before the run's time budget "
                                   f"ended: {problem}", out_of_time=True, report={
                                       "passed": False, "output": problem})
-            copied = copied_line(code, task.spec)
-            if copied:  # out of view: shown its copy, a small model copies it again
-                raise ModelRetry(f"Your reply copied the spec's words into the module ("
-                                 f"{copied!r}) instead of writing it. Reply with Python code "
-                                 f"only: the complete module {path} in one fenced block.",
-                                 data={"files": {path: code}}, fresh=True)
             raise ModelRetry(f"Your module is not usable yet: {problem}. Reply with the "
                              f"complete corrected file in one fenced block labelled {path}.",
                              data={"files": {path: code}})

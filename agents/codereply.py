@@ -1,6 +1,5 @@
-"""What a reply holds when it is not a clean file: a reply cut off inside its file (the
-definitions before the cut are kept; a coder's module, a tester's tests), or the spec's
-words copied as code."""
+"""What a reply cut off inside its file holds: the definitions before the cut (a coder's
+module, a tester's tests)."""
 
 from __future__ import annotations
 
@@ -12,19 +11,7 @@ from pydantic import BaseModel
 
 from orchestra.answers import EditBlocks
 
-__all__ = ["CodeBlocks", "complete_part", "copied_line"]
-
-
-def copied_line(code: str, spec: str) -> str:
-    """The line where ``code`` stops parsing, when it is a line of the spec's prose (a
-    small model asked afresh may answer with its task's text in a code block); ''."""
-    try:
-        ast.parse(code)
-        return ""
-    except SyntaxError as exc:
-        lines = code.split("\n")
-        line = lines[exc.lineno - 1].strip() if exc.lineno and exc.lineno <= len(lines) else ""
-    return line if len(line) >= 30 and line in spec else ""
+__all__ = ["CodeBlocks", "complete_part"]
 
 
 def complete_part(text: str) -> str | None:

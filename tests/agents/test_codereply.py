@@ -1,5 +1,5 @@
 """A coder's reply that is not a clean file: cut off inside its file (what is complete is
-kept as a candidate), or the spec's words copied as code (asked afresh, out of view)."""
+kept as a candidate), or no Python at all (sent back with its error)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 from test_harvest import SPEC, plan
 from test_team import GOOD, TESTS, approve, fenced, run_pipeline, says
 
-from agents.codereply import complete_part, copied_line
+from agents.codereply import complete_part
 from orchestra.models.base import ModelRequest, ModelResponse
 
 CLASS = ("```python\nclass Box:\n    def __init__(self, w):\n        self.w = w\n\n"
@@ -27,14 +27,6 @@ def test_a_reply_cut_off_keeps_the_definitions_before_the_cut() -> None:
     assert complete_part("```python\ndef a():\n    return 1\n```\n") is None  # not cut off
 
 
-def test_a_line_of_the_spec_where_the_code_stops_parsing_is_a_copy() -> None:
-    spec = "# m\n\nWe need a module that keeps the boxes of the warehouse in order.\n"
-    assert copied_line("# m\n\nWe need a module that keeps the boxes of the warehouse in "
-                       "order.\n", spec).startswith("We need a module")
-    assert copied_line("def f(:\n    pass\n", spec) == ""  # a real syntax error
-    assert copied_line("x = 1\n", spec) == ""
-
-
 async def test_the_coder_tests_what_a_cut_off_reply_completed(tmp_path: Path) -> None:
     cut = ModelResponse(text=fenced("calc/add.py", GOOD + "\n\ndef extra(x):\n    return (")
                         .rsplit("```", 1)[0], finish_reason="length")
@@ -46,7 +38,7 @@ async def test_the_coder_tests_what_a_cut_off_reply_completed(tmp_path: Path) ->
     assert (tmp_path / "ws/calc/add.py").read_text().strip() == GOOD.strip()
 
 
-async def test_a_copy_of_the_spec_is_answered_by_a_fresh_sample(tmp_path: Path) -> None:
+async def test_a_copy_of_the_spec_is_sent_back_as_not_python(tmp_path: Path) -> None:
     def copy(request: ModelRequest) -> ModelResponse:
         return ModelResponse(text="```python\n" + SPEC + "\n```\n")
 
@@ -54,10 +46,8 @@ async def test_a_copy_of_the_spec_is_answered_by_a_fresh_sample(tmp_path: Path) 
         "architect": [plan], "tester": [says(fenced("tests/test_add.py", TESTS))],
         "coder": [copy, says(fenced("calc/add.py", GOOD))], "reviewer": [approve]}, spec=SPEC)
     assert run.status == "completed", run.error
-    again = seen["coder"][1]
-    assert not any(m.role == "assistant" for m in again.messages)  # the copy is out of view
-    assert "copied the spec's words" in again.messages[-1].content
-    assert again.settings.temperature is not None and again.settings.temperature >= 0.7
+    assert "Your module is not usable yet: not valid Python" in seen["coder"][1].messages[
+        -1].content
 
 
 async def test_past_the_budget_a_module_with_no_usable_answer_gives_up(tmp_path: Path) -> None:
