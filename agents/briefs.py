@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from agents.checks import dotted, spec_section
+from agents.checks import dotted
 from agents.inputs import ModuleTask, module_task
 from agents.roles import ModuleSpec
-from agents.specread import import_names, read_api
+from agents.specread import api_name, import_names, read_api
 
 __all__ = ["coder_brief", "reviewer_brief", "tester_brief"]
 
@@ -28,8 +28,7 @@ def _api(module: ModuleSpec) -> str:
     api = read_api(module.public_api)
     lines, owner = [], False
     for sig in module.public_api:
-        head = sig.removeprefix("class ").split("(")[0].strip()
-        name, _, member = head.partition(".")
+        name, _, member = api_name(sig).partition(".")
         if member and name in api.classes:
             lines.append(f"    - method {sig.removeprefix(name + '.')}")
         elif name in api.classes:
@@ -70,7 +69,7 @@ def _module_spec(task: ModuleTask) -> str:
     """The spec's opening and the module's own section, when the spec has one per module
     (else the whole spec): a tester shown every module's part mixes them up (seen: the
     evaluator's examples in the tokenizer's tests)."""
-    section = task.stated.section if task.stated else spec_section(task.spec, task.path)
+    section = task.stated.section
     if section.strip() == task.spec.strip():
         return _spec(task)
     lines = task.spec.split("\n")

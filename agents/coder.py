@@ -17,7 +17,7 @@ import dataclasses
 from typing import Any, ClassVar
 
 from agents.briefs import coder_brief
-from agents.checks import code_problem, dotted, spec_paths
+from agents.checks import code_problem, dotted
 from agents.coderasks import (
     ONE_SHOT_SYSTEM,
     how_it_did,
@@ -36,9 +36,7 @@ from agents.probe import calls_in_tests, mentions, run_calls
 from agents.roles import CodeAnswer, WorkspaceRole
 from agents.scaffold import without_tests
 from agents.smoke import smoke_calls
-from agents.specapi import spec_signatures
-from agents.specfacts import read_spec
-from agents.specread import import_names
+from agents.specread import api_name, import_names
 from agents.stubs import stubs
 from agents.testsplit import failed_tests
 from agents.workspace import WorkspaceError
@@ -295,16 +293,14 @@ def _tidy(text: str, task: ModuleTask) -> str:
     wrote into it, with the imports it forgot, its imports of the project's modules
     written as those are imported (pure: a replay tidies alike)."""
     path = task.path
-    api = {part for sig in task.module.public_api
-           for part in sig.split("(")[0].removeprefix("class ").strip().split(".")}
+    api = {part for sig in task.module.public_api for part in api_name(sig).split(".")}
     return absolute_imports(add_missing_imports(without_tests(text, path, api), _project(task)),
-                            path, spec_paths(task.spec)[0])
+                            path, [*task.before, *(u.path for u in task.uses)])
 
 
 def _public(task: ModuleTask) -> list[str]:
     """The module-level names of the module's public API (a class for its methods)."""
-    return [sig.split("(")[0].removeprefix("class ").strip().split(".")[0]
-            for sig in task.module.public_api]
+    return [api_name(sig).split(".")[0] for sig in task.module.public_api]
 
 
 def _failures_known(data: dict[str, Any]) -> bool:
@@ -329,15 +325,10 @@ def _previous_round(task: ModuleTask) -> dict[str, Any] | None:
 
 
 def _project(task: ModuleTask) -> dict[str, str]:
-    """The public names of the project's other modules (as the spec and the plan give
-    them): name -> the dotted module to import it from."""
-    spec, own = task.spec, task.path
-    others = [p for p in read_spec(spec).modules if p != own]
+    """The public names of the modules it builds on (as the plan gives them): name -> the
+    dotted module to import it from."""
     out: dict[str, str] = {}
-    for other in others:
-        for sig in spec_signatures(spec, other, [p for p in others if p != other] + [own]):
-            out.setdefault(sig.split("(")[0].removeprefix("class ").strip(), dotted(other))
     for used in task.uses:
         for sig in used.public_api:
-            out.setdefault(sig.split("(")[0].removeprefix("class ").strip(), dotted(used.path))
+            out.setdefault(api_name(sig), dotted(used.path))
     return {name: mod for name, mod in out.items() if name.isidentifier()}

@@ -51,7 +51,7 @@ class ModuleTask(BaseModel):
     module: ModuleSpec
     round: int = 1
     spec: str = ""
-    stated: Stated | None = None
+    stated: Stated
     uses: list[ModuleSpec] = Field(default_factory=list)
     before: list[str] = Field(default_factory=list)
     """The plan's modules written before this one (paths, in the plan's order): the

@@ -10,17 +10,11 @@ from typing import Any
 from agents.briefs import report_tail
 from agents.checks import dotted
 from agents.failures import how_it_failed
-from agents.inputs import ModuleTask, Stated
+from agents.inputs import ModuleTask
 from agents.speccases import CASE_PREFIX, SpecCase, add_cases
-from agents.specfacts import read_spec
 from agents.testsplit import failed_tests, test_names
 
 __all__ = ["cases", "cases_file", "first_failure", "score", "summary", "trusted"]
-
-
-def _stated(task: ModuleTask) -> Stated:
-    """The task's :class:`Stated` (read from the spec for a task posted without it)."""
-    return task.stated or read_spec(task.spec).stated(task.path, task.module.public_api)
 
 
 def summary(report: dict[str, Any]) -> dict[str, Any]:
@@ -62,7 +56,7 @@ def score(report: dict[str, Any], vouched: set[str] | frozenset[str] = frozenset
 
 def cases(task: ModuleTask) -> list[SpecCase]:
     """The examples the spec states for the task's module, as cases."""
-    return [c.spec_case() for c in _stated(task).cases]
+    return [c.spec_case() for c in task.stated.cases]
 
 
 def cases_file(task: ModuleTask, text: str) -> str:

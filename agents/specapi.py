@@ -11,7 +11,7 @@ import re
 from collections.abc import Sequence
 
 from agents.checks import _SIGNATURE, _params, spec_section
-from agents.specread import BUILTIN_NAMES
+from agents.specread import BUILTIN_NAMES, api_name
 
 __all__ = ["spec_signatures"]
 
@@ -203,7 +203,7 @@ def _signatures_in(text: str) -> list[str]:
                 r"(?:^|,)\s*(?:\d|['\"\[{(-])", params):
             continue
         sig = sig.removeprefix("def ").strip()
-        name = sig.split("(")[0].removeprefix("class ").strip()
+        name = api_name(sig)
         owner, _, member = name.partition(".")
         if (name in BUILTIN_NAMES or (member and not owner[:1].isupper())
                 or any(f.split("(")[0] == sig.split("(")[0] for f in found)):
@@ -211,8 +211,7 @@ def _signatures_in(text: str) -> list[str]:
         found.append(sig)
     params_of = {p for sig in found for p in (_params(sig[sig.find("(") + 1:sig.rfind(")")])
                                               or [])}
-    found = [s for s in found if s.split("(")[0].removeprefix("class ").strip()
-             not in params_of or s.startswith("class ")]
+    found = [s for s in found if api_name(s) not in params_of or s.startswith("class ")]
     owned = {**_prose_methods(text, found), **_bulleted_methods(text)}
     first: dict[str, int] = {}
     for at, name in _class_mentions(text):

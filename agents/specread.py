@@ -15,8 +15,9 @@ import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-__all__ = ["Api", "Function", "SpecCase", "call_source", "calls_in", "fits", "free_names",
-           "import_names", "literal", "literal_prefix", "parse_params", "read_api", "stated_result"]
+__all__ = ["Api", "Function", "SpecCase", "api_name", "call_source", "calls_in", "fits",
+           "free_names", "import_names", "literal", "literal_prefix", "parse_params", "read_api",
+           "stated_result"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +64,11 @@ class Api:
 
 _ENTRY = re.compile(r"^\s*(?:(class)\s+|def\s+)?([A-Za-z_]\w*)(?:\.([A-Za-z_]\w*))?\s*"
                     r"(?:\((.*)\))?\s*(?:->\s*(.+?))?\s*:?\s*$")
+
+
+def api_name(sig: str) -> str:
+    """The name an API entry gives: ``X.m`` for ``X.m(a)``, ``X`` for ``class X(Base)``."""
+    return sig.split("(")[0].removeprefix("class ").strip()
 
 
 def parse_params(params: str) -> ast.arguments | None:

@@ -125,7 +125,8 @@ async def test_an_answer_that_defines_what_its_dependents_import_ranks_above_one
 
 def _route(**answer: Any) -> Writes:
     """What the coder's route writes for ``answer`` in the default review mode."""
-    task = SimpleNamespace(input={"module": PLAN["modules"][0], "round": 1, "spec": SPEC})
+    task = SimpleNamespace(input={"module": PLAN["modules"][0], "round": 1, "spec": SPEC,
+                                  "stated": {"section": SPEC}})
     writes = Writes()
     _code_route("failures", WorkClock())(  # type: ignore[arg-type]
         CodeAnswer(files={"intervals.py": RIGHT}, **answer), task, writes)

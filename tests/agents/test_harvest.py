@@ -156,14 +156,16 @@ async def test_an_architect_whose_reply_is_no_plan_leaves_the_specs_own_plan(
 
 def test_the_tester_of_one_module_reads_the_specs_opening_and_that_modules_part() -> None:
     from agents.briefs import coder_brief, tester_brief
+    from agents.specfacts import read_spec
 
     spec = ("# calc\n\nTwo modules.\n\n## `calc/tokens.py`\n\n`tokens(text: str) -> list`"
             "\n\n- `tokens(\"1 2\")` is `[\"1\", \"2\"]`.\n\n## `calc/evaluate.py`\n\n"
             "`evaluate(text: str) -> int`\n\n- `evaluate(\"1 / 0\")` raises "
             "`ZeroDivisionError`.\n")
-    task = {"spec": spec, "module": {"path": "calc/tokens.py", "test_path": "tests/t.py",
-                                     "purpose": "split", "public_api": [
-                                         "tokens(text: str) -> list"]}}
+    api = ["tokens(text: str) -> list"]
+    task = {"spec": spec, "stated": read_spec(spec).stated("calc/tokens.py", api).model_dump(),
+            "module": {"path": "calc/tokens.py", "test_path": "tests/t.py", "purpose": "split",
+                       "public_api": api}}
     brief = tester_brief(task)
     assert "Two modules." in brief and 'tokens("1 2")' in brief
     assert "ZeroDivisionError" not in brief and "evaluate" not in brief
@@ -196,7 +198,7 @@ def test_past_the_budget_corrected_tests_start_no_new_coder_round() -> None:
 
     # posted when the run had worked 500 s: a budget of 400 is spent, one of 1100 is not
     task = SimpleNamespace(input={"module": PLAN["modules"][0], "round": 2, "spec": SPEC,
-                                  "code": GOOD, "worked": 500.0})
+                                  "stated": {"section": SPEC}, "code": GOOD, "worked": 500.0})
     answer = TestsAnswer(files={"tests/test_add.py": TESTS})
     late, on_time = Writes(), Writes()
     _tests_route(400.0, WorkClock())(answer, task, late)  # type: ignore[arg-type]
@@ -257,7 +259,8 @@ def test_the_import_a_module_is_told_to_write_is_python() -> None:
     used = ["tokenize(source: str) -> list", "class LexError(ValueError)",
             "Token(kind: str)", "Token.width() -> int", "Lexer(text: str)", "next() -> str"]
     assert import_names(used) == ["tokenize", "LexError", "Token", "Lexer"]
-    task = {"spec": "# vm\n\n`vm.py` builds on `lexer.py`.\n", "module": {
+    task = {"spec": "# vm\n\n`vm.py` builds on `lexer.py`.\n", "stated": {"section": ""},
+            "module": {
         "path": "vm.py", "test_path": "test_vm.py", "purpose": "run",
         "public_api": ["run(source: str) -> list"]},
         "uses": [{"path": "lexer.py", "test_path": "test_lexer.py", "purpose": "split",

@@ -148,15 +148,15 @@ def test_each_module_gets_its_share_of_the_time_left_in_build_order() -> None:
 def test_a_review_blaming_only_the_specs_own_examples_sends_the_code_back() -> None:
     from types import SimpleNamespace
 
-    from agents.inputs import ModuleTask
+    from agents.inputs import ModuleTask, Stated
     from agents.pipeline import _review_route
     from agents.roles import ModuleSpec, Review
     from agents.workclock import WorkClock
     from orchestra.store import Writes
 
     done = ModuleTask(module=ModuleSpec(**PLAN["modules"][0]), round=1, spec=CALC_SPEC,
-                      code=TOKENS, report={"output": "FAILED test_tokens.py::"
-                                                     "test_spec_example_2 - assert"})
+                      stated=Stated(section=CALC_SPEC), code=TOKENS,
+                      report={"output": "FAILED test_tokens.py::test_spec_example_2 - assert"})
     task = SimpleNamespace(input=done.model_dump(mode="json"))
     writes = Writes()
     blame = Review(module="tokens.py", approved=False, fix="tests", comments=["wrong"])

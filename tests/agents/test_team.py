@@ -220,7 +220,8 @@ async def test_a_rejection_without_comments_is_sent_back(tmp_path: Path) -> None
     reviewer = Reviewer(Workspace(tmp_path))
     ctx = ToolContext(run_id="r", task_id="t", agent_id="r/reviewer", role="reviewer",
                       step=1, idempotency_key="k", board=None,  # type: ignore[arg-type]
-                      task_input={"module": PLAN["modules"][0]})  # type: ignore[index]
+                      task_input={"module": PLAN["modules"][0],  # type: ignore[index]
+                                  "stated": {"section": ""}})
     with pytest.raises(ModelRetry, match="without saying which"):
         await reviewer.check_output(ctx, Review(module="calc/add.py", approved=False,
                                                 comments=["  "]))
@@ -375,7 +376,8 @@ def test_tests_cut_off_at_the_token_limit_keep_their_complete_functions() -> Non
     cut = ("Here:\n\ntests/test_add.py\n```python\nfrom calc.add import add\n\n\n"
            "def test_one():\n    assert add(1, 2) == 3\n\n\n@pytest.mark.x\ndef test_two():\n"
            "    assert add(0, 0) == 0\n\n\ndef test_three():\n    assert add(2, ")
-    answer = Tester.answer.parse(cut, truncated=True, task_input={"module": PLAN["modules"][0]})
+    answer = Tester.answer.parse(cut, truncated=True, task_input={
+        "module": PLAN["modules"][0], "stated": {"section": ""}})
     kept = answer.files["tests/test_add.py"]  # type: ignore[attr-defined]
     assert "def test_two" in kept and "test_three" not in kept
 
@@ -383,7 +385,7 @@ def test_tests_cut_off_at_the_token_limit_keep_their_complete_functions() -> Non
 def test_tests_cut_off_before_one_complete_test_say_so() -> None:
     from agents.team import Tester
 
-    task = {"module": PLAN["modules"][0], "spec": SPEC}
+    task = {"module": PLAN["modules"][0], "spec": SPEC, "stated": {"section": SPEC}}
     answer = Tester.answer.parse("tests/test_add.py\n```python\ndef test_one():\n    assert (",
                                  truncated=True, task_input=task)
     assert answer.cut_off and answer.files == {"tests/test_add.py": ""}  # type: ignore[attr-defined]
