@@ -12,9 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import PurePosixPath
 
-from agents.checks import dotted, spec_paths, spec_section
+from agents.checks import dotted, spec_section
 from agents.inputs import Case, Stated
 from agents.specapi import spec_signatures
 from agents.speccases import spec_cases
@@ -25,11 +24,9 @@ __all__ = ["SpecFacts", "read_spec"]
 
 @dataclass(frozen=True)
 class SpecFacts:
-    """A spec and what it names: its module and test paths, in order."""
+    """A spec, read for the plan's route."""
 
     text: str
-    modules: tuple[str, ...]
-    tests: tuple[str, ...]
 
     def signatures(self, path: str, others: Sequence[str]) -> list[str]:
         """The signatures the spec writes for the module at ``path``."""
@@ -58,7 +55,5 @@ class SpecFacts:
 
 
 def read_spec(text: str) -> SpecFacts:
-    """The facts of ``text`` (the module paths without ``__init__.py``)."""
-    modules, tests = spec_paths(text)
-    return SpecFacts(text, tuple(m for m in modules if PurePosixPath(m).name != "__init__.py"),
-                     tuple(tests))
+    """The facts of ``text``."""
+    return SpecFacts(text)
