@@ -11,7 +11,7 @@ from typing import Any
 from agents.checks import dotted
 from agents.failures import how_it_failed
 from agents.inputs import ModuleTask
-from agents.moduletask import cases, first_failure
+from agents.moduletask import first_failure
 from agents.speccases import CASE_PREFIX
 from agents.testsplit import failed_tests
 
@@ -84,6 +84,6 @@ def spec_failures(report: dict[str, Any], task: ModuleTask) -> str:
     lines = [f"- {'; '.join(c.setup) + '; then ' if c.setup else ''}{c.call} should "
              f"{'raise ' + c.error if c.error else 'be ' + str(c.expected)}"
              + (f"; got: {got}" if (got := how_it_failed(out, f"{CASE_PREFIX}{n}")) else "")
-             for n, c in enumerate(cases(task), 1) if f"{CASE_PREFIX}{n}" in failed]
+             for n, c in enumerate(task.stated.cases, 1) if f"{CASE_PREFIX}{n}" in failed]
     return ("These examples, stated by the spec itself, fail; fix them first:\n"
             + "\n".join(lines) + "\n\n") if lines else ""

@@ -16,24 +16,7 @@ from pydantic import BaseModel, Field
 from agents.roles import ModuleSpec, PlanTask
 from agents.specread import SpecCase
 
-__all__ = ["Case", "ModuleTask", "PlanTask", "Stated"]
-
-
-class Case(BaseModel):
-    """One example the spec states (see :class:`agents.specread.SpecCase`)."""
-
-    call: str
-    expected: str | None = None
-    error: str | None = None
-    setup: list[str] = Field(default_factory=list)
-
-    @classmethod
-    def of(cls, case: SpecCase) -> Case:
-        return cls(call=case.call, expected=case.expected, error=case.error,
-                   setup=list(case.setup))
-
-    def spec_case(self) -> SpecCase:
-        return SpecCase(self.call, self.expected, self.error, tuple(self.setup))
+__all__ = ["ModuleTask", "PlanTask", "Stated"]
 
 
 class Stated(BaseModel):
@@ -41,7 +24,7 @@ class Stated(BaseModel):
 
     section: str = Field(description="the spec's part about the module (all of it when no "
                                      "heading names the module)")
-    cases: list[Case] = Field(default_factory=list, description="examples the spec states")
+    cases: list[SpecCase] = Field(default_factory=list, description="examples the spec states")
 
 
 class ModuleTask(BaseModel):

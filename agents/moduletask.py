@@ -11,10 +11,10 @@ from agents.briefs import report_tail
 from agents.checks import dotted
 from agents.failures import how_it_failed
 from agents.inputs import ModuleTask
-from agents.speccases import CASE_PREFIX, SpecCase, add_cases
+from agents.speccases import CASE_PREFIX, add_cases
 from agents.testsplit import failed_tests, test_names
 
-__all__ = ["cases", "cases_file", "first_failure", "score", "summary", "trusted"]
+__all__ = ["cases_file", "first_failure", "score", "summary", "trusted"]
 
 
 def summary(report: dict[str, Any]) -> dict[str, Any]:
@@ -54,11 +54,6 @@ def score(report: dict[str, Any], vouched: set[str] | frozenset[str] = frozenset
     return [passed, total, len(ok), len(vouched)]
 
 
-def cases(task: ModuleTask) -> list[SpecCase]:
-    """The examples the spec states for the task's module, as cases."""
-    return [c.spec_case() for c in task.stated.cases]
-
-
 def cases_file(task: ModuleTask, text: str) -> str:
     """``text`` with the examples the spec states appended as tests of their own."""
-    return add_cases(text, cases(task), dotted(task.path))
+    return add_cases(text, task.stated.cases, dotted(task.path))

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from agents.checks import dotted, spec_section
-from agents.inputs import Case, Stated
+from agents.inputs import Stated
 from agents.specapi import spec_signatures
 from agents.speccases import spec_cases
 from agents.specplan import stated_uses
@@ -51,7 +51,7 @@ class SpecFacts:
     def stated(self, path: str, api: Sequence[str]) -> Stated:
         """What the spec states about the module at ``path`` whose API is ``api``."""
         section = spec_section(self.text, path)
-        return Stated(section=section, cases=[Case.of(c) for c in spec_cases(section, api)])
+        return Stated(section=section, cases=spec_cases(section, api))
 
 
 def read_spec(text: str) -> SpecFacts:

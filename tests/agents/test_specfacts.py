@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from test_plans import MODULES, SPEC
 
-from agents.inputs import Case
 from agents.specfacts import read_spec
+from agents.specread import SpecCase
 
 
 def test_the_facts_of_the_eight_module_brief() -> None:
@@ -21,4 +21,4 @@ def test_the_facts_of_the_eight_module_brief() -> None:
     tokens = facts.stated("textkit/tokens.py", [MODULES[0][1]])
     assert tokens.cases == []  # the example sits in the last module's part
     last = facts.stated("textkit/summary.py", [MODULES[0][1]])
-    assert last.cases == [Case(call="tokenize('a b')", expected="['a', 'b']")]
+    assert last.cases == [SpecCase("tokenize('a b')", "['a', 'b']")]
