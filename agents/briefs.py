@@ -13,45 +13,11 @@ from typing import Any
 
 from agents.checks import dotted
 from agents.inputs import ModuleTask, module_task
-from agents.roles import ModuleSpec
-from agents.specread import api_name, import_names, read_api
 
-__all__ = ["coder_brief", "reviewer_brief", "tester_brief"]
+__all__ = ["coder_rounds", "reviewer_brief", "tester_brief"]
 
 REPORT_CHARS = 2500
 """How much of a pytest report a brief quotes (its end: the failures and the summary)."""
-
-
-def _api(module: ModuleSpec) -> str:
-    """The API as a list; a class's methods indented under it (the class is what is at
-    module level: a method listed flat reads as a function to write there)."""
-    api = read_api(module.public_api)
-    lines, owner = [], False
-    for sig in module.public_api:
-        name, _, member = api_name(sig).partition(".")
-        if member and name in api.classes:
-            lines.append(f"    - method {sig.removeprefix(name + '.')}")
-        elif name in api.classes:
-            owner = not name.endswith(("Error", "Exception"))
-            lines.append(f"- {sig}" if sig.startswith("class ") or not owner else
-                         f"- class {name}, built as {sig}")
-        elif owner and name in api.methods:
-            lines.append(f"    - method {sig}")
-        else:
-            lines.append(f"- {sig}")
-    return "\n".join(lines) or "- (see the spec)"
-
-
-def _uses(task: ModuleTask) -> str:
-    if not task.uses:
-        return ""
-    lines = ["", "It builds on these modules of the project (written before it; import them "
-                 "by these names, do not copy their code):"]
-    for u in task.uses:
-        names = ", ".join(import_names(u.public_api))
-        lines.append(f"- {u.path}: from {dotted(u.path)} import {names}")
-        lines += [f"    {sig}" for sig in u.public_api]
-    return "\n".join(lines)
 
 
 def report_tail(report: Any) -> str:
@@ -93,29 +59,21 @@ def _rounds(task: ModuleTask, earlier: str, heading: str, path: str,
     return parts
 
 
-def coder_brief(task_input: Any) -> str:
-    """The coder's task: the spec, its module and API, then any round's feedback."""
-    task = module_task(task_input)
-    module, path = task.module, task.path
-    parts = [_spec(task),
-             f"# Your task\n\nWrite the module {path} ({dotted(path)}): "
-             f"{module.purpose}\nIts public API, at module level, with exactly "
-             f"these names and parameters:\n{_api(module)}{_uses(task)}\n"
-             f"Its tests are in {module.test_path}, written by the tester from the "
-             "spec; you write only the module, with the standard library only. Reply with "
-             f"the complete module in one fenced block labelled {path}."]
-    return "\n\n".join(parts + _rounds(task, task.current, "# The module as it is now",
-                                        path, "# Review comments to address"))
+def coder_rounds(task: ModuleTask) -> list[str]:
+    """What a later coder round adds to the first request: the module as it is, the
+    review's comments and the last test run."""
+    return _rounds(task, task.current, "# The module as it is now", task.path,
+                   "# Review comments to address")
 
 
 def tester_brief(task_input: Any) -> str:
-    """The tester's task: the spec and the module's API (never its code)."""
+    """The tester's task: the spec's part about the module (never its code)."""
     task = module_task(task_input)
     module, path = task.module, task.path
     parts = [_module_spec(task),
              f"# Your task\n\nWrite {module.test_path}, the pytest tests of {path}, "
              f"and only them: another developer writes {path}. Import what you test with: "
-             f"from {dotted(path)} import ...\nIts public API:\n{_api(module)}\n"
+             f"from {dotted(path)} import ...\n"
              "Assert each example the spec gives, once; no loops over many values."]
     return "\n\n".join(parts + _rounds(
         task, task.tests, "# The tests as they are now", module.test_path,

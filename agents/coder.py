@@ -16,7 +16,7 @@ import ast
 import dataclasses
 from typing import Any, ClassVar
 
-from agents.briefs import coder_brief
+from agents.briefs import coder_rounds
 from agents.checks import code_problem, dotted
 from agents.coderasks import (
     ONE_SHOT_SYSTEM,
@@ -77,14 +77,13 @@ class Coder(WorkspaceRole):
     """Answers whose tests run within one task; the best of them is kept."""
 
     def render_task(self, task_input: Any) -> str:
-        """The first round asks as a user asks the model once
+        """Every round asks as a user asks the model once
         (:func:`agents.coderasks.module_request`: the spec, the plan's modules built
         before this one as the workspace holds them, "write this module"); a round a
-        review sent back shows the module as it is and the comments."""
+        review sent back adds the module as it is, the comments and the last test run."""
         task = module_task(task_input)
-        if task.round > 1 or task.current:
-            return coder_brief(task)
-        return module_request(task.spec, task.path, self._written(task.before))
+        return module_request(task.spec, task.path, self._written(task.before),
+                              coder_rounds(task))
 
     def task_message(self, task_input: Any) -> str:
         """The first request is the one-shot request, byte for byte (no note of the

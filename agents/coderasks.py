@@ -5,7 +5,7 @@ candidate as journaled: a replay words them alike."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agents.checks import dotted
@@ -24,15 +24,19 @@ first answer is the one the model gives when asked once (``benchmarks.one_shot``
 with the same words)."""
 
 
-def module_request(spec: str, path: str, written: Mapping[str, str]) -> str:
+def module_request(spec: str, path: str, written: Mapping[str, str],
+                   later: Sequence[str] = ()) -> str:
     """The request a user makes of the model once for a module: the spec, the modules
     already written (whole), then "write this module". The one-shot baseline asks with
-    this function, so the coder's first answer is the baseline's answer (the floor)."""
+    this function, so the coder's first answer is the baseline's answer (the floor); a
+    later round asks alike, with what it adds (``later``: the module as it is, the
+    review's comments, the last test run) before the last line."""
     parts = [spec.rstrip()]
     if written:
         parts.append("The modules already written:")
         parts.extend(f"`{p}`:\n\n```python\n{code.rstrip()}\n```" for p, code in
                      written.items())
+    parts.extend(later)
     parts.append(f"Write `{path}`. Reply with the complete module in one fenced "
                  "```python block.")
     return "\n\n".join(parts)

@@ -47,12 +47,13 @@ from orchestra.store import Writes
 
 PIPELINE_REF = "agents.pipeline:build_pipeline"
 DEFAULT_MAX_ROUNDS = 2
-VERSION = "3"
+VERSION = "4"
 """The stock pipeline's ``version=``: raised when what its tasks do changes where the
 fingerprint cannot see it (2: the coder's candidate scores went from six numbers to four;
 3: the coder's first request shows the modules written before it, read from the
-workspace, and its candidates record how many planned exports they define), so a run
-in flight stays with the code that wrote its journal (``docs/versions.md``)."""
+workspace, and its candidates record how many planned exports they define; 4: no brief
+lists an API read from the spec, and a later coder round asks as the first does), so a
+run in flight stays with the code that wrote its journal (``docs/versions.md``)."""
 MODULE_BUDGET_S = 600.0
 """Working seconds per planned module when no run budget is given (``module_budget``)."""
 RESERVE_S = 150.0

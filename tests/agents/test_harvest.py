@@ -155,7 +155,8 @@ async def test_an_architect_whose_reply_is_no_plan_leaves_the_specs_own_plan(
 
 
 def test_the_tester_of_one_module_reads_the_specs_opening_and_that_modules_part() -> None:
-    from agents.briefs import coder_brief, tester_brief
+    from agents.briefs import tester_brief
+    from agents.coderasks import module_request
     from agents.specfacts import read_spec
 
     spec = ("# calc\n\nTwo modules.\n\n## `calc/tokens.py`\n\n`tokens(text: str) -> list`"
@@ -169,7 +170,7 @@ def test_the_tester_of_one_module_reads_the_specs_opening_and_that_modules_part(
     brief = tester_brief(task)
     assert "Two modules." in brief and 'tokens("1 2")' in brief
     assert "ZeroDivisionError" not in brief and "evaluate" not in brief
-    assert "ZeroDivisionError" in coder_brief(task)  # the coder still reads it whole
+    assert "ZeroDivisionError" in module_request(spec, "calc/tokens.py", {})  # the coder: all
 
 
 async def test_an_answer_that_passes_every_test_the_spec_vouches_for_is_accepted(
@@ -247,23 +248,12 @@ def test_the_spec_s_own_examples_rank_first() -> None:
     assert Tried.of({"score": [3, 4, 2]}).trusted == (2, 0)  # an older, shorter score
 
 
-def test_the_import_a_module_is_told_to_write_is_python() -> None:
-    """The coder of a module built on another is told which names to import from it: the
-    module-level names, never "class X" or a method (the 1.5B copied
-    ``from stack_lexer import tokenize, class LexError`` into three answers in a row)."""
-    import ast
-
-    from agents.briefs import coder_brief
+def test_the_names_a_module_exports_are_module_level_names() -> None:
+    """What a module built on it imports (and its candidates are counted on): never
+    "class X" or a method (the 1.5B copied ``from stack_lexer import tokenize, class
+    LexError`` into three answers in a row when a brief said it)."""
     from agents.specread import import_names
 
     used = ["tokenize(source: str) -> list", "class LexError(ValueError)",
             "Token(kind: str)", "Token.width() -> int", "Lexer(text: str)", "next() -> str"]
     assert import_names(used) == ["tokenize", "LexError", "Token", "Lexer"]
-    task = {"spec": "# vm\n\n`vm.py` builds on `lexer.py`.\n", "stated": {"section": ""},
-            "module": {
-        "path": "vm.py", "test_path": "test_vm.py", "purpose": "run",
-        "public_api": ["run(source: str) -> list"]},
-        "uses": [{"path": "lexer.py", "test_path": "test_lexer.py", "purpose": "split",
-                  "public_api": used}]}
-    (line,) = [x for x in coder_brief(task).splitlines() if "from lexer import" in x]
-    ast.parse(line.split(": ", 1)[1])
