@@ -68,15 +68,15 @@ after every coder task."""
 
 
 def _uses(plan: ProjectPlan, facts: SpecFacts) -> dict[str, list[str]]:
-    """For each module, the plan's other modules it builds on: those the spec says, and,
-    when the spec says nothing of which builds on which, those the architect listed (a
-    guess: the 0.5B planned a lexer built on the parser built on the VM, against the
-    spec's ``stack_lexer.py ← stack_parser.py ← stack_vm.py``, and the VM was coded
-    first)."""
+    """For each module, the plan's other modules it builds on: those its part of the spec
+    names, and, where no part names another, those the architect listed (a guess: the
+    0.5B planned a lexer built on the parser built on the VM, whose parts import the
+    lexer and the parser, and the VM was coded first)."""
     paths = [m.path for m in plan.modules]
-    stated, said = facts.uses(paths), facts.says_uses(paths)
+    named = facts.uses(paths)
+    said = any(named.values())
     return {m.path: [p for p in paths if p != m.path and (
-        (p in m.uses and not said) or p in stated[m.path])] for m in plan.modules}
+        (p in m.uses and not said) or p in named[m.path])] for m in plan.modules}
 
 
 def _ordered(paths: list[str], uses: dict[str, list[str]]) -> list[str]:

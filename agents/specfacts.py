@@ -2,9 +2,9 @@
 plan is routed, its facts about each module carried in that module's tasks as
 :class:`agents.inputs.Stated` (no role reads the spec again).
 
-Only what is unambiguous is read: the paths the spec names, the signatures it writes,
-which module it says builds on which, and the examples it states as calls with their
-results, doctest sessions or tables (:mod:`agents.speccases`). None of it refuses an
+Only what is unambiguous is read: the paths the spec names (and which other modules each
+module's part names), the signatures it writes, and the examples it states as calls with
+their results, doctest sessions or tables (:mod:`agents.speccases`). None of it refuses an
 answer: it is advice to the models, and the trusted tests that rank candidates.
 """
 
@@ -17,7 +17,6 @@ from agents.checks import dotted, spec_section
 from agents.inputs import Stated
 from agents.specapi import spec_signatures
 from agents.speccases import spec_cases
-from agents.specplan import stated_uses
 
 __all__ = ["SpecFacts", "read_spec"]
 
@@ -33,20 +32,15 @@ class SpecFacts:
         return spec_signatures(self.text, path, others)
 
     def uses(self, paths: Sequence[str]) -> dict[str, list[str]]:
-        """For each of ``paths``, those of the others its part of the spec names, or the
-        spec says it builds on (``b.py`` builds on ``a.py``; ``a.py <- b.py``)."""
-        said = stated_uses(self.text, list(paths))
+        """For each of ``paths``, those of the others its part of the spec names (``from
+        stack_lexer import tokenize`` in ``stack_parser.py``'s part); none in a spec that
+        has no part per module."""
         out: dict[str, list[str]] = {}
         for p in paths:
             section = spec_section(self.text, p)
-            named = {q for q in paths if q != p and section is not self.text and (
-                q in section or dotted(q) in section)}
-            out[p] = [q for q in paths if q != p and (q in named or q in said[p])]
+            out[p] = [q for q in paths if q != p and section is not self.text and (
+                q in section or dotted(q) in section)]
         return out
-
-    def says_uses(self, paths: Sequence[str]) -> bool:
-        """The spec says which module builds on which (then a plan's guesses go)."""
-        return any(stated_uses(self.text, list(paths)).values())
 
     def stated(self, path: str, api: Sequence[str]) -> Stated:
         """What the spec states about the module at ``path`` whose API is ``api``."""

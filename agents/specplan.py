@@ -10,8 +10,6 @@ gains the modules the spec names that it left out.
 
 from __future__ import annotations
 
-import itertools
-import re
 from collections.abc import Sequence
 from pathlib import PurePosixPath
 from typing import Any
@@ -19,7 +17,7 @@ from typing import Any
 from agents.checks import dotted, spec_paths
 from agents.specapi import spec_signatures
 
-__all__ = ["complete_plan", "package_inits", "plan_from_spec", "stated_uses"]
+__all__ = ["complete_plan", "package_inits", "plan_from_spec"]
 
 
 def _test_for(path: str, modules: list[str], tests: list[str]) -> str | None:
@@ -100,35 +98,4 @@ def package_inits(paths: Sequence[str]) -> list[str]:
             if (parts[0] not in ("tests", "test") and all(p.isidentifier() for p in parts[:i])
                     and init not in paths and init not in out):
                 out.append(init)
-    return out
-
-
-_BUILDS_ON = re.compile(r"\b(?:builds? on|is built on|built on top of|on top of|uses|imports"
-                        r"(?: from)?|depends on|relies on|calls)\b")
-_USED_BY = re.compile(r"\b(?:is used by|is imported by|used by)\b")
-
-
-def stated_uses(spec: str, paths: list[str]) -> dict[str, list[str]]:
-    """Which module builds on which, as the spec's sentences say it: "`b.py` builds on
-    (uses, imports, depends on) `a.py`", "`a.py` is used by `b.py`", and chains written
-    ``a.py ← b.py ← c.py`` (each builds on the one before)."""
-    out: dict[str, list[str]] = {p: [] for p in paths}
-    names = {p: re.compile(rf"(?<![\w/]){re.escape(p)}(?!\w)|(?<![\w./])"
-                           rf"{re.escape(dotted(p))}(?![\w/]|\.py)") for p in paths}
-
-    def add(user: str, used: str) -> None:
-        if user != used and used not in out[user]:
-            out[user].append(used)
-
-    for sentence in re.split(r"(?<=[.!?])\s+|\n\s*\n", spec):
-        found = sorted((m.start(), m.end(), p) for p, rx in names.items()
-                       for m in rx.finditer(sentence))
-        for (_, end, a), (start, _, b) in itertools.pairwise(found):
-            between = sentence[end:start]
-            if "←" in between or "<-" in between:
-                add(b, a)
-            elif _USED_BY.search(between):
-                add(b, a)
-            elif _BUILDS_ON.search(between):
-                add(a, b)
     return out

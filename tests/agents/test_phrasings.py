@@ -10,7 +10,6 @@ from pathlib import Path
 
 from agents.specapi import spec_signatures
 from agents.speccases import SpecCase, render_cases, spec_cases
-from agents.specplan import stated_uses
 from agents.specread import fits, literal_prefix, read_api
 
 
@@ -96,17 +95,6 @@ def test_signatures_leave_out_builtins_methods_of_values_and_parameters() -> Non
     spec = ("# m\n\n`m.py`: `Timer(clock: Callable[[], float])` calls `clock()`; "
             "`len(timer)` and `str(err)` work; lines come from `text.splitlines()`.\n")
     assert spec_signatures(spec, "m.py") == ["Timer(clock: Callable[[], float])"]
-
-
-def test_which_module_builds_on_which_as_sentences_say_it() -> None:
-    paths = ["shapes/base.py", "shapes/circle.py", "render.py", "cli.py"]
-    spec = ("`shapes/circle.py` builds on `shapes/base.py`. The renderer `render.py` "
-            "imports from `shapes.circle`; `render.py` is used by `cli.py`.")
-    assert stated_uses(spec, paths) == {"shapes/base.py": [], "render.py": ["shapes/circle.py"],
-                                        "shapes/circle.py": ["shapes/base.py"],
-                                        "cli.py": ["render.py"]}
-    chain = "Modules: `base.py` ← `mid.py` ← `top.py`."
-    assert stated_uses(chain, ["base.py", "mid.py", "top.py"])["top.py"] == ["mid.py"]
 
 
 def test_values_are_read_to_their_end_and_typed() -> None:
@@ -213,10 +201,10 @@ def test_a_call_before_a_check_that_raises_fails_only_its_own_case(tmp_path: Pat
     assert "1 failed, 1 passed" in out, out
 
 
-def test_what_the_spec_says_builds_on_what_outweighs_the_plans_guess() -> None:
+def test_what_the_specs_parts_name_outweighs_the_plans_guess() -> None:
     """A small model's plan had the chain backwards (a lexer built on the parser built on
-    the VM): where the spec says which module builds on which, the plan's guesses go;
-    where it says nothing, they are all there is."""
+    the VM): where the spec's parts name the modules each builds on, the plan's guesses
+    go; where none does, they are all there is."""
     from agents.pipeline import _ordered, _uses
     from agents.roles import ModuleSpec, ProjectPlan
     from agents.specfacts import read_spec
@@ -228,14 +216,14 @@ def test_what_the_spec_says_builds_on_what_outweighs_the_plans_guess() -> None:
 
     backwards = plan({"vm.py": ["lexer.py", "parser.py"], "parser.py": ["lexer.py", "vm.py"],
                       "lexer.py": ["parser.py"]})
-    spec = "# lang\n\nThree modules: `lexer.py` ← `parser.py` ← `vm.py`.\n"
+    spec = ("# lang\n\n## `lexer.py`\n\nSplits.\n\n## `parser.py`\n\nStarts with `from "
+            "lexer import tokenize`.\n\n## `vm.py`\n\nRuns what `parser.py` gives.\n")
     uses = _uses(backwards, read_spec(spec))
     assert uses == {"vm.py": ["parser.py"], "parser.py": ["lexer.py"], "lexer.py": []}
     assert _ordered(["vm.py", "parser.py", "lexer.py"], uses) == [
         "lexer.py", "parser.py", "vm.py"]
     silent = "# lang\n\nThree modules: `lexer.py`, `parser.py` and `vm.py`.\n"
     assert _uses(backwards, read_spec(silent))["parser.py"] == ["vm.py", "lexer.py"]
-
 
 def test_a_paragraph_naming_a_method_then_a_function_keeps_the_function_a_function() -> None:
     """Only the sentence that gives a signature says whether it is a method; a class the
