@@ -41,7 +41,6 @@ from agents.stubs import stubs
 from agents.testsplit import failed_tests
 from agents.workspace import WorkspaceError
 from orchestra import ModelRetry, ModelSettings, TaskWindow, ToolContext
-from orchestra.answers import EditError, apply_edits
 from orchestra.runtime.retry_sampling import SAMPLE_TEMPERATURE
 
 __all__ = ["Coder"]
@@ -60,7 +59,7 @@ class Coder(WorkspaceRole):
     """A user's system prompt, so the first request is the one-shot request: each later
     request says what to fix and how to reply."""
     input = ModuleTask
-    answer = CodeBlocks(paths=_module_path, output=CodeAnswer, whole_files_first=True)
+    answer = CodeBlocks(paths=_module_path, output=CodeAnswer)
     # the first answer greedy, as the one-shot baseline's (a server's default is often 0.8:
     # a worse first answer); revisions and new samples are warmer (retry_settings' ladder)
     settings = ModelSettings(max_tokens=2000, temperature=0.0)
@@ -123,7 +122,7 @@ class Coder(WorkspaceRole):
         re-run after a crash writes the same bytes."""
         task = module_task(ctx.task_input)
         path = task.path
-        code = _tidy(self._resolve(path, output, ctx), task)
+        code = _tidy(str(output.files[path]), task)
         earlier = [r.data for r in ctx.rejections
                    if isinstance(r.data, dict) and "score" in r.data]
         problem = code_problem(path, code, tests=False)
@@ -138,8 +137,8 @@ class Coder(WorkspaceRole):
             if not earlier and self.out_of_time() and len(ctx.rejections) >= self.last_tries:
                 # past the run's budget with no usable answer: the run ends on time, the
                 # module unwritten and said so (its notes), not after ever more tries
-                return CodeAnswer(text=f"no usable {path} before the run's time budget "
-                                  f"ended: {problem}", out_of_time=True, report={
+                return CodeAnswer(files={}, text=f"no usable {path} before the run's time "
+                                  f"budget ended: {problem}", out_of_time=True, report={
                                       "passed": False, "output": problem})
             raise ModelRetry(f"Your module is not usable yet: {problem}. Reply with the "
                              f"complete corrected file in one fenced block labelled {path}.",
@@ -160,8 +159,7 @@ class Coder(WorkspaceRole):
                                               passes(extra) else "keep_best")
                 await self.workspace.write_file(path, code)  # the answer sent back, on disk
         if step in ("accept", "keep_best"):
-            return await self._finish(task, tried, chosen, step,
-                                      output if chosen == len(tried) - 1 else None)
+            return await self._finish(task, tried, chosen, step)
         if step == "sample":
             raise ModelRetry(  # the examples the spec states, when some failed: the aim
                 f"Write {path} again from the start, as a new version: an earlier version "
@@ -229,7 +227,7 @@ class Coder(WorkspaceRole):
         return made if made["imports"] else None
 
     async def _finish(self, task: ModuleTask, tried: list[dict[str, Any]],
-                      chosen: int, step: str, output: Any = None) -> CodeAnswer:
+                      chosen: int, step: str) -> CodeAnswer:
         """The answer chosen (or the round before's, when a review sent the module back
         and nothing here beats it), written back if it is not the one on disk."""
         path, test_path = task.path, task.test_path
@@ -253,28 +251,7 @@ class Coder(WorkspaceRole):
             vouched=[chose.trusted[0], chose.trusted[1]],
             history=[{"score": d["score"], "failed": first_failure(d["report"])}
                      for d in (tried[:-1] if step == "accept" else tried)])
-        if output is not None and pick is tried[-1]:  # the answer as given (its edits kept)
-            return output.model_copy(update=fields)  # type: ignore[no-any-return]
         return CodeAnswer(**fields)
-
-    @staticmethod
-    def _resolve(path: str, output: Any, ctx: ToolContext) -> str:
-        """The module an answer stands for: its whole file, or its edits applied to the
-        module as the model last saw it (its last answer sent back, else the task's
-        current code). From the journal, never from the disk: a step re-run after a
-        crash applies the same edits to the same text, so it writes the same bytes."""
-        if path in output.files:
-            return str(output.files[path])
-        base = next((r.data["files"][path] for r in reversed(ctx.rejections)
-                     if isinstance(r.data, dict) and path in (r.data.get("files") or {})),
-                    module_task(ctx.task_input).current)
-        if not base:
-            raise ModelRetry(f"{path} does not exist yet, so there is nothing to edit: reply "
-                             f"with the complete file in one fenced block labelled {path}.")
-        try:
-            return apply_edits(path, str(base), output.edits)
-        except EditError as exc:
-            raise ModelRetry(f"Your edit cannot be applied: {exc}.") from None
 
 
 def _defined(code: str) -> list[str]:

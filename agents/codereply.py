@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from orchestra.answers import EditBlocks
+from orchestra.answers import FileBlocks
 
 __all__ = ["CodeBlocks", "complete_part"]
 
@@ -43,11 +43,11 @@ def complete_part(text: str) -> str | None:
 _DEF_START = re.compile(r"\s*(?:async\s+def|def|class)\s|\s*@")
 
 
-class CodeBlocks(EditBlocks):
-    """The module as a fenced file (or edits); a reply cut off inside its file keeps
-    the definitions before the cut (:func:`complete_part`). It adds nothing to the system
-    prompt: the coder's first request is a user's plain one (each later request says how to
-    reply), and a fenced file labelled with its path or edits of it parse alike."""
+class CodeBlocks(FileBlocks):
+    """The module as a fenced file; a reply cut off inside its file keeps the definitions
+    before the cut (:func:`complete_part`). It adds nothing to the system prompt: the
+    coder's first request is a user's plain one, and every request asks for the complete
+    module (no request asks for edits, so none are read)."""
 
     def instructions(self) -> str:
         return ""

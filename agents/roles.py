@@ -24,7 +24,7 @@ from agents.testrunner import TestReport, run_pytest
 from agents.workclock import WorkClock
 from agents.workspace import Workspace, WorkspaceError
 from orchestra import ModelRetry, ModelSettings, Role, ToolContext
-from orchestra.answers import Edits, Files
+from orchestra.answers import Files
 from orchestra.models import OutputSchema
 from orchestra.runtime.replies import parse_output
 
@@ -68,10 +68,9 @@ class ProjectPlan(BaseModel):
     by the architect's check, not by the model)."""
 
 
-class CodeAnswer(Edits):
-    """The coder's answer: the module as a fenced file (or edits of the module as it
-    was), and what its tests said of it (filled by the coder's own check: the module
-    the edits made, the real pytest run, and the test file it ran)."""
+class CodeAnswer(Files):
+    """The coder's answer: the module as a fenced file, and what its tests said of it
+    (filled by the coder's own check: the real pytest run, and the test file it ran)."""
 
     report: dict[str, Any] = Field(default_factory=dict)
     tests: str = ""

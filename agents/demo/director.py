@@ -3,8 +3,7 @@
 It plays architect, tester, coder and reviewer for the bundled ``textkit`` spec.
 Files are really written and tests really run; the deliberately buggy first version
 of ``wrap`` is caught by the coder's own test run; a new sample, told what failed,
-is right (a revision, asked for after an error, comes as an edit of the answer that
-failed); the reviewer's verdict follows the real test result.
+is right; the reviewer's verdict follows the real test result.
 
 The shipped ``session.jsonl`` is this director's traffic recorded with
 :class:`orchestra.models.record.RecordingModel` (``python -m agents.demo.record``);
@@ -13,7 +12,6 @@ the demo replays that file, the same way a user replays a recorded real-model ru
 
 from __future__ import annotations
 
-import difflib
 import json
 from functools import cache
 from pathlib import Path
@@ -36,9 +34,8 @@ def spec_text() -> str:
     return (DEMO_DIR / "spec.md").read_text()
 
 
-def _task_view(request: ModelRequest) -> tuple[str, str, list[Any]]:
-    """(role, the module path the task is about ('' for the plan), messages after the
-    task) of a request."""
+def _task_view(request: ModelRequest) -> tuple[str, str]:
+    """(role, the module path the task is about ('' for the plan)) of a request."""
     system = request.messages[0].content
     role = next((r for r, opening in _OPENINGS if system.startswith(opening)), "coder")
     start = max(i for i, m in enumerate(request.messages) if m.name == "task")
@@ -48,7 +45,7 @@ def _task_view(request: ModelRequest) -> tuple[str, str, list[Any]]:
              else task.rsplit("\n\n", 1)[-1])
     path = next((m["path"] for k, m in modules().items() if k != "init"
                  and m["path"] in brief), "")
-    return role, path, list(request.messages[start + 1:])
+    return role, path
 
 
 _OPENINGS = (("architect", "You are the architect"), ("tester", "You write the pytest"),
@@ -97,29 +94,15 @@ def _tester(path: str) -> ModelResponse:
                                                                       mod["tests"]))
 
 
-def _coder(path: str, after: list[Any], request: ModelRequest) -> ModelResponse:
+def _coder(path: str, request: ModelRequest) -> ModelResponse:
     mod = _by_path(path)
-    told = [m for m in after if m.role == "user" and "ran against your module" in m.content]
     # a new sample's note travels in the task's own message (the view afresh)
     anew = [m for m in request.messages if m.role == "user" and "again from the start" in m.content]
-    if not told and not anew and "buggy_code" in mod:
+    if not anew and "buggy_code" in mod:
         return reply(f"Here is {path}:\n\n" + _fenced(path, mod["buggy_code"]))
     if anew:  # a new sample: the whole file, right this time
         return reply(f"{mod.get('fix_note')}\n\n" + _fenced(path, mod["code"]))
-    if told:  # the fix as a search/replace edit of the answer that failed
-        return reply(f"{mod.get('fix_note')}\n\n" + _edits(path, mod["buggy_code"], mod["code"]))
     return reply(f"implemented {path}\n\n" + _fenced(path, mod["code"]))
-
-
-def _edits(path: str, old: str, new: str) -> str:
-    """Search/replace blocks that turn ``old`` into ``new`` (a line-level diff)."""
-    a, b = old.splitlines(keepends=True), new.splitlines(keepends=True)
-    out = []
-    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b).get_opcodes():
-        if op != "equal":
-            out.append(f"{path}\n<<<<<<< SEARCH\n{''.join(a[i1:i2])}=======\n"
-                       f"{''.join(b[j1:j2])}>>>>>>> REPLACE\n")
-    return "\n".join(out)
 
 
 def _reviewer(path: str, request: ModelRequest) -> ModelResponse:
@@ -133,13 +116,13 @@ def _reviewer(path: str, request: ModelRequest) -> ModelResponse:
 
 def direct(request: ModelRequest) -> ModelResponse:
     """One scripted reply for ``request``."""
-    role, path, after = _task_view(request)
+    role, path = _task_view(request)
     if role == "architect":
         return _architect()
     if role == "tester":
         return _tester(path)
     if role == "coder":
-        return _coder(path, after, request)
+        return _coder(path, request)
     return _reviewer(path, request)
 
 

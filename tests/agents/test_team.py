@@ -262,21 +262,6 @@ def test_a_spec_section_is_the_part_about_its_module() -> None:
     assert "MCMXCIV" not in spec_section(spec, "a/x.py")
 
 
-async def test_a_revision_may_be_an_edit_of_the_answer_sent_back(tmp_path: Path) -> None:
-    edit = ("calc/add.py\n<<<<<<< SEARCH\n    return 3\n=======\n    return a + b\n"
-            ">>>>>>> REPLACE\n")
-    run, tasks, seen = await run_pipeline(tmp_path, {
-        "architect": [plan], "tester": [says(fenced("tests/test_add.py", TESTS))],
-        "coder": [says(edit), says(fenced("calc/add.py", HALF)), says(edit)],
-        "reviewer": [approve]})
-    assert run.status == "completed", run.error
-    # an edit before any file exists is told to send the file
-    assert "nothing to edit" in seen["coder"][1].messages[-1].content
-    assert (tmp_path / "ws/calc/add.py").read_text() == GOOD
-    (coder,) = [t for t in tasks if t.role == "coder"]
-    assert coder.result["files"] == {"calc/add.py": GOOD} and coder.result["edits"]
-
-
 def test_the_specs_own_signatures_are_the_public_api() -> None:
     from agents.specapi import spec_signatures
 
