@@ -1,6 +1,6 @@
 """The public API a spec states for each module: signatures in backticks, signature lines
 and ``class X:`` listings in code blocks (a listing that parses is read as Python: its
-classes own their methods), "a class `X`" in prose (with the methods its bullets list),
+classes own their methods), "a class `X`" in prose (with the methods its paragraphs list),
 and, in a text about several modules, each signature given to the module it follows.
 """
 
@@ -32,8 +32,7 @@ def spec_signatures(spec: str, path: str, others: Sequence[str] = ()) -> list[st
     # one text for several modules: a signature belongs to the module named last before
     # it ("`tokens.py` with `tokenize(...)`, and `evaluator.py` with `evaluate(...)`")
     named = sorted((m.start(), p) for p in (path, *others)
-                   for m in re.finditer(rf"(?<![\w/]){re.escape(p)}(?!\w)", spec)
-                   if not _BUILT_ON.search(spec[max(0, m.start() - 30):m.start()]))
+                   for m in re.finditer(rf"(?<![\w/]){re.escape(p)}(?!\w)", spec))
     mine = []
     for sig in found:
         at = _anchor(spec, sig)
@@ -58,8 +57,6 @@ def _anchor(spec: str, sig: str) -> int:
     return -1
 
 
-_BUILT_ON = re.compile(r"(?:builds? on|built on|uses|imports?|from|depends on|on top of|"
-                       r"after)\s*`?$")
 _SIGNATURE_LINE = re.compile(
     r"^[ \t]*(?:[-*][ \t]+)?(?:def[ \t]+)?([A-Za-z_]\w*[ \t]*\([^()\n]*(?:\([^()\n]*\)[^()\n]*)*\)"
     r"(?:[ \t]*->[ \t]*[^\n:]+?)?)[ \t]*:?[ \t]*$", re.M)
@@ -112,26 +109,6 @@ def _def(name: str, fn: ast.FunctionDef | ast.AsyncFunctionDef, method: bool = F
                              defaults=args.defaults)
     returns = f" -> {ast.unparse(fn.returns)}" if fn.returns else ""
     return f"{name}({ast.unparse(args)}){returns}"
-
-
-def _bulleted_methods(text: str) -> dict[str, str]:
-    """Signatures listed as bullets right under "a class `X`:" (or "... `X` with"):
-    signature -> its class."""
-    out: dict[str, str] = {}
-    for m in _CLASS_NAMED.finditer(text):
-        line_end = text.find("\n", m.end())
-        rest = text[m.end():line_end if line_end >= 0 else len(text)]
-        if not re.search(r":\s*$|\bwith\b|\bmethods?\b", rest):
-            continue
-        for line in text[line_end + 1:].split("\n") if line_end >= 0 else []:
-            if not line.strip():
-                continue
-            if not re.match(r"\s*[-*+] ", line):
-                break
-            for sig in _BACKTICKED_CALL.findall(line):
-                if sig[:1].islower():
-                    out.setdefault(sig.removeprefix("def ").strip(), m.group(1))
-    return out
 
 
 def _class_mentions(text: str) -> list[tuple[int, str]]:
@@ -199,9 +176,6 @@ def _signatures_in(text: str) -> list[str]:
             if sig.startswith("class ") and m:
                 found.append(sig)
             continue  # a call with values ("add(1, 2)") or not a signature at all
-        if params.strip() and not any(c in params for c in ":=*") and re.search(
-                r"(?:^|,)\s*(?:\d|['\"\[{(-])", params):
-            continue
         sig = sig.removeprefix("def ").strip()
         name = api_name(sig)
         owner, _, member = name.partition(".")
@@ -212,7 +186,7 @@ def _signatures_in(text: str) -> list[str]:
     params_of = {p for sig in found for p in (_params(sig[sig.find("(") + 1:sig.rfind(")")])
                                               or [])}
     found = [s for s in found if api_name(s) not in params_of or s.startswith("class ")]
-    owned = {**_prose_methods(text, found), **_bulleted_methods(text)}
+    owned = _prose_methods(text, found)
     first: dict[str, int] = {}
     for at, name in _class_mentions(text):
         first.setdefault(name, at)
