@@ -16,7 +16,6 @@ import re
 import signal
 import sys
 import time
-from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
 from typing import ClassVar
@@ -72,14 +71,12 @@ async def run_pytest(
     # (timed_out=True, partial output), not just a cancelled await.
     timeout: float = 60.0,  # noqa: ASYNC109
     max_output: int = 8000,
-    plugins: Sequence[str] = (),
     sandbox: Sandbox | None = None,
 ) -> TestReport:
     """Run pytest on ``target`` (a path or node id inside ``root``; all tests if None).
 
-    Plugins installed next to orchestra are not auto-loaded: the run would depend on
-    whatever happens to be installed and start ten times slower. Name the ones the
-    workspace's tests need in ``plugins`` (e.g. ``("asyncio",)``); each becomes ``-p``.
+    Plugins installed next to orchestra are not loaded: the run would depend on whatever
+    happens to be installed and start ten times slower.
 
     ``sandbox``: how to confine the run; by default the machine's (bwrap if it works).
 
@@ -94,8 +91,6 @@ async def run_pytest(
     # imports the conftest.py files of parent directories, i.e. code outside the root.
     command += [f"--config-file={config}", "--rootdir=.", "--confcutdir=."]
     command += ["--color=no"]  # escape codes are noise to the model reading the output
-    for plugin in plugins:
-        command += ["-p", plugin]
     if target_arg is not None:
         command.append(target_arg)
     if sandbox is None:

@@ -55,12 +55,6 @@ async def test_run_pytest_passing_and_failing(root: Path) -> None:
     assert (report.exit_code, report.tests_passed, report.tests_failed) == (1, 1, 1)
     assert "assert 4 == 5" in report.output
 
-    async_test = "import pytest\n\n@pytest.mark.asyncio\nasync def test_sleep():\n    pass\n"
-    _write(root, "tests/test_async.py", async_test)
-    report = await run_pytest(root, "tests/test_async.py", plugins=["asyncio"])
-    assert report.command[-3:] == ["-p", "asyncio", "tests/test_async.py"]
-    assert report.passed
-
 
 async def test_run_pytest_output_does_not_depend_on_the_terminal_width(
     root: Path, monkeypatch: pytest.MonkeyPatch
