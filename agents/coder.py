@@ -84,14 +84,6 @@ class Coder(WorkspaceRole):
         return module_request(task.spec, task.path, self._written(task.before),
                               coder_rounds(task))
 
-    def task_message(self, task_input: Any) -> str:
-        """The first request is the one-shot request, byte for byte (no note of the
-        files it may change: its one module is what it asks for)."""
-        task = module_task(task_input)
-        if task.round > 1 or task.current:
-            return super().task_message(task_input)
-        return self.render_task(task_input)
-
     def _written(self, paths: list[str]) -> dict[str, str]:
         """The modules built before this one, as the workspace holds them when the task
         starts (a module not written yet, or not readable, is left out)."""

@@ -42,11 +42,6 @@ def module_request(spec: str, path: str, written: Mapping[str, str],
     return "\n\n".join(parts)
 
 
-def _first_line(report: dict[str, Any]) -> str:
-    failure = first_failure(report)
-    return f" (the first failure: {failure})" if failure else ""
-
-
 def revision(mine: dict[str, Any], task: ModuleTask) -> str:
     """The feedback for a revision: the import's traceback, or what its tests and calls
     showed (the spec's own examples that failed first)."""
@@ -69,7 +64,9 @@ def how_it_did(mine: dict[str, Any]) -> str:
     """What an answer did, for the request of a new sample: its tests, or, with none, a
     stub it left or the calls on which its own code raised."""
     passed, total = mine["score"][:2]
-    said = [f"passed {passed} of its {total} tests{_first_line(mine['report'])}"] if total else []
+    first = first_failure(mine["report"])
+    said = [f"passed {passed} of its {total} tests"
+            + (f" (the first failure: {first})" if first else "")] if total else []
     if mine.get("stubs"):
         said.append(f"left {', '.join(mine['stubs'])} unwritten (a stub)")
     raised = [f"{call.splitlines()[-1]} raised {o[1:]}" for call, o in

@@ -45,12 +45,15 @@ _DEF_START = re.compile(r"\s*(?:async\s+def|def|class)\s|\s*@")
 
 class CodeBlocks(FileBlocks):
     """The module as a fenced file; a reply cut off inside its file keeps the definitions
-    before the cut (:func:`complete_part`). It adds nothing to the system prompt: the
-    coder's first request is a user's plain one, and every request asks for the complete
-    module (no request asks for edits, so none are read)."""
+    before the cut (:func:`complete_part`). It adds nothing to the system prompt or the
+    task: the coder's first request is a user's plain one, and every request asks for the
+    complete module (no request asks for edits, so none are read)."""
 
     def instructions(self) -> str:
         return ""
+
+    def task_note(self, task_input: Any) -> str:
+        return ""  # the request says which module to write and how: the first is byte for byte
 
     def parse(self, text: str, *, truncated: bool, task_input: Any) -> BaseModel:
         kept = complete_part(text) if truncated else None
