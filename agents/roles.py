@@ -66,6 +66,9 @@ class ProjectPlan(BaseModel):
     kept: SkipJsonSchema[list[str]] = Field(default_factory=list)
     """Modules the workspace already holds whose tests pass: not written again (filled
     by the architect's check, not by the model)."""
+    files: SkipJsonSchema[dict[str, str]] = Field(default_factory=dict)
+    """The files the architect's check wrote (the packages' empty ``__init__.py``): a
+    check's recorded answer holds what it wrote, so a fork can rebuild its workspace."""
 
 
 class CodeAnswer(Files):
@@ -216,9 +219,9 @@ class Architect(WorkspaceRole):
             raise ModelRetry("Your plan cannot be used: "
                              + (check_plan(output, self.workspace) or "it has no module")
                              + ". Reply with the plan as a JSON object.")
-        await self._packages(plan)
+        wrote = await self._packages(plan)
         kept = await self._passing(plan)
-        plan = plan.model_copy(update={"kept": kept}) if kept else plan
+        plan = plan.model_copy(update={"kept": kept, "files": wrote}) if kept or wrote else plan
         return None if plan == output else plan
 
     async def _passing(self, plan: ProjectPlan) -> list[str]:
@@ -233,15 +236,18 @@ class Architect(WorkspaceRole):
                 kept.append(m.path)
         return kept
 
-    async def _packages(self, plan: ProjectPlan) -> None:
+    async def _packages(self, plan: ProjectPlan) -> dict[str, str]:
         """An empty ``__init__.py`` for each package of the plan's modules where the
         workspace has none (:func:`package_inits`). Written only where no file is: a
         user's own is never replaced, and this journaled step, run again after a crash,
-        finds the one it wrote and writes nothing."""
+        finds the one it wrote and writes nothing. Returns what it wrote."""
+        wrote = {}
         for init in package_inits([m.path for m in plan.modules]):
             if not await asyncio.to_thread(self._holds, init):
                 with contextlib.suppress(WorkspaceError):  # a directory of that name: left
                     await self.workspace.write_file(init, "")
+                    wrote[init] = ""
+        return wrote
 
     def _holds(self, *paths: str) -> bool:
         try:

@@ -192,11 +192,12 @@ async def test_a_package_the_workspace_lacks_gets_an_empty_init_file(tmp_path: P
     (a user expects it; without it textkit imports as a namespace package). Run again
     (a resumed step), it writes nothing; a user's own is never replaced."""
     made = tmp_path / "ws/textkit/__init__.py"
-    await _plan(tmp_path, [json.dumps(PLAN)])
+    plan, _ = await _plan(tmp_path, [json.dumps(PLAN)])
     assert made.read_text() == ""
+    assert plan["files"] == {"textkit/__init__.py": ""}  # recorded: a fork rebuilds it
     made.write_text(USERS)  # now as a user has it
-    await _plan(tmp_path, [json.dumps(PLAN)], db="again.db")
-    assert made.read_text() == USERS
+    plan, _ = await _plan(tmp_path, [json.dumps(PLAN)], db="again.db")
+    assert made.read_text() == USERS and not plan.get("files")
     assert sorted(p.name for p in made.parent.iterdir()) == ["__init__.py"]
 
 
