@@ -103,7 +103,12 @@ def trial(katas: Path, spec: str, model: str, kills: list[int], root: Path,
     status = _query(db, "SELECT status FROM runs")
     wanted = [p for p in spec_paths(kata.spec.read_text())
               if not (p.startswith("tests/") or Path(p).name.startswith("test_"))]
-    written = [p for p in wanted if (workspace / p).is_file()]
+    packages = {str(Path(p).parent) for p in wanted if "/" in p}
+    # a bare `__init__.py` in the prose ("a `tally/` directory with an `__init__.py`") is
+    # the package's: written when each package directory holds one
+    written = [p for p in wanted if (workspace / p).is_file() or (
+        p == "__init__.py" and packages and all((workspace / d / p).is_file()
+                                                 for d in packages))]
     passed, total = score_hidden(kata, workspace)
     return {"spec": spec, "model": model, "kills": kills, "fates": fates,
             "status": status[0][0] if status else None,
