@@ -16,6 +16,8 @@ import zlib
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
+from orchestra.tokens import MESSAGE_OVERHEAD, estimate_tokens
+
 if TYPE_CHECKING:
     from orchestra.models.base import DeltaSink
 
@@ -161,9 +163,22 @@ class LoopGuard:
         return False
 
 
-def cut_off(body: dict[str, Any]) -> dict[str, Any]:
+def cut_off(body: dict[str, Any], chunks: list[dict[str, Any]],
+            prompt: list[dict[str, Any]]) -> dict[str, Any]:
     """A folded body whose stream the client ended (a loop): it reads as a reply cut off
-    at its token cap (``finish_reason`` "length"), what callers already handle."""
+    at its token cap (``finish_reason`` "length"), what callers already handle.
+
+    The usage block comes only in a stream's last chunk, which was never read; the
+    tokens were still spent, so they are counted rather than reported as none: one per
+    chunk of text streamed (servers stream a token a chunk), and the ``prompt``
+    messages estimated (:func:`orchestra.tokens.estimate_tokens`)."""
     for choice in body.get("choices") or ():
         choice["finish_reason"] = "length"
+    if not isinstance(body.get("usage"), dict):
+        streamed = sum(1 for c in chunks for choice in c.get("choices") or ()
+                       if isinstance(choice, dict)
+                       and isinstance((choice.get("delta") or {}).get("content"), str))
+        asked = sum(estimate_tokens(str(m.get("content") or "")) + MESSAGE_OVERHEAD
+                    for m in prompt)
+        body["usage"] = {"prompt_tokens": asked, "completion_tokens": streamed}
     return body

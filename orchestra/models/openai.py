@@ -324,7 +324,7 @@ class OpenAIModel:
                         report_chunk(chunk, sink)
                     if guard.looping(chunk):  # closing the stream stops the server too
                         _log.info("model.reply_looping", model=self.name, chars=guard.window)
-                        return cut_off(fold_chunks(chunks))
+                        return cut_off(fold_chunks(chunks), chunks, body.get("messages") or [])
                 return fold_chunks(chunks)
             except Exception as exc:  # the SDK maps errors of the send, not of the body
                 names = {k.__name__ for k in type(exc).__mro__}

@@ -140,6 +140,9 @@ async def test_a_looping_reply_is_cut_off_where_it_loops(
     assert response.finish_reason == "length"
     assert response.text.startswith("```python\n" + code)
     assert 20 < response.text.count("assert not f(") < 100
+    streamed = 2 + response.text.count("assert not f(")  # one token a chunk, as sent
+    assert response.usage.output_tokens == streamed  # the stream's usage chunk never came
+    assert response.usage.input_tokens > 0
 
 
 @pytest.mark.parametrize("source", ["agents/coder.py", "tests/agents/test_floor.py",
