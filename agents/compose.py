@@ -1,14 +1,10 @@
 """One module made of the best parts of several answers: each public function or class
-taken from the answer whose tests of it pass most.
+taken from the answer whose tests of it (the test functions that name it) pass most, with
+the helpers and imports its code needs.
 
-A small model sampled several times often gets a different function right each time
-(one answer's ``order`` passes, another's ``layers``); ranking whole files keeps one of
-them and loses the other. Here each public name's tests (the test functions that name
-it) score every answer on that name alone, and the composite takes each name from the
-answer that scores best on it, carrying the module-level helpers and imports its code
-needs. It is one more candidate, tested for real and ranked like the others, so it can
-only win where the tests say it is better. Pure: the same answers give the same bytes
-(a step re-run after a crash writes what it wrote before).
+A small model sampled several times often gets a different function right each time;
+ranking whole files keeps one and loses the other. The composite is one more candidate,
+tested and ranked like the others. Pure: a step re-run after a crash writes the same bytes.
 """
 
 from __future__ import annotations

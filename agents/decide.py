@@ -1,30 +1,14 @@
-"""Which of the coder's candidates is the module, and what it does next: pure functions.
+"""Which of the coder's candidates is the module, and what it does next: pure functions
+of the candidates as :class:`Tried` sums them up (the coder's check does the effects).
 
-Each candidate is summed up as a :class:`Tried`: does it import, is it a stub, how many
-of the spec's own examples and of all tests it passed (and which it failed), how many of
-the names its dependents import from it it defines, and what it did when run on the
-module's inputs (the calls of the tests, or a smoke run's; :mod:`agents.agreement`).
-Nothing here runs anything; the coder's check does the effects and words the feedback.
-
-Selection (:func:`best`). The first candidate, the model asked once, is the floor. A
-later one replaces the best so far only on evidence from running code:
-
-1. an answer that imports beats one that does not, and one that is no stub beats a stub;
-2. it passes strictly more of the spec's own examples (the tests the spec vouches for);
-3. where those tie, it defines more of the names the plan says it exports (those a module
-   built on it imports), or, where those tie, its outputs agree with more of the other
-   candidates' outputs on the same inputs (MBR-exec), or, where agreement ties too, it
-   passes strictly more of all the tests; each only if it raises from its own code on no
-   input the first candidate answers and fails no test the first candidate passed.
-
-Then the choice is held against the first candidate: if it lost a test the first passed
-without passing strictly more of what the spec vouches for, the first is the module. Zero
-tests is never a pass.
-
-Next steps (:func:`decide`): accept once every test passes (or, after a second answer,
-every one of the spec's own examples), or once two candidates behave alike where no test
-exists; a module that does not import goes back for a revision with its traceback;
-otherwise a new sample, until the rounds or the time run out.
+Selection (:func:`best`): the first candidate, the model asked once, is the floor. A later
+one replaces the best so far only on evidence from running code: it imports where the
+other does not, is no stub where the other is one, passes more of the spec's own
+examples, or, where those tie and it neither crashes on an input the floor answers nor
+fails a test the floor passed, defines more of its planned exports, agrees with more of
+the other candidates' outputs (MBR-exec), or passes more tests. A choice that lost a test
+the floor passed without passing more of what the spec vouches for gives way to the
+floor. Zero tests is never a pass.
 """
 
 from __future__ import annotations
