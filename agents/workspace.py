@@ -1,23 +1,17 @@
 """File access confined to one workspace directory.
 
-Agents read and write files on a model's say-so, so every path is treated as
-untrusted: it must be relative, must not climb out with ``..``, and its real path
-(after following every symlink, in the file itself or any parent directory) must
-stay inside the root. The methods are async and push the blocking file I/O to a
-worker thread so a slow disk never stalls the event loop that runs the other agents.
-
-The guard is aimed at a model that asks for the wrong path, not at a local attacker
-racing to swap directories for symlinks between the check and the open.
+Paths come from a model, so each must be relative, must not climb out with ``..``, and
+its real path (through every symlink) must stay inside the root; file I/O runs in a
+worker thread so a slow disk never stalls the event loop. The guard is aimed at a model
+that asks for the wrong path, not at a local attacker racing symlinks against the open.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import os
 import stat
 from pathlib import Path, PurePosixPath
-from typing import Any
 
 __all__ = ["DEFAULT_MAX_FILE_BYTES", "Workspace", "WorkspaceError"]
 
@@ -92,11 +86,8 @@ class Workspace:
         """The UTF-8 text of a file, refusing files over the size limit and binaries."""
         return await asyncio.to_thread(self._read_file_sync, rel)
 
-    async def write_file(self, rel: str, content: str) -> dict[str, Any]:
-        """Atomically replace (or create) a file; returns its path, size and SHA-256.
-
-        Readers see either the old file or the new one, never a half-written one.
-        """
+    async def write_file(self, rel: str, content: str) -> None:
+        """Atomically replace (or create) a file: readers see the old or the new one."""
         return await asyncio.to_thread(self._write_file_sync, rel, content)
 
     # -- blocking implementations ----------------------------------------------------
@@ -155,7 +146,7 @@ class Workspace:
                 f"it is probably binary, so it cannot be read as text"
             ) from None
 
-    def _write_file_sync(self, rel: str, content: str) -> dict[str, Any]:
+    def _write_file_sync(self, rel: str, content: str) -> None:
         if not isinstance(content, str):
             raise WorkspaceError(
                 f"content for {rel!r} must be a string, got {type(content).__name__}"
@@ -194,11 +185,6 @@ class Workspace:
         except BaseException:
             Path(tmp_name).unlink(missing_ok=True)
             raise
-        return {
-            "path": self._parse(rel).as_posix(),
-            "bytes": len(data),
-            "sha256": hashlib.sha256(data).hexdigest(),
-        }
 
 
 def _read_up_to(fd: int, limit: int) -> bytes:
