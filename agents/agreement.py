@@ -1,13 +1,9 @@
 """Execution agreement: which candidate behaves the way most others do (MBR-exec, CodeT).
 
-Where no test the spec vouches for decides between two answers, the expected values a
-small model writes into its tests cannot be trusted either; the calls in those tests
-(and the spec's literals) still can be run. Each candidate is run on the same inputs
-(:mod:`agents.probe`) and each (candidate, input) is recorded as an outcome:
-``=<repr>`` (a value), ``!<Error>`` (raised from the module's own code), ``?<Error>``
-(raised outside it: an arity guessed wrong, a name the candidate lacks) or ``~`` (it
-did not finish in time). The candidate whose outcomes agree with most other
-candidates' is most likely right (arXiv 2204.11454). Pure functions of the records.
+Where no test the spec vouches for decides, each candidate is run on the same inputs
+(:mod:`agents.probe`) and each call recorded as ``=<repr>`` (a value), ``!<Error>``
+(raised from the module's own code), ``?<Error>`` (raised outside it) or ``~`` (out of
+time); the candidate agreeing with most others is most likely right (arXiv 2204.11454).
 """
 
 from __future__ import annotations

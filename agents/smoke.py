@@ -1,13 +1,7 @@
-"""Inputs for a module no test calls: its public functions called on the spec's literals
-and on simple values of their annotated types; its public classes built, and their
-methods called, the same way.
-
-"0 of 0 tests pass" once accepted a module that raised TypeError on every call: no
-line of it had run. With no test, the candidates are still run on these calls (the
-same calls for every candidate of a module, made from its first candidate's
-signatures), so a module that raises from its own code is seen to, and the candidates'
-outputs can be compared (:mod:`agents.agreement`). Pure: the same code and spec give
-the same calls.
+"""Inputs for a module no test calls: its public functions and classes' methods called on
+the spec's literals and on simple values of their annotated types ("0 of 0 tests pass"
+once accepted a module that raised TypeError on every call). Every candidate of a module
+runs the same calls, made from its first candidate; pure.
 """
 
 from __future__ import annotations

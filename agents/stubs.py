@@ -1,9 +1,6 @@
-"""Which public functions of a module are stubs: a body that does nothing yet.
-
-A small model asked for a module it finds hard answers ``def eval_tokens(tokens):`` /
-``# Implement the evaluation logic here`` / ``pass``; ranked by tests alone it ties with
-answers that try and fail, and as the first of equals it was kept. A stub ranks below
-every answer that is not one. Pure (AST only): a replay reads the same.
+"""Which public functions of a module are stubs, a body that does nothing yet: ranked by
+tests alone a stub ties with answers that try and fail (and was kept as the first of
+equals), so it ranks below every answer that is not one. Pure (AST only).
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
 """The scripted model behind ``orchestra demo``: replies decided from each request.
 
-It plays architect, tester, coder and reviewer for the bundled ``textkit`` spec.
-Files are really written and tests really run; the deliberately buggy first version
-of ``wrap`` is caught by the coder's own test run; a new sample, told what failed,
-is right; the reviewer's verdict follows the real test result.
-
-The shipped ``session.jsonl`` is this director's traffic recorded with
-:class:`orchestra.models.record.RecordingModel` (``python -m agents.demo.record``);
-the demo replays that file, the same way a user replays a recorded real-model run.
+It plays every role for the bundled ``textkit`` spec; files are really written and tests
+really run, and the buggy first ``wrap`` is caught by the coder's own test run. The
+shipped ``session.jsonl`` is its traffic recorded (``python -m agents.demo.record``).
 """
 
 from __future__ import annotations
@@ -131,14 +126,8 @@ def director_model() -> FunctionModel:
 
 
 def demo_model() -> Model:
-    """The shipped session replayed per task; what it lacks, this director answers.
-
-    The session holds real pytest reports; another pytest or Python version may word
-    them differently, and the demo must still run rather than fail (the director
-    answers the same, at debug level: nothing a newcomer could act on).
-    ``orchestra demo`` records it as ``python:agents.demo.director:demo_model``, so
-    every process that resumes the run rebuilds the same model.
-    """
+    """The shipped session replayed per task; what it lacks (another pytest may word its
+    reports differently), this director answers, so the demo still runs."""
     from orchestra.models.record import ReplayModel
     from orchestra.models.testing import Chunks
 
