@@ -1,7 +1,5 @@
-"""What a module's task (tester, coder, reviewer) reads from its input: what the spec
-states about the module (read once, when the plan is made), its stated examples as test
-cases, which tests the spec vouches for, and a test report kept small. Pure functions of
-the input: a replay reads the same."""
+"""What a module's task reads from its input: its stated examples as test cases, which
+tests the spec vouches for, and a test report kept small. Pure: a replay reads the same."""
 
 from __future__ import annotations
 

@@ -43,9 +43,8 @@ def spec_signatures(spec: str, path: str, others: Sequence[str] = ()) -> list[st
 
 
 def _anchor(spec: str, sig: str) -> int:
-    """Where ``sig`` is given; a signature the readers put together (``class X``,
-    ``X.m(...)``) is where its class is first named. -1: nowhere, so no module's (it
-    was given to every module before: each was told a class of another was its API)."""
+    """Where ``sig`` is given (one the readers put together: where its class is first
+    named); -1: nowhere, so no module's."""
     at = spec.find(sig)
     if at >= 0:
         return at
@@ -93,8 +92,7 @@ def _python_listing(block: str) -> list[str] | None:
 
 
 def _attribute(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    """A ``@property`` (or its setter): read as ``obj.name``, no method to list as a call
-    (listed as ``balance()``, a small model writes a method its users cannot read)."""
+    """A ``@property`` (or its setter): read as ``obj.name``, no method to list as a call."""
     return any(ast.unparse(d) == "property" or ast.unparse(d).endswith((".setter", ".deleter"))
                for d in fn.decorator_list)
 
@@ -146,9 +144,7 @@ def _prose_methods(text: str, sigs: Sequence[str]) -> dict[str, str]:
 
 
 def _sentence(text: str, at: int) -> str:
-    """The sentence of prose around ``at`` (a paragraph that names a method and then a
-    function, "... and a method `total()`. `parse(line)` reads ...", gave both as
-    methods when the paragraph spoke for each)."""
+    """The sentence of prose around ``at``."""
     start = max(text.rfind(". ", 0, at), text.rfind("\n\n", 0, at))
     ends = [e for e in (text.find(". ", at), text.find("\n\n", at)) if e >= 0]
     return text[start + 1:min(ends) if ends else len(text)]

@@ -1,9 +1,6 @@
 """The small readers every spec parser shares: a module's API as data, literals found in
-running text, and whether a value fits a stated type.
-
-A spec writes its API and its values in many ways (backticked or not, in prose, in a
-code block, in a table cell). These helpers read one thing each and say nothing when
-unsure: what they return is what the spec's own characters say.
+running text, and whether a value fits a stated type. Each reads one thing and says
+nothing when unsure.
 """
 
 from __future__ import annotations
@@ -81,10 +78,9 @@ def parse_params(params: str) -> ast.arguments | None:
 
 
 def read_api(entries: Sequence[str]) -> Api:
-    """The API of signatures such as ``f(a: int) -> str``, ``class X``, ``X(cap: int)``,
-    ``X.put(key)``. A lower-case name listed after a constructor that is not an
-    exception's (``LRUCache(...)`` then ``put(key, value)``) is taken for that class's
-    method: a call of it needs an instance, so no sentence can be a test of it alone."""
+    """The API of signatures such as ``f(a: int) -> str``, ``class X``, ``X.put(key)``; a
+    lower-case name listed after a (non-exception) constructor is that class's method,
+    so no sentence can be a test of it alone."""
     functions: dict[str, Function] = {}
     classes: set[str] = set()
     methods: set[str] = set()
@@ -123,8 +119,7 @@ def read_api(entries: Sequence[str]) -> Api:
 
 def import_names(entries: Sequence[str]) -> list[str]:
     """The module-level names an API offers, each once, in order: what a module built on
-    it imports (``class LexError`` and ``Point.translated(dx)`` give ``LexError`` and
-    ``Point``; a method listed under its class gives nothing: it is not importable)."""
+    it imports (``Point.translated(dx)`` gives ``Point``; a method alone gives nothing)."""
     api = read_api(entries)
     names: list[str] = []
     for entry in entries:
