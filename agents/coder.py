@@ -112,8 +112,7 @@ class Coder(WorkspaceRole):
                 return await self._finish(task, earlier, best(
                     [Tried.of(d) for d in earlier]), "keep_best")
             if not earlier and self.out_of_time() and len(ctx.rejections) >= self.last_tries:
-                # past the run's budget with no usable answer: the run ends on time, the
-                # module unwritten and said so (its notes), not after ever more tries
+                # past the run's budget with no usable answer: the run ends on time
                 return CodeAnswer(files={}, text=f"no usable {path} before the run's time "
                                   f"budget ended: {problem}", out_of_time=True, report={
                                       "passed": False, "output": problem})

@@ -16,7 +16,6 @@ __all__ = ["absolute_imports", "add_missing_imports", "usable_prefix"]
 
 _KNOWN = frozenset(sys.stdlib_module_names) | {"pytest"}
 # names with one home in the standard library, which a small model uses without importing
-# (seen: `Callable` in an annotation, so the module fails at import and every test with it)
 _HOMES = {**dict.fromkeys(("Any", "Callable", "Optional", "Union", "List", "Dict", "Tuple",
                            "Set", "FrozenSet", "Iterable", "Iterator", "Sequence", "Mapping",
                            "Hashable", "NamedTuple", "TypeVar", "Generic", "Literal",
@@ -141,9 +140,8 @@ _TOP_STATEMENT = re.compile(r"(?:def|class|async|import|from|if|@|[A-Za-z_]\w*\s
 
 def usable_prefix(text: str) -> str | None:
     """The longest run of ``text``'s top-level statements, from its start, that parses and
-    defines a function or class, when the whole does not parse (seen: a module followed by
-    tests a small model appended, one of them broken: the module itself was fine); None
-    when ``text`` parses or no such prefix exists."""
+    defines a function or class, when the whole does not parse (a good module followed by
+    broken tests); None otherwise."""
     try:
         ast.parse(text)
         return None

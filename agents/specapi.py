@@ -1,7 +1,6 @@
-"""The public API a spec states for each module: signatures in backticks, signature lines
-and ``class X:`` listings in code blocks (a listing that parses is read as Python: its
-classes own their methods), "a class `X`" in prose (with the methods its paragraphs list),
-and, in a text about several modules, each signature given to the module it follows.
+"""The public API a spec states for each module: signatures in backticks, listings in code
+blocks, "a class `X`" in prose with the methods it lists; in a text about several
+modules, each signature is the module's it follows.
 """
 
 from __future__ import annotations
@@ -20,9 +19,8 @@ _BACKTICKED_CALL = re.compile(r"`((?:def\s+|class\s+)?[A-Za-z_][\w.]*\([^`]*\)(?
 
 
 def spec_signatures(spec: str, path: str, others: Sequence[str] = ()) -> list[str]:
-    """The signatures the spec's part about ``path`` gives in backticks
-    (``to_roman(n: int) -> str``), without those its parts about ``others`` give and
-    without calls with values (``add(1, 2)``): the public API as the spec states it."""
+    """The public API the spec's part about ``path`` states, without the signatures its
+    parts about ``others`` give and calls with values (``add(1, 2)``)."""
     section = spec_section(spec, path)
     theirs = {s for o in others for s in _signatures_in(spec_section(spec, o))
               if spec_section(spec, o) is not spec}
@@ -118,9 +116,8 @@ def _class_mentions(text: str) -> list[tuple[int, str]]:
 
 
 def _prose_methods(text: str, sigs: Sequence[str]) -> dict[str, str]:
-    """Lower-case signatures the prose gives as a class's methods: in a paragraph that
-    speaks of methods (or in bullets under one), after a class is named and before the
-    next; a signature the prose calls a function stays one. Signature -> its class."""
+    """Lower-case signatures the prose gives as a class's methods (in a paragraph that
+    speaks of methods, after the class is named): signature -> its class."""
     mentions = _class_mentions(text)
     blocks = [(m.start(), m.group()) for m in re.finditer(r"(?:[^\n]+\n?)+", text)]
     out: dict[str, str] = {}
@@ -151,11 +148,9 @@ def _sentence(text: str, at: int) -> str:
 
 
 def _signatures_in(text: str) -> list[str]:
-    """Signatures in backticks, signature lines of code blocks (annotated, or with a
-    return type: a call with values is an example, not a signature), code blocks that
-    declare an API in Python, ``class X:`` lines and "a class `X`"; without builtins
-    (``len(cache)``), methods of values (``text.split()``) and names that are another
-    signature's parameters (``clock()``)."""
+    """Signatures in backticks, annotated signature lines and Python API listings of code
+    blocks, ``class X:`` lines and "a class `X`"; without builtins (``len(cache)``),
+    methods of values (``text.split()``) and another signature's parameters."""
     fenced = _FENCED.findall(text)
     listed = [(m, sigs) for m in fenced if (sigs := _python_listing(m)) is not None]
     blocks = "\n".join(b for b in fenced if all(b is not m for m, _ in listed))

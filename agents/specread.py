@@ -95,9 +95,8 @@ def read_api(entries: Sequence[str]) -> Api:
             bases = params or ""
             exception = name.endswith(("Error", "Exception")) or bool(
                 re.search(r"(Error|Exception)\b", bases))
-            # "X(capacity)" then "put(key)": X's method; after "class X" (a class named in
-            # prose or a listing) a bare name is a function: its methods come as "X.m"
-            # ("X.m(...)" names its class: what follows it is no method of X's by place)
+            # "X(capacity)" then "put(key)": X's method; after "class X" or "X.m(...)" a
+            # bare name is a function (a listing's methods come as "X.m")
             owner = None if exception or is_class or params is None or member else name
             if member:
                 methods.add(member)

@@ -15,8 +15,7 @@ _Fn = ast.FunctionDef | ast.AsyncFunctionDef
 def stubs(code: str) -> list[str]:
     """The public functions and methods of ``code`` whose body is only ``pass``, ``...``,
     ``raise NotImplementedError``, a docstring or a comment, or that return ``None``
-    where their annotation promises a value ('' names: none; a module that does not
-    parse has none either, it is no candidate at all)."""
+    where their annotation promises a value (none when it does not parse)."""
     try:
         tree = ast.parse(code)
     except SyntaxError:

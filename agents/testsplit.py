@@ -26,8 +26,7 @@ def _independent(stmt: ast.stmt) -> bool:
 
 def split_tests(text: str) -> str:
     """``text`` with each test function of several independent checks cut into one
-    function per check (``test_x`` -> ``test_x_1``, ``test_x_2``, ...); everything else
-    (and any file that does not parse) is left as it is."""
+    function per check (``test_x`` -> ``test_x_1``, ``test_x_2``, ...)."""
     try:
         tree = ast.parse(text)
     except SyntaxError:
@@ -113,9 +112,8 @@ def guard_imports(text: str, module: str) -> str:
 
 
 def guard_lines(tree: ast.Module) -> list[ast.stmt]:
-    """The top-level statements :func:`guard_imports` wrote into a test file (the
-    placeholder's function and the names taken from the module), which the file's calls
-    need beside its imports."""
+    """The top-level statements :func:`guard_imports` wrote into a test file, which the
+    file's calls need beside its imports."""
     return [node for node in tree.body if (
         isinstance(node, ast.FunctionDef) and node.name == "_not_in_module") or (
         isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)

@@ -47,11 +47,8 @@ class Workspace:
     # -- path confinement ---------------------------------------------------------
 
     def resolve(self, rel: str) -> Path:
-        """Return the real path of ``rel`` inside the root, or raise ``WorkspaceError``.
-
-        The path need not exist (writes create it); whatever part of it does exist
-        is resolved through symlinks before the containment check.
-        """
+        """The real path of ``rel`` inside the root (its existing part resolved through
+        symlinks before the containment check), or raise ``WorkspaceError``."""
         pure = self._parse(rel)
         real = Path(os.path.realpath(self.root.joinpath(*pure.parts)))
         if real != self.root and not real.is_relative_to(self.root):
@@ -93,9 +90,8 @@ class Workspace:
     # -- blocking implementations ----------------------------------------------------
 
     def existing_files(self, shown: int = 50) -> list[str]:
-        """The first ``shown`` of the workspace's files, sorted root-relative POSIX paths
-        (blocking: for a pipeline's setup). Cache and hidden directories are skipped, as
-        are symlinks that lead outside."""
+        """The first ``shown`` of the workspace's files, sorted (blocking: for a pipeline's
+        setup), without cache or hidden directories and symlinks that lead outside."""
         found: list[str] = []
         for dirpath, dirnames, filenames in os.walk(self.root):
             # Pruning in place stops os.walk from descending; symlinked directories
@@ -169,9 +165,8 @@ class Workspace:
         # Re-check after mkdir: a parent that appeared meanwhile may be a symlink.
         if self.resolve(rel) != real:
             raise WorkspaceError(f"path {rel!r} changed while it was being written; retry")
-        # One fixed temp name per target: a write killed between open and replace leaves
-        # a temp file that the re-run (after a resume) reuses and renames away, instead
-        # of an orphan with a random name that stays in the workspace for good.
+        # One fixed temp name per target: a write killed before the replace leaves a temp
+        # file the re-run reuses, not an orphan with a random name.
         tmp_name = str(real.parent / f".{real.name}.orchestra-tmp")
         flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
         fd = os.open(tmp_name, flags, 0o644)

@@ -131,10 +131,7 @@ def demo_model() -> Model:
     from orchestra.models.record import ReplayModel
     from orchestra.models.testing import Chunks
 
-    # the director is the script the session was recorded from: a newcomer whose pytest
-    # words a report differently is answered the same, without a warning meant for us
-    # (tests/agents/test_demo_session.py fails when the pipeline's prompts drift from it)
-    # streamed as a local model would, a few characters at a time (about 3 s in all), so a
-    # newcomer sees each agent's text arrive in the terminal, over SSE and on the board
+    # no warning on the fallback: it is meant for us (test_demo_session catches the drift);
+    # streamed as a local model would, so a newcomer sees each agent's text arrive
     return ReplayModel(SESSION, key="task", name="demo", fallback=director_model(),
                        warn_on_fallback=False, stream=Chunks(size=24, every=0.01))
