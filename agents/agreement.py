@@ -23,8 +23,7 @@ def _counts(outcome: str) -> bool:
 
 
 def agreement(runs: Sequence[Runs]) -> list[int]:
-    """For each candidate: the (other candidate, input) pairs on which their outcomes
-    are the same."""
+    """For each candidate: the (other candidate, input) pairs with the same outcome."""
     out = []
     for i, mine in enumerate(runs):
         out.append(sum(1 for j, other in enumerate(runs) if j != i
@@ -38,8 +37,7 @@ def own_raises(runs: Runs) -> list[str]:
 
 
 def crashes(runs: Runs, floor: Runs) -> list[str]:
-    """The inputs ``floor`` (the first candidate) answers with a value on which this
-    candidate raises from its own code or does not finish."""
+    """The inputs ``floor`` answers with a value on which this one raises or hangs."""
     return [x for x in own_raises(runs) if floor.get(x, "").startswith("=")]
 
 

@@ -55,8 +55,7 @@ def _rounds(task: ModuleTask, earlier: str, heading: str, path: str,
 
 
 def coder_rounds(task: ModuleTask) -> list[str]:
-    """What a later coder round adds to the first request: the module as it is, the
-    review's comments and the last test run."""
+    """What a later coder round adds to the first request (see :func:`_rounds`)."""
     return _rounds(task, task.current, "# The module as it is now", task.path,
                    "# Review comments to address")
 

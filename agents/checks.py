@@ -60,9 +60,8 @@ def check_plan(plan: Any, workspace: Workspace) -> str:
 
 
 def code_problem(path: str, text: str, *, tests: bool) -> str:
-    """Why ``text`` is not a module (or, with ``tests``, a pytest file) worth the name:
-    not Python, or Python with nothing in it. A path typed where code belongs
-    (``tests/test_x.py``) parses as a division, so parsing alone is not enough."""
+    """Why ``text`` is not a module (or, with ``tests``, a pytest file): not Python, or
+    Python with nothing in it (a path typed where code belongs parses as a division)."""
     problem = python_problem(path, text)
     if problem or not path.endswith(".py"):
         return problem

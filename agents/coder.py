@@ -185,8 +185,7 @@ class Coder(WorkspaceRole):
 
     async def _composite(self, task: ModuleTask, tried: list[dict[str, Any]], first: str
                          ) -> dict[str, Any] | None:
-        """The composite of the answers tried (:func:`agents.compose.compose`), tested as
-        a candidate; None when there is no new one that imports."""
+        """The answers' composite (:mod:`agents.compose`) tested; None: no new one imports."""
         path = task.path
         usable = [d for d in tried if _failures_known(d)]
         if len(usable) < 2:
@@ -252,8 +251,7 @@ def _public(task: ModuleTask) -> list[str]:
 
 
 def _failures_known(data: dict[str, Any]) -> bool:
-    """An answer that imports and whose report names every test it failed (else its
-    functions cannot be scored one by one)."""
+    """It imports and its report names every test it failed (its functions can be scored)."""
     report = data.get("report") or {}
     run = data.get("score") or [0, 0]
     bad = int(report.get("tests_failed") or 0) + int(report.get("tests_errors") or 0)
@@ -262,8 +260,7 @@ def _failures_known(data: dict[str, Any]) -> bool:
 
 
 def _previous_round(task: ModuleTask) -> dict[str, Any] | None:
-    """The module a review sent back, as a candidate with its tested score: a revision
-    that only makes things worse must not replace it."""
+    """The module a review sent back, as a candidate a worse revision must not replace."""
     report = task.report
     if not task.current or not report or "tests_passed" not in report:
         return None

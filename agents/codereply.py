@@ -16,8 +16,7 @@ __all__ = ["CodeBlocks", "complete_part"]
 
 def complete_part(text: str) -> str | None:
     """A reply cut off inside its last fenced block, ended before the definition it was
-    cut in, when what is left parses and defines something (another try would cost as
-    many tokens and may be cut off again); None otherwise."""
+    cut in, when the rest parses and defines something (another try may be cut off too)."""
     lines = text.split("\n")
     fences = [i for i, line in enumerate(lines) if line.lstrip().startswith(("```", "~~~"))]
     if len(fences) % 2 == 0:

@@ -41,8 +41,7 @@ class Tried:
     failed: frozenset[str] | None = None
     """The tests it failed (None: the report does not name them all)."""
     exports: tuple[int, int] | None = None
-    """The names the plan says it exports (what a module built on it imports): how many
-    it defines once imported, of how many (None: not counted)."""
+    """Of the names the plan says it exports, how many it defines (None: not counted)."""
 
     @property
     def every_test(self) -> bool:
@@ -70,8 +69,7 @@ class Tried:
 
 
 def _loses(t: Tried, floor: Tried) -> bool:
-    """``t`` fails a test ``floor`` passed (by name where both reports name every failure,
-    else by count)."""
+    """``t`` fails a test ``floor`` passed (by name where both name every failure, else count)."""
     if not floor.imports or floor.tests[1] == 0:
         return False
     if not t.imports:
@@ -99,8 +97,7 @@ def _replaces(new: Tried, old: Tried, floor: Tried, agree: tuple[int, int]) -> b
 
 
 def best(tried: Sequence[Tried], extra: Sequence[Tried] = ()) -> int:
-    """The index of the module among ``tried`` (in the order asked; the first is the
-    floor) and ``extra`` (candidates no model gave: a composite, ranked after them)."""
+    """The module's index among ``tried`` (the first is the floor), then ``extra`` (a composite)."""
     pool = [*tried, *extra]
     if not pool:
         raise ValueError("best() needs at least one candidate")
@@ -118,9 +115,8 @@ def best(tried: Sequence[Tried], extra: Sequence[Tried] = ()) -> int:
 
 
 def passes(t: Tried, *, revised: bool = True) -> bool:
-    """Done with: it imports, is no stub, and passes every test, or, once another answer
-    was asked for, every test the spec vouches for (early stop: the others are the
-    tester's own guesses). Zero tests is not a pass."""
+    """It imports, is no stub, and passes every test (zero is no pass), or, after a second
+    answer, every test the spec vouches for (the others are the tester's guesses)."""
     if not t.imports or t.stub:
         return False
     vouched = t.trusted[1] > 0 and t.trusted[0] == t.trusted[1]
@@ -128,9 +124,8 @@ def passes(t: Tried, *, revised: bool = True) -> bool:
 
 
 def decide(tried: Sequence[Tried], *, rounds: int, out_of_time: bool) -> tuple[Next, int]:
-    """What to do after the last of ``tried`` (in order), and the best answer's index.
-
-    ``rounds``: answers one task may try; ``out_of_time``: the run's budget is spent."""
+    """What to do after the last of ``tried`` (``rounds`` of them at most), and the best
+    answer's index."""
     if not tried:
         raise ValueError("decide() needs at least one tried answer")
     last = tried[-1]

@@ -89,8 +89,7 @@ def module_written(path: str, rnd: int, *, by: Outcome,
 
 def added_roles(added: Sequence[AddedRole], workspace: Workspace,
                 clock: WorkClock) -> list[Role]:
-    """The roles a user adds to the stock pipeline, built for this run: a workspace role
-    shares the run's workspace and working-time clock."""
+    """The roles a user adds, built for this run (sharing its workspace and clock)."""
     roles: list[Role] = []
     for item in added:
         if isinstance(item, Role):

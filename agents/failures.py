@@ -15,9 +15,8 @@ _WHERE = re.compile(r"^([\w./-]+\.py):(\d+): \w")
 
 
 def how_it_failed(output: str, test: str) -> str:
-    """``test``'s failure in one line: pytest's first ``E`` line and, when the module (not
-    a test file) raised, the line that raised it; ``''`` when the report does not show
-    the test's section (the report's middle may be cut)."""
+    """``test``'s failure in one line: pytest's first ``E`` line and the module's line that
+    raised it; ``''`` when the report does not show the test's section."""
     heads = list(_SECTION.finditer(output))
     for i, head in enumerate(heads):
         if head.group(1) != test:

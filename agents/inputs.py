@@ -24,8 +24,7 @@ class Stated(BaseModel):
 
 
 class ModuleTask(BaseModel):
-    """A module's task, for its tester, coder and reviewer: the module, what the spec
-    states about it, the modules it builds on, and what earlier rounds left."""
+    """A module's task, for its tester, coder and reviewer."""
 
     module: ModuleSpec
     round: int = 1
@@ -49,8 +48,7 @@ class ModuleTask(BaseModel):
     history: list[dict[str, Any]] = Field(default_factory=list)
     """The coder's other answers in its task: score, first failure (the reviewer)."""
     until: float | None = None
-    """The run's working seconds by which this module's rounds end (its share of the
-    run's budget, in build order)."""
+    """The run's working seconds by which this module's rounds end (its share of the budget)."""
     worked: float = 0.0
     """The run's working seconds when the task was posted (see :mod:`agents.workclock`)."""
 

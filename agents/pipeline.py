@@ -1,10 +1,8 @@
 """The software pipeline: the architect plans; per module the tester writes tests from
 the spec, the coder chooses among its answers on running code (:mod:`agents.decide`), and
-the reviewer judges a module where tests the spec vouches for fail (or every module, with
-``review="always"``), sending the fix to whichever of the two is wrong, up to
-``max_rounds`` rounds. Routes turn each role's output into the next work, atomically with
-the task's completion; each module ends approved, kept unreviewed or failed, and its note
-says which.
+the reviewer, where tests the spec vouches for fail, sends the fix to the tester or the
+coder, up to ``max_rounds`` rounds. Routes turn each role's output into the next work,
+atomically with the task's completion; each module ends approved, kept or failed.
 
 Run input: ``{"spec": str, "workspace": str, "max_rounds": int, "review": "failures" |
 "always", "time_budget": seconds|None, "module_budget": seconds|None, "model": spec|None}``.
@@ -60,8 +58,7 @@ def _uses(plan: ProjectPlan, facts: SpecFacts) -> dict[str, list[str]]:
 
 
 def _ordered(paths: list[str], uses: dict[str, list[str]]) -> list[str]:
-    """``paths`` with every module after the ones it builds on (plan order otherwise;
-    a cycle keeps plan order)."""
+    """``paths`` with every module after the ones it builds on (else, or in a cycle, as is)."""
     done: list[str] = []
 
     def visit(p: str, stack: tuple[str, ...]) -> None:
@@ -205,8 +202,8 @@ def _tally(report: dict[str, Any]) -> str:
 
 
 def _kept(writes: Writes, path: str, rnd: int, result: CodeAnswer) -> None:
-    """Its best code is kept unreviewed: only the tester's own tests (probes) fail, or no
-    test calls it and no two answers agreed; one no test of which could run failed."""
+    """Its best code kept unreviewed (only the tester's own tests fail, or none ran and no
+    two answers agreed), or failed when no test of it could run."""
     report = result.report or {}
     if _tally(report) == "no test of it ran" and report.get("passed") is not None:
         _failed(writes, path, rnd, "no test of its best code could run: "

@@ -1,8 +1,6 @@
-"""The stock roles' answers and their shared bases, and the architect.
-
-The roles share a :class:`~agents.workspace.Workspace`: every file tool is confined
-to it. The tester, coder and reviewer (``agents.team``) answer in one reply each:
-files as fenced blocks, a verdict as JSON.
+"""The stock roles' answers and their shared base, and the architect. The roles share a
+:class:`~agents.workspace.Workspace` and answer in one reply each (files as fenced blocks,
+a verdict or a plan as JSON).
 """
 
 from __future__ import annotations
@@ -64,11 +62,9 @@ class ProjectPlan(BaseModel):
     modules: list[ModuleSpec] = Field(min_length=1)
     decisions: list[Decision] = Field(default_factory=list)
     kept: SkipJsonSchema[list[str]] = Field(default_factory=list)
-    """Modules the workspace already holds whose tests pass: not written again (filled
-    by the architect's check, not by the model)."""
+    """Modules the workspace holds whose tests pass, not written again (the check's)."""
     files: SkipJsonSchema[dict[str, str]] = Field(default_factory=dict)
-    """The packages' ``__init__.py`` the architect's check wrote, so a fork can rebuild
-    its workspace."""
+    """The packages' ``__init__.py`` the check wrote, so a fork can rebuild its workspace."""
 
 
 class CodeAnswer(Files):
@@ -113,9 +109,8 @@ _TIMING = re.compile(r"\s+in \d+(?:\.\d+)?s\b")
 
 
 class WorkspaceRole(Role):
-    """Roles that work on a workspace: their task input carries what they need to see
-    (no tools: a small model answers in one reply, and a plain-text answer is never
-    forced through a tool protocol)."""
+    """Roles that work on a workspace, with no tools: their task input carries what they
+    need to see, and a small model answers in one plain reply."""
 
     recall = False
 

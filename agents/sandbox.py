@@ -70,9 +70,8 @@ class Sandbox:
 
 
 def _interpreter_dirs_under_tmp() -> list[str]:
-    """The Python running the tests (its prefixes and import path) where the private
-    ``/tmp`` would hide it: a checkout or virtualenv under ``/tmp`` (a CI clone) must
-    stay visible, read-only, or pytest cannot even start inside the sandbox."""
+    """The Python running the tests where the private ``/tmp`` would hide it (a virtualenv
+    under ``/tmp``): visible, read-only, or pytest cannot start inside the sandbox."""
     tmp = Path("/tmp")
     found: set[Path] = set()
     for entry in (sys.prefix, sys.base_prefix, sys.exec_prefix, *sys.path):
@@ -91,8 +90,8 @@ _detected: Sandbox | None = None
 
 
 def detect_sandbox() -> Sandbox:
-    """The sandbox this machine offers, probed once per process (blocking: call it in a
-    thread). A missing or broken bwrap is reported once, as a warning naming the fix."""
+    """The sandbox this machine offers, probed once per process (blocking), a missing or
+    broken bwrap reported once as a warning naming the fix."""
     global _detected  # a fact about the machine, not state of any caller
     with _detect_lock:
         if _detected is None:

@@ -36,8 +36,7 @@ def _imports_tests(node: ast.stmt) -> bool:
 
 
 def _imports_itself(node: ast.stmt, own: str, defined: set[str]) -> bool:
-    """``from <this module> import f`` of names it defines (at the top, a circular import
-    that fails; below, a no-op)."""
+    """``from <this module> import f`` of its own names (a failing circular import)."""
     return (isinstance(node, ast.ImportFrom) and node.level == 0 and node.module == own
             and all(a.name in defined and not a.asname for a in node.names))
 

@@ -53,8 +53,7 @@ def _arguments(text: str) -> list[str]:
 
 
 def _values(ann: ast.expr | None, literals: list[object]) -> list[object]:
-    """Values for a parameter: the spec's literals of its annotated type first, then
-    simple ones of that type (no annotation: the spec's literals, then 1 and 'a')."""
+    """Values for a parameter: the spec's literals of its type, then simple ones of it."""
     if ann is None:
         return [*literals[:_PER_FUNCTION], 1, "a"]
     text = ast.unparse(ann)
@@ -72,8 +71,7 @@ def _values(ann: ast.expr | None, literals: list[object]) -> list[object]:
 
 def _args(fn: ast.FunctionDef | ast.AsyncFunctionDef, literals: list[object], *,
           method: bool) -> list[str]:
-    """Argument lists (as source) for the required parameters of ``fn``: the n-th call
-    takes each parameter's n-th value."""
+    """Argument lists for ``fn``'s required parameters: the n-th takes each n-th value."""
     params = [*fn.args.posonlyargs, *fn.args.args]
     required = params[:len(params) - len(fn.args.defaults)]
     if method and required:

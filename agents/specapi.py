@@ -41,8 +41,7 @@ def spec_signatures(spec: str, path: str, others: Sequence[str] = ()) -> list[st
 
 
 def _anchor(spec: str, sig: str) -> int:
-    """Where ``sig`` is given (one the readers put together: where its class is first
-    named); -1: nowhere, so no module's."""
+    """Where ``sig`` (or, put together by the readers, its class) is given; -1: nowhere."""
     at = spec.find(sig)
     if at >= 0:
         return at
@@ -108,8 +107,7 @@ def _def(name: str, fn: ast.FunctionDef | ast.AsyncFunctionDef, method: bool = F
 
 
 def _class_mentions(text: str) -> list[tuple[int, str]]:
-    """Where prose names a class of the module ("a class `X`", "the dataclass is `X`",
-    "`X` is a frozen dataclass"), in order."""
+    """Where prose names a class of the module ("a class `X`", "`X` is a dataclass")."""
     found = [(m.start(), m.group(1)) for m in _CLASS_NAMED.finditer(text)]
     found += [(m.start(), m.group(1) or m.group(2)) for m in _CLASS_PROSE.finditer(text)]
     return sorted(found)

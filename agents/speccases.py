@@ -22,8 +22,7 @@ _MARK = "# Examples the spec states, written by the pipeline from the spec's own
 
 
 def spec_cases(section: str, public_api: Sequence[str]) -> list[SpecCase]:
-    """The examples ``section`` (a module's part of a spec) states for its functions, in
-    the forms :mod:`agents.specexamples` reads."""
+    """The examples ``section`` (a module's part of a spec) states for its functions."""
     api = read_api(public_api)
     cases = stated_cases(section, api)
     written = {call for call, _, _ in calls_in(section, sorted(api.functions))}

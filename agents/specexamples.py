@@ -89,8 +89,7 @@ def _comments(block: str) -> dict[int, str]:
 
 
 def _script_cases(block: str, tree: ast.Module, api: Api) -> list[SpecCase]:
-    """A script: each expression whose result a comment states, each ``assert a == b`` and
-    ``a == b``, checked after the statements before it."""
+    """A script's checks (a result in a comment, ``a == b``), after the statements before."""
     comments, lines = _comments(block), block.split("\n")
     out: list[SpecCase] = []
     setup: list[str] = []

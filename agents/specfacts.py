@@ -29,9 +29,8 @@ class SpecFacts:
         return spec_signatures(self.text, path, others)
 
     def uses(self, paths: Sequence[str]) -> dict[str, list[str]]:
-        """For each of ``paths``, those of the others its part of the spec names (``from
-        stack_lexer import tokenize`` in ``stack_parser.py``'s part); none in a spec that
-        has no part per module."""
+        """For each of ``paths``, those of the others its part of the spec names (none in a
+        spec that has no part per module)."""
         out: dict[str, list[str]] = {}
         for p in paths:
             section = spec_section(self.text, p)

@@ -24,9 +24,8 @@ def _test_for(path: str, modules: list[str], tests: list[str]) -> str | None:
 
 
 def plan_from_spec(spec: str) -> dict[str, Any] | None:
-    """The plan the spec states, as the architect's JSON answer would give it (None when
-    it names no module); a module whose test file it does not name is tested in
-    ``test_<name>.py`` beside the test files it names (or under ``tests/``)."""
+    """The plan the spec states, as the architect's JSON (None when it names no module); a
+    module whose test file it does not name gets ``test_<name>.py`` beside those it names."""
     modules, tests = spec_paths(spec)
     modules = [m for m in modules if PurePosixPath(m).name != "__init__.py"]
     if not modules:

@@ -30,8 +30,7 @@ class SpecCase:
 
 @dataclass(frozen=True, slots=True)
 class Function:
-    """A module-level function of the API: its parameters (name, annotation source or
-    None, has a default) and its return annotation."""
+    """A module-level function of the API: its (name, annotation, has a default) params."""
 
     name: str
     params: tuple[tuple[str, str | None, bool], ...]
@@ -47,8 +46,7 @@ class Function:
 
 @dataclass(frozen=True, slots=True)
 class Api:
-    """What a module offers by the spec and the plan: its functions, its classes (and
-    which of them are exceptions), and the names listed as methods of a class."""
+    """What a module offers by the spec and the plan: functions, classes, method names."""
 
     functions: dict[str, Function]
     classes: frozenset[str]
@@ -219,8 +217,7 @@ def call_source(text: str, functions: Sequence[str]) -> str | None:
 
 
 def calls_in(text: str, functions: Sequence[str]) -> Iterator[tuple[str, int, int]]:
-    """Each call of one of ``functions`` with literal arguments in running text, as
-    (source, start, end)."""
+    """Each call of one of ``functions`` with literal arguments, as (source, start, end)."""
     if not functions:
         return
     names = "|".join(re.escape(f) for f in functions)
@@ -286,8 +283,7 @@ _AFTER_VALUE = re.compile("[ \t]*(?:[,;:.()\\]`\u2013\u2014-]|\n|(?:and|but|whil
 
 
 def stated_result(text: str, returns: str | None) -> tuple[str | None, str | None]:
-    """A result as a comment or a cell says it: ``raises E``, a literal (then nothing
-    offering an alternative), or nothing usable."""
+    """A result as a comment or a cell says it: ``raises E``, a literal with no "or", or none."""
     text = text.strip()
     raised = re.match(r"(?:raises?|throws?)?\s*:?\s*`?" + ERROR_NAME + r"`?(?:\W|$)", text)
     if raised and (text.lower().startswith(("raise", "throw")) or raised.end() >= len(text)):
@@ -308,8 +304,7 @@ STDLIB = frozenset(sys.stdlib_module_names)
 
 
 def free_names(case: SpecCase) -> set[str]:
-    """The names a case reads that neither it nor the builtins define: the module's (or
-    the standard library's)."""
+    """The names a case reads that neither it nor the builtins define."""
     trees = [ast.parse(s) for s in (*case.setup, case.call, case.expected or "None")]
     bound = {n.id for t in trees for n in ast.walk(t) if isinstance(n, ast.Name)
              and not isinstance(n.ctx, ast.Load)} | {

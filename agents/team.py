@@ -48,8 +48,7 @@ class _TestBlocks(FileBlocks):
 
 
 def _joined(kept: str, rest: str) -> str:
-    """The tests kept from a reply cut off, then the rest asked for (a test named as a
-    kept one renamed, so that both run)."""
+    """The tests kept from a reply cut off, then the rest (a name taken twice renamed)."""
     if not kept.strip():
         return rest
     try:

@@ -68,10 +68,9 @@ async def run_pytest(
     max_output: int = 8000,
     sandbox: Sandbox | None = None,
 ) -> TestReport:
-    """Run pytest on ``target`` (a path or node id inside ``root``; all tests if None),
-    confined by ``sandbox`` (the machine's by default), with no installed plugin loaded (a
-    run would depend on them and start ten times slower). Raises ``WorkspaceError`` if the
-    target escapes the workspace or does not exist."""
+    """Run pytest on ``target`` (inside ``root``; all tests if None), confined by ``sandbox``,
+    loading no installed plugin (a run would depend on them and start ten times slower).
+    Raises ``WorkspaceError`` if the target escapes the workspace or does not exist."""
     # Path checks stat the file system, so they run off the event loop too.
     workspace = await asyncio.to_thread(Workspace, root)
     target_arg = await asyncio.to_thread(_check_target, workspace, target)

@@ -25,8 +25,7 @@ def _independent(stmt: ast.stmt) -> bool:
 
 
 def split_tests(text: str) -> str:
-    """``text`` with each test function of several independent checks cut into one
-    function per check (``test_x`` -> ``test_x_1``, ``test_x_2``, ...)."""
+    """``text`` with each test of independent checks cut into ``test_x_1``, ``test_x_2``..."""
     try:
         tree = ast.parse(text)
     except SyntaxError:
