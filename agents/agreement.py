@@ -1,13 +1,9 @@
 """Execution agreement: which candidate behaves the way most others do (MBR-exec, CodeT).
 
-Where no test the spec vouches for decides between two answers, the expected values a
-small model writes into its tests cannot be trusted either; the calls in those tests
-(and the spec's literals) still can be run. Each candidate is run on the same inputs
-(:mod:`agents.probe`) and each (candidate, input) is recorded as an outcome:
-``=<repr>`` (a value), ``!<Error>`` (raised from the module's own code), ``?<Error>``
-(raised outside it: an arity guessed wrong, a name the candidate lacks) or ``~`` (it
-did not finish in time). The candidate whose outcomes agree with most other
-candidates' is most likely right (arXiv 2204.11454). Pure functions of the records.
+Where no test the spec vouches for decides, each candidate is run on the same inputs
+(:mod:`agents.probe`) and each call recorded as ``=<repr>`` (a value), ``!<Error>``
+(raised from the module's own code), ``?<Error>`` (raised outside it) or ``~`` (out of
+time); the candidate agreeing with most others is most likely right (arXiv 2204.11454).
 """
 
 from __future__ import annotations
@@ -27,8 +23,7 @@ def _counts(outcome: str) -> bool:
 
 
 def agreement(runs: Sequence[Runs]) -> list[int]:
-    """For each candidate: the (other candidate, input) pairs on which their outcomes
-    are the same."""
+    """For each candidate: the (other candidate, input) pairs with the same outcome."""
     out = []
     for i, mine in enumerate(runs):
         out.append(sum(1 for j, other in enumerate(runs) if j != i
@@ -42,8 +37,7 @@ def own_raises(runs: Runs) -> list[str]:
 
 
 def crashes(runs: Runs, floor: Runs) -> list[str]:
-    """The inputs ``floor`` (the first candidate) answers with a value on which this
-    candidate raises from its own code or does not finish."""
+    """The inputs ``floor`` answers with a value on which this one raises or hangs."""
     return [x for x in own_raises(runs) if floor.get(x, "").startswith("=")]
 
 

@@ -1,10 +1,6 @@
-"""What each stock role reads as its task: plain text built from the task's input.
-
-A small model follows a short brief in prose better than a JSON dump of its input.
-The spec comes first and the parts that change between rounds (comments, the
-current code, a test report) last, so the start of every request of a task is the
-same bytes and a local server reuses its prompt cache. Pure functions of the input:
-a replay renders the same text.
+"""What each stock role reads as its task: a short brief in prose (a small model follows
+it better than a JSON dump), the parts that change between rounds last so a local
+server reuses its prompt cache. Pure: a replay renders the same text.
 """
 
 from __future__ import annotations
@@ -32,9 +28,8 @@ def _spec(task: ModuleTask) -> str:
 
 
 def _module_spec(task: ModuleTask) -> str:
-    """The spec's opening and the module's own section, when the spec has one per module
-    (else the whole spec): a tester shown every module's part mixes them up (seen: the
-    evaluator's examples in the tokenizer's tests)."""
+    """The spec's opening and the module's own section, when it has one (a tester shown
+    every module's part mixes them up)."""
     section = task.stated.section
     if section.strip() == task.spec.strip():
         return _spec(task)
@@ -60,8 +55,7 @@ def _rounds(task: ModuleTask, earlier: str, heading: str, path: str,
 
 
 def coder_rounds(task: ModuleTask) -> list[str]:
-    """What a later coder round adds to the first request: the module as it is, the
-    review's comments and the last test run."""
+    """What a later coder round adds to the first request (see :func:`_rounds`)."""
     return _rounds(task, task.current, "# The module as it is now", task.path,
                    "# Review comments to address")
 

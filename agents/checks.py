@@ -1,9 +1,6 @@
-"""Checks of the stock roles' answers against the world, not just against their schema.
-
-A weak model's answer can be valid JSON and still unusable: a module that is not
-Python, a test file with no test, a plan's path outside the workspace. Nothing read
-from a spec's prose refuses an answer here. Each check returns the problem as one
-instruction the model can act on ('' when fine).
+"""Checks of the stock roles' answers against the world, not just their schema: only what
+is structurally unusable (not Python, no test, a path outside the workspace), never what
+a spec's prose says; each returns the problem as an instruction ('' when fine).
 """
 
 from __future__ import annotations
@@ -53,9 +50,7 @@ def path_problem(workspace: Workspace, path: str, what: str = "path") -> str:
 
 def check_plan(plan: Any, workspace: Workspace) -> str:
     """Why the plan cannot be used at all: a path outside the workspace or not a ``.py``
-    file ('' when it can). Nothing read from the spec refuses a plan: test files or
-    helpers the spec does not name are the plan's own choice (a spec's "for example
-    `tests/test_tokens.py`" refused twelve plans of eight modules, and the run)."""
+    file ('' when it can); what the spec does not name is the plan's own choice."""
     for module in plan.modules:
         for path, what in ((module.path, "module path"), (module.test_path, "test_path")):
             problem = path_problem(workspace, path, what)
@@ -65,9 +60,8 @@ def check_plan(plan: Any, workspace: Workspace) -> str:
 
 
 def code_problem(path: str, text: str, *, tests: bool) -> str:
-    """Why ``text`` is not a module (or, with ``tests``, a pytest file) worth the name:
-    not Python, or Python with nothing in it. A path typed where code belongs
-    (``tests/test_x.py``) parses as a division, so parsing alone is not enough."""
+    """Why ``text`` is not a module (or, with ``tests``, a pytest file): not Python, or
+    Python with nothing in it (a path typed where code belongs parses as a division)."""
     problem = python_problem(path, text)
     if problem or not path.endswith(".py"):
         return problem
@@ -111,9 +105,8 @@ def _params(sig: str) -> list[str] | None:
 
 def spec_section(spec: str, path: str) -> str:
     """The part of a markdown spec about ``path``: from the heading that names it to the
-    next heading of the same or a higher level; the whole spec when no heading names it,
-    or when the spec names no other module (all of it is about this one: a heading like
-    "How it reads durations" names ``durations.py``'s stem as a plain word)."""
+    next heading of its level; the whole spec when no heading names it or the spec names
+    no other module."""
     if not [p for p in spec_paths(spec)[0] if p != path and PurePosixPath(p).name !=
             "__init__.py"]:
         return spec

@@ -13,9 +13,7 @@ from orchestra.coordinator.pipeline_options import Option, OptionValues, Pipelin
 
 
 def run_input(values: OptionValues) -> dict[str, Any]:
-    """The pipeline's input: the spec's text, the workspace, and the time budget as the
-    pipeline takes it (a duration of the run's working time: a run resumed later goes on
-    from where it was)."""
+    """The pipeline's input: the spec's text, the workspace, and the time budget."""
     out: dict[str, Any] = {"spec": values.path("spec").read_text(),
                            "max_rounds": values.integer("max-rounds"),
                            "review": values.text("review"),

@@ -1,13 +1,7 @@
-"""The coder: writes one module as a fenced file; its own task writes each answer, imports
-it as its users will, runs its tests and its calls for real, and decides
-(:mod:`agents.decide`, a pure function of the candidates) whether to accept one, send
-its real errors back for a revision, ask for a new sample, or keep the best so far.
-
-The first request is the one a user would make of the model (the spec, then "write
-module X", greedy): its answer, if it imports, is the floor. Later answers replace it
-only on evidence from running code (:func:`agents.decide.best`). Nothing read from the
-spec refuses an answer: only one that is no module at all (does not parse, defines
-nothing) is sent back unwritten.
+"""The coder: writes one module; its own task imports each answer as its users will, runs
+its tests and its calls for real, and does what :mod:`agents.decide` says. The first
+request is the one a user makes of the model once, so its answer is the floor; only an
+answer that is no module at all is sent back unwritten.
 """
 
 from __future__ import annotations
@@ -51,17 +45,14 @@ def _module_path(task_input: Any) -> list[str]:
 
 
 class Coder(WorkspaceRole):
-    """Writes one module: first asked as a user asks the model once (the floor), then
-    revised or sampled again on what running the answers showed."""
+    """Writes one module: asked once as a user asks (the floor), then revised or sampled
+    again on what running the answers showed."""
 
     name = "coder"
     instructions = ONE_SHOT_SYSTEM
-    """A user's system prompt, so the first request is the one-shot request: each later
-    request says what to fix and how to reply."""
     input = ModuleTask
     answer = CodeBlocks(paths=_module_path, output=CodeAnswer)
-    # the first answer greedy, as the one-shot baseline's (a server's default is often 0.8:
-    # a worse first answer); revisions and new samples are warmer (retry_settings' ladder)
+    # the first answer greedy, as the one-shot baseline's; later ones are warmer
     settings = ModelSettings(max_tokens=2000, temperature=0.0)
     compaction = TaskWindow(last=12)  # each module asked as if it were the first
     output_retries = 8
@@ -77,16 +68,14 @@ class Coder(WorkspaceRole):
 
     def render_task(self, task_input: Any) -> str:
         """Every round asks as a user asks the model once
-        (:func:`agents.coderasks.module_request`: the spec, the plan's modules built
-        before this one as the workspace holds them, "write this module"); a round a
-        review sent back adds the module as it is, the comments and the last test run."""
+        (:func:`agents.coderasks.module_request`), a round a review sent back with what
+        it adds."""
         task = module_task(task_input)
         return module_request(task.spec, task.path, self._written(task.before),
                               coder_rounds(task))
 
     def _written(self, paths: list[str]) -> dict[str, str]:
-        """The modules built before this one, as the workspace holds them when the task
-        starts (a module not written yet, or not readable, is left out)."""
+        """The modules built before this one that the workspace holds when the task starts."""
         out: dict[str, str] = {}
         for path in paths:
             try:
@@ -96,10 +85,8 @@ class Coder(WorkspaceRole):
         return out
 
     def settings_for(self, task_input: Any) -> ModelSettings | None:
-        """A round a review sent back samples warm (a 1.5B model asked greedily again,
-        with its module and the comments in view, sent the same file back); its seed
-        is the round's, so a resumed task asks alike. The round before's module stays a
-        candidate: a worse answer never replaces it."""
+        """A round a review sent back samples warm (a 1.5B model asked greedily sent the
+        same file back), seeded by the round so a resumed task asks alike."""
         task = module_task(task_input)
         settings = type(self).settings
         if task.round <= 1 or not task.current or settings is None:
@@ -108,10 +95,8 @@ class Coder(WorkspaceRole):
             settings.temperature or 0.0, SAMPLE_TEMPERATURE), seed=task.round)
 
     async def check_output(self, ctx: ToolContext, output: Any) -> Any:
-        """Writes, imports, tests and runs the answer, then does what :func:`decide` says.
-
-        A journaled step: the writes are whole files of recorded answers, so a step
-        re-run after a crash writes the same bytes."""
+        """Writes, imports, tests and runs the answer, then does what :func:`decide` says
+        (a journaled step writing whole recorded files: a re-run writes the same bytes)."""
         task = module_task(ctx.task_input)
         path = task.path
         code = _tidy(str(output.files[path]), task)
@@ -127,8 +112,7 @@ class Coder(WorkspaceRole):
                 return await self._finish(task, earlier, best(
                     [Tried.of(d) for d in earlier]), "keep_best")
             if not earlier and self.out_of_time() and len(ctx.rejections) >= self.last_tries:
-                # past the run's budget with no usable answer: the run ends on time, the
-                # module unwritten and said so (its notes), not after ever more tries
+                # past the run's budget with no usable answer: the run ends on time
                 return CodeAnswer(files={}, text=f"no usable {path} before the run's time "
                                   f"budget ended: {problem}", out_of_time=True, report={
                                       "passed": False, "output": problem})
@@ -162,10 +146,8 @@ class Coder(WorkspaceRole):
 
     async def _try(self, task: ModuleTask, code: str, text: str, first: str
                    ) -> dict[str, Any]:
-        """The effects: write the answer, import it as its users will (counting the names
-        the plan says it exports that it defines), run its tests and the calls they make
-        (or, with no test that calls the module, a smoke run made from ``first``, the
-        first candidate). The candidate as journaled."""
+        """The candidate as journaled: the answer written, imported, its tests and their
+        calls run (with no test that calls it, a smoke run made from ``first``)."""
         path, test_path = task.path, task.test_path
         await self.workspace.write_file(path, code)
         try:
@@ -203,8 +185,7 @@ class Coder(WorkspaceRole):
 
     async def _composite(self, task: ModuleTask, tried: list[dict[str, Any]], first: str
                          ) -> dict[str, Any] | None:
-        """The composite of the answers tried (:func:`agents.compose.compose`), tested as
-        a candidate; None when there is none, or it is one of them or does not import."""
+        """The answers' composite (:mod:`agents.compose`) tested; None: no new one imports."""
         path = task.path
         usable = [d for d in tried if _failures_known(d)]
         if len(usable) < 2:
@@ -220,8 +201,7 @@ class Coder(WorkspaceRole):
 
     async def _finish(self, task: ModuleTask, tried: list[dict[str, Any]],
                       chosen: int, step: str) -> CodeAnswer:
-        """The answer chosen (or the round before's, when a review sent the module back
-        and nothing here beats it), written back if it is not the one on disk."""
+        """The answer chosen (or the round before's, when nothing here beats it), written."""
         path, test_path = task.path, task.test_path
         pick = tried[chosen]
         before = _previous_round(task)
@@ -257,9 +237,8 @@ def _defined(code: str) -> list[str]:
 
 
 def _tidy(text: str, task: ModuleTask) -> str:
-    """The module an answer holds, as its users will import it: without the tests a model
-    wrote into it, with the imports it forgot, its imports of the project's modules
-    written as those are imported (pure: a replay tidies alike)."""
+    """The module an answer holds as its users will import it: without the tests a model
+    wrote into it, with the imports it forgot (pure: a replay tidies alike)."""
     path = task.path
     api = {part for sig in task.module.public_api for part in api_name(sig).split(".")}
     return absolute_imports(add_missing_imports(without_tests(text, path, api), _project(task)),
@@ -272,8 +251,7 @@ def _public(task: ModuleTask) -> list[str]:
 
 
 def _failures_known(data: dict[str, Any]) -> bool:
-    """An answer that imports and whose report names every test it failed (a report cut
-    short, or failing at collection, cannot score its functions one by one)."""
+    """It imports and its report names every test it failed (its functions can be scored)."""
     report = data.get("report") or {}
     run = data.get("score") or [0, 0]
     bad = int(report.get("tests_failed") or 0) + int(report.get("tests_errors") or 0)
@@ -282,8 +260,7 @@ def _failures_known(data: dict[str, Any]) -> bool:
 
 
 def _previous_round(task: ModuleTask) -> dict[str, Any] | None:
-    """The module a review sent back, as a candidate with its tested score: a revision
-    that only makes things worse must not replace it."""
+    """The module a review sent back, as a candidate a worse revision must not replace."""
     report = task.report
     if not task.current or not report or "tests_passed" not in report:
         return None
@@ -293,8 +270,7 @@ def _previous_round(task: ModuleTask) -> dict[str, Any] | None:
 
 
 def _project(task: ModuleTask) -> dict[str, str]:
-    """The public names of the modules it builds on (as the plan gives them): name -> the
-    dotted module to import it from."""
+    """The public names of the modules it builds on: name -> the module to import it from."""
     out: dict[str, str] = {}
     for used in task.uses:
         for sig in used.public_api:

@@ -19,18 +19,15 @@ __all__ = ["ONE_SHOT_SYSTEM", "how_it_did", "module_request", "revision", "spec_
 
 
 ONE_SHOT_SYSTEM = "You are a helpful assistant and an expert Python programmer."
-"""The system prompt of the first request: a user's, not the coder's role text, so the
-first answer is the one the model gives when asked once (``benchmarks.one_shot`` asks
-with the same words)."""
+"""The first request's system prompt: a user's, as ``benchmarks.one_shot`` asks, so the
+first answer is the one the model gives when asked once."""
 
 
 def module_request(spec: str, path: str, written: Mapping[str, str],
                    later: Sequence[str] = ()) -> str:
     """The request a user makes of the model once for a module: the spec, the modules
-    already written (whole), then "write this module". The one-shot baseline asks with
-    this function, so the coder's first answer is the baseline's answer (the floor); a
-    later round asks alike, with what it adds (``later``: the module as it is, the
-    review's comments, the last test run) before the last line."""
+    already written, then "write this module" (``later``: what a later round adds). The
+    one-shot baseline asks with this function, so the coder's first answer is the floor."""
     parts = [spec.rstrip()]
     if written:
         parts.append("The modules already written:")

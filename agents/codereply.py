@@ -15,11 +15,8 @@ __all__ = ["CodeBlocks", "complete_part"]
 
 
 def complete_part(text: str) -> str | None:
-    """A reply cut off at the token limit inside its last fenced block, that block ended
-    before the definition (or method) it was cut in, when what is left parses and
-    defines something; None otherwise. Another try would cost as many tokens and may be
-    cut off again; what is complete is a candidate like any answer, its missing names
-    said as advice."""
+    """A reply cut off inside its last fenced block, ended before the definition it was
+    cut in, when the rest parses and defines something (another try may be cut off too)."""
     lines = text.split("\n")
     fences = [i for i, line in enumerate(lines) if line.lstrip().startswith(("```", "~~~"))]
     if len(fences) % 2 == 0:
@@ -44,10 +41,8 @@ _DEF_START = re.compile(r"\s*(?:async\s+def|def|class)\s|\s*@")
 
 
 class CodeBlocks(FileBlocks):
-    """The module as a fenced file; a reply cut off inside its file keeps the definitions
-    before the cut (:func:`complete_part`). It adds nothing to the system prompt or the
-    task: the coder's first request is a user's plain one, and every request asks for the
-    complete module (no request asks for edits, so none are read)."""
+    """The module as a fenced file; a reply cut off keeps the definitions before the cut
+    (:func:`complete_part`). It adds nothing to the prompt: the first request is a user's."""
 
     def instructions(self) -> str:
         return ""

@@ -1,14 +1,10 @@
 """One module made of the best parts of several answers: each public function or class
-taken from the answer whose tests of it pass most.
+taken from the answer whose tests of it (the test functions that name it) pass most, with
+the helpers and imports its code needs.
 
-A small model sampled several times often gets a different function right each time
-(one answer's ``order`` passes, another's ``layers``); ranking whole files keeps one of
-them and loses the other. Here each public name's tests (the test functions that name
-it) score every answer on that name alone, and the composite takes each name from the
-answer that scores best on it, carrying the module-level helpers and imports its code
-needs. It is one more candidate, tested for real and ranked like the others, so it can
-only win where the tests say it is better. Pure: the same answers give the same bytes
-(a step re-run after a crash writes what it wrote before).
+A small model sampled several times often gets a different function right each time;
+ranking whole files keeps one and loses the other. The composite is one more candidate,
+tested and ranked like the others. Pure: a step re-run after a crash writes the same bytes.
 """
 
 from __future__ import annotations
@@ -34,8 +30,7 @@ class Answer:
 class _Parsed:
     lines: list[str]
     defs: dict[str, tuple[int, int]]
-    """Top-level definitions and assignments: name -> (first line, end line), 0-based,
-    end exclusive (decorators included)."""
+    """Top-level definitions: name -> [first line, end line), 0-based, decorators included."""
     deps: dict[str, set[str]]
     """Names each top-level definition reads."""
     imports: list[tuple[int, int]]
@@ -82,8 +77,7 @@ def _names(node: ast.stmt) -> list[str]:
 
 
 def name_tests(tests: str, names: Sequence[str]) -> dict[str, set[str]]:
-    """Each name -> the test functions of ``tests`` that name it (as a name or an
-    attribute: ``order(...)``, ``toposort.order(...)``)."""
+    """Each name -> the test functions of ``tests`` that name it (``order``, ``m.order``)."""
     try:
         tree = ast.parse(tests)
     except SyntaxError:
@@ -122,10 +116,8 @@ def _score(tests: set[str], failed: frozenset[str], weights: Sequence[set[str]]
 def compose(answers: Sequence[Answer], base: int, tests: str, public: Sequence[str],
             weights: Sequence[set[str]] = ()) -> str | None:
     """The composite of ``answers`` built on ``answers[base]`` (the best whole answer), or
-    None when no public name is better elsewhere (or taking it would clash).
-
-    ``weights``: sets of tests that count first, most trusted first (the tests the spec
-    vouches for)."""
+    None when no public name is better elsewhere; ``weights``: sets of tests that count
+    first, most trusted first."""
     parsed = [_parse(a.code) for a in answers]
     home = parsed[base]
     if home is None or len(answers) < 2:
@@ -150,8 +142,7 @@ def compose(answers: Sequence[Answer], base: int, tests: str, public: Sequence[s
 
 def _build(home: _Parsed, parsed: Sequence[_Parsed | None], swaps: dict[str, int],
            public: set[str]) -> str | None:
-    """``home`` with each swapped name's definition (and the helpers it needs) from its
-    donor; None when a helper of the same name differs in the two."""
+    """``home`` with each swapped name (and its helpers) from its donor; None on a clash."""
     lines = list(home.lines)
     edits: list[tuple[int, int, list[str]]] = []  # (start, end, new lines) of ``home``
     added: dict[str, str] = {}

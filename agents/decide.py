@@ -1,30 +1,14 @@
-"""Which of the coder's candidates is the module, and what it does next: pure functions.
+"""Which of the coder's candidates is the module, and what it does next: pure functions
+of the candidates as :class:`Tried` sums them up (the coder's check does the effects).
 
-Each candidate is summed up as a :class:`Tried`: does it import, is it a stub, how many
-of the spec's own examples and of all tests it passed (and which it failed), how many of
-the names its dependents import from it it defines, and what it did when run on the
-module's inputs (the calls of the tests, or a smoke run's; :mod:`agents.agreement`).
-Nothing here runs anything; the coder's check does the effects and words the feedback.
-
-Selection (:func:`best`). The first candidate, the model asked once, is the floor. A
-later one replaces the best so far only on evidence from running code:
-
-1. an answer that imports beats one that does not, and one that is no stub beats a stub;
-2. it passes strictly more of the spec's own examples (the tests the spec vouches for);
-3. where those tie, it defines more of the names the plan says it exports (those a module
-   built on it imports), or, where those tie, its outputs agree with more of the other
-   candidates' outputs on the same inputs (MBR-exec), or, where agreement ties too, it
-   passes strictly more of all the tests; each only if it raises from its own code on no
-   input the first candidate answers and fails no test the first candidate passed.
-
-Then the choice is held against the first candidate: if it lost a test the first passed
-without passing strictly more of what the spec vouches for, the first is the module. Zero
-tests is never a pass.
-
-Next steps (:func:`decide`): accept once every test passes (or, after a second answer,
-every one of the spec's own examples), or once two candidates behave alike where no test
-exists; a module that does not import goes back for a revision with its traceback;
-otherwise a new sample, until the rounds or the time run out.
+Selection (:func:`best`): the first candidate, the model asked once, is the floor. A later
+one replaces the best so far only on evidence from running code: it imports where the
+other does not, is no stub where the other is one, passes more of the spec's own
+examples, or, where those tie and it neither crashes on an input the floor answers nor
+fails a test the floor passed, defines more of its planned exports, agrees with more of
+the other candidates' outputs (MBR-exec), or passes more tests. A choice that lost a test
+the floor passed without passing more of what the spec vouches for gives way to the
+floor. Zero tests is never a pass.
 """
 
 from __future__ import annotations
@@ -57,8 +41,7 @@ class Tried:
     failed: frozenset[str] | None = None
     """The tests it failed (None: the report does not name them all)."""
     exports: tuple[int, int] | None = None
-    """The names the plan says it exports (what a module built on it imports): how many
-    it defines once imported, of how many (None: not counted)."""
+    """Of the names the plan says it exports, how many it defines (None: not counted)."""
 
     @property
     def every_test(self) -> bool:
@@ -86,8 +69,7 @@ class Tried:
 
 
 def _loses(t: Tried, floor: Tried) -> bool:
-    """``t`` fails a test ``floor`` passed (by name where both reports name every failure,
-    else by count)."""
+    """``t`` fails a test ``floor`` passed (by name where both name every failure, else count)."""
     if not floor.imports or floor.tests[1] == 0:
         return False
     if not t.imports:
@@ -115,8 +97,7 @@ def _replaces(new: Tried, old: Tried, floor: Tried, agree: tuple[int, int]) -> b
 
 
 def best(tried: Sequence[Tried], extra: Sequence[Tried] = ()) -> int:
-    """The index of the module among ``tried`` (in the order asked; the first is the
-    floor) and ``extra`` (candidates no model gave: a composite, ranked after them)."""
+    """The module's index among ``tried`` (the first is the floor), then ``extra`` (a composite)."""
     pool = [*tried, *extra]
     if not pool:
         raise ValueError("best() needs at least one candidate")
@@ -134,9 +115,8 @@ def best(tried: Sequence[Tried], extra: Sequence[Tried] = ()) -> int:
 
 
 def passes(t: Tried, *, revised: bool = True) -> bool:
-    """Done with: it imports, is no stub, and passes every test, or, once another answer
-    was asked for, every test the spec vouches for (early stop: the others are the
-    tester's own guesses). Zero tests is not a pass."""
+    """It imports, is no stub, and passes every test (zero is no pass), or, after a second
+    answer, every test the spec vouches for (the others are the tester's guesses)."""
     if not t.imports or t.stub:
         return False
     vouched = t.trusted[1] > 0 and t.trusted[0] == t.trusted[1]
@@ -144,9 +124,8 @@ def passes(t: Tried, *, revised: bool = True) -> bool:
 
 
 def decide(tried: Sequence[Tried], *, rounds: int, out_of_time: bool) -> tuple[Next, int]:
-    """What to do after the last of ``tried`` (in order), and the best answer's index.
-
-    ``rounds``: answers one task may try; ``out_of_time``: the run's budget is spent."""
+    """What to do after the last of ``tried`` (``rounds`` of them at most), and the best
+    answer's index."""
     if not tried:
         raise ValueError("decide() needs at least one tried answer")
     last = tried[-1]

@@ -1,16 +1,9 @@
 """What the stock pipeline posts on its run's board, and the roles a user adds to it.
 
 Each route posts what its task finished as a typed entry, in the transaction of the
-task's end (``writes.entries``): the tester's tests (:class:`TestsWritten`), the
-reviewer's verdict (:class:`ModuleReviewed`), and a module's last word, accepted or
-not (:class:`ModuleWritten`, once per module). No stock role consumes them, so the
-stock pipeline runs as it did; a role added to it (``build_pipeline(run_input,
-extra_roles=[DocsWriter])``, or ``agents.extend``) consumes them and touches no route::
-
-    class DocsWriter(WorkspaceRole):
-        \"\"\"You write the docs of one finished module.\"\"\"
-        input = ModuleWritten
-        consumes = [On(ModuleWritten, where=lambda m: m.accepted)]
+task's end: the tester's tests, the reviewer's verdict, and a module's last word (once per
+module). No stock role consumes them; a role added to the pipeline (``extra_roles``, or
+:mod:`agents.extend`, whose docstring shows one) consumes them and touches no route.
 """
 
 from __future__ import annotations
@@ -58,18 +51,15 @@ ACCEPTED: tuple[Outcome, ...] = ("tests", "agreement", "review")
 
 
 class ModuleWritten(BaseModel):
-    """A module is finished: its code is in the workspace at ``path`` (unless no answer
-    came in time), ``accepted`` (approved) or not (``reason``). Posted once per module,
-    in the round that ends it (round 0: the architect kept it, its tests passing)."""
+    """A module is finished, ``accepted`` or not (``reason``), in the round that ends it
+    (round 0: the architect kept it, its tests passing)."""
 
     path: str
     round: int
     accepted: bool
     by: Outcome
-    """What ended it: every test (or every test the spec vouches for) passed, two of its
-    answers agreed where no test calls it, the reviewer approved; its best code kept
-    unreviewed (only the tester's own tests fail, or nothing decided), or failed (its
-    rounds or the run's time ran out)."""
+    """What ended it: its tests passed, two answers agreed where no test calls it, the
+    reviewer approved; its best code kept unreviewed, or failed (rounds or time ran out)."""
     tests_passed: int | None = None
     tests_failed: int | None = None
     """Failed and erroring tests of its last run (None: not known where it ended)."""
@@ -99,8 +89,7 @@ def module_written(path: str, rnd: int, *, by: Outcome,
 
 def added_roles(added: Sequence[AddedRole], workspace: Workspace,
                 clock: WorkClock) -> list[Role]:
-    """The roles a user adds to the stock pipeline, built for this run: a workspace role
-    shares the run's workspace and working-time clock."""
+    """The roles a user adds, built for this run (sharing its workspace and clock)."""
     roles: list[Role] = []
     for item in added:
         if isinstance(item, Role):

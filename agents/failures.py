@@ -1,9 +1,6 @@
-"""How one test failed, read from pytest's report, said in one line.
-
-A small coder shown a whole report (a tester's wrong tests among the right ones) fixes
-nothing; shown that ``fizzbuzz(n=0)`` should be ``[]`` it still kept ``if n <= 0: raise``
-for eight rounds. So a failed spec example is said with what the module did instead
-and the module line that did it.
+"""How one test failed, read from pytest's report, said in one line: a small coder told
+only what a failed spec example should be kept its bug for eight rounds, so the example
+is said with what the module did instead and the module line that did it.
 """
 
 from __future__ import annotations
@@ -18,9 +15,8 @@ _WHERE = re.compile(r"^([\w./-]+\.py):(\d+): \w")
 
 
 def how_it_failed(output: str, test: str) -> str:
-    """``test``'s failure in one line: pytest's first ``E`` line and, when the module (not
-    a test file) raised, the line that raised it; ``''`` when the report does not show
-    the test's section (the report's middle may be cut)."""
+    """``test``'s failure in one line: pytest's first ``E`` line and the module's line that
+    raised it; ``''`` when the report does not show the test's section."""
     heads = list(_SECTION.finditer(output))
     for i, head in enumerate(heads):
         if head.group(1) != test:

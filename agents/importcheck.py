@@ -1,12 +1,7 @@
-"""Import a module the way its users do, before any test of it runs.
-
-A module's users (and any test in the workspace root) import ``calc.py`` as ``import
-calc`` and ``pkg/calc.py`` as ``import pkg.calc``, with the workspace root on the path.
-A module that fails there (a relative import in a top-level module, a name of another
-module it never imports) fails every test for a reason no test names; the import's own
-traceback says it in one place. Imported, it says which of the names its dependents
-import from it (as the plan tells them) it defines. Run in the same sandbox as the
-tests, in its own process group, killed whole at the time limit.
+"""Import a module the way its users do (``pkg/calc.py`` as ``import pkg.calc`` from the
+workspace root), sandboxed, before any test runs: a module that fails there fails every
+test for a reason no test names, and its traceback says it in one place. Imported, it
+says which of the names its dependents import from it it defines.
 """
 
 from __future__ import annotations

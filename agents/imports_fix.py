@@ -1,10 +1,6 @@
-"""The imports a small model forgot, added back: ``pytest.raises`` without ``import pytest``
-(seen: a 1.5B tester's two error tests failing against any module), ``re.sub``
-without ``import re``.
-
-Only a name that is used, bound nowhere in the file, not a builtin, and the name of a
-standard-library module (or pytest) is imported: then the import can only be what
-was meant, and the file's behaviour is otherwise unchanged.
+"""The imports a small model forgot, added back (``pytest.raises`` without ``import
+pytest`` failed a 1.5B tester's error tests against any module). Only a name used, bound
+nowhere and with one possible home is imported: the import can only be what was meant.
 """
 
 from __future__ import annotations
@@ -20,7 +16,6 @@ __all__ = ["absolute_imports", "add_missing_imports", "usable_prefix"]
 
 _KNOWN = frozenset(sys.stdlib_module_names) | {"pytest"}
 # names with one home in the standard library, which a small model uses without importing
-# (seen: `Callable` in an annotation, so the module fails at import and every test with it)
 _HOMES = {**dict.fromkeys(("Any", "Callable", "Optional", "Union", "List", "Dict", "Tuple",
                            "Set", "FrozenSet", "Iterable", "Iterator", "Sequence", "Mapping",
                            "Hashable", "NamedTuple", "TypeVar", "Generic", "Literal",
@@ -77,13 +72,9 @@ def _bound(tree: ast.AST) -> set[str]:
 
 
 def add_missing_imports(text: str, project: Mapping[str, str] | None = None) -> str:
-    """``text`` with ``import X`` added for each standard module (or pytest) it uses as
-    ``X.something`` without importing it, ``from M import f`` for each name ``f`` of
-    another module ``M`` of the project (``project``: name -> dotted module) it uses
-    without defining it (seen: an evaluator calling ``tokenize`` it never imported), and
-    ``from typing import Callable`` and the like for a name with one home in the
-    standard library;
-    ``text`` unchanged when none (or unparsable)."""
+    """``text`` with ``import X`` for each standard module (or pytest) it uses unimported,
+    ``from M import f`` for each name of the project's modules (``project``: name ->
+    dotted module) or with one home in the standard library it uses undefined."""
     try:
         tree = ast.parse(text)
     except SyntaxError:
@@ -113,11 +104,9 @@ def add_missing_imports(text: str, project: Mapping[str, str] | None = None) -> 
 
 def absolute_imports(text: str, path: str, modules: Sequence[str] = ()) -> str:
     """``text`` (the module at ``path``) with its imports of the project's modules written
-    as the module's users import it: a top-level module (``evaluator.py``, imported as
-    ``import evaluator``) cannot use a relative import (``from .tokens import t`` fails
-    there: no parent package), so it becomes ``from tokens import t``; in a package
-    (``calc/evaluator.py``) an import of a sibling by its bare name (``from tokens import
-    t``) becomes ``from calc.tokens import t``. ``text`` unchanged when none (or unparsable)."""
+    as its users import it: a top-level module's ``from .tokens import t`` (no parent
+    package) becomes ``from tokens import t``; in a package ``calc/``, ``from tokens
+    import t`` becomes ``from calc.tokens import t``."""
     try:
         tree = ast.parse(text)
     except SyntaxError:
@@ -151,9 +140,8 @@ _TOP_STATEMENT = re.compile(r"(?:def|class|async|import|from|if|@|[A-Za-z_]\w*\s
 
 def usable_prefix(text: str) -> str | None:
     """The longest run of ``text``'s top-level statements, from its start, that parses and
-    defines a function or class, when the whole does not parse (seen: a module followed by
-    tests a small model appended, one of them broken: the module itself was fine); None
-    when ``text`` parses or no such prefix exists."""
+    defines a function or class, when the whole does not parse (a good module followed by
+    broken tests); None otherwise."""
     try:
         ast.parse(text)
         return None

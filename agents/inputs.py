@@ -1,10 +1,6 @@
-"""The stock roles' task inputs, typed: what the architect and each module's tester, coder
-and reviewer are given, validated when a task is posted (a bad payload fails the posting
-task, naming the field).
-
-What the spec states about a module (its section, its API, its stated examples, the
-modules it builds on) is read once, when the plan is made, and carried in every task of
-that module as :class:`Stated`: no role parses the spec again.
+"""The stock roles' task inputs, typed and validated when a task is posted (a bad payload
+fails the posting task, naming the field). What the spec states about a module is read
+once, when the plan is made, and carried in each of its tasks as :class:`Stated`.
 """
 
 from __future__ import annotations
@@ -28,8 +24,7 @@ class Stated(BaseModel):
 
 
 class ModuleTask(BaseModel):
-    """A module's task, for its tester, coder and reviewer: the module, what the spec
-    states about it, the modules it builds on, and what earlier rounds left."""
+    """A module's task, for its tester, coder and reviewer."""
 
     module: ModuleSpec
     round: int = 1
@@ -37,9 +32,7 @@ class ModuleTask(BaseModel):
     stated: Stated
     uses: list[ModuleSpec] = Field(default_factory=list)
     before: list[str] = Field(default_factory=list)
-    """The plan's modules written before this one (paths, in the plan's order): the
-    coder's first request shows them as the workspace holds them, as a user shows the
-    model what is written."""
+    """The plan's modules written before this one, which the coder's first request shows."""
     comments: list[str] = Field(default_factory=list)
     """The reviewer's comments that sent the module back."""
     report: dict[str, Any] | None = None
@@ -55,8 +48,7 @@ class ModuleTask(BaseModel):
     history: list[dict[str, Any]] = Field(default_factory=list)
     """The coder's other answers in its task: score, first failure (the reviewer)."""
     until: float | None = None
-    """The run's working seconds by which this module's rounds end (its share of the
-    run's budget, in build order)."""
+    """The run's working seconds by which this module's rounds end (its share of the budget)."""
     worked: float = 0.0
     """The run's working seconds when the task was posted (see :mod:`agents.workclock`)."""
 
@@ -70,7 +62,6 @@ class ModuleTask(BaseModel):
 
 
 def module_task(task_input: Any) -> ModuleTask:
-    """A task's input as a :class:`ModuleTask` (the roles' input model validated it when
-    the task was posted)."""
+    """A task's input as a :class:`ModuleTask`."""
     return task_input if isinstance(task_input, ModuleTask) else ModuleTask.model_validate(
         task_input)

@@ -1,7 +1,5 @@
-"""What a module's task (tester, coder, reviewer) reads from its input: what the spec
-states about the module (read once, when the plan is made), its stated examples as test
-cases, which tests the spec vouches for, and a test report kept small. Pure functions of
-the input: a replay reads the same."""
+"""What a module's task reads from its input: its stated examples as test cases, which
+tests the spec vouches for, and a test report kept small. Pure: a replay reads the same."""
 
 from __future__ import annotations
 
@@ -26,8 +24,7 @@ def summary(report: dict[str, Any]) -> dict[str, Any]:
 
 def first_failure(report: dict[str, Any]) -> str:
     """The first ``FAILED``/``ERROR`` line of a pytest report ('' when none), its message
-    whole where pytest cut it at the terminal's width and the report shows the test's
-    section (the name a module lacks comes after "AttributeError: ...")."""
+    read whole from the test's section where pytest cut it at the terminal's width."""
     output = str(report.get("output", ""))
     for line in output.splitlines():
         if line.startswith(("FAILED ", "ERROR ")):
@@ -45,8 +42,7 @@ def trusted(tests: str) -> set[str]:
 
 def score(report: dict[str, Any], vouched: set[str] | frozenset[str] = frozenset()
           ) -> list[int]:
-    """[tests passed, tests run, vouched tests passed, vouched tests] (see
-    :class:`agents.decide.Tried`)."""
+    """[tests passed, tests run, vouched tests passed, vouched tests] (``decide.Tried``)."""
     passed = int(report.get("tests_passed") or 0)
     total = passed + int(report.get("tests_failed") or 0) + int(report.get("tests_errors") or 0)
     failed = failed_tests(str(report.get("output", "")))

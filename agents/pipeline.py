@@ -1,28 +1,14 @@
 """The software pipeline: the architect plans; per module the tester writes tests from
-the spec, the coder chooses among its answers on running code (:mod:`agents.decide`),
-and the reviewer judges a module where tests the spec vouches for fail (or every
-module, with ``review="always"``), sending the fix to whichever of the two is wrong.
-Each module ends approved (by its tests, or by two answers' agreement where no test
-calls it), kept unreviewed (only the tester's own tests fail, or nothing ran), or
-failed, and its note says which.
-
-Routes turn each role's output into the next work, atomically with the task's
-completion: the plan fans out into one tester task per module (modules another one
-builds on first); the tests become a coder task; the code, with its real test
-report, a review task; a rejected review goes back to the coder or the tester with
-its comments, up to ``max_rounds`` rounds, after which the module is marked failed
-(with the reason) instead of looping forever.
+the spec, the coder chooses among its answers on running code (:mod:`agents.decide`), and
+the reviewer, where tests the spec vouches for fail, sends the fix to the tester or the
+coder, up to ``max_rounds`` rounds. Routes turn each role's output into the next work,
+atomically with the task's completion; each module ends approved, kept or failed.
 
 Run input: ``{"spec": str, "workspace": str, "max_rounds": int, "review": "failures" |
 "always", "time_budget": seconds|None, "module_budget": seconds|None, "model": spec|None}``.
-With ``review="failures"`` the reviewer reads a module only where its code and the tests
-the spec vouches for disagree. The time budget is the run's working time
-(:mod:`agents.workclock`), not the wall clock: a run resumed the next morning goes on
-where it was. From ``RESERVE_S`` before its end no role starts another round: each module
-keeps its best code, and a module not begun yet keeps its first usable answer. Given no
-``time_budget`` but a ``module_budget`` (the CLI's default), the budget is that much per
-module the plan has: a project of seven modules is not held to one module's ten minutes
-(seen: the share of each was 64 s, one answer, no second round).
+The budget is the run's working time (:mod:`agents.workclock`), so a resumed run goes on
+where it was; given only ``module_budget`` (the CLI's default) it is that much per planned
+module, so a project of seven modules is not held to one module's ten minutes.
 """
 
 from __future__ import annotations
@@ -49,29 +35,21 @@ PIPELINE_REF = "agents.pipeline:build_pipeline"
 DEFAULT_MAX_ROUNDS = 2
 VERSION = "4"
 """The stock pipeline's ``version=``: raised when what its tasks do changes where the
-fingerprint cannot see it (2: the coder's candidate scores went from six numbers to four;
-3: the coder's first request shows the modules written before it, read from the
-workspace, and its candidates record how many planned exports they define; 4: no brief
-lists an API read from the spec, and a later coder round asks as the first does), so a
-run in flight stays with the code that wrote its journal (``docs/versions.md``)."""
+fingerprint cannot see it, so a run in flight stays with the code that wrote its journal
+(``docs/versions.md``)."""
 MODULE_BUDGET_S = 600.0
 """Working seconds per planned module when no run budget is given (``module_budget``)."""
 RESERVE_S = 150.0
 """Working seconds before the end of the run's budget at which no module starts another
-round: what the rounds in flight and the modules not yet begun (one answer each) need,
-so that a run ends within its budget (a 1.5B model on 2 cores answers in 20-90 s)."""
+round: what the rounds in flight and the modules not yet begun need to end within it."""
 REVIEWS = ("failures", "always")
-"""When the reviewer reads a module: only when its tests do not all pass (the default:
-a passing module's review costs a model call and, from a small model, is mostly
-noise; the reviewer's job is to say whether the code or the tests are wrong), or
-after every coder task."""
+"""When the reviewer reads a module: only when its tests do not all pass (the default: a
+small model's review of a passing module is a model call of mostly noise), or always."""
 
 
 def _uses(plan: ProjectPlan, facts: SpecFacts) -> dict[str, list[str]]:
     """For each module, the plan's other modules it builds on: those its part of the spec
-    names, and, where no part names another, those the architect listed (a guess: the
-    0.5B planned a lexer built on the parser built on the VM, whose parts import the
-    lexer and the parser, and the VM was coded first)."""
+    names, and, where no part names another, those the architect listed (a guess)."""
     paths = [m.path for m in plan.modules]
     named = facts.uses(paths)
     said = any(named.values())
@@ -80,8 +58,7 @@ def _uses(plan: ProjectPlan, facts: SpecFacts) -> dict[str, list[str]]:
 
 
 def _ordered(paths: list[str], uses: dict[str, list[str]]) -> list[str]:
-    """``paths`` with every module after the ones it builds on (plan order otherwise;
-    a cycle keeps plan order)."""
+    """``paths`` with every module after the ones it builds on (else, or in a cycle, as is)."""
     done: list[str] = []
 
     def visit(p: str, stack: tuple[str, ...]) -> None:
@@ -98,9 +75,8 @@ def _ordered(paths: list[str], uses: dict[str, list[str]]) -> list[str]:
 
 def _ends(budget: float | None, per_module: float | None, now: float,
           modules: int) -> list[float | None]:
-    """When each module's rounds end, in build order: by its share of the run's budget
-    left, so the first cannot spend what the others need; or, with a budget per module,
-    by that much for it and each one before it (less the reserve the run's end keeps)."""
+    """When each module's rounds end, in build order: by its share of the budget left (the
+    first cannot spend what the others need), or by the budget per module."""
     if budget is not None:
         share = (budget - now) / modules
         return [now + share * (i + 1) for i in range(modules)]
@@ -226,8 +202,8 @@ def _tally(report: dict[str, Any]) -> str:
 
 
 def _kept(writes: Writes, path: str, rnd: int, result: CodeAnswer) -> None:
-    """Its best code is kept unreviewed: only the tester's own tests (probes) fail, or no
-    test calls it and no two answers agreed; one no test of which could run failed."""
+    """Its best code kept unreviewed (only the tester's own tests fail, or none ran and no
+    two answers agreed), or failed when no test of it could run."""
     report = result.report or {}
     if _tally(report) == "no test of it ran" and report.get("passed") is not None:
         _failed(writes, path, rnd, "no test of its best code could run: "

@@ -1,12 +1,7 @@
-"""Run one candidate module on inputs and record what each call did.
-
-The inputs are calls, as source: those the tester's tests make (their expected values
-ignored: a small model's predictions cannot be trusted, its calls can be run) or, where
-there are no tests, a smoke run's (:mod:`agents.smoke`). Each is run in a fresh
-namespace holding the tests' own imports, after the statements before it in its test
-(``s = Shelf()``), in one child process per candidate, in the same sandbox as the tests
-and killed whole at the time limit; each call has its own timer. What each did is an
-outcome for :mod:`agents.agreement`.
+"""Run one candidate module on inputs and record what each call did, for
+:mod:`agents.agreement`. The inputs are the calls the tester's tests make (their expected
+values ignored: a small model's predictions cannot be trusted, its calls can be run) or a
+smoke run's; one sandboxed child per candidate, each call with its own timer.
 """
 
 from __future__ import annotations
@@ -84,10 +79,8 @@ def _raises_block(stmt: ast.stmt) -> bool:
 
 
 def calls_in_tests(tests: str, names: Sequence[str]) -> tuple[str, list[Probe]]:
-    """The tests' imports and the names they take from the module (one preamble), and
-    the calls their test functions make of the module (tests naming none of ``names``
-    skipped), each after the statements before it in its test; their expected values
-    are left out. ('', []) when the file does not parse."""
+    """The tests' imports (one preamble) and the calls their test functions make of the
+    module, each after the statements before it in its test, without expected values."""
     try:
         tree = ast.parse(tests)
     except SyntaxError:
@@ -124,8 +117,7 @@ def _test_functions(tree: ast.Module) -> list[ast.FunctionDef]:
 
 
 def mentions(tests: str, names: Sequence[str]) -> bool:
-    """``tests`` calls one of ``names`` (a test file that only imports the module, as
-    ``import calc.add; assert calc.add``, tests nothing of it)."""
+    """``tests`` calls one of ``names`` (one that only imports the module tests nothing)."""
     try:
         tree = ast.parse(tests)
     except SyntaxError:

@@ -1,8 +1,6 @@
-"""The stock roles' answers and their shared bases, and the architect.
-
-The roles share a :class:`~agents.workspace.Workspace`: every file tool is confined
-to it. The tester, coder and reviewer (``agents.team``) answer in one reply each:
-files as fenced blocks, a verdict as JSON.
+"""The stock roles' answers and their shared base, and the architect. The roles share a
+:class:`~agents.workspace.Workspace` and answer in one reply each (files as fenced blocks,
+a verdict or a plan as JSON).
 """
 
 from __future__ import annotations
@@ -64,11 +62,9 @@ class ProjectPlan(BaseModel):
     modules: list[ModuleSpec] = Field(min_length=1)
     decisions: list[Decision] = Field(default_factory=list)
     kept: SkipJsonSchema[list[str]] = Field(default_factory=list)
-    """Modules the workspace already holds whose tests pass: not written again (filled
-    by the architect's check, not by the model)."""
+    """Modules the workspace holds whose tests pass, not written again (the check's)."""
     files: SkipJsonSchema[dict[str, str]] = Field(default_factory=dict)
-    """The files the architect's check wrote (the packages' empty ``__init__.py``): a
-    check's recorded answer holds what it wrote, so a fork can rebuild its workspace."""
+    """The packages' ``__init__.py`` the check wrote, so a fork can rebuild its workspace."""
 
 
 class CodeAnswer(Files):
@@ -113,9 +109,8 @@ _TIMING = re.compile(r"\s+in \d+(?:\.\d+)?s\b")
 
 
 class WorkspaceRole(Role):
-    """Roles that work on a workspace: their task input carries what they need to see
-    (no tools: a small model answers in one reply, and a plain-text answer is never
-    forced through a tool protocol)."""
+    """Roles that work on a workspace, with no tools: their task input carries what they
+    need to see, and a small model answers in one plain reply."""
 
     recall = False
 
@@ -137,9 +132,8 @@ class WorkspaceRole(Role):
         return super().task_message(task_input)
 
     def out_of_time(self, until: float | None = None) -> bool:
-        """True once the run's working time reaches its budget (or ``until``, a module's
-        share of it) (read in journaled checks only, so a replay decides as the first
-        execution did)."""
+        """True once the run's working time reaches its budget or ``until`` (read in
+        journaled checks only, so a replay decides as the first execution did)."""
         ends = [t for t in (self.budget, until) if t is not None]
         return bool(ends) and self.clock.worked() >= min(ends)
 
@@ -159,8 +153,7 @@ class WorkspaceRole(Role):
 
 @dataclass(frozen=True)
 class _PlanReply:
-    """The plan as a JSON object, read as any JSON answer is; a reply that is no plan
-    (not JSON, not valid against :class:`ProjectPlan`) gives way to the plan the spec
+    """The plan as a JSON object; a reply that is no plan gives way to the plan the spec
     states, with no further model call, wherever the spec names its modules."""
 
     output: type[ProjectPlan] = ProjectPlan
@@ -203,10 +196,9 @@ class Architect(WorkspaceRole):
     concurrency = 1
 
     async def check_output(self, ctx: ToolContext, output: Any) -> ProjectPlan | None:
-        """The plan as the model made it, made whole (see :func:`complete_plan`): only a
-        path outside the workspace or not a ``.py`` file is dropped, and only a plan with
-        no usable module left, from a spec that names none, is sent back. Its packages
-        get the ``__init__.py`` the workspace lacks (:meth:`_packages`)."""
+        """The plan made whole (:func:`complete_plan`): only a path outside the workspace
+        or not a ``.py`` file is dropped, and only a plan with no usable module left is
+        sent back."""
         spec = PlanTask.model_validate(ctx.task_input).spec
         usable = [m.model_dump(mode="json") for m in output.modules
                   if not path_problem(self.workspace, m.path)]
@@ -225,10 +217,9 @@ class Architect(WorkspaceRole):
         return None if plan == output else plan
 
     async def _passing(self, plan: ProjectPlan) -> list[str]:
-        """The planned modules the workspace already holds whose tests (the plan's test
-        file) it holds too and which pass: a run on a workspace part built keeps them.
-        Looked up in the workspace, not in the listing the model is shown (its first 50
-        files); this check is a journaled step, so a replay keeps what it kept."""
+        """The planned modules the workspace already holds with their test files, which
+        pass: a run on a workspace part built keeps them (a journaled step: a replay keeps
+        what it kept)."""
         kept = []
         for m in plan.modules:
             if await asyncio.to_thread(self._holds, m.path, m.test_path) and (
@@ -237,10 +228,9 @@ class Architect(WorkspaceRole):
         return kept
 
     async def _packages(self, plan: ProjectPlan) -> dict[str, str]:
-        """An empty ``__init__.py`` for each package of the plan's modules where the
-        workspace has none (:func:`package_inits`). Written only where no file is: a
-        user's own is never replaced, and this journaled step, run again after a crash,
-        finds the one it wrote and writes nothing. Returns what it wrote."""
+        """Writes an empty ``__init__.py`` for each package of the plan's modules only
+        where no file is (a user's own is never replaced; a re-run step writes nothing);
+        returns what it wrote."""
         wrote = {}
         for init in package_inits([m.path for m in plan.modules]):
             if not await asyncio.to_thread(self._holds, init):

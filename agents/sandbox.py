@@ -1,17 +1,10 @@
 """Where model-written tests run: a bubblewrap sandbox when it works, and a whole-tree kill.
 
-A test a model wrote is untrusted code. Under bubblewrap (``bwrap``, Debian package
-``bubblewrap``) it sees the file system read-only except its workspace, a private
-``/tmp``, no network (a fresh network namespace has only its own loopback), and it
-lives in a PID namespace whose init is bwrap: when bwrap is killed (timeout, or the
-orchestra process dying: ``--die-with-parent``) the kernel kills every process in
-it, however it forked or detached.
-
-Without a working bwrap the tests run unsandboxed (a warning says so once per
-process), and the kill still reaches the whole tree: the process group, every
-process of its session, and any process carrying the run's marker variable in its
-environment (a child that called ``setsid`` left the group and the session, but
-not its inherited environment).
+A test a model wrote is untrusted code. Under ``bwrap`` it sees the file system read-only
+except its workspace, a private ``/tmp`` and no network, in a PID namespace the kernel
+kills whole with bwrap. Without a working bwrap (a warning says so once) the kill still
+reaches the process group, its session, and any process carrying the run's marker
+variable (a child that called ``setsid`` keeps its inherited environment).
 """
 
 from __future__ import annotations
@@ -59,12 +52,9 @@ class Sandbox:
         return cls("none", reason=reason)
 
     def command(self, argv: Sequence[str], workspace: Path) -> list[str]:
-        """``argv`` wrapped so that it runs confined to ``workspace`` (unchanged if none).
-
-        The workspace is bound at its own path, so paths in the output are the same
-        inside and outside (recorded sessions replay). ``/tmp`` is a fresh tmpfs,
-        mounted before the workspace so a workspace under ``/tmp`` stays visible.
-        """
+        """``argv`` wrapped to run confined to ``workspace``, bound at its own path so the
+        output's paths are the same inside and out (recorded sessions replay); ``/tmp``
+        is mounted before it, so a workspace under ``/tmp`` stays visible."""
         if self.kind == "none" or self.bwrap is None:
             return list(argv)
         ws = str(workspace)
@@ -80,9 +70,8 @@ class Sandbox:
 
 
 def _interpreter_dirs_under_tmp() -> list[str]:
-    """The Python running the tests (its prefixes and import path) where the private
-    ``/tmp`` would hide it: a checkout or virtualenv under ``/tmp`` (a CI clone) must
-    stay visible, read-only, or pytest cannot even start inside the sandbox."""
+    """The Python running the tests where the private ``/tmp`` would hide it (a virtualenv
+    under ``/tmp``): visible, read-only, or pytest cannot start inside the sandbox."""
     tmp = Path("/tmp")
     found: set[Path] = set()
     for entry in (sys.prefix, sys.base_prefix, sys.exec_prefix, *sys.path):
@@ -101,8 +90,8 @@ _detected: Sandbox | None = None
 
 
 def detect_sandbox() -> Sandbox:
-    """The sandbox this machine offers, probed once per process (blocking: call it in a
-    thread). A missing or broken bwrap is reported once, as a warning naming the fix."""
+    """The sandbox this machine offers, probed once per process (blocking), a missing or
+    broken bwrap reported once as a warning naming the fix."""
     global _detected  # a fact about the machine, not state of any caller
     with _detect_lock:
         if _detected is None:
@@ -141,14 +130,9 @@ def new_marker() -> tuple[str, str]:
 
 
 def kill_tree(pgid: int, marker: str | None = None, *, leader_alive: bool = True) -> int:
-    """SIGKILL every process whose environment holds ``MARKER_VAR=marker`` and, while
-    the group's leader is alive (not yet reaped), the process group ``pgid`` and its
-    session; repeat until a sweep finds none (a process may fork while the sweep runs).
-    Returns how many processes were signalled.
-
-    Once the leader is reaped its pid may be reused (``pid_max`` is often 32768), so
-    then only the marker, which no other process carries, selects what to kill.
-    """
+    """SIGKILL every process whose environment holds ``MARKER_VAR=marker`` and, while the
+    leader is not reaped (after, its pid may be reused), the group ``pgid`` and its
+    session, until a sweep finds none; returns how many were signalled."""
     if leader_alive:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pgid, signal.SIGKILL)
@@ -196,10 +180,8 @@ def _belongs(pid: int, pgid: int | None, tag: bytes | None) -> bool:
 async def run_python(root: Path, args: Sequence[str], *, timeout: float,  # noqa: ASYNC109
                      stdin: bytes | None = None, stderr: bool = True, **env: str
                      ) -> tuple[int, bytes] | None:
-    """``python args`` run from the workspace at ``root`` (on the path, with none of our
-    ``PYTEST_``/``PYTHON`` variables), sandboxed as the tests are, in its own process
-    group killed whole after: its exit code and output (``stderr``: its errors too), or
-    None when it ran past ``timeout`` seconds."""
+    """``python args`` run from the workspace at ``root``, sandboxed and killed whole as the
+    tests are: its exit code and output, or None when it ran past ``timeout`` seconds."""
     sandbox = await asyncio.to_thread(detect_sandbox)
     marker_var, marker = new_marker()
     env = {**{k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "PYTHON"))},

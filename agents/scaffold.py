@@ -1,18 +1,11 @@
-"""Tests a small model appends to the module it was asked for, taken out of it.
+"""Tests a small model appends to the module it was asked for, taken out of it: at worst
+they fail the module at import (one wrong module-level ``assert``, an import of a test
+file not written yet), and a module's tests are the tester's.
 
-Asked for one module, a small model often writes its tests into the same file: a second
-file's heading (``# test_versions.py``) and the tests under it, bare ``assert`` lines at
-module level, ``def test_...`` functions, ``import pytest``. At best these are dead
-weight; at worst the module fails at import (seen: ``assert parse_version("1.4.2") ==
-...`` at module level, one wrong expectation, and the whole module was unusable; a
-``from test_versions import *`` importing a file the tester had not written yet).
-The tests of a module are the tester's; what runs at import belongs to the module.
-
-Only what can be nothing but a test goes: the heading of a test file and all below it,
-module-level ``assert`` statements and ``print(...)`` calls, functions named ``test_*``
-and classes named ``Test*`` (unless the spec names them), functions decorated with
-``pytest`` (fixtures), and imports of pytest, of a test module or of the module itself
-once nothing uses them. A module that would define nothing without them is left as it is.
+Only what can be nothing but a test goes (a test file's heading and all below it,
+module-level asserts and prints, ``test_*``/``Test*`` the spec does not name, pytest
+fixtures, then-unused imports of pytest, a test module or the module itself); a module
+that would define nothing without them is left as it is.
 """
 
 from __future__ import annotations
@@ -43,8 +36,7 @@ def _imports_tests(node: ast.stmt) -> bool:
 
 
 def _imports_itself(node: ast.stmt, own: str, defined: set[str]) -> bool:
-    """``from <this module> import f`` of names it defines (at the top, a circular import
-    that fails; below, a no-op)."""
+    """``from <this module> import f`` of its own names (a failing circular import)."""
     return (isinstance(node, ast.ImportFrom) and node.level == 0 and node.module == own
             and all(a.name in defined and not a.asname for a in node.names))
 
@@ -88,8 +80,7 @@ def _before_test_file(text: str) -> str:
 
 def without_tests(text: str, path: str, keep: Iterable[str] = ()) -> str:
     """``text`` (the module at ``path``) without the tests a model wrote into it; ``keep``:
-    names the spec gives the module (never taken out). ``text`` unchanged when it holds
-    no test, or would define nothing without them."""
+    names the spec gives the module (never taken out)."""
     head = _before_test_file(text)
     if head:
         try:

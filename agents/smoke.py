@@ -1,13 +1,7 @@
-"""Inputs for a module no test calls: its public functions called on the spec's literals
-and on simple values of their annotated types; its public classes built, and their
-methods called, the same way.
-
-"0 of 0 tests pass" once accepted a module that raised TypeError on every call: no
-line of it had run. With no test, the candidates are still run on these calls (the
-same calls for every candidate of a module, made from its first candidate's
-signatures), so a module that raises from its own code is seen to, and the candidates'
-outputs can be compared (:mod:`agents.agreement`). Pure: the same code and spec give
-the same calls.
+"""Inputs for a module no test calls: its public functions and classes' methods called on
+the spec's literals and on simple values of their annotated types ("0 of 0 tests pass"
+once accepted a module that raised TypeError on every call). Every candidate of a module
+runs the same calls, made from its first candidate; pure.
 """
 
 from __future__ import annotations
@@ -59,8 +53,7 @@ def _arguments(text: str) -> list[str]:
 
 
 def _values(ann: ast.expr | None, literals: list[object]) -> list[object]:
-    """Values for a parameter: the spec's literals of its annotated type first, then
-    simple ones of that type (no annotation: the spec's literals, then 1 and 'a')."""
+    """Values for a parameter: the spec's literals of its type, then simple ones of it."""
     if ann is None:
         return [*literals[:_PER_FUNCTION], 1, "a"]
     text = ast.unparse(ann)
@@ -78,8 +71,7 @@ def _values(ann: ast.expr | None, literals: list[object]) -> list[object]:
 
 def _args(fn: ast.FunctionDef | ast.AsyncFunctionDef, literals: list[object], *,
           method: bool) -> list[str]:
-    """Argument lists (as source) for the required parameters of ``fn``: the n-th call
-    takes each parameter's n-th value."""
+    """Argument lists for ``fn``'s required parameters: the n-th takes each n-th value."""
     params = [*fn.args.posonlyargs, *fn.args.args]
     required = params[:len(params) - len(fn.args.defaults)]
     if method and required:

@@ -1,7 +1,6 @@
-"""The public API a spec states for each module: signatures in backticks, signature lines
-and ``class X:`` listings in code blocks (a listing that parses is read as Python: its
-classes own their methods), "a class `X`" in prose (with the methods its paragraphs list),
-and, in a text about several modules, each signature given to the module it follows.
+"""The public API a spec states for each module: signatures in backticks, listings in code
+blocks, "a class `X`" in prose with the methods it lists; in a text about several
+modules, each signature is the module's it follows.
 """
 
 from __future__ import annotations
@@ -20,9 +19,8 @@ _BACKTICKED_CALL = re.compile(r"`((?:def\s+|class\s+)?[A-Za-z_][\w.]*\([^`]*\)(?
 
 
 def spec_signatures(spec: str, path: str, others: Sequence[str] = ()) -> list[str]:
-    """The signatures the spec's part about ``path`` gives in backticks
-    (``to_roman(n: int) -> str``), without those its parts about ``others`` give and
-    without calls with values (``add(1, 2)``): the public API as the spec states it."""
+    """The public API the spec's part about ``path`` states, without the signatures its
+    parts about ``others`` give and calls with values (``add(1, 2)``)."""
     section = spec_section(spec, path)
     theirs = {s for o in others for s in _signatures_in(spec_section(spec, o))
               if spec_section(spec, o) is not spec}
@@ -43,9 +41,7 @@ def spec_signatures(spec: str, path: str, others: Sequence[str] = ()) -> list[st
 
 
 def _anchor(spec: str, sig: str) -> int:
-    """Where ``sig`` is given; a signature the readers put together (``class X``,
-    ``X.m(...)``) is where its class is first named. -1: nowhere, so no module's (it
-    was given to every module before: each was told a class of another was its API)."""
+    """Where ``sig`` (or, put together by the readers, its class) is given; -1: nowhere."""
     at = spec.find(sig)
     if at >= 0:
         return at
@@ -93,8 +89,7 @@ def _python_listing(block: str) -> list[str] | None:
 
 
 def _attribute(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    """A ``@property`` (or its setter): read as ``obj.name``, no method to list as a call
-    (listed as ``balance()``, a small model writes a method its users cannot read)."""
+    """A ``@property`` (or its setter): read as ``obj.name``, no method to list as a call."""
     return any(ast.unparse(d) == "property" or ast.unparse(d).endswith((".setter", ".deleter"))
                for d in fn.decorator_list)
 
@@ -112,17 +107,15 @@ def _def(name: str, fn: ast.FunctionDef | ast.AsyncFunctionDef, method: bool = F
 
 
 def _class_mentions(text: str) -> list[tuple[int, str]]:
-    """Where prose names a class of the module ("a class `X`", "the dataclass is `X`",
-    "`X` is a frozen dataclass"), in order."""
+    """Where prose names a class of the module ("a class `X`", "`X` is a dataclass")."""
     found = [(m.start(), m.group(1)) for m in _CLASS_NAMED.finditer(text)]
     found += [(m.start(), m.group(1) or m.group(2)) for m in _CLASS_PROSE.finditer(text)]
     return sorted(found)
 
 
 def _prose_methods(text: str, sigs: Sequence[str]) -> dict[str, str]:
-    """Lower-case signatures the prose gives as a class's methods: in a paragraph that
-    speaks of methods (or in bullets under one), after a class is named and before the
-    next; a signature the prose calls a function stays one. Signature -> its class."""
+    """Lower-case signatures the prose gives as a class's methods (in a paragraph that
+    speaks of methods, after the class is named): signature -> its class."""
     mentions = _class_mentions(text)
     blocks = [(m.start(), m.group()) for m in re.finditer(r"(?:[^\n]+\n?)+", text)]
     out: dict[str, str] = {}
@@ -146,20 +139,16 @@ def _prose_methods(text: str, sigs: Sequence[str]) -> dict[str, str]:
 
 
 def _sentence(text: str, at: int) -> str:
-    """The sentence of prose around ``at`` (a paragraph that names a method and then a
-    function, "... and a method `total()`. `parse(line)` reads ...", gave both as
-    methods when the paragraph spoke for each)."""
+    """The sentence of prose around ``at``."""
     start = max(text.rfind(". ", 0, at), text.rfind("\n\n", 0, at))
     ends = [e for e in (text.find(". ", at), text.find("\n\n", at)) if e >= 0]
     return text[start + 1:min(ends) if ends else len(text)]
 
 
 def _signatures_in(text: str) -> list[str]:
-    """Signatures in backticks, signature lines of code blocks (annotated, or with a
-    return type: a call with values is an example, not a signature), code blocks that
-    declare an API in Python, ``class X:`` lines and "a class `X`"; without builtins
-    (``len(cache)``), methods of values (``text.split()``) and names that are another
-    signature's parameters (``clock()``)."""
+    """Signatures in backticks, annotated signature lines and Python API listings of code
+    blocks, ``class X:`` lines and "a class `X`"; without builtins (``len(cache)``),
+    methods of values (``text.split()``) and another signature's parameters."""
     fenced = _FENCED.findall(text)
     listed = [(m, sigs) for m in fenced if (sigs := _python_listing(m)) is not None]
     blocks = "\n".join(b for b in fenced if all(b is not m for m, _ in listed))

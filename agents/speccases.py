@@ -1,10 +1,6 @@
-"""The examples a spec states, as test functions the pipeline writes itself.
-
-A spec that shows ``evaluate("1 + 2 * 3") == 7`` (or ``-> 7``, a doctest session, a
-table) has stated a test; no model needs to be trusted to copy it. Only unambiguous
-forms are read (see :mod:`agents.specexamples`): a call of the module's functions with
-its result. Examples told in sentences are left to the model's tests and to running
-code, which rank candidates but refuse nothing.
+"""The examples a spec states (``evaluate("1 + 2 * 3") == 7``, a doctest session, a
+table), as test functions the pipeline writes itself: no model needs to be trusted to
+copy them. Only unambiguous forms are read (:mod:`agents.specexamples`).
 """
 
 from __future__ import annotations
@@ -26,8 +22,7 @@ _MARK = "# Examples the spec states, written by the pipeline from the spec's own
 
 
 def spec_cases(section: str, public_api: Sequence[str]) -> list[SpecCase]:
-    """The examples ``section`` (a module's part of a spec) states for its functions, in
-    the forms :mod:`agents.specexamples` reads."""
+    """The examples ``section`` (a module's part of a spec) states for its functions."""
     api = read_api(public_api)
     cases = stated_cases(section, api)
     written = {call for call, _, _ in calls_in(section, sorted(api.functions))}
@@ -43,9 +38,8 @@ def _verbatim(case: SpecCase, section: str) -> bool:
 
 
 def _typed(case: SpecCase, api: Api) -> bool:
-    """A value stated for a value, read as a call of an API function, whose expected
-    value does not fit its return type (a token's value taken for the tokenizer's) is no
-    case of it (a call the spec writes out is taken as written)."""
+    """No case whose expected value does not fit its function's return type (a token's
+    value taken for the tokenizer's); a call the spec writes out is taken as written."""
     name = case.call.split("(")[0]
     fn = api.functions.get(name)
     return fn is None or case.expected is None or case.setup != () or fits(
@@ -78,10 +72,8 @@ def render_cases(cases: Sequence[SpecCase], module: str) -> str:
 
 
 def _setup_lines(source: str) -> list[str]:
-    """A statement before a case's check, as lines; a bare call (``halve(8)``, a value
-    shown earlier in a session) that raises is passed over, so one wrong answer of a
-    module fails its own case, not every case after it (a module that answers right
-    runs it as the spec did, state and all)."""
+    """A statement before a case's check, as lines; a bare call that raises is passed
+    over, so one wrong answer fails its own case, not every case after it."""
     tree = ast.parse(source)
     text = ast.unparse(tree).split("\n")
     if len(tree.body) == 1 and isinstance(tree.body[0], ast.Expr) and isinstance(

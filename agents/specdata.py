@@ -1,9 +1,6 @@
-"""Examples a spec gives as markdown tables of inputs and outputs (a column per
-parameter and one headed by the call, or an input/output pair of columns). What a
-table means is read from its header and its cells, never from the sentence before it.
-
-A cell is a value when it is a literal that fits the parameter's type, or the cell's
-text for a ``str`` parameter. Anything else leaves the row out.
+"""Examples a spec gives as markdown tables (a column per parameter and one headed by the
+call, or an input/output pair), read from the header and the cells alone: a cell is a
+literal that fits its parameter's type, or a ``str`` parameter's text, or no row.
 """
 
 from __future__ import annotations

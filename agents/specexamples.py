@@ -3,10 +3,8 @@ given in comments, ``assert``/``==`` lines, doctest ``>>>`` sessions, a listing 
 not Python), calls with their results in running text (``f(x) == y``, ``f(x) -> y``,
 ``f(x) => y``, ``f(x) raises E``), and markdown tables of inputs and outputs.
 
-A case is kept only when every value in it is a literal the spec writes (or a table
-cell for a ``str`` parameter), the values fit the signature's types, and nothing says
-"or". Examples told in sentences are not read: what a sentence means is left to the
-model's tests and to running code, which rank candidates and refuse nothing.
+A case is kept only when every value is a literal the spec writes, fitting the
+signature's types, with nothing saying "or"; a sentence's meaning is left to running code.
 """
 
 from __future__ import annotations
@@ -91,9 +89,7 @@ def _comments(block: str) -> dict[int, str]:
 
 
 def _script_cases(block: str, tree: ast.Module, api: Api) -> list[SpecCase]:
-    """A script: each expression whose result a comment states (on its line or the
-    comment lines right after it), each ``assert a == b`` and ``a == b``, checked after
-    the statements before it (the example's own state)."""
+    """A script's checks (a result in a comment, ``a == b``), after the statements before."""
     comments, lines = _comments(block), block.split("\n")
     out: list[SpecCase] = []
     setup: list[str] = []

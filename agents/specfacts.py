@@ -1,11 +1,8 @@
-"""What the pipeline reads from a spec, behind one call: :func:`read_spec`, made where the
-plan is routed, its facts about each module carried in that module's tasks as
-:class:`agents.inputs.Stated` (no role reads the spec again).
-
-Only what is unambiguous is read: the paths the spec names (and which other modules each
-module's part names), the signatures it writes, and the examples it states as calls with
-their results, doctest sessions or tables (:mod:`agents.speccases`). None of it refuses an
-answer: it is advice to the models, and the trusted tests that rank candidates.
+"""What the pipeline reads from a spec, behind one call, :func:`read_spec`, made where the
+plan is routed (no role reads the spec again): only what is unambiguous (the paths it
+names, the signatures it writes, the examples it states as calls with their results,
+doctest sessions or tables). None of it refuses an answer: it is advice to the models,
+and the trusted tests that rank candidates.
 """
 
 from __future__ import annotations
@@ -32,9 +29,8 @@ class SpecFacts:
         return spec_signatures(self.text, path, others)
 
     def uses(self, paths: Sequence[str]) -> dict[str, list[str]]:
-        """For each of ``paths``, those of the others its part of the spec names (``from
-        stack_lexer import tokenize`` in ``stack_parser.py``'s part); none in a spec that
-        has no part per module."""
+        """For each of ``paths``, those of the others its part of the spec names (none in a
+        spec that has no part per module)."""
         out: dict[str, list[str]] = {}
         for p in paths:
             section = spec_section(self.text, p)

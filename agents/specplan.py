@@ -1,11 +1,6 @@
-"""A plan read from the spec itself: what the architect's plan is completed with, and
-what it falls back on.
-
-A spec that names its module files, their test files and their signatures already is
-a plan. When a (small) model's reply is no plan at all, the run goes on with this one
-(no further model call): every module the spec names, paired with the test file named
-after it, with the signatures the spec gives. A plan that is one keeps its choices and
-gains the modules the spec names that it left out.
+"""A plan read from the spec itself (a spec that names its modules, test files and
+signatures already is one): what the architect's plan is completed with, and what the
+run goes on with, no further model call, when a model's reply is no plan at all.
 """
 
 from __future__ import annotations
@@ -29,9 +24,8 @@ def _test_for(path: str, modules: list[str], tests: list[str]) -> str | None:
 
 
 def plan_from_spec(spec: str) -> dict[str, Any] | None:
-    """The plan the spec states, as the architect's JSON answer would give it (None when
-    it names no module); a module whose test file it does not name is tested in
-    ``test_<name>.py`` beside the test files it names (or under ``tests/``)."""
+    """The plan the spec states, as the architect's JSON (None when it names no module); a
+    module whose test file it does not name gets ``test_<name>.py`` beside those it names."""
     modules, tests = spec_paths(spec)
     modules = [m for m in modules if PurePosixPath(m).name != "__init__.py"]
     if not modules:
@@ -51,9 +45,8 @@ def plan_from_spec(spec: str) -> dict[str, Any] | None:
 
 def complete_plan(plan: dict[str, Any], spec: str) -> dict[str, Any]:
     """``plan`` (the architect's, as JSON) made whole without asking again: each module
-    once, each with a test file of its own, and every module the spec names (from the
-    spec's own plan) that it left out. Its other choices stand: test files and helper
-    modules the spec does not name are advice, never a reason to refuse it."""
+    once, each with a test file of its own, plus the modules the spec names that it left
+    out. Its other choices stand: what the spec does not name is never a refusal."""
     modules: list[dict[str, Any]] = []
     seen: set[str] = set()
     for m in plan.get("modules", []):
@@ -86,10 +79,8 @@ def complete_plan(plan: dict[str, Any], spec: str) -> dict[str, Any]:
 
 def package_inits(paths: Sequence[str]) -> list[str]:
     """The ``__init__.py`` files the packages of the modules at ``paths`` need, outermost
-    first: ``tally/items.py`` is imported as ``tally.items``, and a user expects
-    ``tally/__init__.py`` beside it (without one ``tally`` imports as a namespace package).
-    Not one the plan has as a module of its own (its coder writes it), nor one in a test
-    directory or a directory whose name is no identifier (nothing imports it as a package)."""
+    first (a user expects ``tally/__init__.py`` beside ``tally/items.py``); not one the
+    plan has as a module, nor in a test directory or one no import can name."""
     out: list[str] = []
     for path in paths:
         parts = PurePosixPath(path).parts[:-1]

@@ -1,9 +1,6 @@
 """The small readers every spec parser shares: a module's API as data, literals found in
-running text, and whether a value fits a stated type.
-
-A spec writes its API and its values in many ways (backticked or not, in prose, in a
-code block, in a table cell). These helpers read one thing each and say nothing when
-unsure: what they return is what the spec's own characters say.
+running text, and whether a value fits a stated type. Each reads one thing and says
+nothing when unsure.
 """
 
 from __future__ import annotations
@@ -33,8 +30,7 @@ class SpecCase:
 
 @dataclass(frozen=True, slots=True)
 class Function:
-    """A module-level function of the API: its parameters (name, annotation source or
-    None, has a default) and its return annotation."""
+    """A module-level function of the API: its (name, annotation, has a default) params."""
 
     name: str
     params: tuple[tuple[str, str | None, bool], ...]
@@ -50,8 +46,7 @@ class Function:
 
 @dataclass(frozen=True, slots=True)
 class Api:
-    """What a module offers by the spec and the plan: its functions, its classes (and
-    which of them are exceptions), and the names listed as methods of a class."""
+    """What a module offers by the spec and the plan: functions, classes, method names."""
 
     functions: dict[str, Function]
     classes: frozenset[str]
@@ -81,10 +76,9 @@ def parse_params(params: str) -> ast.arguments | None:
 
 
 def read_api(entries: Sequence[str]) -> Api:
-    """The API of signatures such as ``f(a: int) -> str``, ``class X``, ``X(cap: int)``,
-    ``X.put(key)``. A lower-case name listed after a constructor that is not an
-    exception's (``LRUCache(...)`` then ``put(key, value)``) is taken for that class's
-    method: a call of it needs an instance, so no sentence can be a test of it alone."""
+    """The API of signatures such as ``f(a: int) -> str``, ``class X``, ``X.put(key)``; a
+    lower-case name listed after a (non-exception) constructor is that class's method,
+    so no sentence can be a test of it alone."""
     functions: dict[str, Function] = {}
     classes: set[str] = set()
     methods: set[str] = set()
@@ -99,9 +93,8 @@ def read_api(entries: Sequence[str]) -> Api:
             bases = params or ""
             exception = name.endswith(("Error", "Exception")) or bool(
                 re.search(r"(Error|Exception)\b", bases))
-            # "X(capacity)" then "put(key)": X's method; after "class X" (a class named in
-            # prose or a listing) a bare name is a function: its methods come as "X.m"
-            # ("X.m(...)" names its class: what follows it is no method of X's by place)
+            # "X(capacity)" then "put(key)": X's method; after "class X" or "X.m(...)" a
+            # bare name is a function (a listing's methods come as "X.m")
             owner = None if exception or is_class or params is None or member else name
             if member:
                 methods.add(member)
@@ -123,8 +116,7 @@ def read_api(entries: Sequence[str]) -> Api:
 
 def import_names(entries: Sequence[str]) -> list[str]:
     """The module-level names an API offers, each once, in order: what a module built on
-    it imports (``class LexError`` and ``Point.translated(dx)`` give ``LexError`` and
-    ``Point``; a method listed under its class gives nothing: it is not importable)."""
+    it imports (``Point.translated(dx)`` gives ``Point``; a method alone gives nothing)."""
     api = read_api(entries)
     names: list[str] = []
     for entry in entries:
@@ -225,8 +217,7 @@ def call_source(text: str, functions: Sequence[str]) -> str | None:
 
 
 def calls_in(text: str, functions: Sequence[str]) -> Iterator[tuple[str, int, int]]:
-    """Each call of one of ``functions`` with literal arguments in running text, as
-    (source, start, end)."""
+    """Each call of one of ``functions`` with literal arguments, as (source, start, end)."""
     if not functions:
         return
     names = "|".join(re.escape(f) for f in functions)
@@ -292,8 +283,7 @@ _AFTER_VALUE = re.compile("[ \t]*(?:[,;:.()\\]`\u2013\u2014-]|\n|(?:and|but|whil
 
 
 def stated_result(text: str, returns: str | None) -> tuple[str | None, str | None]:
-    """A result as a comment or a cell says it: ``raises E``, a literal (then nothing
-    offering an alternative), or nothing usable."""
+    """A result as a comment or a cell says it: ``raises E``, a literal with no "or", or none."""
     text = text.strip()
     raised = re.match(r"(?:raises?|throws?)?\s*:?\s*`?" + ERROR_NAME + r"`?(?:\W|$)", text)
     if raised and (text.lower().startswith(("raise", "throw")) or raised.end() >= len(text)):
@@ -314,8 +304,7 @@ STDLIB = frozenset(sys.stdlib_module_names)
 
 
 def free_names(case: SpecCase) -> set[str]:
-    """The names a case reads that neither it nor the builtins define: the module's (or
-    the standard library's)."""
+    """The names a case reads that neither it nor the builtins define."""
     trees = [ast.parse(s) for s in (*case.setup, case.call, case.expected or "None")]
     bound = {n.id for t in trees for n in ast.walk(t) if isinstance(n, ast.Name)
              and not isinstance(n.ctx, ast.Load)} | {

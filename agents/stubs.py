@@ -1,9 +1,6 @@
-"""Which public functions of a module are stubs: a body that does nothing yet.
-
-A small model asked for a module it finds hard answers ``def eval_tokens(tokens):`` /
-``# Implement the evaluation logic here`` / ``pass``; ranked by tests alone it ties with
-answers that try and fail, and as the first of equals it was kept. A stub ranks below
-every answer that is not one. Pure (AST only): a replay reads the same.
+"""Which public functions of a module are stubs, a body that does nothing yet: ranked by
+tests alone a stub ties with answers that try and fail (and was kept as the first of
+equals), so it ranks below every answer that is not one. Pure (AST only).
 """
 
 from __future__ import annotations
@@ -18,8 +15,7 @@ _Fn = ast.FunctionDef | ast.AsyncFunctionDef
 def stubs(code: str) -> list[str]:
     """The public functions and methods of ``code`` whose body is only ``pass``, ``...``,
     ``raise NotImplementedError``, a docstring or a comment, or that return ``None``
-    where their annotation promises a value ('' names: none; a module that does not
-    parse has none either, it is no candidate at all)."""
+    where their annotation promises a value (none when it does not parse)."""
     try:
         tree = ast.parse(code)
     except SyntaxError:

@@ -1,7 +1,5 @@
-"""What a finished run of the stock pipeline did, told from its board: the modules the
-architect planned, which were approved (in which round), each failure the coder's own
-test runs caught (and the fix), and what reviewers sent back. ``orchestra demo`` prints
-it after the run."""
+"""What a finished run of the stock pipeline did, told from its board for a person (what
+was built and approved, the failures its test runs caught): ``orchestra demo`` prints it."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""The tester, the coder and the reviewer of the software pipeline.
-
-AgentCoder's split, for models small and large: the tester writes a module's tests
-from the spec alone (never from the code), with every example the spec states; the
-coder writes the module as a fenced file, and its own task runs those tests for real
-and gives the failures back as its next turn, keeping the best answer when its test
-rounds run out; the reviewer gets the code, the tests and the real report, and says
-which one is wrong against the spec when they disagree.
+"""The tester, the coder and the reviewer, split as AgentCoder splits them: tests from
+the spec alone (never from the code), code tried against them for real, and a reviewer
+that says which of the two is wrong against the spec when they disagree.
 """
 
 from __future__ import annotations
@@ -39,8 +34,7 @@ def _test_path(task_input: Any) -> list[str]:
 @dataclass(frozen=True)
 class _TestBlocks(FileBlocks):
     """The test file as a fenced block; one cut off at the token limit keeps its complete
-    tests (see :func:`agents.codereply.complete_part`, none when it was cut in the first) and
-    says it was cut off: the tester asks for the rest, once."""
+    tests (:func:`agents.codereply.complete_part`) and says so: the tester asks for the rest."""
 
     def parse(self, text: str, *, truncated: bool, task_input: Any) -> BaseModel:
         if not truncated:
@@ -54,8 +48,7 @@ class _TestBlocks(FileBlocks):
 
 
 def _joined(kept: str, rest: str) -> str:
-    """The tests kept from a reply cut off, then the rest asked for (a test named as a
-    kept one renamed, so that both run)."""
+    """The tests kept from a reply cut off, then the rest (a name taken twice renamed)."""
     if not kept.strip():
         return rest
     try:
@@ -82,8 +75,7 @@ class Tester(WorkspaceRole):
     name = "tester"
     input = ModuleTask
     answer = _TestBlocks(paths=_test_path, output=TestsAnswer)
-    # what a test file needs (a reply cut off keeps its complete tests and is asked
-    # for the rest once; at 800 tokens the 1.5B was cut off before its first test)
+    # what a test file needs (at 800 tokens the 1.5B was cut off before its first test)
     settings = ModelSettings(max_tokens=2048, temperature=0.0)
     compaction = SlidingWindow(last=12)
     output_retries = 4
@@ -96,10 +88,9 @@ class Tester(WorkspaceRole):
         return tester_brief(task_input)
 
     async def check_output(self, ctx: ToolContext, output: Any) -> Any:
-        """A test file that parses, defines tests and imports the module (nothing read
-        from the spec refuses it: its expected values are probes, never a gate); then
-        it is written to the workspace (and the answer returned, so the journal holds
-        every file a check wrote)."""
+        """A test file that parses, defines tests and imports the module (its expected
+        values are probes, never a gate), written to the workspace and returned, so the
+        journal holds every file a check wrote."""
         task = module_task(ctx.task_input)
         path, test_path = task.path, task.test_path
         kept = next((str(r.data["kept"]) for r in ctx.rejections
@@ -130,8 +121,7 @@ class Tester(WorkspaceRole):
 
     @classmethod
     def _usable(cls, task: ModuleTask, text: str) -> None:
-        """Raise ModelRetry saying what keeps ``text`` from being tests of the module at
-        all: it does not parse, defines no test, or does not import the module."""
+        """Raise ModelRetry saying why ``text`` is no tests of the module at all."""
         path, test_path = task.path, task.test_path
         problem = code_problem(test_path, text, tests=True)
         if problem:
@@ -161,9 +151,8 @@ class Reviewer(WorkspaceRole):
         return reviewer_brief(task_input)
 
     async def check_output(self, ctx: ToolContext, output: Any) -> None:
-        """An approval stands unless a test the spec vouches for fails in a real run (the
-        tester's own expected values are probes, not a gate); a rejection must say what
-        to change (the next role gets nothing else to act on)."""
+        """An approval stands unless a test the spec vouches for fails in a real run; a
+        rejection must say what to change (the next role gets nothing else to act on)."""
         if not output.approved:
             if not any(c.strip() for c in output.comments):
                 raise ModelRetry("You requested changes without saying which: give concrete "

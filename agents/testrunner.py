@@ -1,11 +1,6 @@
-"""Run pytest for real inside a workspace and report the result as data.
-
-A coder agent's claim that "the tests pass" is only worth something if the tests
-ran. pytest runs in a child process, sandboxed by bubblewrap when it works
-(:mod:`agents.sandbox`: the workspace is the only writable place, no network), in
-its own process group, and a hanging test (or anything it spawned, even detached)
-is killed as a whole when the deadline passes. The parent event loop never waits
-on it synchronously.
+"""Run pytest for real inside a workspace and report the result as data: a claim that
+"the tests pass" is worth something only if they ran. pytest runs in a sandboxed child
+(:mod:`agents.sandbox`) killed whole, with all it spawned, when the deadline passes.
 """
 
 from __future__ import annotations
@@ -73,15 +68,9 @@ async def run_pytest(
     max_output: int = 8000,
     sandbox: Sandbox | None = None,
 ) -> TestReport:
-    """Run pytest on ``target`` (a path or node id inside ``root``; all tests if None).
-
-    Plugins installed next to orchestra are not loaded: the run would depend on whatever
-    happens to be installed and start ten times slower.
-
-    ``sandbox``: how to confine the run; by default the machine's (bwrap if it works).
-
-    Raises ``WorkspaceError`` if the target escapes the workspace or does not exist.
-    """
+    """Run pytest on ``target`` (inside ``root``; all tests if None), confined by ``sandbox``,
+    loading no installed plugin (a run would depend on them and start ten times slower).
+    Raises ``WorkspaceError`` if the target escapes the workspace or does not exist."""
     # Path checks stat the file system, so they run off the event loop too.
     workspace = await asyncio.to_thread(Workspace, root)
     target_arg = await asyncio.to_thread(_check_target, workspace, target)
@@ -176,11 +165,8 @@ _OUTPUT_VARS = frozenset(
 
 
 def _changes_pytest_output(name: str) -> bool:
-    """Whether the caller's ``name`` variable must not reach the pytest child.
-
-    The model reads the output and a recorded session replays only if it is the same
-    on every machine, so the child sees none of the caller's pytest settings.
-    """
+    """Whether the caller's ``name`` variable must not reach the pytest child (a recorded
+    session replays only if the output is the same on every machine)."""
     return name in _OUTPUT_VARS or name.startswith("PYTEST_")
 
 

@@ -1,10 +1,6 @@
-"""Model-written tests made fine-grained.
-
-A small model puts every assert of a module into one test function; one wrong expected
-value it invented (``to_roman(501) == "DIXI"``) then fails the whole function, and a
-correct module scores the same as a broken one. So a test function made of independent
-checks (asserts and ``with pytest.raises`` blocks, nothing assigned) is cut into one
-test per check: each wrong expectation fails alone, a probe among the others.
+"""Model-written tests made fine-grained: a small model puts every assert into one test
+function, so one wrong expected value it invented fails them all and a correct module
+scores as a broken one. A function of independent checks is cut into one test per check.
 """
 
 from __future__ import annotations
@@ -29,9 +25,7 @@ def _independent(stmt: ast.stmt) -> bool:
 
 
 def split_tests(text: str) -> str:
-    """``text`` with each test function of several independent checks cut into one
-    function per check (``test_x`` -> ``test_x_1``, ``test_x_2``, ...); everything else
-    (and any file that does not parse) is left as it is."""
+    """``text`` with each test of independent checks cut into ``test_x_1``, ``test_x_2``..."""
     try:
         tree = ast.parse(text)
     except SyntaxError:
@@ -96,13 +90,9 @@ itself (it runs in the sandbox, without this package)."""
 
 def guard_imports(text: str, module: str) -> str:
     """``text`` with its top-level ``from module import a, b`` written so that a name the
-    module lacks fails only the tests that use it: ``import module`` then ``a =
-    getattr(module, "a", <placeholder>)``. Otherwise one name a tester guessed (an error
-    class the spec never names) fails the whole file at collection, the spec's own
-    examples with it, and every answer scores the same. The placeholder raises, when
-    used, an error naming the module and the name (which the coder's feedback quotes: a
-    1.5B model told only "'NoneType' object is not callable" never wrote the function).
-    ``text`` unchanged when it does not parse."""
+    module lacks fails only the tests that use it, not the whole file at collection (the
+    spec's own examples with it); used, its placeholder raises an error naming the name,
+    which the coder's feedback quotes."""
     try:
         tree = ast.parse(text)
     except SyntaxError:
@@ -121,9 +111,8 @@ def guard_imports(text: str, module: str) -> str:
 
 
 def guard_lines(tree: ast.Module) -> list[ast.stmt]:
-    """The top-level statements :func:`guard_imports` wrote into a test file (the
-    placeholder's function and the names taken from the module), which the file's calls
-    need beside its imports."""
+    """The top-level statements :func:`guard_imports` wrote into a test file, which the
+    file's calls need beside its imports."""
     return [node for node in tree.body if (
         isinstance(node, ast.FunctionDef) and node.name == "_not_in_module") or (
         isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)

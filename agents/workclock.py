@@ -1,11 +1,7 @@
-"""The run's working time: the seconds processes spent on it, not the wall clock since
-it began (a run killed at night and resumed the next morning is not out of time).
-
-Every task the pipeline posts carries ``worked``: the run's working seconds when it was
-posted. A process's clock is the latest stamp it has seen (at a task's claim, or in a
-route) plus the monotonic time since: time while no process runs the run counts for
-nothing. What a task in flight at a kill had worked since its stamp is not counted
-(at most one task's time).
+"""The run's working time, not the wall clock (a run resumed the next morning is not out
+of time): every task the pipeline posts carries ``worked``, its working seconds then, and
+a process's clock is the latest stamp it has seen plus the monotonic time since. What a
+task in flight at a kill had worked since its stamp is lost (at most one task's time).
 """
 
 from __future__ import annotations
@@ -17,8 +13,7 @@ __all__ = ["WorkClock"]
 
 
 class WorkClock:
-    """One process's view of the run's working time (built with the pipeline, injected
-    into its roles and routes)."""
+    """One process's view of the run's working time, injected into its roles and routes."""
 
     def __init__(self, now: Callable[[], float] = time.monotonic) -> None:
         self._now = now

@@ -1,23 +1,17 @@
 """File access confined to one workspace directory.
 
-Agents read and write files on a model's say-so, so every path is treated as
-untrusted: it must be relative, must not climb out with ``..``, and its real path
-(after following every symlink, in the file itself or any parent directory) must
-stay inside the root. The methods are async and push the blocking file I/O to a
-worker thread so a slow disk never stalls the event loop that runs the other agents.
-
-The guard is aimed at a model that asks for the wrong path, not at a local attacker
-racing to swap directories for symlinks between the check and the open.
+Paths come from a model, so each must be relative, must not climb out with ``..``, and
+its real path (through every symlink) must stay inside the root; file I/O runs in a
+worker thread so a slow disk never stalls the event loop. The guard is aimed at a model
+that asks for the wrong path, not at a local attacker racing symlinks against the open.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import os
 import stat
 from pathlib import Path, PurePosixPath
-from typing import Any
 
 __all__ = ["DEFAULT_MAX_FILE_BYTES", "Workspace", "WorkspaceError"]
 
@@ -53,11 +47,8 @@ class Workspace:
     # -- path confinement ---------------------------------------------------------
 
     def resolve(self, rel: str) -> Path:
-        """Return the real path of ``rel`` inside the root, or raise ``WorkspaceError``.
-
-        The path need not exist (writes create it); whatever part of it does exist
-        is resolved through symlinks before the containment check.
-        """
+        """The real path of ``rel`` inside the root (its existing part resolved through
+        symlinks before the containment check), or raise ``WorkspaceError``."""
         pure = self._parse(rel)
         real = Path(os.path.realpath(self.root.joinpath(*pure.parts)))
         if real != self.root and not real.is_relative_to(self.root):
@@ -92,19 +83,15 @@ class Workspace:
         """The UTF-8 text of a file, refusing files over the size limit and binaries."""
         return await asyncio.to_thread(self._read_file_sync, rel)
 
-    async def write_file(self, rel: str, content: str) -> dict[str, Any]:
-        """Atomically replace (or create) a file; returns its path, size and SHA-256.
-
-        Readers see either the old file or the new one, never a half-written one.
-        """
+    async def write_file(self, rel: str, content: str) -> None:
+        """Atomically replace (or create) a file: readers see the old or the new one."""
         return await asyncio.to_thread(self._write_file_sync, rel, content)
 
     # -- blocking implementations ----------------------------------------------------
 
     def existing_files(self, shown: int = 50) -> list[str]:
-        """The first ``shown`` of the workspace's files, sorted root-relative POSIX paths
-        (blocking: for a pipeline's setup). Cache and hidden directories are skipped, as
-        are symlinks that lead outside."""
+        """The first ``shown`` of the workspace's files, sorted (blocking: for a pipeline's
+        setup), without cache or hidden directories and symlinks that lead outside."""
         found: list[str] = []
         for dirpath, dirnames, filenames in os.walk(self.root):
             # Pruning in place stops os.walk from descending; symlinked directories
@@ -155,7 +142,7 @@ class Workspace:
                 f"it is probably binary, so it cannot be read as text"
             ) from None
 
-    def _write_file_sync(self, rel: str, content: str) -> dict[str, Any]:
+    def _write_file_sync(self, rel: str, content: str) -> None:
         if not isinstance(content, str):
             raise WorkspaceError(
                 f"content for {rel!r} must be a string, got {type(content).__name__}"
@@ -178,9 +165,8 @@ class Workspace:
         # Re-check after mkdir: a parent that appeared meanwhile may be a symlink.
         if self.resolve(rel) != real:
             raise WorkspaceError(f"path {rel!r} changed while it was being written; retry")
-        # One fixed temp name per target: a write killed between open and replace leaves
-        # a temp file that the re-run (after a resume) reuses and renames away, instead
-        # of an orphan with a random name that stays in the workspace for good.
+        # One fixed temp name per target: a write killed before the replace leaves a temp
+        # file the re-run reuses, not an orphan with a random name.
         tmp_name = str(real.parent / f".{real.name}.orchestra-tmp")
         flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
         fd = os.open(tmp_name, flags, 0o644)
@@ -194,11 +180,6 @@ class Workspace:
         except BaseException:
             Path(tmp_name).unlink(missing_ok=True)
             raise
-        return {
-            "path": self._parse(rel).as_posix(),
-            "bytes": len(data),
-            "sha256": hashlib.sha256(data).hexdigest(),
-        }
 
 
 def _read_up_to(fd: int, limit: int) -> bytes:

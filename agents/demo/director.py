@@ -1,13 +1,8 @@
 """The scripted model behind ``orchestra demo``: replies decided from each request.
 
-It plays architect, tester, coder and reviewer for the bundled ``textkit`` spec.
-Files are really written and tests really run; the deliberately buggy first version
-of ``wrap`` is caught by the coder's own test run; a new sample, told what failed,
-is right; the reviewer's verdict follows the real test result.
-
-The shipped ``session.jsonl`` is this director's traffic recorded with
-:class:`orchestra.models.record.RecordingModel` (``python -m agents.demo.record``);
-the demo replays that file, the same way a user replays a recorded real-model run.
+It plays every role for the bundled ``textkit`` spec; files are really written and tests
+really run, and the buggy first ``wrap`` is caught by the coder's own test run. The
+shipped ``session.jsonl`` is its traffic recorded (``python -m agents.demo.record``).
 """
 
 from __future__ import annotations
@@ -131,21 +126,12 @@ def director_model() -> FunctionModel:
 
 
 def demo_model() -> Model:
-    """The shipped session replayed per task; what it lacks, this director answers.
-
-    The session holds real pytest reports; another pytest or Python version may word
-    them differently, and the demo must still run rather than fail (the director
-    answers the same, at debug level: nothing a newcomer could act on).
-    ``orchestra demo`` records it as ``python:agents.demo.director:demo_model``, so
-    every process that resumes the run rebuilds the same model.
-    """
+    """The shipped session replayed per task; what it lacks (another pytest may word its
+    reports differently), this director answers, so the demo still runs."""
     from orchestra.models.record import ReplayModel
     from orchestra.models.testing import Chunks
 
-    # the director is the script the session was recorded from: a newcomer whose pytest
-    # words a report differently is answered the same, without a warning meant for us
-    # (tests/agents/test_demo_session.py fails when the pipeline's prompts drift from it)
-    # streamed as a local model would, a few characters at a time (about 3 s in all), so a
-    # newcomer sees each agent's text arrive in the terminal, over SSE and on the board
+    # no warning on the fallback: it is meant for us (test_demo_session catches the drift);
+    # streamed as a local model would, so a newcomer sees each agent's text arrive
     return ReplayModel(SESSION, key="task", name="demo", fallback=director_model(),
                        warn_on_fallback=False, stream=Chunks(size=24, every=0.01))

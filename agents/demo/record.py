@@ -1,10 +1,7 @@
 """Re-record the demo's scripted session: ``python -m agents.demo.record`` (about a second).
 
-Runs the stock pipeline with the scripted director (no real model) through a
-RecordingModel, so ``session.jsonl`` is exactly the traffic the demo replays. Run it
-whenever the pipeline's prompts change: ``tests/agents/test_demo_session.py`` fails
-until the session matches them again (the demo would otherwise answer from its
-director, the script it was recorded from, on every request).
+The scripted director's traffic through a RecordingModel is exactly what the demo replays;
+run it whenever the pipeline's prompts change (``test_demo_session`` fails until then).
 """
 
 from __future__ import annotations
@@ -21,8 +18,7 @@ from orchestra.models.record import RecordingModel
 
 
 async def run_demo(model: Model, directory: Path) -> Run:
-    """The demo's run of the stock pipeline, every role on ``model``, in ``directory``
-    (its workspace and its store)."""
+    """The demo's run, every role on ``model``, its workspace and store in ``directory``."""
     workspace = directory / "ws"
     workspace.mkdir()
     run_input = demo_input(str(workspace))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import threading
 from pathlib import Path
@@ -103,13 +102,7 @@ def test_root_must_exist(tmp_path: Path) -> None:
 
 async def test_write_then_read_round_trips(ws: Workspace, root: Path) -> None:
     content = "def f() -> str:\n    return 'héllo'\n"
-    result = await ws.write_file("./pkg/sub/mod.py", content)
-    data = content.encode()
-    assert result == {
-        "path": "pkg/sub/mod.py",
-        "bytes": len(data),
-        "sha256": hashlib.sha256(data).hexdigest(),
-    }
+    await ws.write_file("./pkg/sub/mod.py", content)
     assert await ws.read_file("pkg/sub/mod.py") == content
     assert (root / "pkg/sub/mod.py").stat().st_mode & 0o777 == 0o644
 
@@ -139,7 +132,8 @@ async def test_size_limits(ws: Workspace, root: Path) -> None:
     with pytest.raises(WorkspaceError, match="over the 1024-byte write limit"):
         await ws.write_file("new.txt", "é" * 513)  # 1026 bytes in UTF-8
     assert not (root / "new.txt").exists()
-    assert (await ws.write_file("ok.txt", "x" * 1024))["bytes"] == 1024
+    await ws.write_file("ok.txt", "x" * 1024)
+    assert (root / "ok.txt").stat().st_size == 1024
 
 
 async def test_binary_files_are_refused(ws: Workspace, root: Path) -> None:
