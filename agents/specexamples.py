@@ -157,6 +157,8 @@ def _doctest_items(block: str) -> Iterator[tuple[str, list[str]]]:
     shown: list[str] = []
     for line in [*block.split("\n"), ""]:
         text = line.strip()
+        if text.startswith(('"""', "'''")):  # a docstring's end ends its session too
+            text = ""
         if text.startswith(">>> ") or not text:
             if source:
                 yield "\n".join(source), shown

@@ -33,6 +33,18 @@ def test_doctest_sessions_and_tables_are_cases() -> None:
                                         SpecCase("evaluate('2 * 3')", "6")]
 
 
+def test_a_docstrings_last_example_ends_at_its_closing_quotes() -> None:
+    """A doctest session inside a docstring (every HumanEval prompt) ends at the closing
+    quotes, not only at a blank line: its last example was read as ``True \"\"\"``, no
+    value, and dropped."""
+    section = ('```python\ndef evaluate(text: str) -> int:\n    """The value.\n'
+               '    >>> evaluate("1 + 2")\n    3\n    >>> evaluate("2 * 3")\n    6\n'
+               '    """\n```\n')
+    assert spec_cases(section, API) == [SpecCase('evaluate("1 + 2")', "3"),
+                                        SpecCase('evaluate("2 * 3")', "6",
+                                                 setup=('evaluate("1 + 2")',))]
+
+
 def test_cases_render_as_runnable_tests_that_replace_an_earlier_block(tmp_path) -> None:  # type: ignore[no-untyped-def]
     import subprocess
     import sys

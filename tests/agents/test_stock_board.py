@@ -102,8 +102,9 @@ async def test_a_docs_writer_added_by_one_class_documents_each_module_once(
 
     run, seen, entries, consumed = await _run(tmp_path / "docs", build, answer)
     assert run.status == "completed", run.error
-    # the stock roles asked exactly what they asked alone, in the same order
-    assert [s for s in seen if s[0] != "docswriter"] == alone
+    # the stock roles asked exactly what they asked alone (testers and coders of
+    # different modules run concurrently: the interleaving is the scheduler's)
+    assert sorted(s for s in seen if s[0] != "docswriter") == sorted(alone)
     by_id = {e.id: e for e in entries}
     assert len(consumed) == len(_PATHS)  # one trigger per finished module, no more
     assert all(c.role == "docswriter" and by_id[c.trigger].type == "ModuleWritten"
