@@ -130,7 +130,8 @@ class ModelRetry(OrchestraError):
     of the same task attempt see it in ``ctx.rejections`` (to keep the best answer).
     ``fresh=True`` asks for a new sample instead of a revision: the model sees its task
     again with ``message`` only, not the exchange it answered in (best-of-n sampling;
-    a small model revising in view of its own answer often repeats it).
+    a small model revising in view of its own answer often repeats it); with no
+    ``message``, the task alone, as first asked (an independent sample).
     """
 
     def __init__(self, message: str = "", *, data: object = None, fresh: bool = False) -> None:

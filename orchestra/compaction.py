@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from orchestra._errors import UserError
 from orchestra._types import CompactionRecord, Message
@@ -218,9 +218,36 @@ def summary_prompt(request: SummaryRequest) -> str:
              f"most {request.max_tokens * 3} characters. Reply with the summary text only."]
     if request.previous is not None:
         parts.append(f"Earlier summary:\n{request.previous.summary}")
-    lines = []
-    for m in request.messages:
-        calls = "".join(f" [calls {c.name}({c.arguments})]" for c in m.tool_calls)
-        lines.append(f"{m.role}: {m.content}{calls}")
-    parts.append("Conversation:\n" + "\n".join(lines))
+    parts.append("Conversation:\n" + "\n".join(_line(m) for m in request.messages))
     return "\n\n".join(parts)
+
+
+def _line(m: Message) -> str:
+    calls = "".join(f" [calls {c.name}({c.arguments})]" for c in m.tool_calls)
+    return f"{m.role}: {m.content}{calls}"
+
+
+def summary_part(request: SummaryRequest, room: int,
+                 count: Callable[[str], int] = count_tokens) -> SummaryRequest:
+    """The oldest messages of ``request`` whose :func:`summary_prompt` fits ``room``
+    tokens: a fold larger than the model's window is summarized a part at a time, each
+    part a record of its own that the next folds in (the whole fold in one request
+    fails as "exceeds the context size" on a small local model). At least one message;
+    alone over ``room``, its middle is cut."""
+    spent = count(summary_prompt(replace(request, messages=())))
+    kept: list[Message] = []
+    for m in request.messages:
+        cost = count(_line(m)) + 1
+        if spent + cost > room:
+            break
+        spent += cost
+        kept.append(m)
+    if not kept:
+        first = request.messages[0]
+        chars = max(200, (room - spent) * 3)  # about three characters a token, at least
+        if len(first.content) > chars:
+            cut = len(first.content) - chars
+            first = replace(first, content=f"{first.content[:chars // 2]}\n[... {cut} "
+                            f"characters cut ...]\n{first.content[-(chars // 2):]}")
+        kept.append(first)
+    return replace(request, messages=tuple(kept))

@@ -126,6 +126,12 @@ class ContextWindow:
         self._fixed = 1  # the last fit's fixed messages (prompt, summary): a refit keeps them
         self._pinned: Message | None = None
 
+    async def learned(self) -> int | None:
+        """The window (asked of the model's server the first time)."""
+        if not self._learned:
+            self.context, self._learned = await context_window_of(self.model), True
+        return self.context
+
     async def fit(self, messages: Sequence[Message], *, fixed: Sequence[Message],
                   tools: Sequence[ToolSchema], output: OutputSchema | None,
                   settings: ModelSettings, pinned: Message | None) -> tuple[Message, ...]:

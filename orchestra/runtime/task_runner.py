@@ -17,7 +17,7 @@ from typing import Any
 from orchestra._errors import ModelBehaviorError, ModelRetry, UsageLimitExceeded
 from orchestra._log import get_logger
 from orchestra._types import Message, Task, ToolCallRecord
-from orchestra.compaction import SummaryRequest, View
+from orchestra.compaction import View
 from orchestra.mcp.hub import MCPSetup
 from orchestra.models.base import Model, ModelRequest, ModelSettings, ToolCall, streams
 from orchestra.models.prices import Pricer
@@ -281,7 +281,7 @@ class TaskRunner:
                 st.last_problem = one_line(rejection.problem)
                 if rejection.fresh:  # a new sample asked for: the task and the message
                     st.rejected.add(record["text"])
-                    st.start_afresh(rejection.problem)
+                    st.sample_afresh(rejection.problem)
                 elif record["text"] in st.rejected:  # the same answer again: in view, the
                     st.last_problem = f"you sent the same answer again ({st.last_problem})"
                     st.start_afresh()  # exchange would only bring it back once more
@@ -321,7 +321,7 @@ class TaskRunner:
             return Outcome({"problem": "", "output": serialize_output(amended)})
 
         out = await journal.run(n, "tool", "check_output", "", check)
-        if out["problem"]:
+        if out["problem"] or out.get("fresh"):  # a new sample may come with no words
             return Rejection(str(out["problem"]), out.get("data"), bool(out.get("fresh"))), None
         if "output" not in out:
             return None, result
@@ -343,20 +343,20 @@ class TaskRunner:
     async def _view(self, journal: Journal, task_msgs: list[Message], pinned: Message) -> View:
         policy = type(self.role).compaction
         history = self.agent.prior(self.task.id) + task_msgs
-        for _ in range(3):
+        stalled = 0  # summaries in a row that covered nothing new (a part each may)
+        while stalled < 3:
             view = policy.view(history, summary=self.agent.summary, pinned=pinned,
                                counter=self.agent.tokens)
             if isinstance(view, View):
                 return view
+            covered = self.agent.summary.last_seq if self.agent.summary else 0
             self.agent.summary = await summarize(journal, self.model, self.agent, view,
-                                                 self.settings, self.pricer)
-            self._note_summary(view)
-        raise ModelBehaviorError(f"task {self.task.id}: compaction did not converge after 3 "
-                                 "summaries; the policy keeps asking for more")
+                                                 self.settings, self.pricer,
+                                                 await self.window.learned())
+            stalled = stalled + 1 if self.agent.summary.last_seq <= covered else 0
+        raise ModelBehaviorError(f"task {self.task.id}: compaction did not converge: 3 "
+                                 "summaries covered nothing new; the policy keeps asking")
 
-    def _note_summary(self, request: SummaryRequest) -> None:
-        log.debug("compacted", run=self.task.run_id, task=self.task.id,
-                  agent=self.agent.agent_id, messages=len(request.messages))
 
     def _spent(self) -> Spent:
         return Spent(self.limits.run_tokens_used + self.tokens,

@@ -91,6 +91,15 @@ class Turns:
                  "repeat the task's text).")
         self.restart = len(self.task_msgs) - 1
 
+    def sample_afresh(self, message: str) -> None:
+        """A new sample a check asked for: the task and ``message``; with no message, the
+        task alone, as first asked (drawn independently of the answers before, not a
+        repair of them: a check's ``ModelRetry("", fresh=True)``)."""
+        if message:
+            self.start_afresh(message)
+        else:
+            self.restart = len(self.task_msgs)
+
     def afresh_view(self, restart: int) -> tuple[Message, ...]:
         """What the model sees once started afresh at ``restart``: see :func:`afresh`."""
         return afresh(self.pinned, self.task_msgs[restart:])

@@ -244,6 +244,42 @@ async def test_a_check_can_ask_for_a_new_sample_instead_of_a_revision(tmp_path: 
     assert seen == [(), (True,)]
 
 
+async def test_a_new_sample_with_no_message_is_the_first_request_again(tmp_path: Any) -> None:
+    """``ModelRetry("", fresh=True)``: an independent sample, the task as first asked
+    (no note steering it toward the answer before), warm and reseeded."""
+    from orchestra import ModelRetry
+
+    class Sampler(Role):
+        """Write the file."""
+
+        answer = ONE
+
+        async def check_output(self, ctx: Any, output: Any) -> None:
+            if "return 'I' * n" not in output.files["kata/roman.py"]:
+                raise ModelRetry("", fresh=True)
+
+    replies = ["kata/roman.py\n```python\ndef to_roman(n):\n    return ''\n```"] * 2 + [
+        f"kata/roman.py\n```python\n{CODE}```"]
+    requests: list[ModelRequest] = []
+
+    def model(request: ModelRequest) -> ModelResponse:
+        requests.append(request)
+        return ModelResponse(replies[len(requests) - 1])
+
+    store = await SQLiteBlackboard.open(tmp_path / "o.db")
+    try:
+        pipeline = Pipeline("p", roles=[Sampler()], start=lambda inp: [NewTask("sampler", inp)])
+        run = await Coordinator(store, pipeline, models={"sampler": FunctionModel(model)}).run(
+            {"task": "write it"})
+    finally:
+        await store.close()
+    assert run.status == "completed", run.error
+    assert len(requests) == 3
+    assert requests[1].messages == requests[0].messages == requests[2].messages
+    assert len({r.settings.seed for r in requests}) == 3
+    assert requests[1].settings.temperature and requests[1].settings.temperature >= 0.7
+
+
 async def test_a_reply_cut_off_at_the_limit_is_asked_anew_out_of_view(tmp_path: Any) -> None:
     """A reply that ran into max_tokens is often a loop; shown it, a small model copies it
     (seen: a 1.5B tester's runaway parametrize list, sent back near-identical)."""

@@ -171,3 +171,17 @@ def test_a_task_window_shows_the_current_task_alone() -> None:
     assert list(short.messages) == [pinned, *mine[-3:]]
     every = SlidingWindow(last=20).view(history, summary=None, pinned=pinned)
     assert isinstance(every, View) and every.messages[0] is earlier[0]
+
+
+def test_one_message_over_the_room_is_summarized_with_its_middle_cut() -> None:
+    from orchestra._types import Message
+    from orchestra.compaction import SummaryRequest, summary_part, summary_prompt
+    from orchestra.tokens import estimate_tokens
+
+    huge = Message("tool", "head " + "x" * 40_000 + " tail", seq=3)
+    part = summary_part(SummaryRequest((huge, Message("user", "next", seq=4)), None, 64),
+                        room=500, count=estimate_tokens)
+    (only,) = part.messages
+    assert only.seq == 3 and only.content.startswith("head ") and only.content.endswith(" tail")
+    assert "characters cut" in only.content
+    assert estimate_tokens(summary_prompt(part)) <= 700  # about the room, not 10,000

@@ -148,3 +148,37 @@ async def test_summarize_keeps_every_call_under_budget_and_recall_finds_all(tmp_
     assert hoard[-1] > 10 * max(sent)
     await store.close()
     await store2.close()
+
+
+class Wide(Chatty):
+    """You talk."""
+
+    name = "chatty"
+    compaction = Summarize(threshold=2400, keep_tokens=400, summary_tokens=100)
+
+
+async def test_a_fold_larger_than_the_window_is_summarized_a_part_at_a_time(
+        tmp_path: Path) -> None:
+    """A policy that folds more than the model's window holds (here 2,000 tokens of a
+    1,000-token window) asks for its summary in parts, each request inside the window,
+    each part a record the next one folds in; the run completes."""
+    sizes: list[int] = []
+    talker = _talker([])
+
+    class Small(FunctionModel):
+        context_tokens = 1000
+
+    def fn(req: ModelRequest) -> object:
+        if req.messages[0].content.startswith("You write faithful"):
+            sizes.append(sum(message_tokens(m) for m in req.messages))
+        return talker.fn(req)
+
+    store = await SQLiteBlackboard.open(tmp_path / "o.db")
+    run = await Coordinator(store, _loop_pipeline(Wide(), Small(fn), 40)).run({})
+    assert run.status == "completed", run.error
+    assert sizes and max(sizes) <= 1000 - 100, sizes
+    parts = await store.get_compactions(f"{run.id}/chatty")
+    lasts = [c.last_seq for c in parts]
+    assert len(parts) == len(sizes) and lasts == sorted(set(lasts))  # each a step further
+    assert all(c.first_seq == 1 for c in parts)  # each folds the one before it in
+    await store.close()
