@@ -40,10 +40,6 @@ from orchestra.runtime.retry_sampling import SAMPLE_TEMPERATURE
 __all__ = ["Coder"]
 
 
-def _module_path(task_input: Any) -> list[str]:
-    return [module_task(task_input).path]
-
-
 class Coder(WorkspaceRole):
     """Writes one module: asked once as a user asks (the floor), then revised or sampled
     again on what running the answers showed."""
@@ -51,7 +47,8 @@ class Coder(WorkspaceRole):
     name = "coder"
     instructions = ONE_SHOT_SYSTEM
     input = ModuleTask
-    answer = CodeBlocks(paths=_module_path, output=CodeAnswer)
+    answer = CodeBlocks(paths=lambda task_input: [module_task(task_input).path],
+                        output=CodeAnswer)
     # the first answer greedy, as the one-shot baseline's; later ones are warmer
     settings = ModelSettings(max_tokens=2000, temperature=0.0)
     compaction = TaskWindow(last=12)  # each module asked as if it were the first
@@ -136,6 +133,8 @@ class Coder(WorkspaceRole):
                 await self.workspace.write_file(path, code)  # the answer sent back, on disk
         if step in ("accept", "keep_best"):
             return await self._finish(task, tried, chosen, step)
+        if step == "sample" and not len(tried) % 2:  # every other one independent: the
+            raise ModelRetry("", data=mine, fresh=True)  # notes made a 1.5B's alike
         if step == "sample":
             raise ModelRetry(  # the examples the spec states, when some failed: the aim
                 f"Write {path} again from the start, as a new version: an earlier version "

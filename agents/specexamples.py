@@ -156,9 +156,7 @@ def _doctest_items(block: str) -> Iterator[tuple[str, list[str]]]:
     source: list[str] = []
     shown: list[str] = []
     for line in [*block.split("\n"), ""]:
-        text = line.strip()
-        if text.startswith(('"""', "'''")):  # a docstring's end ends its session too
-            text = ""
+        text = "" if line.lstrip().startswith(('"""', "'''")) else line.strip()  # a docstring's end
         if text.startswith(">>> ") or not text:
             if source:
                 yield "\n".join(source), shown
