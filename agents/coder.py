@@ -133,8 +133,6 @@ class Coder(WorkspaceRole):
                 await self.workspace.write_file(path, code)  # the answer sent back, on disk
         if step in ("accept", "keep_best"):
             return await self._finish(task, tried, chosen, step)
-        if step == "sample" and not len(tried) % 2:  # every other one independent: the
-            raise ModelRetry("", data=mine, fresh=True)  # notes made a 1.5B's alike
         if step == "sample":
             raise ModelRetry(  # the examples the spec states, when some failed: the aim
                 f"Write {path} again from the start, as a new version: an earlier version "
