@@ -136,11 +136,10 @@ class ContextWindow:
                   tools: Sequence[ToolSchema], output: OutputSchema | None,
                   settings: ModelSettings, pinned: Message | None) -> tuple[Message, ...]:
         """:func:`fit_context` to the model's window, learned first if need be."""
-        if not self._learned:
-            self.context, self._learned = await context_window_of(self.model), True
+        context = await self.learned()
         self._fixed, self._pinned = len(fixed), pinned
         return fit_context(messages, fixed=fixed, tools=tools, output=output,
-                           settings=settings, context=self.context, pinned=pinned)
+                           settings=settings, context=context, pinned=pinned)
 
     async def ask(self, send: Callable[[Model, ModelRequest, int], Awaitable[ModelResponse]],
                   request: ModelRequest, n: int) -> ModelResponse:

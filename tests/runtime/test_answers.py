@@ -203,6 +203,24 @@ async def test_the_same_answer_sent_back_again_starts_the_task_afresh(tmp_path: 
     assert "Write a new answer to the task above" in last
 
 
+async def _sampled(tmp_path: Any, role: Role, replies: list[str]) -> tuple[Any, list[ModelRequest]]:
+    """``role`` run on "write it" with ``replies`` in order: the run and each request."""
+    requests: list[ModelRequest] = []
+
+    def model(request: ModelRequest) -> ModelResponse:
+        requests.append(request)
+        return ModelResponse(replies[len(requests) - 1])
+
+    store = await SQLiteBlackboard.open(tmp_path / "o.db")
+    try:
+        pipeline = Pipeline("p", roles=[role], start=lambda inp: [NewTask(role.name, inp)])
+        run = await Coordinator(store, pipeline, models={role.name: FunctionModel(model)}).run(
+            {"task": "write it"})
+    finally:
+        await store.close()
+    return run, requests
+
+
 async def test_a_check_can_ask_for_a_new_sample_instead_of_a_revision(tmp_path: Any) -> None:
     from orchestra import ModelRetry
     from orchestra.runtime.retry_sampling import SAMPLE_TEMPERATURE
@@ -221,19 +239,7 @@ async def test_a_check_can_ask_for_a_new_sample_instead_of_a_revision(tmp_path: 
 
     replies = ["kata/roman.py\n```python\ndef to_roman(n):\n    return ''\n```",
                f"kata/roman.py\n```python\n{CODE}```"]
-    requests: list[ModelRequest] = []
-
-    def model(request: ModelRequest) -> ModelResponse:
-        requests.append(request)
-        return ModelResponse(replies[len(requests) - 1])
-
-    store = await SQLiteBlackboard.open(tmp_path / "o.db")
-    try:
-        pipeline = Pipeline("p", roles=[Sampler()], start=lambda inp: [NewTask("sampler", inp)])
-        run = await Coordinator(store, pipeline, models={"sampler": FunctionModel(model)}).run(
-            {"task": "write it"})
-    finally:
-        await store.close()
+    run, requests = await _sampled(tmp_path, Sampler(), replies)
     assert run.status == "completed", run.error
     # the first answer is out of view: the task, then the check's words, and a new seed
     assert [m.role for m in requests[1].messages] == ["system", "user"]
@@ -260,19 +266,7 @@ async def test_a_new_sample_with_no_message_is_the_first_request_again(tmp_path:
 
     replies = ["kata/roman.py\n```python\ndef to_roman(n):\n    return ''\n```"] * 2 + [
         f"kata/roman.py\n```python\n{CODE}```"]
-    requests: list[ModelRequest] = []
-
-    def model(request: ModelRequest) -> ModelResponse:
-        requests.append(request)
-        return ModelResponse(replies[len(requests) - 1])
-
-    store = await SQLiteBlackboard.open(tmp_path / "o.db")
-    try:
-        pipeline = Pipeline("p", roles=[Sampler()], start=lambda inp: [NewTask("sampler", inp)])
-        run = await Coordinator(store, pipeline, models={"sampler": FunctionModel(model)}).run(
-            {"task": "write it"})
-    finally:
-        await store.close()
+    run, requests = await _sampled(tmp_path, Sampler(), replies)
     assert run.status == "completed", run.error
     assert len(requests) == 3
     assert requests[1].messages == requests[0].messages == requests[2].messages
