@@ -47,7 +47,7 @@ def start_slow_run(tmp_path: Path, **run_input: object
 
 def test_ctrl_c_stops_cleanly_and_resume_finishes(tmp_path: Path) -> None:
     effects = tmp_path / "effects.log"
-    turns = 5  # the run must still be working when Ctrl-C lands, on a loaded machine too
+    turns = 20  # the run must still be working when Ctrl-C lands, on a loaded machine too
     # (model calls of 1.5 s: at 0.8 s, beside the suite and a model, the task completed first)
     proc, db, log = start_slow_run(tmp_path, turns=turns, delay=1.5, effects=str(effects))
     assert interrupt(proc) == 130, logs(log)
