@@ -192,7 +192,8 @@ async def run_python(root: Path, args: Sequence[str], *, timeout: float,  # noqa
         stdin=pipe.DEVNULL if stdin is None else pipe.PIPE, stdout=pipe.PIPE,
         stderr=pipe.STDOUT if stderr else pipe.DEVNULL, start_new_session=True)
     try:
-        out, _ = await asyncio.wait_for(proc.communicate(stdin), timeout)
+        async with asyncio.timeout(timeout):  # wait_for may lose a cancel (3.11)
+            out, _ = await proc.communicate(stdin)
         return proc.returncode or 0, out
     except TimeoutError:
         return None

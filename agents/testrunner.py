@@ -113,7 +113,8 @@ async def run_pytest(
     timed_out = False
     try:
         try:
-            await asyncio.wait_for(proc.wait(), timeout)
+            async with asyncio.timeout(timeout):  # wait_for may lose a cancel (3.11)
+                await proc.wait()
         except TimeoutError:
             timed_out = True
     finally:
@@ -124,9 +125,10 @@ async def run_pytest(
         if proc.returncode is None:
             await asyncio.shield(proc.wait())
         try:
-            await asyncio.wait_for(reader, _DRAIN_TIMEOUT_S)
+            async with asyncio.timeout(_DRAIN_TIMEOUT_S):
+                await reader
         except TimeoutError:
-            pass  # wait_for cancelled the reader; keep what it collected
+            pass  # the reader was cancelled; keep what it collected
     duration = time.monotonic() - started
     exit_code = proc.returncode if proc.returncode is not None else -signal.SIGKILL
 

@@ -155,14 +155,14 @@ class TaskExecutor:
                                 settings=type(role).settings, pricer=self.c.pricer,
                                 check_handoff=self.c.pipeline.check_handoff, mcp=self.c.mcp,
                                 on_entry=self.on_entry)
-            work = self._run(runner, task, lease, agent)
-            if timeout:
-                work = asyncio.wait_for(work, timeout)
-            if self.c.tracing is None:
-                ended = await work
-            else:
-                with self.c.tracing.task(task, agent.agent_id):
-                    ended = await work
+            # asyncio.timeout, not wait_for: Python 3.11's wait_for swallows a cancel that
+            # lands as its work ends, and the task ran on after Ctrl-C
+            async with asyncio.timeout(timeout or None):
+                if self.c.tracing is None:
+                    ended = await self._run(runner, task, lease, agent)
+                else:
+                    with self.c.tracing.task(task, agent.agent_id):
+                        ended = await self._run(runner, task, lease, agent)
         except TimeoutError:
             await self._fail(task, lease, f"task timed out after {timeout:g} s", retry=True)
             return None

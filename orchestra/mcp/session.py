@@ -61,7 +61,8 @@ class Connection:
         ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._task = asyncio.create_task(self._serve(ready), name=f"mcp server {s.name}")
         try:
-            await asyncio.wait_for(asyncio.shield(ready), s.start_timeout)
+            async with asyncio.timeout(s.start_timeout):  # wait_for may lose a cancel (3.11)
+                await asyncio.shield(ready)
         except TimeoutError:
             await self.close()
             raise await self.failure(f"did not answer the MCP handshake within "
@@ -212,7 +213,8 @@ class Connection:
         task = self._task
         if task is not None and not task.done():
             try:
-                await asyncio.wait_for(asyncio.shield(task), 10)
+                async with asyncio.timeout(10):
+                    await asyncio.shield(task)
             except (TimeoutError, Exception):
                 task.cancel()
                 with contextlib.suppress(BaseException):

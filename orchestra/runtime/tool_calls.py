@@ -222,7 +222,10 @@ class ToolRunner:
                           patches=self.patches)
         timeout = tool.timeout or self.default_timeout
         try:
-            value = await asyncio.wait_for(tool.fn(ctx, **args), timeout)
+            # not wait_for: on Python 3.11 a cancel landing as the tool returns was lost,
+            # and the run went on after Ctrl-C
+            async with asyncio.timeout(timeout):
+                value = await tool.fn(ctx, **args)
         except ModelRetry as exc:
             return Outcome({"content": str(exc), "is_error": True})
         except TimeoutError:
