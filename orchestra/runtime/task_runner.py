@@ -357,7 +357,6 @@ class TaskRunner:
         raise ModelBehaviorError(f"task {self.task.id}: compaction did not converge: 3 "
                                  "summaries covered nothing new; the policy keeps asking")
 
-
     def _spent(self) -> Spent:
         return Spent(self.limits.run_tokens_used + self.tokens,
                      self.limits.run_cost_used + self.cost,

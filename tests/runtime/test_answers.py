@@ -178,20 +178,8 @@ async def test_the_same_answer_sent_back_again_starts_the_task_afresh(tmp_path: 
                 raise ModelRetry("wrong: it must return 'I' * n")
 
     bad = "kata/roman.py\n```python\ndef to_roman(n):\n    return ''\n```"
-    replies = [bad, bad, f"kata/roman.py\n```python\n{CODE}```"]
-    requests: list[ModelRequest] = []
-
-    def model(request: ModelRequest) -> ModelResponse:
-        requests.append(request)
-        return ModelResponse(replies[len(requests) - 1])
-
-    store = await SQLiteBlackboard.open(tmp_path / "o.db")
-    try:
-        pipeline = Pipeline("p", roles=[Picky()], start=lambda inp: [NewTask("picky", inp)])
-        run = await Coordinator(store, pipeline, models={"picky": FunctionModel(model)}).run(
-            {"task": "write it"})
-    finally:
-        await store.close()
+    run, requests = await _sampled(tmp_path, Picky(), [
+        bad, bad, f"kata/roman.py\n```python\n{CODE}```"])
     assert run.status == "completed", run.error
     # 1st: sent back in full, the exchange in view; 2nd, the same: the task afresh
     assert requests[1].messages[-1].content == "wrong: it must return 'I' * n"
