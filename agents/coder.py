@@ -71,6 +71,15 @@ class Coder(WorkspaceRole):
         return module_request(task.spec, task.path, self._written(task.before),
                               coder_rounds(task))
 
+    def render_sample(self, task_input: Any) -> str | None:
+        """A new sample is asked as the first round asks, without the module in view
+        (seen: a 1.5B asked again in view of its module sent it back byte for byte, three
+        times at 0.7), so that sampling draws what the one-shot samples draw."""
+        task = module_task(task_input)
+        if task.round <= 1 or not task.current:
+            return None
+        return module_request(task.spec, task.path, self._written(task.before))
+
     def _written(self, paths: list[str]) -> dict[str, str]:
         """The modules built before this one that the workspace holds when the task starts."""
         out: dict[str, str] = {}
@@ -103,7 +112,8 @@ class Coder(WorkspaceRole):
         kept = usable_prefix(code) if problem else None
         if kept is not None and not code_problem(path, kept := _tidy(kept, task), tests=False):
             code, problem = kept, ""  # the module before a tail that does not parse
-        if problem:  # not a module at all: nothing to keep
+        again = not problem and any(d["files"].get(path) == code for d in earlier)
+        if problem or again:  # not a module at all, or one tried: nothing new to keep
             if earlier and (len(ctx.rejections) >= type(self).keep_best_after
                             or self.out_of_time(task.until)):
                 return await self._finish(task, earlier, best(
@@ -113,6 +123,11 @@ class Coder(WorkspaceRole):
                 return CodeAnswer(files={}, text=f"no usable {path} before the run's time "
                                   f"budget ended: {problem}", out_of_time=True, report={
                                       "passed": False, "output": problem})
+            if again:  # its tests would run as they ran: a new sample instead
+                raise ModelRetry(f"Write {path} again from the start, as a new version: the "
+                                 "last one was the same as an earlier version. Reply with the "
+                                 f"complete file in one fenced block labelled {path}.",
+                                 fresh=True)
             raise ModelRetry(f"Your module is not usable yet: {problem}. Reply with the "
                              f"complete corrected file in one fenced block labelled {path}.",
                              data={"files": {path: code}})

@@ -179,6 +179,22 @@ class Role(Generic[In, Out]):
         text = self.render_task(task_input)
         return text + fmt.task_note(task_input) if fmt is not None else text
 
+    def sample_message(self, task_input: Any) -> str:
+        """What a new sample a check asks for (``ModelRetry(fresh=True)``) is asked with:
+        ``render_sample`` with what the answer holds, or else the task's message."""
+        text = self.render_sample(task_input)
+        if text is None:
+            return self.task_message(task_input)
+        fmt = type(self).answer
+        return text + fmt.task_note(task_input) if fmt is not None else text
+
+    def render_sample(self, task_input: Any) -> str | None:
+        """Override when a new sample must not be asked as the task is: a revision round
+        whose message shows the current answer, which a small model copies (seen: a 1.5B
+        at temperature 0.7, reseeded, sent the module in view back byte for byte). None:
+        as the task. Keep it a function of the input: a resumed task asks alike."""
+        return None
+
     async def check_output(self, ctx: ToolContext, output: Any) -> Any:
         """Override to verify a final answer; raise ``ModelRetry`` to send it back.
 

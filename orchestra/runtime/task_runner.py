@@ -12,6 +12,7 @@ postings with the task's completion (and its next claim) in one transaction.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from orchestra._errors import ModelBehaviorError, ModelRetry, UsageLimitExceeded
@@ -72,11 +73,9 @@ class TaskRunner:
         self.journal: Journal | None = None
         self.mcp = mcp
         self.mcp_tools: MCPTools | None = None  # the task's MCP tools: made at _begin
-        self.cost = 0.0
-        self.tools: dict[str, Tool] = role.bound_tools()
-        if type(role).recall:
-            self.tools.update(builtin_tools())
-        self.tokens = 0
+        self.tools: dict[str, Tool] = role.bound_tools() | (
+            builtin_tools() if type(role).recall else {})
+        self.tokens, self.cost = 0, 0.0
         self.checks_output = type(role).check_output is not Role.check_output
         self.patches = TaskPatches(role.name, type(role).patches, ())
         self.window = ContextWindow(model)  # learned at the first fit, narrowed by refusals
@@ -136,12 +135,13 @@ class TaskRunner:
         self.patches = TaskPatches(self.role.name, type(self.role).patches, recorded)
         pinned = Message("user", self.role.task_message(self.task.input), name="task",
                          task_id=self.task.id)  # name="task": replay keys can be task-local
+        sample = replace(pinned, content=self.role.sample_message(self.task.input))
         return Turns(journal=journal, task_id=self.task.id,
                      system=system_message(self.patches.prompt(self.role)), pinned=pinned,
                      schemas=tuple([t.schema() for t in self.tools.values()]
                                    + list(schemas(self.mcp_tools))),
                      output_schema=self.role.output_schema(),
-                     task_msgs=[pinned], pending=[pinned])
+                     task_msgs=[pinned], pending=[pinned], sample=sample)
 
     def _tool_runner(self, st: Turns) -> ToolRunner:
         """The task's tool runner, made at its first tool call (most tasks make none)."""

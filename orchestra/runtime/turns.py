@@ -82,6 +82,10 @@ class Turns:
     """(tool, arguments, result) seen in this task."""
     tools: ToolRunner | None = None
     """Made at the task's first tool call."""
+    sample: Message | None = None
+    """What a new sample is asked with, once a check asked for one (``sample_afresh``):
+    the role's ``sample_message`` (None: the task's message)."""
+    sampling: bool = False
 
     def start_afresh(self, message: str | None = None) -> None:
         """From the next turn the model sees its task and the last problem only (or
@@ -95,6 +99,7 @@ class Turns:
         """A new sample a check asked for: the task and ``message``; with no message, the
         task alone, as first asked (drawn independently of the answers before, not a
         repair of them: a check's ``ModelRetry("", fresh=True)``)."""
+        self.sampling = True
         if message:
             self.start_afresh(message)
         else:
@@ -102,7 +107,8 @@ class Turns:
 
     def afresh_view(self, restart: int) -> tuple[Message, ...]:
         """What the model sees once started afresh at ``restart``: see :func:`afresh`."""
-        return afresh(self.pinned, self.task_msgs[restart:])
+        asked = self.sample if self.sampling and self.sample is not None else self.pinned
+        return afresh(asked, self.task_msgs[restart:])
 
     def say(self, text: str) -> None:
         """Tell the model something (feedback): seen next turn, stored with the next step."""

@@ -34,6 +34,8 @@ RIGHT = ("def merge(items):\n    out = []\n    for s, e in sorted(items):\n"
          "        else:\n            out.append((s, e))\n    return out\n")
 RIGHT_TOO = RIGHT.replace("out = []", "out: list = []")
 STUB = "def merge(items):\n    # Implement the merging here\n    pass\n"
+STUB2 = STUB.replace("merging", "merge")  # not the same answer: a repeat is not tried
+STUB3 = STUB.replace("pass", "...")
 
 
 async def test_the_first_request_is_the_one_shot_request_byte_for_byte(
@@ -91,7 +93,7 @@ async def test_a_stub_never_stays_where_a_real_answer_exists(tmp_path: Path) -> 
     run, _, seen = await run_pipeline(tmp_path, {
         "architect": [says(json.dumps(PLAN))],
         "tester": [says(fenced("test_intervals.py", tests))],
-        "coder": [says(fenced("intervals.py", c)) for c in (STUB, RIGHT, STUB, STUB)],
+        "coder": [says(fenced("intervals.py", c)) for c in (STUB, RIGHT, STUB2, STUB3)],
         "reviewer": []}, spec=SPEC, review="failures", max_rounds=1)
     assert run.status == "completed", run.error
     assert len(seen["coder"]) == 4
@@ -113,7 +115,8 @@ async def test_an_answer_that_defines_what_its_dependents_import_ranks_above_one
     run, tasks, seen = await run_pipeline(tmp_path, {
         "architect": [says(json.dumps(both))],
         "tester": [says(fenced("test_intervals.py", tests))],
-        "coder": [says(fenced("intervals.py", c)) for c in (RIGHT, whole, RIGHT, RIGHT)],
+        "coder": [says(fenced("intervals.py", c))
+                  for c in (RIGHT, whole, RIGHT_TOO, RIGHT.replace("[]", "list()"))],
         "reviewer": []}, spec=SPEC + "`covered(items)` is the length they cover.\n",
         review="failures", max_rounds=1)
     assert run.status == "completed", run.error
@@ -175,3 +178,37 @@ def test_each_outcome_says_what_the_module_rested_on(answer: dict[str, Any], kin
 def test_a_trusted_test_failing_still_goes_to_review() -> None:
     writes = _route(report=PROBES_FAIL, vouched=[1, 2])
     assert [h.to_role for h in writes.handoffs] == ["reviewer"] and not writes.events
+
+
+async def test_an_answer_tried_before_is_not_tested_again_and_a_new_sample_is_asked(
+        tmp_path: Path) -> None:
+    tests = ("from intervals import merge\n\n\ndef test_merge():\n"
+             "    assert merge([(1, 3), (2, 4)]) == [(1, 4)]\n")
+    run, tasks, seen = await run_pipeline(tmp_path, {
+        "architect": [says(json.dumps(PLAN))],
+        "tester": [says(fenced("test_intervals.py", tests))],
+        "coder": [says(fenced("intervals.py", c)) for c in (CRASHES, CRASHES, RIGHT)],
+        "reviewer": []}, spec=SPEC, review="failures", max_rounds=1)
+    assert run.status == "completed", run.error
+    assert "same as an earlier version" in seen["coder"][2].messages[-1].content
+    assert [m.role for m in seen["coder"][2].messages] == ["system", "user"]
+    (coder,) = [t for t in tasks if t.role == "coder"]
+    assert coder.result["accepted"]
+    assert [h["score"][:2] for h in coder.result["history"]] == [[0, 1]]  # tried once
+
+
+def test_a_later_rounds_new_sample_is_asked_as_the_first_round_asks(tmp_path: Path) -> None:
+    """A review round's request shows the module it revises; a new sample is asked without
+    it (a 1.5B shown its module sent it back byte for byte, three samples at 0.7)."""
+    from agents.coder import Coder
+    from agents.coderasks import module_request
+    from agents.workspace import Workspace
+
+    coder = Coder(Workspace(tmp_path))
+    task = {"module": PLAN["modules"][0], "spec": SPEC, "stated": {"section": SPEC},
+            "round": 2, "current": CRASHES, "comments": ["sort by start"]}
+    assert CRASHES.rstrip() in coder.task_message(task)
+    sample = coder.sample_message(task)
+    assert sample.startswith(module_request(SPEC, "intervals.py", {}))
+    assert CRASHES.rstrip() not in sample and "sort by start" not in sample
+    assert coder.render_sample({**task, "round": 1, "current": ""}) is None

@@ -6,7 +6,17 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from test_team import GOOD, HALF, PLAN, TESTS, approve, fenced, run_pipeline, says
+from test_team import (
+    GOOD,
+    HALF,
+    PLAN,
+    TESTS,
+    approve,
+    fenced,
+    run_pipeline,
+    says,
+    versions,
+)
 
 from agents.speccases import CASE_PREFIX
 from agents.team import Coder
@@ -40,8 +50,8 @@ async def test_a_failing_module_still_goes_to_the_reviewer(tmp_path: Path) -> No
     wrong = "def add(a: int, b: int) -> int:\n    return a - b\n"
     run, _tasks, seen = await run_pipeline(tmp_path, {
         "architect": [plan], "tester": [says(fenced("tests/test_add.py", TESTS))],
-        "coder": [says(fenced("calc/add.py", wrong))] * Coder.test_rounds
-                 + [says(fenced("calc/add.py", GOOD))],
+        "coder": [*versions("calc/add.py", wrong, Coder.test_rounds),
+                  says(fenced("calc/add.py", GOOD))],
         "reviewer": [says(json.dumps({"module": "calc/add.py", "approved": False,
                                       "comments": ["add subtracts"]})), approve]},
         spec=SPEC, review="failures")
@@ -181,7 +191,7 @@ async def test_an_answer_that_passes_every_test_the_spec_vouches_for_is_accepted
     wrong = TESTS.replace("assert add(0, 0) == 0", "assert add(0, 0) == 1")
     run, tasks, seen = await run_pipeline(tmp_path, {
         "architect": [plan], "tester": [says(fenced("tests/test_add.py", wrong))],
-        "coder": [says(fenced("calc/add.py", GOOD))] * 2, "reviewer": []},
+        "coder": versions("calc/add.py", GOOD, 2), "reviewer": []},
         spec=SPEC, review="failures")
     assert run.status == "completed", run.error
     assert len(seen["coder"]) == 2 and "reviewer" not in seen

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from test_team import approve, asked_path, fenced, run_pipeline, says
+from test_team import approve, asked_path, fenced, run_pipeline, says, versions
 
 # a spec read wrongly: its `Shelf` is a class, but nothing here says so to a rule
 SHELF_SPEC = ("# shelf\n\nWrite `shelf.py`, tested in `test_shelf.py`. A `Shelf` keeps "
@@ -116,7 +116,7 @@ async def test_no_review_where_no_test_the_spec_vouches_for_fails(tmp_path: Path
     run, _tasks, seen = await run_pipeline(tmp_path, {
         "architect": [says(json.dumps({"modules": PLAN["modules"][:1]}))],
         "tester": [says(fenced("test_tokens.py", guess))],
-        "coder": [says(fenced("tokens.py", TOKENS))] * 4, "reviewer": []},
+        "coder": versions("tokens.py", TOKENS, 4), "reviewer": []},
         spec=CALC_SPEC.split(", and")[0] + ".\n", review="failures")
     assert run.status == "completed", run.error
     assert "reviewer" not in seen and len(seen["coder"]) == 4

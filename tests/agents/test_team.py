@@ -102,6 +102,13 @@ def says(text: str) -> Callable[[ModelRequest], ModelResponse]:
     return lambda _: reply(text)
 
 
+def versions(path: str, code: str, n: int) -> list[Callable[[ModelRequest], ModelResponse]]:
+    """``code`` answered ``n`` times, each a new version that behaves alike (an answer
+    tried before is not tried again)."""
+    return [says(fenced(path, code if i == 0 else f"{code}\n# version {i + 1}\n"))
+            for i in range(n)]
+
+
 async def test_failing_tests_come_back_as_the_next_turn_until_they_pass(tmp_path: Path) -> None:
     run, tasks, seen = await run_pipeline(tmp_path, {
         "architect": [plan], "tester": [says(fenced("tests/test_add.py", TESTS))],
@@ -129,8 +136,7 @@ async def test_when_rounds_run_out_the_best_answer_is_kept(tmp_path: Path) -> No
                           "assert add(0, 0) == 0\n    assert add(2, 1) == 3")
     run, tasks, seen = await run_pipeline(tmp_path, {
         "architect": [plan], "tester": [says(fenced("tests/test_add.py", tests))],
-        "coder": [says(fenced("calc/add.py", HALF)), says(fenced("calc/add.py", BAD)),
-                  says(fenced("calc/add.py", BAD)), says(fenced("calc/add.py", BAD))],
+        "coder": [says(fenced("calc/add.py", HALF)), *versions("calc/add.py", BAD, 3)],
         "reviewer": [says(json.dumps({"module": "calc/add.py", "approved": False,
                                       "fix": "code", "comments": ["add returns a constant"]}))],
     }, max_rounds=1)
@@ -151,7 +157,7 @@ async def test_a_review_that_blames_the_tests_goes_to_the_tester(tmp_path: Path)
         "architect": [plan],
         "tester": [says(fenced("tests/test_add.py", wrong)), says(fenced("tests/test_add.py",
                                                                           TESTS))],
-        "coder": [says(fenced("calc/add.py", GOOD))] * (Coder.test_rounds + 1),
+        "coder": versions("calc/add.py", GOOD, Coder.test_rounds + 1),
         "reviewer": [says(json.dumps({"module": "calc/add.py", "approved": False,
                                       "fix": "tests", "comments": [
                                           "test_zero expects add(0, 0) == 1; 0 + 0 is 0"]})),
@@ -404,7 +410,7 @@ async def test_an_approval_stands_unless_a_test_the_spec_vouches_for_fails(
                               "comments": ["add(1, 2) is not 3"]}))
     run, _tasks, seen = await run_pipeline(tmp_path, {
         "architect": [plan], "tester": [says(fenced("tests/test_add.py", TESTS))],
-        "coder": [says(fenced("calc/add.py", code))] * Coder.test_rounds,
+        "coder": versions("calc/add.py", code, Coder.test_rounds),
         "reviewer": [approve, reject]}, max_rounds=1)
     assert run.status == "completed", run.error
     assert len(seen["reviewer"]) == reviews
