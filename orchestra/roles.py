@@ -179,12 +179,12 @@ class Role(Generic[In, Out]):
         text = self.render_task(task_input)
         return text + fmt.task_note(task_input) if fmt is not None else text
 
-    def sample_message(self, task_input: Any) -> str:
+    def sample_message(self, task_input: Any) -> str | None:
         """What a new sample a check asks for (``ModelRetry(fresh=True)``) is asked with:
-        ``render_sample`` with what the answer holds, or else the task's message."""
+        ``render_sample`` with what the answer holds (None: the task's message)."""
         text = self.render_sample(task_input)
         if text is None:
-            return self.task_message(task_input)
+            return None
         fmt = type(self).answer
         return text + fmt.task_note(task_input) if fmt is not None else text
 

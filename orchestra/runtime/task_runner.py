@@ -12,7 +12,6 @@ postings with the task's completion (and its next claim) in one transaction.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from orchestra._errors import ModelBehaviorError, ModelRetry, UsageLimitExceeded
@@ -135,13 +134,13 @@ class TaskRunner:
         self.patches = TaskPatches(self.role.name, type(self.role).patches, recorded)
         pinned = Message("user", self.role.task_message(self.task.input), name="task",
                          task_id=self.task.id)  # name="task": replay keys can be task-local
-        sample = replace(pinned, content=self.role.sample_message(self.task.input))
         return Turns(journal=journal, task_id=self.task.id,
                      system=system_message(self.patches.prompt(self.role)), pinned=pinned,
                      schemas=tuple([t.schema() for t in self.tools.values()]
                                    + list(schemas(self.mcp_tools))),
                      output_schema=self.role.output_schema(),
-                     task_msgs=[pinned], pending=[pinned], sample=sample)
+                     task_msgs=[pinned], pending=[pinned],
+                     sample=self.role.sample_message(self.task.input))
 
     def _tool_runner(self, st: Turns) -> ToolRunner:
         """The task's tool runner, made at its first tool call (most tasks make none)."""

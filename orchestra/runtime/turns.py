@@ -82,7 +82,7 @@ class Turns:
     """(tool, arguments, result) seen in this task."""
     tools: ToolRunner | None = None
     """Made at the task's first tool call."""
-    sample: Message | None = None
+    sample: str | None = None
     """What a new sample is asked with, once a check asked for one (``sample_afresh``):
     the role's ``sample_message`` (None: the task's message)."""
     sampling: bool = False
@@ -107,7 +107,9 @@ class Turns:
 
     def afresh_view(self, restart: int) -> tuple[Message, ...]:
         """What the model sees once started afresh at ``restart``: see :func:`afresh`."""
-        asked = self.sample if self.sampling and self.sample is not None else self.pinned
+        asked = self.pinned
+        if self.sampling and self.sample is not None:
+            asked = replace(asked, content=self.sample)
         return afresh(asked, self.task_msgs[restart:])
 
     def say(self, text: str) -> None:

@@ -191,8 +191,10 @@ async def test_the_same_answer_sent_back_again_starts_the_task_afresh(tmp_path: 
     assert "Write a new answer to the task above" in last
 
 
-async def _sampled(tmp_path: Any, role: Role, replies: list[str]) -> tuple[Any, list[ModelRequest]]:
-    """``role`` run on "write it" with ``replies`` in order: the run and each request."""
+async def _sampled(tmp_path: Any, role: Role, replies: list[str], run_input: Any = None
+                   ) -> tuple[Any, list[ModelRequest]]:
+    """``role`` run on ``run_input`` ("write it") with ``replies`` in order: the run and
+    each request."""
     requests: list[ModelRequest] = []
 
     def model(request: ModelRequest) -> ModelResponse:
@@ -203,7 +205,7 @@ async def _sampled(tmp_path: Any, role: Role, replies: list[str]) -> tuple[Any, 
     try:
         pipeline = Pipeline("p", roles=[role], start=lambda inp: [NewTask(role.name, inp)])
         run = await Coordinator(store, pipeline, models={role.name: FunctionModel(model)}).run(
-            {"task": "write it"})
+            {"task": "write it"} if run_input is None else run_input)
     finally:
         await store.close()
     return run, requests

@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from test_answers import _sampled
+
 from orchestra import (
     Coordinator,
     FunctionModel,
@@ -49,25 +51,9 @@ def _pipeline() -> Pipeline:
     return Pipeline("p", roles=[Reviser()], start=lambda inp: [NewTask("reviser", inp)])
 
 
-async def _run(tmp_path: Any, current: str, replies: list[str]
-               ) -> tuple[Any, list[ModelRequest]]:
-    requests: list[ModelRequest] = []
-
-    def model(request: ModelRequest) -> ModelResponse:
-        requests.append(request)
-        return ModelResponse(replies[len(requests) - 1])
-
-    store = await SQLiteBlackboard.open(tmp_path / "o.db")
-    try:
-        run = await Coordinator(store, _pipeline(), models={"reviser": FunctionModel(model)}
-                                ).run({"current": current})
-    finally:
-        await store.close()
-    return run, requests
-
-
 async def test_a_new_sample_is_asked_without_the_answer_in_view(tmp_path: Any) -> None:
-    run, requests = await _run(tmp_path, "def to_roman(n): return 'X'", [BAD, BAD2, GOOD])
+    run, requests = await _sampled(tmp_path, Reviser(), [BAD, BAD2, GOOD],
+                                   {"current": "def to_roman(n): return 'X'"})
     assert run.status == "completed", run.error
     assert "Revise this module:\ndef to_roman(n): return 'X'" in requests[0].messages[-1].content
     sample = requests[1].messages
@@ -82,7 +68,7 @@ async def test_a_new_sample_is_asked_without_the_answer_in_view(tmp_path: Any) -
 
 
 async def test_with_no_render_sample_a_sample_is_the_task_again(tmp_path: Any) -> None:
-    run, requests = await _run(tmp_path, "", [BAD, GOOD])
+    run, requests = await _sampled(tmp_path, Reviser(), [BAD, GOOD], {"current": ""})
     assert run.status == "completed", run.error
     assert requests[1].messages[-1].content.startswith("Revise this module:\n")
 
