@@ -113,6 +113,11 @@ class Coder(WorkspaceRole):
         if kept is not None and not code_problem(path, kept := _tidy(kept, task), tests=False):
             code, problem = kept, ""  # the module before a tail that does not parse
         again = not problem and any(d["files"].get(path) == code for d in earlier)
+        last = ctx.rejections[-1] if ctx.rejections else None
+        # a fix asked in view of an unusable answer, unusable too (seen: a 1.5B sent the
+        # same broken text back): a new sample is the better request
+        fix_failed = bool(problem and last and not last.fresh and isinstance(
+            last.data, dict) and "score" not in last.data)
         if problem or again:  # not a module at all, or one tried: nothing new to keep
             if earlier and (len(ctx.rejections) >= type(self).keep_best_after
                             or self.out_of_time(task.until)):
@@ -123,10 +128,12 @@ class Coder(WorkspaceRole):
                 return CodeAnswer(files={}, text=f"no usable {path} before the run's time "
                                   f"budget ended: {problem}", out_of_time=True, report={
                                       "passed": False, "output": problem})
-            if again:  # its tests would run as they ran: a new sample instead
+            if again or fix_failed:  # its tests would run as they ran: a new sample
+                why = ("was the same as an earlier version" if again else
+                       f"was not usable: {problem}")
                 raise ModelRetry(f"Write {path} again from the start, as a new version: the "
-                                 "last one was the same as an earlier version. Reply with the "
-                                 f"complete file in one fenced block labelled {path}.",
+                                 f"last one {why}. Reply with the complete file in one fenced "
+                                 f"block labelled {path}.", data={"files": {path: code}},
                                  fresh=True)
             raise ModelRetry(f"Your module is not usable yet: {problem}. Reply with the "
                              f"complete corrected file in one fenced block labelled {path}.",

@@ -50,6 +50,26 @@ async def test_a_copy_of_the_spec_is_sent_back_as_not_python(tmp_path: Path) -> 
         -1].content
 
 
+async def test_a_fix_that_is_still_unusable_is_followed_by_a_new_sample(
+        tmp_path: Path) -> None:
+    """One fix is asked in view of an unusable answer; when the fix is unusable too (a
+    1.5B sent the same broken text back), the next request is a new sample, not another
+    fix of it."""
+    broken = says("```python\ndimension(unit: str) -> str:\n    return unit\n```\n")
+    run, _tasks, seen = await run_pipeline(tmp_path, {
+        "architect": [plan], "tester": [says(fenced("tests/test_add.py", TESTS))],
+        "coder": [broken, broken, broken, broken, says(fenced("calc/add.py", GOOD))],
+        "reviewer": [approve]}, spec=SPEC)
+    assert run.status == "completed", run.error
+    asked = [r.messages for r in seen["coder"]]
+    assert "not usable yet" in asked[1][-1].content and len(asked[1]) > 2  # a fix, in view
+    assert "last one was not usable" in asked[2][-1].content
+    assert [m.role for m in asked[2]] == ["system", "user"]  # afresh: the answer not in view
+    assert "not usable yet" in asked[3][-1].content  # the new sample's own fix, in view
+    assert "last one was not usable" in asked[4][-1].content
+    assert (tmp_path / "ws/calc/add.py").read_text().strip() == GOOD.strip()
+
+
 async def test_past_the_budget_a_module_with_no_usable_answer_gives_up(tmp_path: Path) -> None:
     """The run ends on time: after the coder's last tries, the module is left unwritten
     and the run's notes say why (it was tried until its output retries ran out)."""
