@@ -143,7 +143,8 @@ class Coder(WorkspaceRole):
         tried = [*earlier, mine]
         ranked = [Tried.of(d) for d in tried]
         step, chosen = decide(ranked, rounds=type(self).test_rounds,
-                              out_of_time=self.out_of_time(task.until))
+                              out_of_time=self.out_of_time(task.until), fixed=bool(
+                                  last and not last.fresh and "score" in (last.data or {})))
         if not (step == "accept" and ranked[chosen].every_test):
             made = await self._composite(task, tried, first)  # the best parts of the answers
             if made is not None:
