@@ -53,14 +53,11 @@ def broken(runs: Runs) -> list[str]:
     raised the same error from the candidate's own code: a bug one traceback points at
     (seen: ``word_counts = word_counts(text)`` and ``self.balance = 0`` beside a read-only
     property, drawn again by most new samples of a 1.5B)."""
-    outcomes: dict[str, set[str]] = {}
-    calls: dict[str, int] = {}
+    by_name: dict[str, list[str]] = {}
     for call, outcome in runs.items():
-        name = _callee(call)
-        outcomes.setdefault(name, set()).add(outcome)
-        calls[name] = calls.get(name, 0) + 1
-    return sorted(name for name, seen in outcomes.items() if calls[name] >= 2 and len(seen) == 1
-                  and next(iter(seen)).startswith("!"))
+        by_name.setdefault(_callee(call), []).append(outcome)
+    return sorted(name for name, outs in by_name.items()
+                  if len(outs) >= 2 and len(set(outs)) == 1 and outs[0].startswith("!"))
 
 
 def _callee(call: str) -> str:
