@@ -8,10 +8,9 @@ time); the candidate agreeing with most others is most likely right (arXiv 2204.
 
 from __future__ import annotations
 
-import ast
 from collections.abc import Mapping, Sequence
 
-__all__ = ["Runs", "agreement", "alike", "broken", "crashes", "own_raises"]
+__all__ = ["Runs", "agreement", "alike", "crashes", "own_raises"]
 
 Runs = Mapping[str, str]
 """One candidate's outcomes: input (a call's source) -> outcome."""
@@ -46,28 +45,3 @@ def alike(a: Runs, b: Runs) -> bool:
     """Two candidates behave the same on every input and return a value on some: two
     samples that agree is evidence (a smoke run's guessed inputs may rightly raise)."""
     return bool(a) and a == b and any(o.startswith("=") for o in a.values())
-
-
-def broken(runs: Runs) -> list[str]:
-    """The names called (a function, a class, a method) whose every call, two or more,
-    raised the same error from the candidate's own code: a bug one traceback points at
-    (seen: ``word_counts = word_counts(text)`` and ``self.balance = 0`` beside a read-only
-    property, drawn again by most new samples of a 1.5B)."""
-    by_name: dict[str, list[str]] = {}
-    for call, outcome in runs.items():
-        by_name.setdefault(_callee(call), []).append(outcome)
-    return sorted(name for name, outs in by_name.items()
-                  if len(outs) >= 2 and len(set(outs)) == 1 and outs[0].startswith("!"))
-
-
-def _callee(call: str) -> str:
-    """The name a call's last line calls (``acct.deposit(5)``: ``deposit``), else that line."""
-    line = call.strip().splitlines()[-1] if call.strip() else ""
-    try:
-        node = ast.parse(line.strip(), mode="eval").body
-    except SyntaxError:
-        return line
-    func = node.func if isinstance(node, ast.Call) else None
-    if isinstance(func, ast.Name):
-        return func.id
-    return func.attr if isinstance(func, ast.Attribute) else line

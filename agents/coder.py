@@ -113,7 +113,11 @@ class Coder(WorkspaceRole):
         if kept is not None and not code_problem(path, kept := _tidy(kept, task), tests=False):
             code, problem = kept, ""  # the module before a tail that does not parse
         again = not problem and any(d["files"].get(path) == code for d in earlier)
-        fixing = _fixing(ctx)
+        last = ctx.rejections[-1] if ctx.rejections else None
+        # a fix asked in view of an unusable answer, unusable too (seen: a 1.5B sent the
+        # same broken text back): a new sample is the better request
+        fix_failed = bool(problem and last and not last.fresh and isinstance(
+            last.data, dict) and "score" not in last.data)
         if problem or again:  # not a module at all, or one tried: nothing new to keep
             if earlier and (len(ctx.rejections) >= type(self).keep_best_after
                             or self.out_of_time(task.until)):
@@ -124,9 +128,7 @@ class Coder(WorkspaceRole):
                 return CodeAnswer(files={}, text=f"no usable {path} before the run's time "
                                   f"budget ended: {problem}", out_of_time=True, report={
                                       "passed": False, "output": problem})
-            # a fix of an unusable answer unusable too (seen: a 1.5B sent the same broken
-            # text back), or an answer tried: a new sample is the better request
-            if again or fixing == "unusable":
+            if again or fix_failed:  # its tests would run as they ran: a new sample
                 why = ("was the same as an earlier version" if again else
                        f"was not usable: {problem}")
                 raise ModelRetry(f"Write {path} again from the start, as a new version: the "
@@ -141,8 +143,7 @@ class Coder(WorkspaceRole):
         tried = [*earlier, mine]
         ranked = [Tried.of(d) for d in tried]
         step, chosen = decide(ranked, rounds=type(self).test_rounds,
-                              out_of_time=self.out_of_time(task.until),
-                              fixed=fixing == "tested")
+                              out_of_time=self.out_of_time(task.until))
         if not (step == "accept" and ranked[chosen].every_test):
             made = await self._composite(task, tried, first)  # the best parts of the answers
             if made is not None:
@@ -242,15 +243,6 @@ class Coder(WorkspaceRole):
             history=[{"score": d["score"], "failed": first_failure(d["report"])}
                      for d in (tried[:-1] if step == "accept" else tried)])
         return CodeAnswer(**fields)
-
-
-def _fixing(ctx: ToolContext) -> str:
-    """What the answer was asked to fix in view: "unusable" (an answer that was no module),
-    "tested" (one that ran), or "" (a first answer or a new sample)."""
-    last = ctx.rejections[-1] if ctx.rejections else None
-    if last is None or last.fresh or not isinstance(last.data, dict):
-        return ""
-    return "tested" if "score" in last.data else "unusable"
 
 
 def _defined(code: str) -> list[str]:

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from agents.agreement import agreement, alike, broken, crashes
+from agents.agreement import agreement, alike, crashes
 
 __all__ = ["Next", "Tried", "best", "decide", "passes"]
 
@@ -123,10 +123,9 @@ def passes(t: Tried, *, revised: bool = True) -> bool:
     return t.every_test or (vouched and revised)
 
 
-def decide(tried: Sequence[Tried], *, rounds: int, out_of_time: bool,
-           fixed: bool = False) -> tuple[Next, int]:
+def decide(tried: Sequence[Tried], *, rounds: int, out_of_time: bool) -> tuple[Next, int]:
     """What to do after the last of ``tried`` (``rounds`` of them at most), and the best
-    answer's index; ``fixed``: the last was already a fix asked in view of the one before."""
+    answer's index."""
     if not tried:
         raise ValueError("decide() needs at least one tried answer")
     last = tried[-1]
@@ -138,6 +137,6 @@ def decide(tried: Sequence[Tried], *, rounds: int, out_of_time: bool,
         return "accept", chosen  # no test: two candidates that behave alike
     if out_of_time or len(tried) >= rounds:
         return "keep_best", chosen
-    if not last.imports or (broken(last.runs) and not fixed):
-        return "revise", chosen  # a real error back to its author, its traceback in view
+    if not last.imports:
+        return "revise", chosen  # a real error back to its author
     return "sample", chosen

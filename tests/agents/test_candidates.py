@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agents.agreement import agreement, alike, broken, crashes, own_raises
+from agents.agreement import agreement, alike, crashes, own_raises
 from agents.importcheck import Imported, check_import
 from agents.probe import calls_in_tests, mentions, run_calls
 from agents.smoke import smoke_calls, spec_literals
@@ -155,12 +155,3 @@ async def test_importing_a_candidate_says_which_planned_names_it_defines(tmp_pat
     (tmp_path / "pkg" / "m.py").write_text("import nowhere\n")
     failed = await check_import(tmp_path, "pkg/m.py", ["half"])
     assert failed.defines == () and "No module named 'nowhere'" in failed.error
-
-
-def test_broken_names_what_raises_one_error_on_every_call_by_the_name_called() -> None:
-    runs = {"acct = Account('ana')\nacct.deposit(5)": "!AttributeError",
-            "\"a note\"\nacct = Account('bo')\nacct.deposit(7)": "!AttributeError",
-            "Account('ana')": "=<bank.Account object>", "Account('')": "!ValueError",
-            "total([1, 2])": "=3", "total([])": "!ZeroDivisionError"}
-    assert broken(runs) == ["deposit"]
-    assert broken({"f(1)": "~", "f(2)": "~"}) == []  # out of time is no error of one line

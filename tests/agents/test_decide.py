@@ -111,21 +111,6 @@ def test_a_module_that_does_not_import_is_revised_with_its_error() -> None:
     assert best([t(0, imports=False), t(0)]) == 1
 
 
-def test_a_function_raising_the_same_error_on_every_call_is_fixed_in_view_once() -> None:
-    """A bug one traceback points at goes back to its author (a new sample of a small model
-    draws it again); a fix that still raises is followed by a new sample."""
-    shadowed = {"count('a b')": "={'a': 1}", "top('a b', 1)": "!UnboundLocalError",
-                "top('a', 0)": "!UnboundLocalError"}
-    assert decide([t(1, runs=shadowed)], rounds=4, out_of_time=False)[0] == "revise"
-    assert decide([t(1, runs=shadowed)], rounds=4, out_of_time=False, fixed=True)[0] == "sample"
-    # an error on some of its calls, a different one on each, or one call: answers differ
-    for runs in ({"top('a b', 1)": "=[('a', 1)]", "top('a', -1)": "!ValueError"},
-                 {"top('a b', 1)": "!KeyError", "top('a', 0)": "!IndexError"},
-                 {"top('a b', 1)": "!NameError"},
-                 {"top('a b', 1)": "?TypeError", "top('a', 0)": "?TypeError"}):
-        assert decide([t(1, runs=runs)], rounds=4, out_of_time=False)[0] == "sample", runs
-
-
 def test_failing_tests_ask_for_fresh_samples_until_the_rounds_run_out() -> None:
     steps = [decide([t(1)] * n, rounds=4, out_of_time=False)[0] for n in (1, 2, 3, 4)]
     assert steps == ["sample", "sample", "sample", "keep_best"]
