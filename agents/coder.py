@@ -17,7 +17,6 @@ from agents.coderasks import (
     how_it_did,
     module_request,
     revision,
-    spec_failures,
 )
 from agents.codereply import CodeBlocks
 from agents.compose import Answer, compose
@@ -129,12 +128,8 @@ class Coder(WorkspaceRole):
                                   f"budget ended: {problem}", out_of_time=True, report={
                                       "passed": False, "output": problem})
             if again or fix_failed:  # its tests would run as they ran: a new sample
-                why = ("was the same as an earlier version" if again else
-                       f"was not usable: {problem}")
-                raise ModelRetry(f"Write {path} again from the start, as a new version: the "
-                                 f"last one {why}. Reply with the complete file in one fenced "
-                                 f"block labelled {path}.", data={"files": {path: code}},
-                                 fresh=True)
+                raise ModelRetry("", fresh=True, data={"files": {path: code}, "why": (
+                    "the same as an earlier version" if again else f"not usable: {problem}")})
             raise ModelRetry(f"Your module is not usable yet: {problem}. Reply with the "
                              f"complete corrected file in one fenced block labelled {path}.",
                              data={"files": {path: code}})
@@ -155,12 +150,9 @@ class Coder(WorkspaceRole):
                 await self.workspace.write_file(path, code)  # the answer sent back, on disk
         if step in ("accept", "keep_best"):
             return await self._finish(task, tried, chosen, step)
-        if step == "sample":
-            raise ModelRetry(  # the examples the spec states, when some failed: the aim
-                f"Write {path} again from the start, as a new version: an earlier version "
-                f"{how_it_did(mine)}.\n\n{spec_failures(mine['report'], task)}Reply with "
-                f"the complete file in one fenced block labelled {path}.", data=mine,
-                fresh=True)
+        if step == "sample":  # asked exactly as the first answer was: told what failed, a
+            # 1.5B redrew that answer's mistake; plain samples score as the one-shot's do
+            raise ModelRetry("", fresh=True, data={**mine, "why": how_it_did(mine)})
         raise ModelRetry(revision(mine, task), data=mine)
 
     async def _try(self, task: ModuleTask, code: str, text: str, first: str

@@ -9,13 +9,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agents.checks import dotted
-from agents.failures import how_it_failed
 from agents.inputs import ModuleTask
 from agents.moduletask import first_failure
-from agents.speccases import CASE_PREFIX
-from agents.testsplit import failed_tests
 
-__all__ = ["ONE_SHOT_SYSTEM", "how_it_did", "module_request", "revision", "spec_failures"]
+__all__ = ["ONE_SHOT_SYSTEM", "how_it_did", "module_request", "revision"]
 
 
 ONE_SHOT_SYSTEM = "You are a helpful assistant and an expert Python programmer."
@@ -40,26 +37,17 @@ def module_request(spec: str, path: str, written: Mapping[str, str],
 
 
 def revision(mine: dict[str, Any], task: ModuleTask) -> str:
-    """The feedback for a revision: the import's traceback, or what its tests and calls
-    showed (the spec's own examples that failed first)."""
-    path, test_path, report = task.path, task.test_path, mine["report"]
-    ask = f"Reply with the complete corrected file in one fenced block labelled {path}."
-    if not mine.get("imports", True):
-        return (f"{report['output']}\n\nFix {path} so that it imports like this (its users "
-                f"and tests import it as `import {dotted(path)}` from the workspace root). "
-                f"{ask}")
-    passed, total = mine["score"][:2]
-    if not total:
-        return f"Your module {how_it_did(mine)}. {ask}"
-    return (f"The tests in {test_path} ran against your module: {passed} of {total} passed. "
-            f"{spec_failures(report, task)}The end of pytest's report:\n{report['output']}"
-            f"\n\nFind the cause in {path} and fix it (where a test contradicts the spec, "
-            f"follow the spec). {ask}")
+    """The feedback for an answer that does not import: its traceback, to its author (an
+    answer that imports is sampled anew, as first asked: :func:`agents.decide.decide`)."""
+    path = task.path
+    return (f"{mine['report']['output']}\n\nFix {path} so that it imports like this (its "
+            f"users and tests import it as `import {dotted(path)}` from the workspace root). "
+            f"Reply with the complete corrected file in one fenced block labelled {path}.")
 
 
 def how_it_did(mine: dict[str, Any]) -> str:
-    """What an answer did, for the request of a new sample: its tests, or, with none, a
-    stub it left or the calls on which its own code raised."""
+    """What an answer did: its tests, or, with none, a stub it left or the calls on which
+    its own code raised (journaled as why a new sample was asked; the model is not told)."""
     passed, total = mine["score"][:2]
     first = first_failure(mine["report"])
     said = [f"passed {passed} of its {total} tests"
@@ -72,16 +60,3 @@ def how_it_did(mine: dict[str, Any]) -> str:
         said.append("raised an error when run: " + "; ".join(raised))
     return ", and ".join(said) or ("ran, but no test checks it (versions are compared by what "
                                    "they return on the same calls)")
-
-
-def spec_failures(report: dict[str, Any], task: ModuleTask) -> str:
-    """The spec's own examples a test run failed, said first in the feedback: among many
-    failures (some of them a tester's errors) a small model fixes none."""
-    out = str(report.get("output", ""))
-    failed = failed_tests(out)
-    lines = [f"- {'; '.join(c.setup) + '; then ' if c.setup else ''}{c.call} should "
-             f"{'raise ' + c.error if c.error else 'be ' + str(c.expected)}"
-             + (f"; got: {got}" if (got := how_it_failed(out, f"{CASE_PREFIX}{n}")) else "")
-             for n, c in enumerate(task.stated.cases, 1) if f"{CASE_PREFIX}{n}" in failed]
-    return ("These examples, stated by the spec itself, fail; fix them first:\n"
-            + "\n".join(lines) + "\n\n") if lines else ""

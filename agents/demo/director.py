@@ -91,8 +91,8 @@ def _tester(path: str) -> ModelResponse:
 
 def _coder(path: str, request: ModelRequest) -> ModelResponse:
     mod = _by_path(path)
-    # a new sample's note travels in the task's own message (the view afresh)
-    anew = [m for m in request.messages if m.role == "user" and "again from the start" in m.content]
+    # a new sample is asked as the first answer was, warm (the first is greedy)
+    anew = bool(request.settings.temperature)
     if not anew and "buggy_code" in mod:
         return reply(f"Here is {path}:\n\n" + _fenced(path, mod["buggy_code"]))
     if anew:  # a new sample: the whole file, right this time

@@ -277,7 +277,7 @@ class TaskRunner:
                     return self._complete(accepted, st.pending, None)
                 st.rejections.append(rejection)
                 st.failures = 0
-                st.last_problem = one_line(rejection.problem)
+                st.last_problem = one_line(rejection.problem) or "a new sample was asked"
                 if rejection.fresh:  # a new sample asked for: the task and the message
                     st.rejected.add(record["text"])
                     st.sample_afresh(rejection.problem)

@@ -81,19 +81,19 @@ async def test_the_demo_model_answers_requests_its_session_lacks() -> None:
     """Another pytest may word a report differently: the demo then asks its director,
     which answers as the recording would have."""
     from agents.demo.director import director_model
-    from orchestra.models.base import ModelRequest
+    from orchestra.models.base import ModelRequest, ModelSettings
     from orchestra.models.record import ReplayModel, read_recording
 
     replay = ReplayModel(DEMO / "session.jsonl", key="task", fallback=director_model())
     calls = read_recording(DEMO / "session.jsonl")
-    coder = next(c for c in calls if "again from the start"
-                 in c.request["messages"][-1]["content"])
+    coder = next(c for c in calls if c.request["settings"].get("temperature"))  # a sample
     recorded = coder.response
     messages = _messages(coder.request["messages"])
-    # the coder's request with the test report worded differently
-    report = messages[-1]
-    changed = (*messages[:-1], replace(report, content=report.content.replace("\n", "\n ", 1)))
-    answered = await replay.request(ModelRequest(changed))
+    # the coder's new sample with the spec worded differently (a spec edited since)
+    task = messages[-1]
+    changed = (*messages[:-1], replace(task, content=task.content.replace("\n", "\n ", 1)))
+    answered = await replay.request(ModelRequest(changed, settings=ModelSettings(
+        **coder.request["settings"])))
     assert replay.fallbacks == 1
     assert (answered.text, answered.tool_calls) == (recorded.text, recorded.tool_calls)
 

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from test_team import fenced, run_pipeline, says
+from test_team import checks, fenced, run_pipeline, says
 
 from agents.pipeline import _code_route
 from agents.roles import CodeAnswer
@@ -80,24 +80,27 @@ async def test_a_module_no_test_calls_is_run_and_agreement_replaces_a_crash(
     # "1 of 1 tests pass" (an import) was no pass: every answer was run on the spec's
     # literals; the first raised from its own code, the two others agreed
     assert len(seen["coder"]) == 3
-    told = seen["coder"][1].messages[-1].content
-    assert "raised an error when run: merge([(1, 3), (2, 4)]) raised AttributeError" in told
+    assert seen["coder"][1].messages == seen["coder"][0].messages  # a plain new sample
     assert (tmp_path / "ws/intervals.py").read_text() == RIGHT
     (coder,) = [t for t in tasks if t.role == "coder"]
+    why = checks(tmp_path, coder.id)[0]["data"]["why"]  # the journal says why
+    assert "raised an error when run: merge([(1, 3), (2, 4)]) raised AttributeError" in why
     assert not coder.result["accepted"] and coder.result["agreed"]  # not by a test
 
 
 async def test_a_stub_never_stays_where_a_real_answer_exists(tmp_path: Path) -> None:
     tests = ("from intervals import merge\n\n\ndef test_merge():\n"
              "    assert merge([(1, 3), (3, 5)]) == [(1, 6)]\n")  # a tester's wrong value
-    run, _, seen = await run_pipeline(tmp_path, {
+    run, tasks, seen = await run_pipeline(tmp_path, {
         "architect": [says(json.dumps(PLAN))],
         "tester": [says(fenced("test_intervals.py", tests))],
         "coder": [says(fenced("intervals.py", c)) for c in (STUB, RIGHT, STUB2, STUB3)],
         "reviewer": []}, spec=SPEC, review="failures", max_rounds=1)
     assert run.status == "completed", run.error
     assert len(seen["coder"]) == 4
-    assert "left merge unwritten (a stub)" in seen["coder"][1].messages[-1].content
+    assert seen["coder"][1].messages == seen["coder"][0].messages  # a plain new sample
+    (coder,) = [t for t in tasks if t.role == "coder"]
+    assert "left merge unwritten (a stub)" in checks(tmp_path, coder.id)[0]["data"]["why"]
     # every answer fails the tester's test: the first (a stub) is not the first of equals
     assert (tmp_path / "ws/intervals.py").read_text() == RIGHT
 
@@ -190,8 +193,9 @@ async def test_an_answer_tried_before_is_not_tested_again_and_a_new_sample_is_as
         "coder": [says(fenced("intervals.py", c)) for c in (CRASHES, CRASHES, RIGHT)],
         "reviewer": []}, spec=SPEC, review="failures", max_rounds=1)
     assert run.status == "completed", run.error
-    assert "same as an earlier version" in seen["coder"][2].messages[-1].content
-    assert [m.role for m in seen["coder"][2].messages] == ["system", "user"]
+    assert seen["coder"][2].messages == seen["coder"][0].messages  # a new sample
+    (coder,) = [t for t in tasks if t.role == "coder"]
+    assert "same as an earlier version" in checks(tmp_path, coder.id)[1]["data"]["why"]
     (coder,) = [t for t in tasks if t.role == "coder"]
     assert coder.result["accepted"]
     assert [h["score"][:2] for h in coder.result["history"]] == [[0, 1]]  # tried once
@@ -212,3 +216,4 @@ def test_a_later_rounds_new_sample_is_asked_as_the_first_round_asks(tmp_path: Pa
     assert sample.startswith(module_request(SPEC, "intervals.py", {}))
     assert CRASHES.rstrip() not in sample and "sort by start" not in sample
     assert coder.render_sample({**task, "round": 1, "current": ""}) is None
+

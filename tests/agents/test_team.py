@@ -9,7 +9,9 @@ fix to whichever of code and tests is wrong against the spec.
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Callable, Iterable
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -90,6 +92,14 @@ async def run_pipeline(tmp_path: Path, replies: Replies, spec: str = SPEC,
     return run, tasks, seen
 
 
+def checks(tmp_path: Path, task_id: str) -> list[dict[str, Any]]:
+    """A task's journaled ``check_output`` outcomes, in order (a run of ``run_pipeline``)."""
+    with closing(sqlite3.connect(tmp_path / "o.db")) as db:
+        rows = db.execute("SELECT output FROM steps WHERE task_id = ? AND status = 'completed'"
+                          " AND name = 'check_output' ORDER BY step", (task_id,)).fetchall()
+    return [json.loads(o) for (o,) in rows]
+
+
 def plan(_: ModelRequest) -> ModelResponse:
     return reply(json.dumps(PLAN))
 
@@ -121,13 +131,15 @@ async def test_failing_tests_come_back_as_the_next_turn_until_they_pass(tmp_path
     # (`add(1, 2)` gives 3) as a test of its own
     assert written.startswith(split_tests(guard_imports(TESTS, "calc.add")))
     assert "_spec_module.add(1, 2) == 3" in written
-    second = seen["coder"][1].messages[-1].content  # a new sample, told what failed
-    assert "passed 2 of its 3 tests" in second and "test_zero" in second
+    # a new sample, asked as the first answer was (told nothing); the journal says why
+    assert seen["coder"][1].messages == seen["coder"][0].messages
+    (coder,) = [t for t in tasks if t.role == "coder"]
+    why = checks(tmp_path, coder.id)[0]["data"]["why"]
+    assert "passed 2 of its 3 tests" in why and "test_zero" in why
     # the tester never saw code; the reviewer saw code, tests and the passing report
     assert "def add" not in seen["tester"][0].messages[-1].content
     review = seen["reviewer"][0].messages[-1].content
     assert GOOD.strip() in review and "test_zero" in review and "all pass" in review
-    (coder,) = [t for t in tasks if t.role == "coder"]
     assert coder.result["report"]["passed"] is True and len(coder.result["history"]) == 1
 
 
@@ -171,17 +183,19 @@ async def test_a_review_that_blames_the_tests_goes_to_the_tester(tmp_path: Path)
         split_tests(guard_imports(TESTS, "calc.add")))
 
 
-async def test_functions_written_as_methods_are_told_by_their_test_run(tmp_path: Path
+async def test_functions_written_as_methods_are_found_by_their_test_run(tmp_path: Path
                                                                      ) -> None:
     """No rule read from the spec names the fault: the tests that ran against it do."""
     method = "class Calc:\n    def add(self, a, b):\n        return a + b\n"
-    run, _, seen = await run_pipeline(tmp_path, {
+    run, tasks, seen = await run_pipeline(tmp_path, {
         "architect": [plan], "tester": [says(fenced("tests/test_add.py", TESTS))],
         "coder": [says(fenced("calc/add.py", method)), says(fenced("calc/add.py", GOOD))],
         "reviewer": [approve]})
     assert run.status == "completed", run.error
-    told = seen["coder"][1].messages[-1].content
-    assert "module 'calc.add' has no attribute 'add'" in told
+    assert seen["coder"][1].messages == seen["coder"][0].messages  # a plain new sample
+    (coder,) = [t for t in tasks if t.role == "coder"]
+    why = checks(tmp_path, coder.id)[0]["data"]["why"]  # the journal says why
+    assert "'add' is not defined in module 'calc.add' (the tests import it)" in why
 
 
 async def test_a_module_built_on_another_is_coded_after_it_with_its_api(tmp_path: Path) -> None:
