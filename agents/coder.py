@@ -17,6 +17,7 @@ from agents.coderasks import (
     how_it_did,
     module_request,
     revision,
+    spec_failures,
 )
 from agents.codereply import CodeBlocks
 from agents.compose import Answer, compose
@@ -150,9 +151,12 @@ class Coder(WorkspaceRole):
                 await self.workspace.write_file(path, code)  # the answer sent back, on disk
         if step in ("accept", "keep_best"):
             return await self._finish(task, tried, chosen, step)
-        if step == "sample":  # asked exactly as the first answer was: told what failed, a
-            # 1.5B redrew that answer's mistake; plain samples score as the one-shot's do
-            raise ModelRetry("", fresh=True, data={**mine, "why": how_it_did(mine)})
+        if step == "sample":  # told what failed, or every other one asked as first asked
+            why = how_it_did(mine)
+            raise ModelRetry("" if len(earlier) % 2 else (
+                f"Write {path} again from the start, as a new version: an earlier version "
+                f"{why}.\n\n{spec_failures(mine['report'], task)}Reply with the complete file "
+                f"in one fenced block labelled {path}."), fresh=True, data={**mine, "why": why})
         raise ModelRetry(revision(mine, task), data=mine)
 
     async def _try(self, task: ModuleTask, code: str, text: str, first: str

@@ -9,10 +9,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agents.checks import dotted
+from agents.failures import how_it_failed
 from agents.inputs import ModuleTask
 from agents.moduletask import first_failure
+from agents.speccases import CASE_PREFIX
+from agents.testsplit import failed_tests
 
-__all__ = ["ONE_SHOT_SYSTEM", "how_it_did", "module_request", "revision"]
+__all__ = ["ONE_SHOT_SYSTEM", "how_it_did", "module_request", "revision", "spec_failures"]
 
 
 ONE_SHOT_SYSTEM = "You are a helpful assistant and an expert Python programmer."
@@ -47,7 +50,7 @@ def revision(mine: dict[str, Any], task: ModuleTask) -> str:
 
 def how_it_did(mine: dict[str, Any]) -> str:
     """What an answer did: its tests, or, with none, a stub it left or the calls on which
-    its own code raised (journaled as why a new sample was asked; the model is not told)."""
+    its own code raised (why a new sample was asked: journaled, told to every other one)."""
     passed, total = mine["score"][:2]
     first = first_failure(mine["report"])
     said = [f"passed {passed} of its {total} tests"
@@ -60,3 +63,16 @@ def how_it_did(mine: dict[str, Any]) -> str:
         said.append("raised an error when run: " + "; ".join(raised))
     return ", and ".join(said) or ("ran, but no test checks it (versions are compared by what "
                                    "they return on the same calls)")
+
+
+def spec_failures(report: dict[str, Any], task: ModuleTask) -> str:
+    """The spec's own examples a test run failed, said first: among many failures (some
+    of them a tester's errors) a small model fixes none."""
+    out = str(report.get("output", ""))
+    failed = failed_tests(out)
+    lines = [f"- {'; '.join(c.setup) + '; then ' if c.setup else ''}{c.call} should "
+             f"{'raise ' + c.error if c.error else 'be ' + str(c.expected)}"
+             + (f"; got: {got}" if (got := how_it_failed(out, f"{CASE_PREFIX}{n}")) else "")
+             for n, c in enumerate(task.stated.cases, 1) if f"{CASE_PREFIX}{n}" in failed]
+    return ("These examples, stated by the spec itself, fail; fix them first:\n"
+            + "\n".join(lines) + "\n\n") if lines else ""

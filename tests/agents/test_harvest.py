@@ -77,8 +77,9 @@ async def test_a_failing_answer_is_followed_by_a_fresh_warm_sample_not_a_revisio
     assert run.status == "completed", run.error
     assert Coder.test_rounds >= 2 and len(seen["coder"]) == 2
     fresh = seen["coder"][1].messages
-    # the new sample is asked exactly as the first answer was: told nothing of it
-    assert fresh == seen["coder"][0].messages
+    # the new sample sees its task and a short word of what failed, not the answer
+    assert not any(m.role == "assistant" for m in fresh[2:])
+    assert "again from the start" in fresh[-1].content
     first, second = (r.settings for r in seen["coder"])
     assert second.seed != first.seed and second.temperature == SAMPLE_TEMPERATURE
     assert (tmp_path / "ws/calc/add.py").read_text() == GOOD
@@ -233,6 +234,19 @@ async def test_late_unusable_answers_end_the_task_with_the_best_tested_one(
     assert (tmp_path / "ws/calc/add.py").read_text() == HALF
     (coder,) = [t for t in tasks if t.role == "coder"]
     assert coder.result["files"]["calc/add.py"] == HALF and coder.attempt == 1
+
+
+async def test_feedback_names_the_failing_spec_examples_first(tmp_path: Path) -> None:
+    run, _, seen = await run_pipeline(tmp_path, {
+        "architect": [plan], "tester": [says(fenced("tests/test_add.py", TESTS))],
+        "coder": [says(fenced("calc/add.py", HALF)), says(fenced("calc/add.py", GOOD))],
+        "reviewer": []}, spec=SPEC, review="failures")
+    assert run.status == "completed", run.error
+    told = seen["coder"][1].messages[-1].content
+    assert "stated by the spec itself, fail; fix them first:\n- add(2, 2) should be 4; " in told
+    # with what the module did instead, in pytest's words
+    assert "- add(2, 2) should be 4; got: assert 3 == 4" in told
+    assert "add(1, 2) should" not in told  # HALF returns 3: that example passes
 
 
 def test_the_spec_s_own_examples_rank_first() -> None:
