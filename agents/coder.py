@@ -49,8 +49,9 @@ class Coder(WorkspaceRole):
     input = ModuleTask
     answer = CodeBlocks(paths=lambda task_input: [module_task(task_input).path],
                         output=CodeAnswer)
-    # the first answer greedy, as the one-shot baseline's; later ones are warmer
-    settings = ModelSettings(max_tokens=2000, temperature=0.0)
+    # the first answer greedy and computed cold, as the one-shot baseline's (a llama.cpp
+    # prompt cache changes a greedy answer); later ones are warmer
+    settings = ModelSettings(max_tokens=2000, temperature=0.0, prompt_cache=False)
     compaction = TaskWindow(last=12)  # each module asked as if it were the first
     output_retries = 8
     concurrency = 1
@@ -98,7 +99,7 @@ class Coder(WorkspaceRole):
         if task.round <= 1 or not task.current or settings is None:
             return settings
         return dataclasses.replace(settings, temperature=max(
-            settings.temperature or 0.0, SAMPLE_TEMPERATURE), seed=task.round)
+            settings.temperature or 0.0, SAMPLE_TEMPERATURE), seed=task.round, prompt_cache=None)
 
     async def check_output(self, ctx: ToolContext, output: Any) -> Any:
         """Writes, imports, tests and runs the answer, then does what :func:`decide` says

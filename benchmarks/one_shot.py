@@ -32,7 +32,7 @@ from typing import Any
 from agents.coderasks import ONE_SHOT_SYSTEM, module_request
 from benchmarks.katas import Kata
 from orchestra.models._context import probe_context
-from orchestra.models.openai import OPENAI_BASE_URL
+from orchestra.models.openai import OPENAI_BASE_URL, is_loopback
 from orchestra.models.spec import parse_model_spec
 
 SYSTEM = ONE_SHOT_SYSTEM
@@ -115,6 +115,8 @@ def chat(model: str, messages: list[dict[str, str]], *, max_tokens: int,
                                "temperature": temperature, "max_tokens": max_tokens}
     if seed is not None:
         request["seed"] = seed
+    if not temperature and is_loopback(base_url):  # llama.cpp's greedy answer, computed
+        request["cache_prompt"] = False  # cold: its prompt cache would change it
     body = json.dumps(request).encode()
     headers = {"Content-Type": "application/json"}
     if key:

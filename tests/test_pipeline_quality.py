@@ -70,6 +70,7 @@ def test_the_one_shot_asks_once_for_the_module_alone_and_it_passes_the_hidden_te
     assert server.count == 1
     sent = server.last
     assert (sent["temperature"], sent["max_tokens"], sent["model"]) == (0, MAX_TOKENS, "fake")
+    assert sent["cache_prompt"] is False  # greedy, computed cold: one answer per prompt
     assert [m["role"] for m in sent["messages"]] == ["system", "user"]
     asked = sent["messages"][1]["content"]
     assert asked.startswith(load_kata("fizzbuzz").text.strip())
@@ -141,6 +142,7 @@ def test_the_best_of_n_samples_module_alone_answers_and_the_summary_shows_every_
                "--best-of", "3")
     temperatures = [r.body["temperature"] for r in server.received]
     assert temperatures == [0, 0.7, 0.7, 0]  # the one-shot and its samples, then module+tests
+    assert [r.body.get("cache_prompt") for r in server.received] == [False, None, None, False]
     one, both = rows
     assert one["hidden"] == [0, 10] and one["samples"][0] == [0, 10]
     assert one["samples"][1] == [10, 10] and both["hidden"][0] < 10

@@ -271,6 +271,8 @@ class OpenAIModel:
                        sink: DeltaSink | None) -> ModelResponse:
         body = chat_body(request, mode=mode, max_tokens_field=(
             "max_completion_tokens" if self.official else "max_tokens"), strict=self.official)
+        if request.settings.prompt_cache is False and not self.official:
+            body["extra_body"] = {"cache_prompt": False}  # llama.cpp: the prompt afresh
         try:
             if self.stream or sink is not None:
                 data = await self._streamed(body, self._timeout(request), sink)

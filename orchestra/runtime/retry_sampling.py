@@ -43,4 +43,6 @@ def retry_settings(base: ModelSettings, *, task_id: str, retries: int,
         step = max(step, SAMPLE_TEMPERATURE)
     temperature = step if base.temperature is None else max(base.temperature, step)
     seed = zlib.crc32(f"{task_id}:{retries}:{failures}".encode()) + (base.seed or 0)
-    return dataclasses.replace(base, temperature=temperature, seed=seed % 2**31)
+    # a sampled reply has no one answer to reproduce: the prompt cache may serve it
+    return dataclasses.replace(base, temperature=temperature, seed=seed % 2**31,
+                               prompt_cache=None)

@@ -67,6 +67,9 @@ async def test_the_first_request_is_the_one_shot_request_byte_for_byte(
     assert asked[0] == [("system", SYSTEM), ("user", module_prompt(kata, "base.py", {}))]
     assert asked[1] == [("system", SYSTEM),
                         ("user", module_prompt(kata, "top.py", {"base.py": base}))]
+    # greedy and computed cold, as the baseline asks: a reused prompt cache changes it
+    assert all(r.settings.temperature == 0 and r.settings.prompt_cache is False
+               for r in seen["coder"])
 
 
 async def test_a_module_no_test_calls_is_run_and_agreement_replaces_a_crash(

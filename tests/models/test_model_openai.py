@@ -333,3 +333,19 @@ def test_parse_retry_after_forms() -> None:
     assert parse_retry_after({"Retry-After": date}, now=1445412480.0) == 10.0
     assert parse_retry_after({"Retry-After": "soon"}) is None
     assert parse_retry_after({}) is None
+
+
+async def test_a_reply_asked_cold_turns_off_the_servers_prompt_cache(
+        wire: WireServer, backoff: Backoff, monkeypatch: pytest.MonkeyPatch) -> None:
+    """llama.cpp's reused prompt cache changes a greedy answer: ``prompt_cache=False`` asks
+    it to compute the prompt afresh; OpenAI's API, which has no such field, is not sent it."""
+    for _ in range(3):
+        wire.add(Reply(body=completion("ok")))
+    cold = ModelSettings(temperature=0, prompt_cache=False)
+    await model(wire, backoff).request(ask(settings=cold))
+    assert wire.last["cache_prompt"] is False
+    await model(wire, backoff).request(ask(settings=ModelSettings(temperature=0)))
+    assert "cache_prompt" not in wire.last
+    monkeypatch.setattr("orchestra.models.openai.is_official_openai", lambda url: True)
+    await model(wire, backoff).request(ask(settings=cold))
+    assert "cache_prompt" not in wire.last

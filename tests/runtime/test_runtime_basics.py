@@ -339,3 +339,7 @@ def test_a_new_sample_a_check_asks_for_is_sampled_warm_from_the_first_retry() ->
     later = retry_settings(greedy, task_id="t", retries=0, failures=3, sample=True)
     assert later.temperature is not None and later.temperature > SAMPLE_TEMPERATURE
     assert retry_settings(greedy, task_id="t", retries=0, failures=0, sample=True) is greedy
+    # a greedy answer asked cold (its one answer); a sample has none, the cache may serve it
+    cold = ModelSettings(temperature=0.0, prompt_cache=False)
+    assert retry_settings(cold, task_id="t", retries=0, failures=0) is cold
+    assert retry_settings(cold, task_id="t", retries=0, failures=1).prompt_cache is None
