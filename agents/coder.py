@@ -130,8 +130,12 @@ class Coder(WorkspaceRole):
                                   f"budget ended: {problem}", out_of_time=True, report={
                                       "passed": False, "output": problem})
             if again or fix_failed:  # its tests would run as they ran: a new sample
-                raise ModelRetry("", fresh=True, data={"files": {path: code}, "why": (
-                    "the same as an earlier version" if again else f"not usable: {problem}")})
+                why = ("was the same as an earlier version" if again else
+                       f"was not usable: {problem}")
+                raise ModelRetry(f"Write {path} again from the start, as a new version: the "
+                                 f"last one {why}. Reply with the complete file in one fenced "
+                                 f"block labelled {path}.", fresh=True,
+                                 data={"files": {path: code}, "why": why})
             raise ModelRetry(f"Your module is not usable yet: {problem}. Reply with the "
                              f"complete corrected file in one fenced block labelled {path}.",
                              data={"files": {path: code}})
@@ -152,12 +156,12 @@ class Coder(WorkspaceRole):
                 await self.workspace.write_file(path, code)  # the answer sent back, on disk
         if step in ("accept", "keep_best"):
             return await self._finish(task, tried, chosen, step)
-        if step == "sample":  # told what failed, or every other one asked as first asked
+        if step == "sample":  # told what the last one did, the spec's failed examples first
             why = how_it_did(mine)
-            raise ModelRetry("" if len(earlier) % 2 else (
+            raise ModelRetry(
                 f"Write {path} again from the start, as a new version: an earlier version "
                 f"{why}.\n\n{spec_failures(mine['report'], task)}Reply with the complete file "
-                f"in one fenced block labelled {path}."), fresh=True, data={**mine, "why": why})
+                f"in one fenced block labelled {path}.", fresh=True, data={**mine, "why": why})
         raise ModelRetry(revision(mine, task), data=mine)
 
     async def _try(self, task: ModuleTask, code: str, text: str, first: str

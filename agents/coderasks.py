@@ -50,7 +50,7 @@ def revision(mine: dict[str, Any], task: ModuleTask) -> str:
 
 def how_it_did(mine: dict[str, Any]) -> str:
     """What an answer did: its tests, or, with none, a stub it left or the calls on which
-    its own code raised (why a new sample was asked: journaled, told to every other one)."""
+    its own code raised (why a new sample was asked: journaled, and told to it)."""
     passed, total = mine["score"][:2]
     first = first_failure(mine["report"])
     said = [f"passed {passed} of its {total} tests"

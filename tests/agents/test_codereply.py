@@ -63,8 +63,10 @@ async def test_a_fix_that_is_still_unusable_is_followed_by_a_new_sample(
     assert run.status == "completed", run.error
     asked = [r.messages for r in seen["coder"]]
     assert "not usable yet" in asked[1][-1].content and len(asked[1]) > 2  # a fix, in view
-    assert asked[2] == asked[0] == asked[4]  # a new sample, asked as the first answer was
+    assert "last one was not usable" in asked[2][-1].content
+    assert [m.role for m in asked[2]] == ["system", "user"]  # afresh: the answer not in view
     assert "not usable yet" in asked[3][-1].content  # the new sample's own fix, in view
+    assert "last one was not usable" in asked[4][-1].content
     assert (tmp_path / "ws/calc/add.py").read_text().strip() == GOOD.strip()
 
 
