@@ -41,7 +41,7 @@ def module_request(spec: str, path: str, written: Mapping[str, str],
 
 def revision(mine: dict[str, Any], task: ModuleTask) -> str:
     """The feedback for an answer that does not import: its traceback, to its author (an
-    answer that imports is sampled anew, as first asked: :func:`agents.decide.decide`)."""
+    answer that imports is followed by a new sample: :func:`agents.decide.decide`)."""
     path = task.path
     return (f"{mine['report']['output']}\n\nFix {path} so that it imports like this (its "
             f"users and tests import it as `import {dotted(path)}` from the workspace root). "
