@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import json
 from typing import Any, ClassVar
 
 from agents.briefs import coder_rounds
@@ -38,6 +39,9 @@ from orchestra import ModelRetry, ModelSettings, TaskWindow, ToolContext
 from orchestra.runtime.retry_sampling import SAMPLE_TEMPERATURE
 
 __all__ = ["Coder"]
+
+_AS_WRITTEN = ".orchestra/as-written/"
+"""Where a module's answer as the model wrote it is kept beside the module as written."""
 
 
 class Coder(WorkspaceRole):
@@ -82,13 +86,18 @@ class Coder(WorkspaceRole):
         return module_request(task.spec, task.path, self._written(task.before))
 
     def _written(self, paths: list[str]) -> dict[str, str]:
-        """The modules built before this one that the workspace holds when the task starts."""
+        """The modules built before this one that the workspace holds when the task starts,
+        each as the model wrote it where that answer is what it holds (as the baseline
+        shows it: a module tidied differently asks a 0.5B another question)."""
         out: dict[str, str] = {}
         for path in paths:
             try:
                 out[path] = self.workspace.resolve(path).read_text()
-            except (OSError, UnicodeDecodeError, WorkspaceError):
+                shown = json.loads(self.workspace.resolve(_AS_WRITTEN + path).read_text())
+            except (OSError, UnicodeDecodeError, WorkspaceError, ValueError):
                 continue
+            if isinstance(shown, dict) and shown.get("file") == out[path]:
+                out[path] = str(shown.get("raw"))
         return out
 
     def settings_for(self, task_input: Any) -> ModelSettings | None:
@@ -140,7 +149,7 @@ class Coder(WorkspaceRole):
                              f"complete corrected file in one fenced block labelled {path}.",
                              data={"files": {path: code}})
         first = earlier[0]["files"][path] if earlier else code  # the smoke run's calls
-        mine = await self._try(task, code, output.text, first)
+        mine = {**await self._try(task, code, output.text, first), "raw": str(output.files[path])}
         tried = [*earlier, mine]
         ranked = [Tried.of(d) for d in tried]
         step, chosen = decide(ranked, rounds=type(self).test_rounds,
@@ -229,6 +238,9 @@ class Coder(WorkspaceRole):
             pool = [Tried.of(before), *(Tried.of(d) for d in tried)]
             pick = [before, *tried][best(pool)]
         await self.workspace.write_file(path, pick["files"][path])  # a composite may be there
+        if pick.get("raw", pick["files"][path]) != pick["files"][path]:  # see :meth:`_written`
+            await self.workspace.write_file(_AS_WRITTEN + path, json.dumps(
+                {"file": pick["files"][path], "raw": pick["raw"]}))
         try:
             tests = await self.workspace.read_file(test_path)
         except WorkspaceError:

@@ -16,7 +16,7 @@ from agents.pipeline import _code_route
 from agents.roles import CodeAnswer
 from agents.workclock import WorkClock
 from benchmarks.katas import Kata
-from benchmarks.one_shot import SYSTEM, module_prompt
+from benchmarks.one_shot import SYSTEM, module_code, module_prompt
 from orchestra.store import Writes
 
 SPEC = ("# intervals\n\nWrite `intervals.py`, tested in `test_intervals.py`. "
@@ -55,18 +55,23 @@ async def test_the_first_request_is_the_one_shot_request_byte_for_byte(
         "    return one() + 1\n"
     kata = Kata("pair", tmp_path / "pair.md", tmp_path / "hidden")
     kata.spec.write_text(spec)
+    reply = f"```python\n{base}print(one())\n```\n"
     _, _, seen = await run_pipeline(tmp_path, {
         "architect": [says(json.dumps(plan))],
         "tester": [says(fenced("test_base.py", "from base import one\n\n\ndef test_one():"
                                "\n    assert one() == 1\n")),
                    says(fenced("test_top.py", "from top import two\n\n\ndef test_two():"
                                "\n    assert two() == 2\n"))],
-        "coder": [says(f"```python\n{base}```\n"), says(f"```python\n{top}```\n")],
+        "coder": [says(reply), says(f"```python\n{top}```\n")],
         "reviewer": []}, spec=spec, review="failures")
     asked = [[(m.role, m.content) for m in r.messages] for r in seen["coder"]]
     assert asked[0] == [("system", SYSTEM), ("user", module_prompt(kata, "base.py", {}))]
+    # base.py as the model wrote it (its print taken out of the file), as the baseline shows it
+    assert (tmp_path / "ws" / "base.py").read_text() == base
+    shown = module_code(reply, "base.py", ("top.py", "test_base.py", "test_top.py"))
+    assert shown == f"{base}print(one())\n"
     assert asked[1] == [("system", SYSTEM),
-                        ("user", module_prompt(kata, "top.py", {"base.py": base}))]
+                        ("user", module_prompt(kata, "top.py", {"base.py": shown}))]
     # greedy and computed cold, as the baseline asks: a reused prompt cache changes it
     assert all(r.settings.temperature == 0 and r.settings.prompt_cache is False
                for r in seen["coder"])
