@@ -18,6 +18,16 @@ from agents.workspace import Workspace, WorkspaceError
 # a small model writes it often and cannot tell what "unterminated string" refers to
 _NESTED_FSTRING_QUOTE = re.compile(r"""\b[fF]([\"'])[^\n]*?\{[^}\n]*\1""")
 _PY_PATH = re.compile(r"(?<![\w./-])((?:[A-Za-z_][\w-]*/)*[A-Za-z_]\w*\.py)(?![\w/])")
+DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def defines(text: str) -> bool:
+    """``text`` parses and defines a function or class at its top level."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return False
+    return any(isinstance(n, DEFINITIONS) for n in tree.body)
 
 
 def _is_test(path: str) -> bool:
@@ -66,8 +76,7 @@ def code_problem(path: str, text: str, *, tests: bool) -> str:
     if problem or not path.endswith(".py"):
         return problem
     body = ast.parse(text).body
-    defs = [n for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef,
-                                                ast.ClassDef))]
+    defs = [n for n in body if isinstance(n, DEFINITIONS)]
     if tests and not any(n.name.startswith(("test", "Test")) for n in defs):
         return ("not a pytest file: it defines no test function (def test_...(): ...) that "
                 "imports the module and asserts what it returns")

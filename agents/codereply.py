@@ -3,12 +3,12 @@ module, a tester's tests)."""
 
 from __future__ import annotations
 
-import ast
 import re
 from typing import Any
 
 from pydantic import BaseModel
 
+from agents.checks import defines
 from orchestra.answers import FileBlocks
 
 __all__ = ["CodeBlocks", "complete_part"]
@@ -27,12 +27,7 @@ def complete_part(text: str) -> str | None:
         kept = body[:cut]
         while kept and (not kept[-1].strip() or kept[-1].lstrip().startswith("@")):
             kept.pop()
-        try:
-            tree = ast.parse("\n".join(kept))
-        except SyntaxError:
-            continue
-        if any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-               for n in tree.body):
+        if defines("\n".join(kept)):
             return "\n".join([*lines[:fences[-1] + 1], *kept, "```", ""])
     return None
 

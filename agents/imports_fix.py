@@ -12,6 +12,8 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import PurePosixPath
 
+from agents.checks import DEFINITIONS, defines
+
 __all__ = ["absolute_imports", "add_missing_imports", "usable_prefix"]
 
 _KNOWN = frozenset(sys.stdlib_module_names) | {"pytest"}
@@ -56,7 +58,7 @@ def _bound(tree: ast.AST) -> set[str]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
             out.add(node.id)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        elif isinstance(node, DEFINITIONS):
             out.add(node.name)
         elif isinstance(node, ast.arg):
             out.add(node.arg)
@@ -152,11 +154,6 @@ def usable_prefix(text: str) -> str | None:
         if not _TOP_STATEMENT.match(lines[end]):
             continue
         prefix = "\n".join(lines[:end]).rstrip() + "\n"
-        try:
-            tree = ast.parse(prefix)
-        except SyntaxError:
-            continue
-        if any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-               for n in tree.body):
+        if defines(prefix):
             return prefix
     return None

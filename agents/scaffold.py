@@ -13,7 +13,8 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterable
-from pathlib import PurePosixPath
+
+from agents.checks import DEFINITIONS, defines, dotted
 
 __all__ = ["without_tests"]
 
@@ -62,12 +63,6 @@ def _is_test(node: ast.stmt, keep: set[str]) -> bool:
     return False
 
 
-def _defines(tree: ast.Module) -> bool:
-    return any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-               for n in tree.body)
-
-
-
 def _before_test_file(text: str) -> str:
     """``text`` up to the heading of a test file that follows some code ('' when none)."""
     lines = text.split("\n")
@@ -82,21 +77,15 @@ def without_tests(text: str, path: str, keep: Iterable[str] = ()) -> str:
     """``text`` (the module at ``path``) without the tests a model wrote into it; ``keep``:
     names the spec gives the module (never taken out)."""
     head = _before_test_file(text)
-    if head:
-        try:
-            if _defines(ast.parse(head)):
-                text = head
-        except SyntaxError:
-            pass
+    if head and defines(head):
+        text = head
     try:
         tree = ast.parse(text)
     except SyntaxError:
         return text
     names = set(keep)
-    own = ".".join(PurePosixPath(path).with_suffix("").parts)
-    defined = {n.name for n in tree.body
-               if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
-    drop = [n for n in tree.body if _is_test(n, names) or _imports_itself(n, own, defined)]
+    defined = {n.name for n in tree.body if isinstance(n, DEFINITIONS)}
+    drop = [n for n in tree.body if _is_test(n, names) or _imports_itself(n, dotted(path), defined)]
     rest = [n for n in tree.body if n not in drop]
     used = {n.id for node in rest for n in ast.walk(node) if isinstance(n, ast.Name)}
     drop += [n for n in rest if _imports_tests(n) and not any(
@@ -105,8 +94,7 @@ def without_tests(text: str, path: str, keep: Iterable[str] = ()) -> str:
     # a statement sharing a line with one that stays (`import x; assert y`) stays too
     shared = {line for n in kept for line in range(n.lineno, (n.end_lineno or n.lineno) + 1)}
     drop = [n for n in drop if not shared & set(range(_first(n), (n.end_lineno or n.lineno) + 1))]
-    if not drop or not _defines(ast.Module(body=[n for n in tree.body if n not in drop],
-                                           type_ignores=[])):
+    if not drop or not any(isinstance(n, DEFINITIONS) for n in tree.body if n not in drop):
         return text
     lines = text.split("\n")
     for node in sorted(drop, key=_first, reverse=True):
