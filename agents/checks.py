@@ -11,7 +11,6 @@ import sys
 from pathlib import PurePosixPath
 from typing import Any
 
-from agents.specread import parse_params
 from agents.workspace import Workspace, WorkspaceError
 
 # f"...{... "x" ...}": the same quote inside a replacement field, valid only from 3.12;
@@ -100,16 +99,6 @@ def python_problem(path: str, text: str) -> str:
                     "(f\"{'x'}\") or compute the value on its own line first")
         return f"not valid Python (line {exc.lineno}: {exc.msg}{shown}{hint})"
     return ""
-
-
-_SIGNATURE = re.compile(
-    r"^\s*(?:def\s+|class\s+)?([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)?)\s*(\((.*)\))?")
-
-
-def _params(sig: str) -> list[str] | None:
-    """The parameter names of ``name(a, b: int = 1, *args)`` (None when unparseable)."""
-    args = parse_params(sig)
-    return None if args is None else [a.arg for a in [*args.posonlyargs, *args.args]]
 
 
 def spec_section(spec: str, path: str) -> str:

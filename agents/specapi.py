@@ -9,13 +9,15 @@ import ast
 import re
 from collections.abc import Sequence
 
-from agents.checks import _SIGNATURE, _params, spec_section
-from agents.specread import BUILTIN_NAMES, api_name
+from agents.checks import spec_section
+from agents.specread import BUILTIN_NAMES, api_name, parse_params
 
 __all__ = ["spec_signatures"]
 
 
 _BACKTICKED_CALL = re.compile(r"`((?:def\s+|class\s+)?[A-Za-z_][\w.]*\([^`]*\)(?:\s*->\s*[^`]+)?)`")
+_SIGNATURE = re.compile(
+    r"^\s*(?:def\s+|class\s+)?([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)?)\s*(\((.*)\))?")
 
 
 def spec_signatures(spec: str, path: str, others: Sequence[str] = ()) -> list[str]:
@@ -154,8 +156,7 @@ def _signatures_in(text: str) -> list[str]:
     blocks = "\n".join(b for b in fenced if all(b is not m for m, _ in listed))
     found: list[str] = []
     candidates = [" ".join(c.split()) for c in _BACKTICKED_CALL.findall(text)]  # wrapped
-    candidates += [*(
-        s for s in _SIGNATURE_LINE.findall(blocks) if ":" in s or "->" in s)]
+    candidates += [s for s in _SIGNATURE_LINE.findall(blocks) if ":" in s or "->" in s]
     candidates += [f"class {m.group(1)}{m.group(2) or ''}" for m in _CLASS_LINE.finditer(blocks)]
     candidates += [sig for _, sigs in listed for sig in sigs]
     for sig in candidates:
@@ -189,6 +190,12 @@ def _signatures_in(text: str) -> list[str]:
     # in the order the spec gives them
     placed = [(_position(text, f), f"{owned[f]}.{f}" if f in owned else f) for f in found]
     return [f for _, f in sorted([*placed, *named], key=lambda p: p[0])]
+
+
+def _params(sig: str) -> list[str] | None:
+    """The parameter names of ``name(a, b: int = 1, *args)`` (None when unparseable)."""
+    args = parse_params(sig)
+    return None if args is None else [a.arg for a in [*args.posonlyargs, *args.args]]
 
 
 def _position(text: str, sig: str) -> int:
