@@ -9,6 +9,7 @@ from agents.briefs import report_tail
 from agents.checks import dotted
 from agents.failures import how_it_failed
 from agents.inputs import ModuleTask
+from agents.roles import REPORT_FIELDS
 from agents.speccases import CASE_PREFIX, add_cases
 from agents.testsplit import failed_tests, test_names
 
@@ -17,9 +18,7 @@ __all__ = ["cases_file", "first_failure", "score", "summary", "trusted"]
 
 def summary(report: dict[str, Any]) -> dict[str, Any]:
     """What a report says, kept small enough to travel in handoffs and the journal."""
-    return {k: report.get(k) for k in ("passed", "tests_passed", "tests_failed",
-                                       "tests_errors", "timed_out")} | {
-        "output": report_tail(report)}
+    return {k: report.get(k) for k in REPORT_FIELDS} | {"output": report_tail(report)}
 
 
 def first_failure(report: dict[str, Any]) -> str:

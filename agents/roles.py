@@ -106,6 +106,8 @@ class Review(BaseModel):
 
 
 _TIMING = re.compile(r"\s+in \d+(?:\.\d+)?s\b")
+REPORT_FIELDS = ("passed", "tests_passed", "tests_failed", "tests_errors", "timed_out")
+"""What the roles keep of a :class:`TestReport` (:meth:`WorkspaceRole.tests`), with its output."""
 
 
 class WorkspaceRole(Role):
@@ -141,14 +143,7 @@ class WorkspaceRole(Role):
         report: TestReport = await run_pytest(self.workspace.root, target, timeout=limit_s)
         # timings vary run to run; the model gets a stable view (replays stay exact)
         output = _TIMING.sub("", report.output).replace(str(self.workspace.root), ".")
-        return {
-            "passed": report.passed,
-            "tests_passed": report.tests_passed,
-            "tests_failed": report.tests_failed,
-            "tests_errors": report.tests_errors,
-            "timed_out": report.timed_out,
-            "output": output,
-        }
+        return {**report.model_dump(include=set(REPORT_FIELDS)), "output": output}
 
 
 @dataclass(frozen=True)
