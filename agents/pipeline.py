@@ -126,7 +126,7 @@ def _tests_route(budget: float | None, clock: WorkClock) -> Any:
     def route(result: TestsAnswer, task: Task, writes: Writes) -> None:
         done = _seen(clock, task)
         writes.entries.append(tests_written(done, result.cut_off))
-        if done.round > 1 and _spent(budget, clock, done):
+        if done.round > 1 and clock.past(budget, done.until):
             # corrected tests past the budget: the module keeps the code it has
             _failed(writes, done.path, done.round - 1, "the run's time budget is spent; its "
                     "tests were corrected but its code was not tried again")
@@ -141,12 +141,6 @@ def _seen(clock: WorkClock, task: Task) -> ModuleTask:
     done = module_task(task.input)
     clock.seen(done.worked)
     return done
-
-
-def _spent(budget: float | None, clock: WorkClock, done: ModuleTask) -> bool:
-    """The run's time budget, or the module's share of it, is spent."""
-    ends = [t for t in (budget, done.until) if t is not None]
-    return bool(ends) and clock.worked() >= min(ends)
 
 
 def _to_coder(done: ModuleTask, writes: Writes, worked: float) -> None:
@@ -253,7 +247,7 @@ def _review_route(max_rounds: int, budget: float | None, clock: WorkClock) -> An
         if rnd >= max_rounds:
             _failed(writes, path, rnd, reason)
             return
-        if _spent(budget, clock, done):  # a route runs once: no replay
+        if clock.past(budget, done.until):  # a route runs once: no replay
             _failed(writes, path, rnd, f"the run's time budget is spent ({reason})")
             return
         base = ModuleTask(module=done.module, round=rnd + 1, spec=done.spec,

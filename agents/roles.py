@@ -136,8 +136,7 @@ class WorkspaceRole(Role):
     def out_of_time(self, until: float | None = None) -> bool:
         """True once the run's working time reaches its budget or ``until`` (read in
         journaled checks only, so a replay decides as the first execution did)."""
-        ends = [t for t in (self.budget, until) if t is not None]
-        return bool(ends) and self.clock.worked() >= min(ends)
+        return self.clock.past(self.budget, until)
 
     async def tests(self, target: str | None, limit_s: float = 60.0) -> dict[str, Any]:
         report: TestReport = await run_pytest(self.workspace.root, target, timeout=limit_s)

@@ -31,3 +31,8 @@ class WorkClock:
             self.seen(0.0)
         assert self._offset is not None
         return self._offset + self._now()
+
+    def past(self, *ends: float | None) -> bool:
+        """The run's working time has reached the earliest of ``ends`` (None: no end)."""
+        given = [t for t in ends if t is not None]
+        return bool(given) and self.worked() >= min(given)
