@@ -27,10 +27,6 @@ from orchestra.answers import FileBlocks
 __all__ = ["Coder", "Reviewer", "Tester"]
 
 
-def _test_path(task_input: Any) -> list[str]:
-    return [module_task(task_input).test_path]
-
-
 @dataclass(frozen=True)
 class _TestBlocks(FileBlocks):
     """The test file as a fenced block; one cut off at the token limit keeps its complete
@@ -74,7 +70,8 @@ class Tester(WorkspaceRole):
 
     name = "tester"
     input = ModuleTask
-    answer = _TestBlocks(paths=_test_path, output=TestsAnswer)
+    answer = _TestBlocks(paths=lambda task_input: [module_task(task_input).test_path],
+                         output=TestsAnswer)
     # what a test file needs (at 800 tokens the 1.5B was cut off before its first test)
     settings = ModelSettings(max_tokens=2048, temperature=0.0)
     compaction = SlidingWindow(last=12)
