@@ -24,11 +24,9 @@ def _counts(outcome: str) -> bool:
 
 def agreement(runs: Sequence[Runs]) -> list[int]:
     """For each candidate: the (other candidate, input) pairs with the same outcome."""
-    out = []
-    for i, mine in enumerate(runs):
-        out.append(sum(1 for j, other in enumerate(runs) if j != i
-                       for x, o in mine.items() if _counts(o) and other.get(x) == o))
-    return out
+    return [sum(1 for j, other in enumerate(runs) if j != i
+                for x, o in mine.items() if _counts(o) and other.get(x) == o)
+            for i, mine in enumerate(runs)]
 
 
 def own_raises(runs: Runs) -> list[str]:

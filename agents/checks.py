@@ -109,12 +109,12 @@ def spec_section(spec: str, path: str) -> str:
             "__init__.py"]:
         return spec
     lines = spec.split("\n")
+    levels = [len(line) - len(line.lstrip("#")) for line in lines]  # 0: not a heading
     stem = PurePosixPath(path).stem
     for i, line in enumerate(lines):
-        level = len(line) - len(line.lstrip("#"))
-        if level and (path in line or re.search(rf"\b{re.escape(stem)}\b", line)) and level > 1:
-            end = next((j for j in range(i + 1, len(lines))
-                        if 0 < len(lines[j]) - len(lines[j].lstrip("#")) <= level), len(lines))
+        if levels[i] > 1 and (path in line or re.search(rf"\b{re.escape(stem)}\b", line)):
+            end = next((j for j in range(i + 1, len(lines)) if 0 < levels[j] <= levels[i]),
+                       len(lines))
             return "\n".join(lines[i:end])
     return spec
 

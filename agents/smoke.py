@@ -54,9 +54,7 @@ def _arguments(text: str) -> list[str]:
 
 def _values(ann: ast.expr | None, literals: list[object]) -> list[object]:
     """Values for a parameter: the spec's literals of its type, then simple ones of it."""
-    if ann is None:
-        return [*literals[:_PER_FUNCTION], 1, "a"]
-    text = ast.unparse(ann)
+    text = "" if ann is None else ast.unparse(ann)
     head = re.split(r"[\[|]", text.replace("typing.", ""))[0].strip().lower()
     head = {"sequence": "list", "iterable": "list", "mapping": "dict", "optional": "",
             "frozenset": "set"}.get(head, head)
@@ -92,8 +90,7 @@ def smoke_calls(code: str, spec: str) -> list[Probe]:
     literals = spec_literals(spec)
     calls: list[Probe] = []
     for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not node.name.startswith(
-                "_") and isinstance(node, ast.FunctionDef):
+        if isinstance(node, ast.FunctionDef) and not node.name.startswith("_"):
             calls += [("", f"{node.name}({a})") for a in _args(node, literals, method=False)]
         elif isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
             calls += _class_calls(node, literals)

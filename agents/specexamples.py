@@ -139,9 +139,8 @@ def _doctest_cases(block: str, api: Api) -> list[SpecCase]:
         except SyntaxError:
             setup.append(source)
             continue
-        error = None
-        if shown and shown[0].startswith("Traceback"):
-            error = re.match(r"\s*(?:\w+\.)*(\w+)", shown[-1])
+        error = (re.match(r"\s*(?:\w+\.)*(\w+)", shown[-1])
+                 if shown and shown[0].startswith("Traceback") else None)
         expected = literal(" ".join(shown)) if shown and not error else None
         if error is not None:
             out.append(SpecCase(source, error=error.group(1), setup=tuple(setup)))
