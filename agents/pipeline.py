@@ -88,7 +88,6 @@ def _ends(budget: float | None, per_module: float | None, now: float,
 def _plan_route(budget: float | None, per_module: float | None, clock: WorkClock) -> Any:
     def route(plan: ProjectPlan, task: Task, writes: Writes) -> None:
         facts = read_spec(PlanTask.model_validate(task.input).spec)  # once per run
-        spec = facts.text
         writes.plans.append(plan.model_dump(mode="json"))
         for d in plan.decisions:
             writes.notes.append(NewNote(f"{d.decision} — because {d.reason}", ("decision",)))
@@ -110,7 +109,7 @@ def _plan_route(budget: float | None, per_module: float | None, clock: WorkClock
         fan_out(
             writes, "tester",
             (ModuleTask(module=by_path[path].model_copy(update={"uses": uses[path]}),
-                        round=1, spec=spec, uses=[by_path[p] for p in uses[path]],
+                        round=1, spec=facts.text, uses=[by_path[p] for p in uses[path]],
                         before=[p for p in by_path if p in plan.kept or p in order[:i]],
                         stated=facts.stated(path, by_path[path].public_api),
                         until=ends[i],

@@ -108,8 +108,7 @@ def _probe(bwrap: str | None) -> Sandbox:
     """Run a trivial command under the exact options used for tests."""
     if bwrap is None:
         return Sandbox.unsandboxed(f"bwrap is not installed; {INSTALL_HINT}")
-    here = str(Path.cwd())
-    probe = Sandbox("bwrap", bwrap).command(["true"], Path(here))
+    probe = Sandbox("bwrap", bwrap).command(["true"], Path.cwd())
     try:
         done = subprocess.run(probe, capture_output=True, timeout=_PROBE_TIMEOUT_S,
                               stdin=subprocess.DEVNULL, check=False)

@@ -13,7 +13,6 @@ from agents.specread import Api, SpecCase, fits, literal, stated_result
 __all__ = ["table_cases"]
 
 
-
 def _cells(line: str) -> list[str]:
     parts = re.split(r"(?<!\\)\|", line.strip().strip("|"))
     return [p.strip().replace("\\|", "|") for p in parts]

@@ -144,7 +144,6 @@ async def run_pytest(
             "[pytest collected no tests (exit code 5). Check that the target exists and that "
             "test files are named test_*.py with functions named test_*.]"
         )
-    output = "\n".join([*notes, sink.text()]) if notes else sink.text()
     return TestReport(
         passed=exit_code == 0 and not timed_out,
         exit_code=exit_code,
@@ -152,7 +151,7 @@ async def run_pytest(
         tests_failed=counts["failed"],
         tests_errors=counts["errors"],
         duration_s=round(duration, 3),
-        output=output,
+        output="\n".join([*notes, sink.text()]),
         timed_out=timed_out,
         command=command,
         sandbox=sandbox.kind,
@@ -239,8 +238,7 @@ class _OutputSink:
     def text(self) -> str:
         dropped = self.total - len(self.head) - len(self.tail)
         if dropped <= 0:
-            data = bytes(self.head + self.tail)
-            return data.decode("utf-8", errors="replace")
+            return bytes(self.head + self.tail).decode("utf-8", errors="replace")
         head = self.head.decode("utf-8", errors="replace")
         tail = self.tail.decode("utf-8", errors="replace")
         return f"{head}\n[... {dropped} bytes truncated ...]\n{tail}"
