@@ -18,8 +18,7 @@ REPORT_CHARS = 2500
 
 def report_tail(report: Any) -> str:
     """The end of a test report's output (where pytest puts failures and counts)."""
-    output = str(report.get("output", "")) if isinstance(report, dict) else ""
-    output = output.strip()
+    output = (str(report.get("output", "")) if isinstance(report, dict) else "").strip()
     return output if len(output) <= REPORT_CHARS else "...\n" + output[-REPORT_CHARS:]
 
 

@@ -203,7 +203,6 @@ def _position(text: str, sig: str) -> int:
     head = sig.split("(")[0]
     member = head.rpartition(".")[2]
     for probe in (f"`{sig}", sig, f"class {head}", f"def {member}(", f"{member}("):
-        at = text.find(probe)
-        if at >= 0:
+        if (at := text.find(probe)) >= 0:
             return at
     return 0

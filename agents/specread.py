@@ -245,18 +245,15 @@ def _allowed(node: ast.expr) -> tuple[type, ...] | None:
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
         left, right = _allowed(node.left), _allowed(node.right)
         return None if left is None or right is None else left + right
-    if isinstance(node, ast.Subscript):
-        base = node.value
-        name = base.attr if isinstance(base, ast.Attribute) else getattr(base, "id", "")
-        if name == "Optional":
-            inner = _allowed(node.slice)
-            return None if inner is None else (*inner, type(None))
-        if name == "Union" and isinstance(node.slice, ast.Tuple):
-            parts = [_allowed(e) for e in node.slice.elts]
-            return None if any(p is None for p in parts) else tuple(
-                t for p in parts if p for t in p)
-        return _TYPES.get(name)
-    name = node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", "")
+    base = node.value if isinstance(node, ast.Subscript) else node
+    name = base.attr if isinstance(base, ast.Attribute) else getattr(base, "id", "")
+    if isinstance(node, ast.Subscript) and name == "Optional":
+        inner = _allowed(node.slice)
+        return None if inner is None else (*inner, type(None))
+    if isinstance(node, ast.Subscript) and name == "Union" and isinstance(node.slice, ast.Tuple):
+        parts = [_allowed(e) for e in node.slice.elts]
+        return None if any(p is None for p in parts) else tuple(
+            t for p in parts if p for t in p)
     return _TYPES.get(name)
 
 
