@@ -47,7 +47,8 @@ class ModelSettings:
     so a greedy reply is the one this prompt gives on a cold server. A reused prompt cache
     changes llama.cpp's logits and with them a greedy answer (seen: one 434-token prompt
     at temperature 0 gave a module passing 12 of 13 hidden tests cold, and one passing 3
-    after other requests). Sent to OpenAI-compatible servers other than OpenAI's."""
+    after other requests). Sent to OpenAI-compatible servers other than OpenAI's
+    and to the in-process GGUF model (the same llama.cpp server code)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -99,6 +99,8 @@ class GGUFModel:
         body = chat_body(request, mode=self._format_mode(request))
         if request.settings.max_tokens is None and self.max_tokens is not None:
             body["max_tokens"] = self.max_tokens
+        if request.settings.prompt_cache is False:
+            body["cache_prompt"] = False  # the prompt computed afresh: see ModelSettings
         if sink is None:
             data = await asyncio.to_thread(self._complete, body)
         else:

@@ -76,6 +76,18 @@ async def test_request_runs_in_a_worker_thread(gguf_file: Path) -> None:
     assert model.name == f"gguf:{gguf_file}"
 
 
+async def test_a_reply_asked_cold_turns_off_llama_cpps_prompt_cache(gguf_file: Path) -> None:
+    """A reused prompt cache changes a greedy answer (``ModelSettings.prompt_cache``): the
+    coder's first answer is asked cold in-process too, as over HTTP."""
+    server = FakeServer()
+    model = GGUFModel(gguf_file, server_factory=lambda: server)
+    await model.request(ask(settings=ModelSettings(temperature=0, prompt_cache=False)))
+    assert server.bodies[-1]["cache_prompt"] is False
+    for warm in (None, True):  # the server's default: its cache reused
+        await model.request(ask(settings=ModelSettings(prompt_cache=warm)))
+        assert "cache_prompt" not in server.bodies[-1]
+
+
 async def test_structured_output_is_schema_constrained_unless_tools(gguf_file: Path) -> None:
     server = FakeServer()
     model = GGUFModel(gguf_file, server_factory=lambda: server)
