@@ -1,6 +1,6 @@
 """Opt-in: the stock pipeline builds each kata on a real local model.
 
-``ORCHESTRA_LLAMA_URL=http://127.0.0.1:8080/v1 pytest -m llama tests/llama`` (start the
+``ORCHESTRA_LLAMA_URL=http://127.0.0.1:8080/v1 pytest -n 0 -m llama tests/llama`` (start the
 server with ``../shared/tools/llama-server.sh 8080``), or ``ORCHESTRA_GGUF_PATH=q.gguf``
 for the in-process adapter. Each kata's run (``benchmarks/katas``) must end by itself
 within ``ORCHESTRA_LLAMA_PIPELINE_LIMIT`` seconds (default 900) with default settings and

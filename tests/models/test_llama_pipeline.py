@@ -1,6 +1,6 @@
 """Opt-in: the stock software pipeline against a real (weak, 0.5B) llama.cpp model.
 
-Run with ``ORCHESTRA_LLAMA_URL=http://127.0.0.1:8080/v1 pytest -m llama
+Run with ``ORCHESTRA_LLAMA_URL=http://127.0.0.1:8080/v1 pytest -n 0 -m llama
 tests/models/test_llama_pipeline.py`` (``bash shared/tools/llama-server.sh 8080``
 starts a server). The model writes tool calls as text, invents tools, loops and
 may approve bad code; whatever it writes, the run must end (completed, or failed

@@ -1,6 +1,6 @@
 """Opt-in: OpenAIModel against a real llama.cpp server.
 
-Run with ``ORCHESTRA_LLAMA_URL=http://127.0.0.1:8080/v1 pytest -m llama tests/models``
+Run with ``ORCHESTRA_LLAMA_URL=http://127.0.0.1:8080/v1 pytest -n 0 -m llama tests/models``
 (``bash shared/tools/llama-server.sh 8080`` starts one with a 0.5B model).
 """
 
