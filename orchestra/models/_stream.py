@@ -134,8 +134,11 @@ compress to 0.04-0.09 of their size; code and test files written by models and p
 
 class LoopGuard:
     """Watches a streamed reply's text for a loop: the last :data:`LOOP_WINDOW`
-    characters compress below :data:`LOOP_RATIO`, checked at most every 200
-    characters, at a line's end."""
+    characters compress below :data:`LOOP_RATIO`, checked every 200 characters.
+
+    Not only at a line's end: a small model also loops inside one line (a sentence
+    said again and again, ``1234567890.`` until its cap), and such a reply has no
+    line end to check at."""
 
     def __init__(self, window: int = LOOP_WINDOW, ratio: float = LOOP_RATIO) -> None:
         self.window, self.ratio = window, ratio
@@ -152,8 +155,7 @@ class LoopGuard:
             if isinstance(text, str) and text:
                 self._text.append(text)
                 self._size += len(text)
-                if "\n" in text and self._size >= self.window and (
-                        self._size - self._checked >= 200):
+                if self._size >= self.window and self._size - self._checked >= 200:
                     self._checked = self._size
                     tail = "".join(self._text)[-self.window:]
                     self._text = [tail]

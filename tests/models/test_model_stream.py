@@ -156,6 +156,31 @@ async def test_code_and_tests_are_never_cut(wire: WireServer, backoff: Backoff,
     assert response.finish_reason == "stop" and response.text == text
 
 
+async def test_a_loop_inside_one_line_is_cut_too(wire: WireServer, backoff: Backoff) -> None:
+    """A 0.5B architect said one sentence 40 times in one line until its cap (1,500
+    tokens): with no line end to check at, the guard still ends the stream."""
+    said = ("We also need to ensure that the `lexer.py` module does not contain any "
+            "`if` or `else` statements that are not defined. ")
+    words = [f"{w} " for w in said.split()] * 40
+    wire.add(Reply(events=[(0, chunk('{"modules": [], "decisions": "'))]
+                   + [(0, chunk(w)) for w in words] + [(0, chunk(finish="stop"))]))
+    response = await local(wire, backoff).request_stream(ask(4000), _Quiet())
+    assert response.finish_reason == "length" and "\n" not in response.text
+    assert len(response.text) < len(said) * 40 / 2
+
+
+def test_a_loop_of_digits_in_one_line_is_a_loop() -> None:
+    guard = LoopGuard()
+    assert any(guard.looping(chunk("1234567890.")) for _ in range(400))
+
+
+def test_one_long_line_of_prose_is_not() -> None:
+    """The check every 200 characters does not fire on text merely without line ends."""
+    guard = LoopGuard()
+    text = (Path(__file__).parents[2] / "README.md").read_text().replace("\n", " ")
+    assert not any(guard.looping(chunk(text[i:i + 7])) for i in range(0, len(text), 7))
+
+
 def test_a_growing_list_is_a_loop_too() -> None:
     guard = LoopGuard()
     lines = [f"    assert g({list(range(n))}) == {list(range(n))}\n" for n in range(3, 40)]
