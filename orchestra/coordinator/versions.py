@@ -25,6 +25,7 @@ import pydantic
 
 from orchestra._errors import UserError
 from orchestra.mcp.declare import MCPServer
+from orchestra.models.base import ModelSettings
 from orchestra.roles import Role
 
 __all__ = ["Version", "VersionMismatchError", "check_version", "fingerprint", "label_of",
@@ -122,12 +123,27 @@ def _role_parts(role: Role, *, patched: bool) -> dict[str, Any]:
         "approvals": sorted(cls.needs_approval),
         "mcp": sorted(s.name for s in cls.mcp),
         "model": {"model": _model_name(cls.model),
-                  "settings": asdict(cls.settings) if cls.settings is not None else None},
+                  "settings": _settings(cls.settings)},
         "compaction": _plain(cls.compaction),
         "consumes": [_subscription(sub) for sub in cls.consumes],
         "labels": sorted(cls.labels),
         "posts_output": cls.posts_output,
     }
+
+
+_LATER_SETTINGS = ("stop",)
+"""ModelSettings fields added after fingerprints were first taken: left out at their
+default, so an upgrade of orchestra changes no fingerprint of a run in flight."""
+
+
+def _settings(settings: ModelSettings | None) -> dict[str, Any] | None:
+    if settings is None:
+        return None
+    plain = asdict(settings)
+    for name in _LATER_SETTINGS:
+        if plain[name] == getattr(ModelSettings(), name):
+            del plain[name]
+    return plain
 
 
 def _subscription(sub: object) -> Any:

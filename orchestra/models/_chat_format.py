@@ -103,6 +103,8 @@ def chat_body(request: ModelRequest, *, mode: ResponseFormatMode,
         body[max_tokens_field] = settings.max_tokens
     if settings.seed is not None:
         body["seed"] = settings.seed
+    if settings.stop:
+        body["stop"] = list(settings.stop)
     return body
 
 

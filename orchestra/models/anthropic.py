@@ -190,6 +190,8 @@ class AnthropicModel:
                                 "max_tokens": settings.max_tokens or self.max_tokens}
         if system:
             body["system"] = system
+        if settings.stop:
+            body["stop_sequences"] = list(settings.stop)
         tools = [{"name": t.name, "description": t.description, "input_schema": t.parameters}
                  for t in request.tools]
         output_tool = None

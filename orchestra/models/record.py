@@ -85,7 +85,8 @@ def canonical_request(request: ModelRequest) -> dict[str, Any]:
         "output": None if output is None else {"name": output.name,
                                                "json_schema": output.json_schema},
         "settings": {"temperature": settings.temperature, "max_tokens": settings.max_tokens,
-                     "seed": settings.seed},
+                     "seed": settings.seed} | ({"stop": list(settings.stop)} if settings.stop
+                                               else {}),  # recordings made before it match
     }
 
 

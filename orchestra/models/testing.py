@@ -10,6 +10,7 @@ it tells the sink nothing.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import inspect
 import json
 from collections.abc import Awaitable, Callable, Iterable
@@ -37,9 +38,19 @@ def reply(text: str = "", *tool_calls: ToolCall) -> ModelResponse:
                          finish_reason="tool_calls" if tool_calls else "stop")
 
 
+def stopped(response: ModelResponse, stop: tuple[str, ...]) -> ModelResponse:
+    """``response`` as a server asked with ``stop`` returns it: its text up to the first
+    stop string (left out), ``finish_reason`` "stop"."""
+    ends = [i for i in (response.text.find(s) for s in stop) if i >= 0]
+    if not ends or response.tool_calls:
+        return response
+    return dataclasses.replace(response, text=response.text[:min(ends)], finish_reason="stop")
+
+
 def _with_usage(request: ModelRequest, response: Reply, name: str) -> ModelResponse:
     if isinstance(response, str):
         response = ModelResponse(text=response)
+    response = stopped(response, request.settings.stop)  # what a server would send
     if response.usage.input_tokens or response.usage.output_tokens:
         return response
     tokens_in = sum(estimate_tokens(m.content) for m in request.messages)
