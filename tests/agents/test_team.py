@@ -36,6 +36,7 @@ TESTS = ('from calc.add import add\n\n\ndef test_add() -> None:\n    """shown as
 GOOD = "def add(a: int, b: int) -> int:\n    return a + b\n"
 HALF = "def add(a: int, b: int) -> int:\n    return 3\n"  # passes one test of two
 BAD = "def add(a: int, b: int) -> int:\n    return 0\n"  # passes the other one
+SUB = "\n\ndef sub(a: int, b: int) -> int:\n    return a - b\n"
 
 
 def fenced(path: str, code: str) -> str:
@@ -393,23 +394,41 @@ def test_tests_cut_off_before_one_complete_test_say_so() -> None:
     assert answer.cut_off and answer.files == {"tests/test_add.py": ""}  # type: ignore[attr-defined]
 
 
+_CUT = ("tests/test_add.py\n```python\nfrom calc.add import add\n\n\ndef test_one():\n"
+        "    assert add(1, 2) == 3\n\n\ndef test_two():\n    assert add(2, ")
+
+
 async def test_a_tester_cut_off_keeps_its_tests_and_is_asked_for_the_rest_once(
         tmp_path: Path) -> None:
-    cut = ("tests/test_add.py\n```python\nfrom calc.add import add\n\n\ndef test_one():\n"
-           "    assert add(1, 2) == 3\n\n\ndef test_two():\n    assert add(2, ")
+    """The plan's ``sub`` is called by no kept test: the rest is asked for."""
     rest = ("tests/test_add.py\n```python\nfrom calc.add import add\n\n\ndef test_one():\n"
             "    assert add(2, 2) == 4\n\n\ndef test_three():\n    assert add(0, ")
+    spec = SPEC.replace("with `add(a: int, b: int) -> int`",
+                        "with `add(a: int, b: int) -> int` and `sub(a: int, b: int) -> int`")
     run, _tasks, seen = await run_pipeline(tmp_path, {
         "architect": [plan],
-        "tester": [lambda _: ModelResponse(cut, finish_reason="length"),
+        "tester": [lambda _: ModelResponse(_CUT, finish_reason="length"),
                    lambda _: ModelResponse(rest, finish_reason="length")],
-        "coder": [says(fenced("calc/add.py", GOOD))], "reviewer": [approve]})
+        "coder": [says(fenced("calc/add.py", GOOD + SUB))], "reviewer": [approve]}, spec=spec)
     assert run.status == "completed", run.error
     assert len(seen["tester"]) == 2  # the rest asked for once; cut off again, it is taken
     assert "cut off at the token limit" in seen["tester"][1].messages[-1].content
     tests = (tmp_path / "ws/tests/test_add.py").read_text()
     assert "add(1, 2) == 3" in tests and "def test_one_rest" in tests
     assert "add(2, 2) == 4" in tests and "test_three" not in tests
+
+
+async def test_a_tester_cut_off_after_testing_every_name_is_not_asked_again(
+        tmp_path: Path) -> None:
+    """Every public name of the plan is called by a kept test: the tests are what was
+    kept, with no second request (a small model's rest ran on to the cap again)."""
+    run, _tasks, seen = await run_pipeline(tmp_path, {
+        "architect": [plan], "tester": [lambda _: ModelResponse(_CUT, finish_reason="length")],
+        "coder": [says(fenced("calc/add.py", GOOD))], "reviewer": [approve]})
+    assert run.status == "completed", run.error
+    assert len(seen["tester"]) == 1
+    tests = (tmp_path / "ws/tests/test_add.py").read_text()
+    assert "add(1, 2) == 3" in tests and "test_two" not in tests
 
 
 @pytest.mark.parametrize(("code", "reviews"), [(HALF, 1), (BAD, 2)])
@@ -441,3 +460,24 @@ async def test_past_the_budget_a_tester_cut_off_keeps_its_tests_without_asking_a
     assert len(seen["tester"]) == 1
     tests = (tmp_path / "ws/tests/test_add.py").read_text()
     assert "add(1, 2) == 3" in tests and "test_two" not in tests
+
+
+async def test_the_coder_asks_for_the_module_to_end_before_its_tests(tmp_path: Path) -> None:
+    """Every coder request ends where top-level tests or a main block begin: what the
+    server would have written after them is taken out anyway."""
+    run, _tasks, seen = await run_pipeline(tmp_path, {
+        "architect": [plan], "tester": [says(fenced("tests/test_add.py", TESTS))],
+        "coder": [says(fenced("calc/add.py", GOOD + "\n\ndef test_mine():\n    assert 0\n"))],
+        "reviewer": [approve]})
+    assert run.status == "completed", run.error
+    assert seen["coder"][0].settings.stop == ("\ndef test_", "\nif __name__")
+    assert (tmp_path / "ws/calc/add.py").read_text().rstrip() == GOOD.rstrip()
+
+
+def test_a_module_whose_own_names_begin_with_test_is_not_cut_there() -> None:
+    from agents.coder import Coder
+
+    task = {"module": {**PLAN["modules"][0], "public_api": [  # type: ignore[dict-item]
+        "test_connection(host: str) -> bool"]}, "stated": {"section": ""}}
+    settings = Coder(Workspace(Path("."))).settings_for(task)
+    assert settings is not None and settings.stop == ("\nif __name__",)
