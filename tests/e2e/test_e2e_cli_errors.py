@@ -30,7 +30,6 @@ from e2e_helpers import (
 from agents.demo.director import DEMO_DIR
 from orchestra import NewTask, SQLiteBlackboard
 
-pytestmark = pytest.mark.slow  # some fifty CLI children, and the demo run they read
 EXIT_USAGE, EXIT_STORE = 2, 3
 SLOW = "tests.e2e.slow_pipeline:build"
 
