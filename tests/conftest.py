@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 from blocking_guard import no_blocking_on_the_loop
 from ci_guard import pytest_runtest_logreport, pytest_sessionfinish  # noqa: F401  (CI skips)
-from slow_first import pytest_collection_modifyitems  # noqa: F401  (long files first)
 
 import orchestra.models._guard as guard
 
