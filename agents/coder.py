@@ -56,7 +56,7 @@ def _stops(task: ModuleTask) -> tuple[str, ...]:
     """:data:`_STOPS`, but not one the module's own public names would meet."""
     names = [api_name(sig) for sig in task.module.public_api]
     return tuple(s for s in _STOPS
-                 if not any(("\n" + f"def {n}").startswith(s) for n in names))
+                 if not any(f"\ndef {n}".startswith(s) for n in names))
 
 
 class Coder(WorkspaceRole):
