@@ -7,6 +7,7 @@ answer that is no module at all is sent back unwritten.
 from __future__ import annotations
 
 import ast
+import contextlib
 import dataclasses
 import json
 from typing import Any, ClassVar
@@ -198,10 +199,9 @@ class Coder(WorkspaceRole):
         calls run (with no test that calls it, a smoke run made from ``first``)."""
         path, test_path = task.path, task.test_path
         await self.workspace.write_file(path, code)
-        try:
+        tests = ""
+        with contextlib.suppress(WorkspaceError):  # no test file: the tester wrote none
             tests = await self.workspace.read_file(test_path)
-        except WorkspaceError:
-            tests = ""
         planned = [n for n in import_names(task.module.public_api) if n.isidentifier()]
         imported = await check_import(self.workspace.root, path, planned)
         failed = imported.error
@@ -211,20 +211,16 @@ class Coder(WorkspaceRole):
         preamble, calls = calls_in_tests(tests, names) if exercised else ("", [])
         if not calls:  # nothing calls it: it is run all the same
             preamble, calls = f"from {dotted(path)} import *", smoke_calls(first, task.spec)
-        if failed:
-            report = {"passed": False, "tests_passed": 0, "tests_failed": 0, "tests_errors": 0,
-                      "timed_out": False, "output": failed}
-        elif exercised:
+        if exercised and not failed:
             report = summary(await self.tests(test_path))
-        else:  # "0 of 0 tests pass" is no pass: the calls' outcomes decide
-            report = {"passed": None, "tests_passed": 0, "tests_failed": 0, "tests_errors": 0,
-                      "timed_out": False, "output": "no test calls this module; it was run "
-                      f"on {len(calls)} calls of its public functions instead"}
+        else:  # it does not import, or "0 of 0 tests pass", which is no pass: calls decide
+            report = {"passed": False if failed else None, "tests_passed": 0, "tests_failed": 0,
+                      "tests_errors": 0, "timed_out": False, "output": failed or "no test "
+                      f"calls this module; it was run on {len(calls)} calls of its public "
+                      "functions instead"}
         runs = {} if failed else await run_calls(self.workspace.root, path, preamble, calls)
-        data = {"score": score(report, vouched) if not failed else
-                [0, 0, 0, len(vouched)],
-                "imports": not failed, "files": {path: code}, "text": text,
-                "report": report, "stubs": stubs(code), "runs": runs,
+        data = {"score": score(report, vouched), "imports": not failed, "files": {path: code},
+                "text": text, "report": report, "stubs": stubs(code), "runs": runs,
                 # of the names the plan says it exports (its dependents import them)
                 "exports": [len(imported.defines), len(planned)]}
         if _failures_known(data):
@@ -260,10 +256,9 @@ class Coder(WorkspaceRole):
         if pick.get("raw", pick["files"][path]) != pick["files"][path]:  # see :meth:`_written`
             await self.workspace.write_file(_AS_WRITTEN + path, json.dumps(
                 {"file": pick["files"][path], "raw": pick["raw"]}))
-        try:
+        tests = ""
+        with contextlib.suppress(WorkspaceError):  # no test file: the tester wrote none
             tests = await self.workspace.read_file(test_path)
-        except WorkspaceError:
-            tests = ""
         chose = Tried.of(pick)
         fields = dict(
             files=pick["files"], text=pick["text"], report=pick["report"], tests=tests,
@@ -304,10 +299,9 @@ def _public(task: ModuleTask) -> list[str]:
 def _failures_known(data: dict[str, Any]) -> bool:
     """It imports and its report names every test it failed (its functions can be scored)."""
     report = data.get("report") or {}
-    run = data.get("score") or [0, 0]
-    bad = int(report.get("tests_failed") or 0) + int(report.get("tests_errors") or 0)
+    run = data.get("score") or [0, 0]  # [passed, run]: the others failed or erred
     return bool(data.get("imports", True)) and run[1] > 0 and "files" in data and len(
-        failed_tests(str(report.get("output", "")))) == bad
+        failed_tests(str(report.get("output", "")))) == run[1] - run[0]
 
 
 def _previous_round(task: ModuleTask) -> dict[str, Any] | None:

@@ -64,12 +64,10 @@ def _bound(tree: ast.AST) -> set[str]:
             out.add(node.arg)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             out |= {(a.asname or a.name).split(".")[0] for a in node.names}
-        elif isinstance(node, ast.ExceptHandler) and node.name:
+        elif isinstance(node, ast.ExceptHandler | ast.MatchAs | ast.MatchStar) and node.name:
             out.add(node.name)
         elif isinstance(node, (ast.Global, ast.Nonlocal)):
             out |= set(node.names)
-        elif isinstance(node, ast.MatchAs | ast.MatchStar) and node.name:
-            out.add(node.name)
     return out
 
 

@@ -47,9 +47,7 @@ def _arguments(text: str) -> list[str]:
         node = ast.parse(text.strip(), mode="eval").body
     except SyntaxError:
         return []
-    if not isinstance(node, ast.Call):
-        return []
-    return [ast.unparse(a) for a in node.args]
+    return [ast.unparse(a) for a in node.args] if isinstance(node, ast.Call) else []
 
 
 def _values(ann: ast.expr | None, literals: list[object]) -> list[object]:

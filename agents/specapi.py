@@ -44,12 +44,9 @@ def spec_signatures(spec: str, path: str, others: Sequence[str] = ()) -> list[st
 
 def _anchor(spec: str, sig: str) -> int:
     """Where ``sig`` (or, put together by the readers, its class) is given; -1: nowhere."""
-    at = spec.find(sig)
-    if at >= 0:
-        return at
     head = sig.removeprefix("class ").split("(")[0].strip()
     cls, _, member = head.partition(".")
-    for probe in (f"`{member}(" if member else None, f"`{cls}`", f"`{cls}("):
+    for probe in (sig, f"`{member}(" if member else None, f"`{cls}`", f"`{cls}("):
         if probe and (at := spec.find(probe)) >= 0:
             return at
     return -1

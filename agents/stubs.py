@@ -41,12 +41,7 @@ def _abstract(fn: _Fn) -> bool:
 
 
 def _stub(fn: _Fn) -> bool:
-    body = list(fn.body)
-    if body and _docstring(body[0]):
-        body = body[1:]
-    if all(_placeholder(s) for s in body):
-        return True
-    return _promises(fn) and not _gives(fn)
+    return all(_placeholder(s) for s in fn.body) or (_promises(fn) and not _gives(fn))
 
 
 def _docstring(stmt: ast.stmt) -> bool:
