@@ -83,5 +83,6 @@ def run_orchestra(kata: Kata, model: str, root: Path, *, limit: float) -> dict[s
     files = sorted(str(p.relative_to(workspace)) for p in workspace.rglob("*.py")
                    if "__pycache__" not in p.parts)
     return {"side": "orchestra", "exit": exit_code, "ended_by_itself": exit_code != "killed",
-            "wall_s": round(wall, 1), "tokens_in": 0, "tokens_out": 0, "model_calls": 0,
+            "wall_s": round(wall, 1), "limit_s": limit, "tokens_in": 0, "tokens_out": 0,
+            "model_calls": 0,
             "prompt_evaluated": None, "prompt_reused": None, **facts, "files": files}

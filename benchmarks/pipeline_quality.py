@@ -9,7 +9,9 @@ problems with ``--humaneval 0-81``), side by side:
   own (the best of them is what a perfect judge reaches by selection alone);
 - **module+tests**: the model asked once for every module and its tests in one reply;
 - **orchestra**: ``orchestra run --spec S --workspace W --model SPEC --db D`` as a user
-  runs it, killed at ``--limit`` seconds (``benchmarks/orchestra_run.py``).
+  runs it, killed at ``--limit`` seconds per module the spec names (the pipeline's own
+  default budget is per module too: ``agents.pipeline.MODULE_BUDGET_S``), so a spec of
+  three modules is not cut at one module's limit (``benchmarks/orchestra_run.py``).
 
 Then the kata's hidden tests run on each workspace. One JSON line per side and run goes
 to ``--out``; ``--summary`` prints a results file per spec with the sides side by side,
@@ -68,8 +70,8 @@ def measure(kata: Kata, side: str, model: str, *, limit: float, max_tokens: int,
         row = run_one_shot(kata, model, workspace, limit=limit, max_tokens=max_tokens)
     elif side == "module+tests":
         row = run_baseline(kata, model, workspace, limit=limit, max_tokens=max_tokens)
-    else:
-        row = run_orchestra(kata, model, root, limit=limit)
+    else:  # its default budget is per module (agents.pipeline.MODULE_BUDGET_S): so is this
+        row = run_orchestra(kata, model, root, limit=limit * max(1, len(kata.modules)))
     row = {"spec": kata.name, "set": kata.root.name, **row,
            "model": str(parse_model_spec(model)),
            "hidden": list(score_hidden(kata, workspace)),
@@ -257,7 +259,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--sides", nargs="*", default=list(SIDES), choices=SIDES)
     parser.add_argument("--runs", type=int, default=1, help="rounds over the katas")
     parser.add_argument("--limit", type=float, default=900,
-                        help="seconds one run (or one one-shot answer) may take")
+                        help="seconds one one-shot answer, or one run per module its spec "
+                             "names, may take")
     parser.add_argument("--max-tokens", type=int, default=MAX_TOKENS,
                         help=f"the one-shot sides' max_tokens (default {MAX_TOKENS})")
     parser.add_argument("--out", type=Path, help="append one JSON line per side and run")

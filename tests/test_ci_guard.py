@@ -26,7 +26,8 @@ def test_needs_a_real_model():
 def _pytest(tmp_path: Path, source: str) -> subprocess.CompletedProcess[str]:
     (tmp_path / "test_suite.py").write_text(source)
     (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    llama: real model\n")
-    env = {**os.environ, "ORCHESTRA_CI": "1", "PYTHONPATH": str(REPO / "tests")}
+    env = {**os.environ, "ORCHESTRA_CI": "1", "PYTHONPATH": str(REPO / "tests"),
+           "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}  # the guard alone: no installed plugin
     return subprocess.run([sys.executable, "-m", "pytest", "-p", "ci_guard", "-rs", "-q",
                            "-p", "no:cacheprovider", str(tmp_path)], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=120)

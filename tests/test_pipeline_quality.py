@@ -194,3 +194,15 @@ def test_a_run_past_the_limit_is_killed_and_says_so(server: WireServer,
     assert row["exit"] == "killed" and not row["ended_by_itself"]
     assert row["wall_s"] < 30
     assert "| rle | orchestra | 1 | 0/11 (0%) |" in table([row]) and "| 0/1 |" in table([row])
+
+
+@pytest.mark.slow
+def test_the_limit_is_per_module_the_spec_names(server: WireServer, tmp_path: Path) -> None:
+    """The pipeline's default budget is per module: a two-module spec is not killed at one
+    module's limit."""
+    modules = len(load_kata("calc").modules)
+    assert modules == 2
+    server.add(*[Reply(body={}, delay=30)] * 5)
+    [row] = run(server, tmp_path, "--sides", "orchestra", "--specs", "calc", "--limit", "2")
+    assert row["exit"] == "killed" and row["limit_s"] == 2 * modules
+    assert 2 * modules <= row["wall_s"] < 30

@@ -4,6 +4,7 @@ case out; what it keeps is what the spec's own characters say."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +12,9 @@ from pathlib import Path
 from agents.specapi import spec_signatures
 from agents.speccases import SpecCase, render_cases, spec_cases
 from agents.specread import fits, literal_prefix, read_api
+
+PLAIN = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+"""Plain pytest, as the pipeline runs it (:mod:`agents.testrunner`): no installed plugin."""
 
 
 def cases(spec: str, api: list[str] | None = None) -> list[SpecCase]:
@@ -111,7 +115,7 @@ def test_cases_with_state_render_as_runnable_tests(tmp_path: Path) -> None:
                          SpecCase("time.time() > 0", "True")], "m")
     (tmp_path / "test_m.py").write_text(text)
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                           "test_m.py"], cwd=tmp_path, capture_output=True, text=True)
+                           "test_m.py"], cwd=tmp_path, env=PLAIN, capture_output=True, text=True)
     assert "3 passed" in done.stdout, done.stdout + text
 
 
@@ -121,7 +125,7 @@ def test_a_setup_string_over_several_lines_keeps_its_value(tmp_path: Path) -> No
     text = render_cases([SpecCase("got", "['a', 'b']", setup=(setup,))], "m")
     (tmp_path / "test_m.py").write_text(text)
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                           "test_m.py"], cwd=tmp_path, capture_output=True, text=True)
+                           "test_m.py"], cwd=tmp_path, env=PLAIN, capture_output=True, text=True)
     assert "1 passed" in done.stdout, done.stdout + text
 
 
@@ -191,7 +195,7 @@ def test_a_call_before_a_check_that_raises_fails_only_its_own_case(tmp_path: Pat
     (tmp_path / "m.py").write_text("def double(n):\n    if n == 2:\n        raise ValueError\n"
                                    "    return 2 * n\n")
     out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
-                         cwd=tmp_path, capture_output=True, text=True).stdout
+                         cwd=tmp_path, env=PLAIN, capture_output=True, text=True).stdout
     assert "1 failed, 1 passed" in out, out
 
 

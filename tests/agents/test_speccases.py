@@ -46,8 +46,11 @@ def test_a_docstrings_last_example_ends_at_its_closing_quotes() -> None:
 
 
 def test_cases_render_as_runnable_tests_that_replace_an_earlier_block(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import os
     import subprocess
     import sys
+
+    plain = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}  # as agents.testrunner runs it
 
     cases = [SpecCase("double(2)", "4"), SpecCase("double('x')", error="TypeError"),
              SpecCase("double(None)", error="Oops")]
@@ -60,7 +63,7 @@ def test_cases_render_as_runnable_tests_that_replace_an_earlier_block(tmp_path) 
     assert again.count("def test_own") == 1 and again.count(f"def {CASE_PREFIX}1") == 1
     (tmp_path / "test_m.py").write_text(again)
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                           str(tmp_path / "test_m.py")], cwd=tmp_path, capture_output=True,
-                          text=True)
+                           str(tmp_path / "test_m.py")], cwd=tmp_path, env=plain,
+                          capture_output=True, text=True)
     assert "4 passed" in done.stdout, done.stdout
     assert render_cases([], "m") == ""
