@@ -3,6 +3,7 @@ module, a tester's tests)."""
 
 from __future__ import annotations
 
+import ast
 import re
 from typing import Any
 
@@ -11,7 +12,7 @@ from pydantic import BaseModel
 from agents.checks import defines
 from orchestra.answers import FileBlocks
 
-__all__ = ["CodeBlocks", "complete_part"]
+__all__ = ["CodeBlocks", "complete_part", "complete_statements"]
 
 
 def complete_part(text: str) -> str | None:
@@ -30,6 +31,40 @@ def complete_part(text: str) -> str | None:
         if defines("\n".join(kept)):
             return "\n".join([*lines[:fences[-1] + 1], *kept, "```", ""])
     return None
+
+
+def complete_statements(text: str) -> str | None:
+    """A test reply cut off inside its only test function, ended after that function's
+    last complete statement (the line the cut fell in is never kept: ``assert f(27)`` is
+    a statement, not the check it was becoming). Tests only: a module's function cut in
+    its body is not the function. The 1.5B's first test function of HumanEval/79 ran to
+    the cap as 30 asserts; with nothing kept, the rest was asked and ran to the cap too."""
+    lines = text.split("\n")
+    fences = [i for i, line in enumerate(lines) if line.lstrip().startswith(("```", "~~~"))]
+    if len(fences) % 2 == 0:
+        return None
+    body = lines[fences[-1] + 1:-1]
+    starts = [i for i, line in enumerate(body) if _DEF_START.match(line)]
+    if not starts:
+        return None
+    for end in range(len(body), starts[-1] + 1, -1):
+        kept = "\n".join(body[:end])
+        try:
+            last = ast.parse(kept).body[-1]
+        except (SyntaxError, IndexError):
+            continue
+        if isinstance(last, ast.FunctionDef) and last.name.startswith("test") and any(
+                _checks(stmt) for stmt in last.body):
+            return "\n".join([*lines[:fences[-1] + 1], *body[:end], "```", ""])
+        return None  # what parses is no test: nothing to keep
+    return None
+
+
+def _checks(stmt: ast.stmt) -> bool:
+    """A statement that does something: not ``pass``, nor a docstring or bare name."""
+    if isinstance(stmt, ast.Expr):
+        return isinstance(stmt.value, ast.Call)
+    return not isinstance(stmt, ast.Pass)
 
 
 _DEF_START = re.compile(r"\s*(?:async\s+def|def|class)\s|\s*@")

@@ -33,7 +33,7 @@ from orchestra.store import Writes
 
 PIPELINE_REF = "agents.pipeline:build_pipeline"
 DEFAULT_MAX_ROUNDS = 2
-VERSION = "13"
+VERSION = "14"
 """The stock pipeline's ``version=``: raised when what its tasks do changes where the
 fingerprint cannot see it, so a run in flight stays with the code that wrote its journal
 (``docs/versions.md``)."""

@@ -14,7 +14,7 @@ from pydantic import BaseModel
 from agents.briefs import report_tail, reviewer_brief, tester_brief
 from agents.checks import code_problem, dotted, imports_module
 from agents.coder import Coder
-from agents.codereply import complete_part
+from agents.codereply import complete_part, complete_statements
 from agents.imports_fix import add_missing_imports
 from agents.inputs import ModuleTask, module_task
 from agents.moduletask import cases_file, trusted
@@ -32,12 +32,14 @@ __all__ = ["Coder", "Reviewer", "Tester"]
 @dataclass(frozen=True)
 class _TestBlocks(FileBlocks):
     """The test file as a fenced block; one cut off at the token limit keeps its complete
-    tests (:func:`agents.codereply.complete_part`) and says so: the tester asks for the rest."""
+    tests (:func:`agents.codereply.complete_part`), or where none is complete, the
+    complete statements of the test it was cut in, and says so: the tester asks for the
+    rest of what no kept test calls."""
 
     def parse(self, text: str, *, truncated: bool, task_input: Any) -> BaseModel:
         if not truncated:
             return super().parse(text, truncated=truncated, task_input=task_input)
-        kept = complete_part(text)
+        kept = complete_part(text) or complete_statements(text)
         if kept is None:
             return self.output.model_validate({"text": text, "cut_off": True, "files": {
                 module_task(task_input).test_path: ""}})

@@ -394,6 +394,41 @@ def test_tests_cut_off_before_one_complete_test_say_so() -> None:
     assert answer.cut_off and answer.files == {"tests/test_add.py": ""}  # type: ignore[attr-defined]
 
 
+def test_tests_cut_off_inside_their_only_test_keep_its_complete_statements() -> None:
+    """HumanEval/79 with the 1.5B: one test function of asserts ran to the cap. Its
+    complete asserts are tests; the line the cut fell in is not (``assert add(27)``
+    parses, but is not the check it was becoming)."""
+    from agents.team import Tester
+
+    task = {"module": PLAN["modules"][0], "spec": SPEC, "stated": {"section": SPEC}}
+    cut = ("tests/test_add.py\n```python\nfrom calc.add import add\n\n\ndef test_add():\n"
+           "    assert add(1, 2) == 3\n    assert add(2, 2) == (\n        4)\n"
+           "    assert add(27)")
+    answer = Tester.answer.parse(cut, truncated=True, task_input=task)
+    kept = answer.files["tests/test_add.py"]  # type: ignore[attr-defined]
+    assert answer.cut_off  # type: ignore[attr-defined]
+    assert "add(1, 2) == 3" in kept and "4)" in kept and "add(27)" not in kept
+    for nothing in ("def test_add():\n    assert add(27)",  # only the line cut in
+                    "def test_add():\n    \"\"\"Adds.\"\"\"\n    x = (",  # no statement
+                    "def add_helper():\n    return 1\n    x"):  # not a test
+        answer = Tester.answer.parse(f"tests/test_add.py\n```python\n{nothing}",
+                                     truncated=True, task_input=task)
+        assert answer.files == {"tests/test_add.py": ""}  # type: ignore[attr-defined]
+
+
+async def test_a_tester_cut_off_inside_its_one_test_of_every_name_is_not_asked_again(
+        tmp_path: Path) -> None:
+    cut = ("tests/test_add.py\n```python\nfrom calc.add import add\n\n\ndef test_add():\n"
+           "    assert add(1, 2) == 3\n    assert add(0, 0) == 0\n    assert add(5, ")
+    run, _tasks, seen = await run_pipeline(tmp_path, {
+        "architect": [plan], "tester": [lambda _: ModelResponse(cut, finish_reason="length")],
+        "coder": [says(fenced("calc/add.py", GOOD))], "reviewer": [approve]})
+    assert run.status == "completed", run.error
+    assert len(seen["tester"]) == 1  # every name is called: the rest is not asked
+    tests = (tmp_path / "ws/tests/test_add.py").read_text()
+    assert "add(0, 0) == 0" in tests and "add(5, " not in tests
+
+
 _CUT = ("tests/test_add.py\n```python\nfrom calc.add import add\n\n\ndef test_one():\n"
         "    assert add(1, 2) == 3\n\n\ndef test_two():\n    assert add(2, ")
 
