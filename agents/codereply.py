@@ -18,19 +18,26 @@ __all__ = ["CodeBlocks", "complete_part", "complete_statements"]
 def complete_part(text: str) -> str | None:
     """A reply cut off inside its last fenced block, ended before the definition it was
     cut in, when the rest parses and defines something (another try may be cut off too)."""
-    lines = text.split("\n")
-    fences = [i for i, line in enumerate(lines) if line.lstrip().startswith(("```", "~~~"))]
-    if len(fences) % 2 == 0:
-        return None
-    body = lines[fences[-1] + 1:]
-    starts = [i for i, line in enumerate(body) if _DEF_START.match(line)]
+    head, body, starts = _open_block(text)
     for cut in reversed(starts[1:]):
         kept = body[:cut]
         while kept and (not kept[-1].strip() or kept[-1].lstrip().startswith("@")):
             kept.pop()
         if defines("\n".join(kept)):
-            return "\n".join([*lines[:fences[-1] + 1], *kept, "```", ""])
+            return "\n".join([*head, *kept, "```", ""])
     return None
+
+
+def _open_block(text: str) -> tuple[list[str], list[str], list[int]]:
+    """The lines up to a reply's last fence left open, the lines after it, and where the
+    definitions among those begin (nothing when every block is closed)."""
+    lines = text.split("\n")
+    fences = [i for i, line in enumerate(lines) if line.lstrip().startswith(("```", "~~~"))]
+    if len(fences) % 2 == 0:
+        return lines, [], []
+    body = lines[fences[-1] + 1:]
+    return (lines[:fences[-1] + 1], body,
+            [i for i, line in enumerate(body) if _DEF_START.match(line)])
 
 
 def complete_statements(text: str) -> str | None:
@@ -39,23 +46,15 @@ def complete_statements(text: str) -> str | None:
     a statement, not the check it was becoming). Tests only: a module's function cut in
     its body is not the function. The 1.5B's first test function of HumanEval/79 ran to
     the cap as 30 asserts; with nothing kept, the rest was asked and ran to the cap too."""
-    lines = text.split("\n")
-    fences = [i for i, line in enumerate(lines) if line.lstrip().startswith(("```", "~~~"))]
-    if len(fences) % 2 == 0:
-        return None
-    body = lines[fences[-1] + 1:-1]
-    starts = [i for i, line in enumerate(body) if _DEF_START.match(line)]
-    if not starts:
-        return None
-    for end in range(len(body), starts[-1] + 1, -1):
-        kept = "\n".join(body[:end])
+    head, body, starts = _open_block(text)
+    for end in range(len(body) - 1, starts[-1] + 1 if starts else 0, -1):
         try:
-            last = ast.parse(kept).body[-1]
+            last = ast.parse("\n".join(body[:end])).body[-1]
         except (SyntaxError, IndexError):
             continue
         if isinstance(last, ast.FunctionDef) and last.name.startswith("test") and any(
                 _checks(stmt) for stmt in last.body):
-            return "\n".join([*lines[:fences[-1] + 1], *body[:end], "```", ""])
+            return "\n".join([*head, *body[:end], "```", ""])
         return None  # what parses is no test: nothing to keep
     return None
 
