@@ -20,11 +20,26 @@ _PY_PATH = re.compile(r"(?<![\w./-])((?:[A-Za-z_][\w-]*/)*[A-Za-z_]\w*\.py)(?![\
 DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
+def parsed(text: str) -> ast.Module | None:
+    """``text`` as a module, or None where it is not Python: a model's reply that does not
+    parse is an answer to rank low or a fact to act on, never an error."""
+    try:
+        return ast.parse(text)
+    except (SyntaxError, ValueError):  # ValueError: a NUL byte, before Python 3.12
+        return None
+
+
+def parsed_expr(text: str) -> ast.expr | None:
+    """``text`` as one expression, or None where it is not one."""
+    try:
+        return ast.parse(text, mode="eval").body
+    except (SyntaxError, ValueError):
+        return None
+
+
 def defines(text: str) -> bool:
     """``text`` parses and defines a function or class at its top level."""
-    try:
-        tree = ast.parse(text)
-    except SyntaxError:
+    if (tree := parsed(text)) is None:
         return False
     return any(isinstance(n, DEFINITIONS) for n in tree.body)
 
@@ -126,9 +141,7 @@ def dotted(path: str) -> str:
 
 def imports_module(tests: str, module_path: str) -> bool:
     """True when the test file imports the module (``import a.b`` / ``from a.b import``)."""
-    try:
-        tree = ast.parse(tests)
-    except SyntaxError:
+    if (tree := parsed(tests)) is None:
         return False
     name = dotted(module_path)
     for node in ast.walk(tree):

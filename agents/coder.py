@@ -6,14 +6,13 @@ answer that is no module at all is sent back unwritten.
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import dataclasses
 import json
 from typing import Any, ClassVar
 
 from agents.briefs import coder_rounds
-from agents.checks import code_problem, dotted
+from agents.checks import DEFINITIONS, code_problem, dotted, parsed
 from agents.coderasks import (
     ONE_SHOT_SYSTEM,
     how_it_did,
@@ -274,12 +273,9 @@ class Coder(WorkspaceRole):
 
 def _defined(code: str) -> list[str]:
     """The public module-level functions and classes ``code`` defines."""
-    try:
-        body = ast.parse(code).body
-    except SyntaxError:
-        return []
-    return [n.name for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef,
-                                                   ast.ClassDef)) and not n.name.startswith("_")]
+    tree = parsed(code)
+    return [n.name for n in (tree.body if tree else []) if isinstance(n, DEFINITIONS)
+            and not n.name.startswith("_")]
 
 
 def _tidy(text: str, task: ModuleTask) -> str:

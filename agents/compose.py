@@ -13,6 +13,8 @@ import ast
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from agents.checks import parsed
+
 __all__ = ["Answer", "compose", "name_tests"]
 
 _Def = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
@@ -43,9 +45,7 @@ class _Parsed:
 
 
 def _parse(code: str) -> _Parsed | None:
-    try:
-        tree = ast.parse(code)
-    except SyntaxError:
+    if (tree := parsed(code)) is None:
         return None
     defs: dict[str, tuple[int, int]] = {}
     deps: dict[str, set[str]] = {}
@@ -78,9 +78,7 @@ def _names(node: ast.stmt) -> list[str]:
 
 def name_tests(tests: str, names: Sequence[str]) -> dict[str, set[str]]:
     """Each name -> the test functions of ``tests`` that name it (``order``, ``m.order``)."""
-    try:
-        tree = ast.parse(tests)
-    except SyntaxError:
+    if (tree := parsed(tests)) is None:
         return {}
     out: dict[str, set[str]] = {n: set() for n in names}
     for fn in tree.body:

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import PurePosixPath
 
-from agents.checks import DEFINITIONS, defines
+from agents.checks import DEFINITIONS, defines, parsed
 
 __all__ = ["absolute_imports", "add_missing_imports", "usable_prefix"]
 
@@ -75,9 +75,7 @@ def add_missing_imports(text: str, project: Mapping[str, str] | None = None) -> 
     """``text`` with ``import X`` for each standard module (or pytest) it uses unimported,
     ``from M import f`` for each name of the project's modules (``project``: name ->
     dotted module) or with one home in the standard library it uses undefined."""
-    try:
-        tree = ast.parse(text)
-    except SyntaxError:
+    if (tree := parsed(text)) is None:
         return text
     bound = _bound(tree) | set(dir(builtins))
     used = {n.value.id for n in ast.walk(tree) if isinstance(n, ast.Attribute)
@@ -107,9 +105,7 @@ def absolute_imports(text: str, path: str, modules: Sequence[str] = ()) -> str:
     as its users import it: a top-level module's ``from .tokens import t`` (no parent
     package) becomes ``from tokens import t``; in a package ``calc/``, ``from tokens
     import t`` becomes ``from calc.tokens import t``."""
-    try:
-        tree = ast.parse(text)
-    except SyntaxError:
+    if (tree := parsed(text)) is None:
         return text
     parts = PurePosixPath(path).with_suffix("").parts
     package = parts[:-1]

@@ -11,7 +11,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from agents.checks import dotted
+from agents.checks import dotted, parsed
 from agents.sandbox import run_python
 from agents.testsplit import guard_lines
 
@@ -81,9 +81,7 @@ def _raises_block(stmt: ast.stmt) -> bool:
 def calls_in_tests(tests: str, names: Sequence[str]) -> tuple[str, list[Probe]]:
     """The tests' imports (one preamble) and the calls their test functions make of the
     module, each after the statements before it in its test, without expected values."""
-    try:
-        tree = ast.parse(tests)
-    except SyntaxError:
+    if (tree := parsed(tests)) is None:
         return "", []
     guarded = guard_lines(tree)  # the module's names, taken one by one
     preamble = "\n".join(ast.unparse(n) for n in tree.body
@@ -118,9 +116,7 @@ def _test_functions(tree: ast.Module) -> list[ast.FunctionDef]:
 
 def mentions(tests: str, names: Sequence[str]) -> bool:
     """``tests`` calls one of ``names`` (one that only imports the module tests nothing)."""
-    try:
-        tree = ast.parse(tests)
-    except SyntaxError:
+    if (tree := parsed(tests)) is None:
         return False
     wanted = set(names)
     called = [n.func for n in ast.walk(tree) if isinstance(n, ast.Call)]

@@ -14,7 +14,7 @@ import ast
 import re
 from collections.abc import Iterable
 
-from agents.checks import DEFINITIONS, defines, dotted
+from agents.checks import DEFINITIONS, defines, dotted, parsed
 
 __all__ = ["without_tests"]
 
@@ -79,9 +79,7 @@ def without_tests(text: str, path: str, keep: Iterable[str] = ()) -> str:
     head = _before_test_file(text)
     if head and defines(head):
         text = head
-    try:
-        tree = ast.parse(text)
-    except SyntaxError:
+    if (tree := parsed(text)) is None:
         return text
     names = set(keep)
     defined = {n.name for n in tree.body if isinstance(n, DEFINITIONS)}

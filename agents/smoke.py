@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import re
 
+from agents.checks import parsed, parsed_expr
 from agents.probe import MAX_CALLS, Probe
 
 __all__ = ["smoke_calls", "spec_literals"]
@@ -43,9 +44,7 @@ def spec_literals(spec: str) -> list[object]:
 
 
 def _arguments(text: str) -> list[str]:
-    try:
-        node = ast.parse(text.strip(), mode="eval").body
-    except SyntaxError:
+    if (node := parsed_expr(text.strip())) is None:
         return []
     return [ast.unparse(a) for a in node.args] if isinstance(node, ast.Call) else []
 
@@ -81,9 +80,7 @@ def _args(fn: ast.FunctionDef | ast.AsyncFunctionDef, literals: list[object], *,
 
 def smoke_calls(code: str, spec: str) -> list[Probe]:
     """The smoke run's calls of ``code``'s public functions, classes and methods."""
-    try:
-        tree = ast.parse(code)
-    except SyntaxError:
+    if (tree := parsed(code)) is None:
         return []
     literals = spec_literals(spec)
     calls: list[Probe] = []

@@ -9,7 +9,7 @@ import ast
 import re
 from collections.abc import Sequence
 
-from agents.checks import spec_section
+from agents.checks import parsed, spec_section
 from agents.specread import BUILTIN_NAMES, api_name, parse_params
 
 __all__ = ["spec_signatures"]
@@ -69,9 +69,7 @@ _FENCED = re.compile(r"^[ \t]*```[^\n]*\n(.*?)^[ \t]*```", re.S | re.M)
 def _python_listing(block: str) -> list[str] | None:
     """The API a code block that parses as Python declares (``def``s, ``class``es and
     their methods as ``X.m(...)``); None when it declares none (an example script)."""
-    try:
-        tree = ast.parse(block)
-    except SyntaxError:
+    if (tree := parsed(block)) is None:
         return None
     out: list[str] = []
     for node in tree.body:

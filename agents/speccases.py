@@ -9,6 +9,7 @@ import ast
 import json
 from collections.abc import Sequence
 
+from agents.checks import parsed_expr
 from agents.specexamples import stated_cases
 from agents.specread import STDLIB, Api, SpecCase, calls_in, fits, free_names, literal, read_api
 
@@ -84,9 +85,7 @@ def _setup_lines(source: str) -> list[str]:
 
 def _operand(source: str) -> str:
     """``source`` as one operand of ``==`` (a comparison or an operation in parentheses)."""
-    try:
-        node = ast.parse(source, mode="eval").body
-    except SyntaxError:
+    if (node := parsed_expr(source)) is None:
         return source
     simple = (ast.Call, ast.Name, ast.Attribute, ast.Subscript, ast.Constant, ast.List,
               ast.Tuple, ast.Dict, ast.Set, ast.UnaryOp)

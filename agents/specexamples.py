@@ -15,6 +15,7 @@ import re
 import tokenize
 from collections.abc import Iterator
 
+from agents.checks import parsed, parsed_expr
 from agents.specdata import table_cases
 from agents.specread import (
     ERROR_NAME,
@@ -70,9 +71,7 @@ def _call_cases(text: str, api: Api, *, code: bool) -> list[SpecCase]:
 def _block_cases(block: str, api: Api) -> list[SpecCase]:
     if re.search(r"^\s*>>> ", block, re.M):
         return _doctest_cases(block, api)
-    try:
-        tree = ast.parse(block)
-    except SyntaxError:
+    if (tree := parsed(block)) is None:
         return _call_cases(block, api, code=True)
     return _script_cases(block, tree, api)
 
@@ -134,9 +133,7 @@ def _doctest_cases(block: str, api: Api) -> list[SpecCase]:
     out: list[SpecCase] = []
     setup: list[str] = []
     for source, shown in _doctest_items(block):
-        try:
-            node = ast.parse(source, mode="eval").body
-        except SyntaxError:
+        if (node := parsed_expr(source)) is None:
             setup.append(source)
             continue
         error = (re.match(r"\s*(?:\w+\.)*(\w+)", shown[-1])

@@ -12,6 +12,8 @@ import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
+from agents.checks import parsed, parsed_expr
+
 __all__ = ["Api", "Function", "SpecCase", "api_name", "call_source", "calls_in", "fits",
            "free_names", "import_names", "literal", "literal_prefix", "parse_params", "read_api",
            "stated_result"]
@@ -68,10 +70,8 @@ def api_name(sig: str) -> str:
 
 def parse_params(params: str) -> ast.arguments | None:
     """The parameters ``a, b: int = 1, *args`` as Python reads them (None: not Python)."""
-    try:
-        fn = ast.parse(f"def _f({params}): pass").body[0]
-    except SyntaxError:
-        return None
+    tree = parsed(f"def _f({params}): pass")
+    fn = tree.body[0] if tree else None
     return fn.args if isinstance(fn, ast.FunctionDef) else None
 
 
@@ -198,9 +198,7 @@ def _close(text: str, start: int) -> int:
 
 def call_source(text: str, functions: Sequence[str]) -> str | None:
     """``text`` as source if it calls one of ``functions`` with literal arguments."""
-    try:
-        node = ast.parse(text.strip(), mode="eval").body
-    except SyntaxError:
+    if (node := parsed_expr(text.strip())) is None:
         return None
     if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
             and node.func.id in functions):

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import ast
 
+from agents.checks import parsed
+
 __all__ = ["stubs"]
 
 _Fn = ast.FunctionDef | ast.AsyncFunctionDef
@@ -16,9 +18,7 @@ def stubs(code: str) -> list[str]:
     """The public functions and methods of ``code`` whose body is only ``pass``, ``...``,
     ``raise NotImplementedError``, a docstring or a comment, or that return ``None``
     where their annotation promises a value (none when it does not parse)."""
-    try:
-        tree = ast.parse(code)
-    except SyntaxError:
+    if (tree := parsed(code)) is None:
         return []
     found: list[str] = []
     for node in tree.body:

@@ -8,6 +8,8 @@ from __future__ import annotations
 import ast
 import re
 
+from agents.checks import parsed
+
 __all__ = ["failed_tests", "guard_imports", "guard_lines", "split_tests", "test_names"]
 
 _FAILED = re.compile(r"^(?:FAILED|ERROR) [^\s:]+::(\w+)", re.MULTILINE)
@@ -26,9 +28,7 @@ def _independent(stmt: ast.stmt) -> bool:
 
 def split_tests(text: str) -> str:
     """``text`` with each test of independent checks cut into ``test_x_1``, ``test_x_2``..."""
-    try:
-        tree = ast.parse(text)
-    except SyntaxError:
+    if (tree := parsed(text)) is None:
         return text
     names = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
     lines = text.split("\n")
@@ -57,9 +57,7 @@ def split_tests(text: str) -> str:
 
 def test_names(text: str) -> set[str]:
     """The test functions ``text`` defines (none when it does not parse)."""
-    try:
-        tree = ast.parse(text)
-    except SyntaxError:
+    if (tree := parsed(text)) is None:
         return set()
     return {fn.name for fn in ast.walk(tree)
             if isinstance(fn, ast.FunctionDef) and fn.name.startswith("test")}
@@ -93,9 +91,7 @@ def guard_imports(text: str, module: str) -> str:
     module lacks fails only the tests that use it, not the whole file at collection (the
     spec's own examples with it); used, its placeholder raises an error naming the name,
     which the coder's feedback quotes."""
-    try:
-        tree = ast.parse(text)
-    except SyntaxError:
+    if (tree := parsed(text)) is None:
         return text
     lines = text.split("\n")
     guarded = [node for node in tree.body if isinstance(node, ast.ImportFrom)
