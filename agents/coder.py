@@ -115,6 +115,17 @@ class Coder(WorkspaceRole):
                 out[path] = str(shown.get("raw"))
         return out
 
+    def _theirs(self, task: ModuleTask) -> dict[str, str]:
+        """The public names of the modules it builds on, then of those built before it (a
+        fallback plan lists no uses; seen: a 0.5B's evaluator called ``tokenize`` unimported):
+        name -> the module to import it from."""
+        out = _project(task)
+        for path in task.before:
+            with contextlib.suppress(OSError, UnicodeDecodeError, WorkspaceError):
+                for name in _defined(self.workspace.resolve(path).read_text()):
+                    out.setdefault(name, dotted(path))
+        return out
+
     def settings_for(self, task_input: Any) -> ModelSettings | None:
         """A round a review sent back samples warm (a 1.5B model asked greedily sent the
         same file back), seeded by the round so a resumed task asks alike. Every reply
@@ -134,12 +145,14 @@ class Coder(WorkspaceRole):
         (a journaled step writing whole recorded files: a re-run writes the same bytes)."""
         task = module_task(ctx.task_input)
         path = task.path
-        code = _tidy(str(output.files[path]), task)
+        theirs = self._theirs(task)
+        code = _tidy(str(output.files[path]), task, theirs)
         earlier = [r.data for r in ctx.rejections
                    if isinstance(r.data, dict) and "score" in r.data]
         problem = code_problem(path, code, tests=False)
         kept = usable_prefix(code) if problem else None
-        if kept is not None and not code_problem(path, kept := _tidy(kept, task), tests=False):
+        if kept is not None and not code_problem(path, kept := _tidy(kept, task, theirs),
+                                                 tests=False):
             code, problem = kept, ""  # the module before a tail that does not parse
         again = not problem and any(d["files"].get(path) == code for d in earlier)
         last = ctx.rejections[-1] if ctx.rejections else None
@@ -278,12 +291,12 @@ def _defined(code: str) -> list[str]:
             and not n.name.startswith("_")]
 
 
-def _tidy(text: str, task: ModuleTask) -> str:
+def _tidy(text: str, task: ModuleTask, theirs: dict[str, str]) -> str:
     """The module an answer holds as its users will import it: without the tests a model
     wrote into it, with the imports it forgot (pure: a replay tidies alike)."""
     path = task.path
     api = {part for sig in task.module.public_api for part in api_name(sig).split(".")}
-    return absolute_imports(add_missing_imports(without_tests(text, path, api), _project(task)),
+    return absolute_imports(add_missing_imports(without_tests(text, path, api), theirs),
                             path, [*task.before, *(u.path for u in task.uses)])
 
 

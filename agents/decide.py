@@ -3,8 +3,9 @@ of the candidates as :class:`Tried` sums them up (the coder's check does the eff
 
 Selection (:func:`best`): the first candidate, the model asked once, is the floor. A later
 one replaces the best so far only on evidence from running code: it imports where the
-other does not, is no stub where the other is one, passes more of the spec's own
-examples, or, where those tie and it neither crashes on an input the floor answers nor
+other does not, is no stub where the other is one (nor answers no input where the floor
+answers some), lacks no planned export the floor defines, and passes more of the spec's
+own examples, or, where those tie and it neither crashes on an input the floor answers nor
 fails a test the floor passed, defines more of its planned exports, agrees with more of
 the other candidates' outputs (MBR-exec), or passes more tests. A choice that lost a test
 the floor passed without passing more of what the spec vouches for gives way to the
@@ -79,12 +80,26 @@ def _loses(t: Tried, floor: Tried) -> bool:
     return t.tests[0] < floor.tests[0]
 
 
+def _answers(t: Tried) -> bool:
+    """It returns a value on some input it was run on."""
+    return any(o.startswith("=") for o in t.runs.values())
+
+
+def _stub(t: Tried, floor: Tried) -> bool:
+    """A stub, or as good as one: it answers no input with a value where the floor answers
+    some (seen: an answer raising on every input passed the spec's error examples)."""
+    return t.stub or (_answers(floor) and not _answers(t))
+
+
 def _replaces(new: Tried, old: Tried, floor: Tried, agree: tuple[int, int]) -> bool:
     """``new`` takes the place of ``old`` (the best so far); ``agree``: their agreement."""
     if new.imports != old.imports:
         return new.imports
-    if new.stub != old.stub:
-        return old.stub
+    if _stub(new, floor) != _stub(old, floor):
+        return _stub(old, floor)
+    if new.exports is not None and floor.exports is not None and (
+            new.exports[0] < floor.exports[0]):
+        return False  # it lacks a planned name the floor defines: every import of it fails
     if new.trusted[0] != old.trusted[0]:
         return new.trusted[0] > old.trusted[0]
     if crashes(new.runs, floor.runs) or _loses(new, floor):

@@ -143,8 +143,14 @@ def test_an_answer_its_dependents_can_import_ranks_above_one_they_cannot() -> No
     usual = {"f(2)": "=4"}
     assert best([t(2, exports=whole, runs={"f(2)": "=5"}), t(3, exports=lacks, runs=usual),
                  t(3, exports=lacks, runs=usual)]) == 0
-    # below the spec's own examples
-    assert best([t(2, trusted=(1, 2), exports=whole), t(2, trusted=(2, 2), exports=lacks)]) == 1
+    # below the spec's own examples, between later candidates
+    assert best([t(2, exports=lacks), t(2, trusted=(1, 2), exports=whole),
+                 t(2, trusted=(2, 2), exports=whole)]) == 2
+    # but one lacking a name the floor defines never replaces it, whatever it passes: every
+    # test importing that name fails (seen: a cut answer without format_headers won on the
+    # spec's examples and scored 0 of 10 hidden tests, the floor 1)
+    assert best([t(2, trusted=(1, 2), exports=whole), t(2, trusted=(2, 2), exports=lacks)]) == 0
+    assert best([t(2, stub=True, exports=whole), t(2, exports=lacks)]) == 1  # a stub floor
     # it never outweighs a test the first passed, nor an input it answered
     assert best([t(2, exports=lacks, failed={"a", "b"}),
                  t(2, exports=whole, failed={"a", "c"})]) == 0
@@ -156,3 +162,19 @@ def test_an_answer_its_dependents_can_import_ranks_above_one_they_cannot() -> No
     assert decide([t(4, exports=(0, 2))], rounds=4, out_of_time=False) == ("accept", 0)
     assert Tried.of({"score": [1, 2, 0, 0], "exports": [1, 2]}).exports == (1, 2)
     assert Tried.of({"score": [1, 2, 0, 0]}).exports is None
+
+
+def test_an_answer_that_answers_no_input_ranks_as_a_stub() -> None:
+    """An answer raising on every input, where the floor returns values, is as good as a
+    stub: passing the spec's error examples that way is no evidence (seen on headers)."""
+    floor = {"parse('a: b')": "={'a': 'b'}", "parse(' x')": "!HeaderError"}
+    mute = {"parse('a: b')": "!HeaderError", "parse(' x')": "!HeaderError"}
+    assert best([t(2, trusted=(1, 5), runs=floor), t(4, trusted=(2, 5), runs=mute)]) == 0
+    # not when the floor answers nothing either: then the examples decide
+    none = {"parse('a: b')": "?TypeError", "parse(' x')": "?TypeError"}
+    assert best([t(2, trusted=(1, 5), runs=none), t(4, trusted=(2, 5), runs=mute)]) == 1
+    # nor against a candidate that answers some input
+    assert best([t(2, trusted=(1, 5), runs=floor), t(4, trusted=(2, 5), runs=mute),
+                 t(2, trusted=(2, 5), runs=floor)]) == 2
+    # with no runs at all (nothing to call), nothing changes
+    assert best([t(2, trusted=(1, 5)), t(4, trusted=(2, 5))]) == 1

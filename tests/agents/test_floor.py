@@ -226,3 +226,28 @@ def test_a_later_rounds_new_sample_is_asked_as_the_first_round_asks(tmp_path: Pa
     assert sample.startswith(module_request(SPEC, "intervals.py", {}))
     assert CRASHES.rstrip() not in sample and "sort by start" not in sample
     assert coder.render_sample({**task, "round": 1, "current": ""}) is None
+
+
+async def test_a_name_a_module_built_before_defines_is_imported_where_it_is_used(
+        tmp_path: Path) -> None:
+    """A plan with no ``uses`` (a fallback plan lists none): an answer calling a function
+    of a module built before it, unimported, gets the import, not a NameError on every
+    call (seen: a 0.5B's evaluator called ``tokenize``)."""
+    spec = ("# pair\n\nWrite `base.py` (tested in `test_base.py`): `one()` returns 1. "
+            "Then `top.py` (tested in `test_top.py`): `two()` returns `one() + 1`.\n")
+    plan = {"modules": [
+        {"path": "base.py", "purpose": "one", "test_path": "test_base.py",
+         "public_api": ["one()"]},
+        {"path": "top.py", "purpose": "two", "test_path": "test_top.py",
+         "public_api": ["two()"]}]}
+    _, _, _ = await run_pipeline(tmp_path, {
+        "architect": [says(json.dumps(plan))],
+        "tester": [says(fenced("test_base.py", "from base import one\n\n\ndef test_one():"
+                               "\n    assert one() == 1\n")),
+                   says(fenced("test_top.py", "from top import two\n\n\ndef test_two():"
+                               "\n    assert two() == 2\n"))],
+        "coder": [says("```python\ndef one():\n    return 1\n```\n"),
+                  says("```python\ndef two():\n    return one() + 1\n```\n")],
+        "reviewer": []}, spec=spec, review="failures")
+    top = (tmp_path / "ws" / "top.py").read_text()
+    assert top.startswith("from base import one\n"), top
