@@ -51,6 +51,8 @@ class ModuleTask(BaseModel):
     """The run's working seconds by which this module's rounds end (its share of the budget)."""
     worked: float = 0.0
     """The run's working seconds when the task was posted (see :mod:`agents.workclock`)."""
+    began: float | None = None
+    """The run's working seconds when its round's coder task was posted (the reviewer)."""
 
     @property
     def path(self) -> str:

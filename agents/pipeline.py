@@ -33,7 +33,7 @@ from orchestra.store import Writes
 
 PIPELINE_REF = "agents.pipeline:build_pipeline"
 DEFAULT_MAX_ROUNDS = 2
-VERSION = "14"
+VERSION = "15"
 """The stock pipeline's ``version=``: raised when what its tasks do changes where the
 fingerprint cannot see it, so a run in flight stays with the code that wrote its journal
 (``docs/versions.md``)."""
@@ -179,7 +179,8 @@ def _code_route(review: str, clock: WorkClock) -> Any:
                 result.vouched[0] == result.vouched[1]):
             # no test the spec vouches for fails: a review would judge the tester's guesses
             _kept(writes, path, rnd, result)
-        elif result.out_of_time and not passed:
+        elif not passed and (result.out_of_time or not clock.fits(done.worked, done.until)):
+            # a review then has no round left to ask for: the module keeps its best code
             _failed(writes, path, rnd, "the run's time budget is spent; its best code is kept "
                                        f"({_tally(result.report)})")
         else:
@@ -226,7 +227,7 @@ def _to_review(result: CodeAnswer, done: ModuleTask, writes: Writes, worked: flo
                          stated=done.stated, uses=done.uses, until=done.until, worked=worked,
                          code=result.files.get(done.path, ""), tests=result.tests,
                          report=result.report, summary=result.text[:500],
-                         history=result.history)
+                         history=result.history, began=done.worked)
     writes.handoffs.append(NewHandoff("reviewer", payload.model_dump(mode="json"),
                                       note=f"round {done.round}: please review",
                                       key=f"review:{done.path}:{done.round}"))
@@ -246,7 +247,7 @@ def _review_route(max_rounds: int, budget: float | None, clock: WorkClock) -> An
         if rnd >= max_rounds:
             _failed(writes, path, rnd, reason)
             return
-        if clock.past(budget, done.until):  # a route runs once: no replay
+        if not clock.fits(done.began, budget, done.until):  # a route runs once: no replay
             _failed(writes, path, rnd, f"the run's time budget is spent ({reason})")
             return
         base = ModuleTask(module=done.module, round=rnd + 1, spec=done.spec,
