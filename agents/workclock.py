@@ -40,7 +40,7 @@ class WorkClock:
     def fits(self, since: float | None, *ends: float | None) -> bool:
         """A stretch as long as the one since ``since`` (the module's last round) still
         ends before the earliest of ``ends``: a round that cannot is not begun (seen: a
-        review and a corrected test file, 280 s past a module's end, thrown away)."""
+        review and a corrected test file, 200 s past a module's end, thrown away)."""
         given = [t for t in ends if t is not None]
         now = self.worked()
         return not given or 2 * now - (now if since is None else since) < min(given)
