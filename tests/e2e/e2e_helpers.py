@@ -201,11 +201,12 @@ def _canon(text: str | None) -> str:
 
 
 def _canon_payload(text: str) -> str:
-    """A handoff's payload without ``worked``, the run's working seconds when it was
-    posted (a measurement of time, like a timestamp)."""
+    """A handoff's payload without ``worked`` and ``began``, the run's working seconds
+    when it (or its round's coder task) was posted (measurements of time, like timestamps)."""
     payload = json.loads(text)
     if isinstance(payload, dict):
         payload.pop("worked", None)
+        payload.pop("began", None)
     return json.dumps(payload, sort_keys=True)
 
 

@@ -59,9 +59,10 @@ def _canon(value: Any) -> str:
 
 async def _board(store: SQLiteBlackboard, run_id: str) -> dict[str, Any]:
     plans = [(_role(p.author), p.version, _canon(p.body)) for p in await store.get_plans(run_id)]
-    # a payload's "worked" is the run's working seconds when it was posted: a timestamp
+    # a payload's "worked" ("began") is the run's working seconds when it (its round's
+    # coder task) was posted: a timestamp
     handoffs = sorted((_role(h.from_agent), h.to_role, _canon(
-        {k: v for k, v in h.payload.items() if k != "worked"}), h.note)
+        {k: v for k, v in h.payload.items() if k not in ("worked", "began")}), h.note)
                       for h in await store.get_handoffs(run_id))
     notes = sorted((_role(n.author), tuple(n.tags), n.body)
                    for n in await store.search_notes(run_id, limit=10_000))
