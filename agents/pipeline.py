@@ -33,7 +33,7 @@ from orchestra.store import Writes
 
 PIPELINE_REF = "agents.pipeline:build_pipeline"
 DEFAULT_MAX_ROUNDS = 2
-VERSION = "15"
+VERSION = "16"
 """The stock pipeline's ``version=``: raised when what its tasks do changes where the
 fingerprint cannot see it, so a run in flight stays with the code that wrote its journal
 (``docs/versions.md``)."""
@@ -181,8 +181,9 @@ def _code_route(review: str, clock: WorkClock) -> Any:
             _kept(writes, path, rnd, result)
         elif not passed and (result.out_of_time or not clock.fits(done.worked, done.until)):
             # a review then has no round left to ask for: the module keeps its best code
-            _failed(writes, path, rnd, "the run's time budget is spent; its best code is kept "
-                                       f"({_tally(result.report)})")
+            _failed(writes, path, rnd, ("the run's time budget is spent" if result.out_of_time
+                                        else "no time is left for another round")
+                    + f"; its best code is kept ({_tally(result.report)})")
         else:
             _to_review(result, done, writes, clock.worked())
 
@@ -248,7 +249,7 @@ def _review_route(max_rounds: int, budget: float | None, clock: WorkClock) -> An
             _failed(writes, path, rnd, reason)
             return
         if not clock.fits(done.began, budget, done.until):  # a route runs once: no replay
-            _failed(writes, path, rnd, f"the run's time budget is spent ({reason})")
+            _failed(writes, path, rnd, f"no time is left for another round ({reason})")
             return
         base = ModuleTask(module=done.module, round=rnd + 1, spec=done.spec,
                           stated=done.stated, uses=done.uses, comments=review.comments,

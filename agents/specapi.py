@@ -1,6 +1,6 @@
 """The public API a spec states for each module: signatures in backticks, listings in code
-blocks, "a class `X`" in prose with the methods it lists; in a text about several
-modules, each signature is the module's it follows.
+blocks, "a class `X`" in prose (which of its signatures are methods is the model's to
+read); in a text about several modules, each signature is the module's it follows.
 """
 
 from __future__ import annotations
@@ -103,45 +103,6 @@ def _def(name: str, fn: ast.FunctionDef | ast.AsyncFunctionDef, method: bool = F
     return f"{name}({ast.unparse(args)}){returns}"
 
 
-def _class_mentions(text: str) -> list[tuple[int, str]]:
-    """Where prose names a class of the module ("a class `X`", "`X` is a dataclass")."""
-    found = [(m.start(), m.group(1)) for m in _CLASS_NAMED.finditer(text)]
-    found += [(m.start(), m.group(1) or m.group(2)) for m in _CLASS_PROSE.finditer(text)]
-    return sorted(found)
-
-
-def _prose_methods(text: str, sigs: Sequence[str]) -> dict[str, str]:
-    """Lower-case signatures the prose gives as a class's methods (in a paragraph that
-    speaks of methods, after the class is named): signature -> its class."""
-    mentions = _class_mentions(text)
-    blocks = [(m.start(), m.group()) for m in re.finditer(r"(?:[^\n]+\n?)+", text)]
-    out: dict[str, str] = {}
-    for sig in sigs:
-        at = text.find(f"`{sig}`")
-        owner = [name for pos, name in mentions if pos < at]
-        if at < 0 or not owner or not sig[:1].islower() or "." in sig.split("(")[0]:
-            continue
-        here = [i for i, (start, b) in enumerate(blocks) if start <= at < start + len(b)]
-        intro = here[0] if here else 0
-        while intro > 0 and re.match(r"\s*[-*+] ", blocks[intro][1]):
-            intro -= 1  # bullets: the paragraph that introduces them speaks for them
-        if here and intro == here[0]:  # prose: the sentence that gives it must say so
-            said = _sentence(text, at)
-        else:
-            said = " ".join(b for _, b in blocks[intro:(here[0] + 1) if here else 0])
-        if re.search(r"\bmethods?\b", said) and not re.search(
-                r"\bfunctions?\b", text[max(0, at - 40):at], re.I):
-            out[sig] = owner[-1]
-    return out
-
-
-def _sentence(text: str, at: int) -> str:
-    """The sentence of prose around ``at``."""
-    start = max(text.rfind(". ", 0, at), text.rfind("\n\n", 0, at))
-    ends = [e for e in (text.find(". ", at), text.find("\n\n", at)) if e >= 0]
-    return text[start + 1:min(ends) if ends else len(text)]
-
-
 def _signatures_in(text: str) -> list[str]:
     """Signatures in backticks, annotated signature lines and Python API listings of code
     blocks, ``class X:`` lines and "a class `X`"; without builtins (``len(cache)``),
@@ -171,9 +132,9 @@ def _signatures_in(text: str) -> list[str]:
     params_of = {p for sig in found for p in (_params(sig[sig.find("(") + 1:sig.rfind(")")])
                                               or [])}
     found = [s for s in found if api_name(s) not in params_of or s.startswith("class ")]
-    owned = _prose_methods(text, found)
-    first: dict[str, int] = {}
-    for at, name in _class_mentions(text):
+    first: dict[str, int] = {}  # where prose first names a class ("a class `X`")
+    for at, name in sorted([(m.start(), m.group(1)) for m in _CLASS_NAMED.finditer(text)] + [
+            (m.start(), m.group(1) or m.group(2)) for m in _CLASS_PROSE.finditer(text)]):
         first.setdefault(name, at)
     named = [(at, f"class {name}") for name, at in first.items()
              if not any(re.match(rf"(?:class\s+)?{name}\b", f) for f in found)]
@@ -183,7 +144,7 @@ def _signatures_in(text: str) -> list[str]:
             named = [(at, f) for at, f in named if f != f"class {m.group(1)}"]
             named.append((m.start(), f"class {m.group(1)}({m.group(2)})"))
     # in the order the spec gives them
-    placed = [(_position(text, f), f"{owned[f]}.{f}" if f in owned else f) for f in found]
+    placed = [(_position(text, f), f) for f in found]
     return [f for _, f in sorted([*placed, *named], key=lambda p: p[0])]
 
 

@@ -34,8 +34,7 @@ class WorkClock:
 
     def past(self, *ends: float | None) -> bool:
         """The run's working time has reached the earliest of ``ends`` (None: no end)."""
-        given = [t for t in ends if t is not None]
-        return bool(given) and self.worked() >= min(given)
+        return not self.fits(None, *ends)
 
     def fits(self, since: float | None, *ends: float | None) -> bool:
         """A stretch as long as the one since ``since`` (the module's last round) still

@@ -48,35 +48,25 @@ _OPENINGS = (("architect", "You are the architect"), ("tester", "You write the p
 
 
 def _by_path(path: str) -> dict[str, Any]:
-    for name, mod in modules().items():
-        if name != "init" and mod["path"] == path:
-            return dict(mod)
-    raise KeyError(path)
+    return dict(next(m for k, m in modules().items() if k != "init" and m["path"] == path))
+
+
+_DECISIONS = (
+    ("one module per utility, each with its own test file", "modules stay independent, so "
+     "they can be built and reviewed in parallel and a failure in one does not block the others"),
+    ("standard library only (re, unicodedata, collections)",
+     "the spec asks for no dependencies; installs stay trivial"),
+    ("textkit/__init__.py re-exports nothing eagerly",
+     "importing one module must not require the others to exist yet"),
+)
 
 
 def _architect() -> ModelResponse:
     mods = [m for k, m in modules().items() if k != "init"]
-    plan = {
-        "modules": [
-            {k: m[k] for k in ("path", "purpose", "public_api", "test_path")} for m in mods
-        ],
-        "decisions": [
-            {
-                "decision": "one module per utility, each with its own test file",
-                "reason": "modules stay independent, so they can be built and reviewed in "
-                "parallel and a failure in one does not block the others",
-            },
-            {
-                "decision": "standard library only (re, unicodedata, collections)",
-                "reason": "the spec asks for no dependencies; installs stay trivial",
-            },
-            {
-                "decision": "textkit/__init__.py re-exports nothing eagerly",
-                "reason": "importing one module must not require the others to exist yet",
-            },
-        ],
-    }
-    return reply(json.dumps(plan))
+    return reply(json.dumps({
+        "modules": [{k: m[k] for k in ("path", "purpose", "public_api", "test_path")}
+                    for m in mods],
+        "decisions": [{"decision": d, "reason": r} for d, r in _DECISIONS]}))
 
 
 def _fenced(path: str, text: str) -> str:
@@ -92,11 +82,10 @@ def _tester(path: str) -> ModelResponse:
 def _coder(path: str, request: ModelRequest) -> ModelResponse:
     mod = _by_path(path)
     # a new sample is asked as the first answer was, warm (the first is greedy)
-    anew = bool(request.settings.temperature)
-    if not anew and "buggy_code" in mod:
-        return reply(f"Here is {path}:\n\n" + _fenced(path, mod["buggy_code"]))
-    if anew:  # a new sample: the whole file, right this time
+    if request.settings.temperature:  # a new sample: the whole file, right this time
         return reply(f"{mod.get('fix_note')}\n\n" + _fenced(path, mod["code"]))
+    if "buggy_code" in mod:
+        return reply(f"Here is {path}:\n\n" + _fenced(path, mod["buggy_code"]))
     return reply(f"implemented {path}\n\n" + _fenced(path, mod["code"]))
 
 
@@ -116,9 +105,7 @@ def direct(request: ModelRequest) -> ModelResponse:
         return _architect()
     if role == "tester":
         return _tester(path)
-    if role == "coder":
-        return _coder(path, request)
-    return _reviewer(path, request)
+    return _coder(path, request) if role == "coder" else _reviewer(path, request)
 
 
 def director_model() -> FunctionModel:
