@@ -40,6 +40,6 @@ class WorkClock:
         """A stretch as long as the one since ``since`` (the module's last round) still
         ends before the earliest of ``ends``: a round that cannot is not begun (seen: a
         review and a corrected test file, 200 s past a module's end, thrown away)."""
-        given = [t for t in ends if t is not None]
-        now = self.worked()
-        return not given or 2 * now - (now if since is None else since) < min(given)
+        given = [t for t in ends if t is not None]  # no end: the clock is not even read
+        return not given or (2 * (now := self.worked()) - (now if since is None else since)
+                             < min(given))

@@ -49,6 +49,17 @@ def test_a_round_that_cannot_end_in_time_is_not_begun() -> None:
     assert clock.fits(200.0, 450.0, 390.0) is False  # the earliest end counts
     assert clock.fits(0.0, None) is True
     assert clock.fits(None, 450.0) is True and clock.fits(None, 300.0) is False
+    assert clock.past(300.0) and not clock.past(450.0, None) and not clock.past(None)
+
+
+def test_asking_with_no_end_does_not_start_the_clock() -> None:
+    """A role with no budget asks whether it is out of time; that is no stamp: the run's
+    working time still starts where its first task's stamp (or reading) says."""
+    now = [0.0]
+    clock = WorkClock(lambda: now[0])
+    assert not clock.past(None, None) and clock.fits(None)
+    now[0] = 50.0
+    assert clock.worked() == 0.0
 
 
 def test_no_review_and_no_second_round_without_the_time_for_one() -> None:
