@@ -48,7 +48,7 @@ _OPENINGS = (("architect", "You are the architect"), ("tester", "You write the p
 
 
 def _by_path(path: str) -> dict[str, Any]:
-    return dict(next(m for k, m in modules().items() if k != "init" and m["path"] == path))
+    return dict({m["path"]: m for k, m in modules().items() if k != "init"}[path])
 
 
 _DECISIONS = (
