@@ -78,7 +78,7 @@ def measure(kata: Kata, side: str, model: str, *, limit: float, max_tokens: int,
            "wrote_every_module": all(m in row["files"] for m in kata.modules)}
     if side == "one-shot" and best_of > 1:
         row["samples"] = [row["hidden"]] + [
-            _sample(kata, model, root / f"sample{n}", limit=limit, max_tokens=max_tokens,
+            sample_one_shot(kata, model, root / f"sample{n}", limit=limit, max_tokens=max_tokens,
                     seed=n) for n in range(1, best_of)]
     if keep:
         row["dir"] = str(root)
@@ -87,7 +87,7 @@ def measure(kata: Kata, side: str, model: str, *, limit: float, max_tokens: int,
     return row
 
 
-def _sample(kata: Kata, model: str, root: Path, *, limit: float, max_tokens: int,
+def sample_one_shot(kata: Kata, model: str, root: Path, *, limit: float, max_tokens: int,
             seed: int) -> list[int]:
     """One more one-shot answer, sampled: its hidden tests (passed, total)."""
     workspace = root / "ws"
@@ -220,7 +220,7 @@ def table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(out)
 
 
-def _commit() -> str:
+def checkout_commit() -> str:
     """The checkout's commit, ``+dirty`` when it has changes: what a row was measured at."""
     here = Path(__file__).resolve().parent
     try:
@@ -306,7 +306,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(summary(read_rows(args.summary)))
         return 0
     rows: list[dict[str, Any]] = []
-    commit = _commit()
+    commit = checkout_commit()
     for i in range(args.runs):
         for kata in (load_kata(name, args.katas) for name in args.specs):
             # alternate which side goes first, so neither always meets a warm server cache
