@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import humaneval
-from benchmarks.katas import KATAS_DIR, Kata, kata_names, load_kata
+from benchmarks.katas import KATAS_DIR, kata_names, load_kata
 from benchmarks.pipeline_quality import checkout_commit, read_rows, sample_one_shot
 
 
@@ -62,10 +62,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         parser.error(f"--rows {args.rows}: no such file")
     if args.humaneval:
         try:
-            ids = humaneval.parse_ids(args.humaneval)
-            args.katas = humaneval.write_set(
-                humaneval.load_dev_problems(humaneval.installed_data(), ids),
-                Path(tempfile.mkdtemp(prefix="humaneval-")))
+            args.katas = humaneval.dev_set(args.humaneval)
         except humaneval.HumanEvalError as exc:
             parser.error(str(exc))
     return args
@@ -90,17 +87,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     def draw(job: tuple[str, int]) -> list[int]:
         name, seed = job
-        kata: Kata = katas[name]
-        return sample_one_shot(kata, args.model, roots[name] / f"sample{seed}",
+        return sample_one_shot(katas[name], args.model, roots[name] / f"sample{seed}",
                                limit=args.limit, max_tokens=args.max_tokens, seed=seed)
 
     jobs = [(name, seed) for name in names for seed in range(1, args.best_of)]
     started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+    commit = checkout_commit()
     with ThreadPoolExecutor(args.jobs) as pool:  # in order, so a row is written when done
         drawn = pool.map(draw, jobs)
         for first in firsts:
             samples = [next(drawn) for _ in range(1, args.best_of)]
-            drawn_how = {"commit": checkout_commit(), "started": started, "jobs": args.jobs,
+            drawn_how = {"commit": commit, "started": started, "jobs": args.jobs,
                          "model": args.model, "label": args.label,
                          "load_average": round(os.getloadavg()[0], 2),
                          "dir": str(roots[first["spec"]]) if args.keep else None}

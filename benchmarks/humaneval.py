@@ -26,6 +26,7 @@ import json
 import re
 import subprocess
 import sys
+import tempfile
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
@@ -221,3 +222,10 @@ def write_set(problems: list[Problem], parent: Path, seconds: int = UNIT_SECONDS
         counts.append(f"{problem.name} {len(check_units(problem.test)[1])}\n")
     (root / "hidden" / "COUNTS").write_text("".join(counts))
     return root
+
+
+def dev_set(ids: str, data: Path | None = None) -> Path:
+    """The development problems ``ids`` (e.g. ``0-81``) written as a kata set in a new
+    temporary directory, read from ``data`` or the installed wheel's file."""
+    problems = load_dev_problems(data or installed_data(), parse_ids(ids))
+    return write_set(problems, Path(tempfile.mkdtemp(prefix="humaneval-")))

@@ -78,8 +78,8 @@ def measure(kata: Kata, side: str, model: str, *, limit: float, max_tokens: int,
            "wrote_every_module": all(m in row["files"] for m in kata.modules)}
     if side == "one-shot" and best_of > 1:
         row["samples"] = [row["hidden"]] + [
-            sample_one_shot(kata, model, root / f"sample{n}", limit=limit, max_tokens=max_tokens,
-                    seed=n) for n in range(1, best_of)]
+            sample_one_shot(kata, model, root / f"sample{n}", limit=limit,
+                            max_tokens=max_tokens, seed=n) for n in range(1, best_of)]
     if keep:
         row["dir"] = str(root)
     else:
@@ -88,7 +88,7 @@ def measure(kata: Kata, side: str, model: str, *, limit: float, max_tokens: int,
 
 
 def sample_one_shot(kata: Kata, model: str, root: Path, *, limit: float, max_tokens: int,
-            seed: int) -> list[int]:
+                    seed: int) -> list[int]:
     """One more one-shot answer, sampled: its hidden tests (passed, total)."""
     workspace = root / "ws"
     workspace.mkdir(parents=True)
@@ -276,10 +276,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         parser.error("give --model and --out (or --table FILE, --summary FILE)")
     if args.humaneval:
         try:
-            ids = humaneval.parse_ids(args.humaneval)
-            data = args.humaneval_data or humaneval.installed_data()
-            args.katas = humaneval.write_set(humaneval.load_dev_problems(data, ids),
-                                             Path(tempfile.mkdtemp(prefix="humaneval-")))
+            args.katas = humaneval.dev_set(args.humaneval, args.humaneval_data)
         except humaneval.HumanEvalError as exc:
             parser.error(str(exc))
     names = kata_names(args.katas)
